@@ -1,0 +1,238 @@
+//! The flow of one call (DESIGN.md, "the flow of one mutating call"), shared by every surface:
+//! resolve → validate → prepare (domain: targets, subject) → policy → confirm → run → guard →
+//! apply → telemetry. Domain crates supply the prepare and apply steps; surfaces supply the
+//! confirmer.
+
+use std::time::Instant;
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+
+use crate::digest::CallDigest;
+use crate::policy::{self, Approvals, Confirmation, Decision, Mode};
+use crate::preview::{Preview, PreviewInput};
+use crate::provider::{ChangeSet, ToolCall, ToolOutcome};
+use crate::registry::{Registry, ResolvedTool};
+use crate::telemetry::{Outcome, TelemetryRecord, TelemetrySink, Validation};
+
+/// A person's answer to a preview.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    Approve,
+    Decline,
+}
+
+/// Asks a person (workbench dialog, MCP elicitation, terminal prompt) about one preview.
+#[async_trait]
+pub trait Confirmer: Send + Sync {
+    async fn confirm(&self, preview: &Preview) -> Answer;
+}
+
+/// Always answers the same (tests, `--yes`, non-interactive refusals).
+#[derive(Debug, Clone, Copy)]
+pub struct Fixed(pub Answer);
+
+#[async_trait]
+impl Confirmer for Fixed {
+    async fn confirm(&self, _preview: &Preview) -> Answer {
+        self.0
+    }
+}
+
+/// What the domain resolved before anything is asked or run.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    /// The call as the provider will receive it (validated params, resolved subject).
+    pub call: ToolCall,
+    /// Title of the document the call changes (for the preview).
+    pub document_title: Option<String>,
+    /// The targets by name (for the preview).
+    pub target: String,
+    /// What binds an approval to this exact call besides id and params (document id and
+    /// version, target ids).
+    pub context: Value,
+    /// Consequence sentence for the preview; `None` uses the default.
+    pub consequence: Option<String>,
+}
+
+/// How one invocation ended, for the surface to turn into its reply.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ended {
+    /// A read ran, or a mutation ran and was applied.
+    Done {
+        outcome: ToolOutcome,
+        confirmation: Confirmation,
+    },
+    /// Stopped before running: unknown id, invalid params, unresolvable targets, denied.
+    Refused { message: String },
+    /// A person declined; nothing ran.
+    Declined { preview: Preview },
+    /// The tool ran and failed, or its result was refused by the guard or could not be applied.
+    Failed { message: String },
+}
+
+impl Ended {
+    pub fn is_done(&self) -> bool {
+        matches!(self, Ended::Done { .. })
+    }
+}
+
+/// One invocation's fixed settings.
+pub struct Gate<'a> {
+    pub registry: &'a Registry,
+    pub mode: Mode,
+    pub approvals: &'a Approvals,
+    pub sink: &'a dyn TelemetrySink,
+    pub surface: &'a str,
+    pub active_model: &'a str,
+    pub priming_enabled: bool,
+}
+
+fn ms(since: Instant) -> f64 {
+    since.elapsed().as_secs_f64() * 1000.0
+}
+
+impl Gate<'_> {
+    /// Run one call through the whole flow. `prepare` resolves the domain side (plot, targets)
+    /// and may refuse with a corrective message; `apply` hands an approved change set to the
+    /// session (the only place a document changes). Exactly one telemetry record is written.
+    pub async fn invoke<P, A>(
+        &self,
+        tool_id: &str,
+        params: &Map<String, Value>,
+        input: Value,
+        prepare: P,
+        confirmer: &dyn Confirmer,
+        apply: A,
+    ) -> Ended
+    where
+        P: FnOnce(&ResolvedTool<'_>, Map<String, Value>) -> Result<Prepared, String>,
+        A: FnOnce(&ChangeSet) -> Result<(), String>,
+    {
+        let started = Instant::now();
+        let mut rec = TelemetryRecord::now(self.surface, tool_id, input);
+        rec.active_model = self.active_model.to_owned();
+        rec.priming_enabled = self.priming_enabled;
+        let ended = self
+            .run(tool_id, params, prepare, confirmer, apply, &mut rec)
+            .await;
+        rec.latency_ms.total = ms(started);
+        rec.outcome = match &ended {
+            Ended::Done { .. } => Outcome::ok(),
+            Ended::Refused { message } | Ended::Failed { message } => Outcome::error(message),
+            Ended::Declined { .. } => Outcome::error("declined by the user"),
+        };
+        self.sink.record(&rec);
+        ended
+    }
+
+    async fn run<P, A>(
+        &self,
+        tool_id: &str,
+        params: &Map<String, Value>,
+        prepare: P,
+        confirmer: &dyn Confirmer,
+        apply: A,
+        rec: &mut TelemetryRecord,
+    ) -> Ended
+    where
+        P: FnOnce(&ResolvedTool<'_>, Map<String, Value>) -> Result<Prepared, String>,
+        A: FnOnce(&ChangeSet) -> Result<(), String>,
+    {
+        // 1. resolve
+        let t = Instant::now();
+        let tool = match self.registry.resolve(tool_id) {
+            Ok(tool) => tool,
+            Err(e) => {
+                let message = e.to_string();
+                rec.validation = Validation::rejected(&message);
+                return Ended::Refused { message };
+            }
+        };
+        rec.latency_ms.resolve = Some(ms(t));
+        // 2. validate
+        let t = Instant::now();
+        let params = match tool.validate(params) {
+            Ok(p) => p,
+            Err(e) => {
+                let message = e.to_string();
+                rec.validation = Validation::rejected(&message);
+                return Ended::Refused { message };
+            }
+        };
+        rec.latency_ms.validate = Some(ms(t));
+        // 3. domain preparation: plot, targets, subject
+        let prepared = match prepare(&tool, params) {
+            Ok(p) => p,
+            Err(message) => return Ended::Refused { message },
+        };
+        // 4. policy
+        let t = Instant::now();
+        let digest = CallDigest::of(tool_id, &prepared.call.params, &prepared.context);
+        let decision = policy::decide(
+            tool_id,
+            tool.effect,
+            &digest,
+            self.mode,
+            self.approvals,
+            || {
+                Preview::build(&PreviewInput {
+                    tool_title: &tool.spec.title,
+                    plot_title: prepared.document_title.as_deref(),
+                    target: &prepared.target,
+                    params: &prepared.call.params,
+                    consequence: prepared.consequence.as_deref(),
+                })
+            },
+        );
+        rec.latency_ms.policy = Some(ms(t));
+        let confirmation = match decision {
+            Decision::Allow => Confirmation::NotRequired,
+            Decision::PreApproved { .. } => Confirmation::PreApproved,
+            Decision::Deny { reason } => return Ended::Refused { message: reason },
+            Decision::Confirm(preview) => {
+                let t = Instant::now();
+                let answer = confirmer.confirm(&preview).await;
+                rec.latency_ms.confirm = Some(ms(t));
+                match answer {
+                    Answer::Approve => Confirmation::Approved,
+                    Answer::Decline => {
+                        rec.confirmation = Confirmation::Declined;
+                        return Ended::Declined { preview };
+                    }
+                }
+            }
+        };
+        rec.confirmation = confirmation;
+        // 5. run
+        let t = Instant::now();
+        let result = tool.call(&prepared.call).await;
+        rec.latency_ms.run = Some(ms(t));
+        let outcome = match result {
+            Ok(o) => o,
+            Err(e) => {
+                return Ended::Failed {
+                    message: e.to_string(),
+                };
+            }
+        };
+        // 6. guard
+        if let Err(e) = policy::guard(tool_id, confirmation, &outcome) {
+            return Ended::Failed {
+                message: e.to_string(),
+            };
+        }
+        // 7. apply
+        if let Some(cs) = outcome.change_set.as_ref().filter(|c| !c.is_empty()) {
+            let t = Instant::now();
+            if let Err(message) = apply(cs) {
+                return Ended::Failed { message };
+            }
+            rec.latency_ms.apply = Some(ms(t));
+        }
+        Ended::Done {
+            outcome,
+            confirmation,
+        }
+    }
+}

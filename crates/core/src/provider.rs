@@ -1,0 +1,161 @@
+//! Providers run tools; they never apply what they produce.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::spec::{OutputKind, ToolSpec};
+
+/// One validated call as a provider receives it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub tool_id: String,
+    /// Parameters, already validated against the tool's schema.
+    pub params: Map<String, Value>,
+    /// What the tool operates on, resolved by the surface before the call (for plot tools: the
+    /// target features as GeoJSON). `Value::Null` when the tool needs no subject.
+    #[serde(default)]
+    pub subject: Value,
+    /// Per-call deadline; providers that spawn processes must kill them when it passes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Duration>,
+}
+
+impl ToolCall {
+    pub fn new(tool_id: impl Into<String>, params: Map<String, Value>) -> Self {
+        Self {
+            tool_id: tool_id.into(),
+            params,
+            subject: Value::Null,
+            timeout: None,
+        }
+    }
+
+    #[must_use]
+    pub fn with_subject(mut self, subject: Value) -> Self {
+        self.subject = subject;
+        self
+    }
+}
+
+/// One edit to a document made of identified JSON items (a plot's GeoJSON features).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Edit {
+    /// Replace the item with this id (or add it when absent).
+    Upsert { id: String, item: Value },
+    /// Remove the item with this id.
+    Remove { id: String },
+}
+
+impl Edit {
+    pub fn id(&self) -> &str {
+        match self {
+            Edit::Upsert { id, .. } | Edit::Remove { id } => id,
+        }
+    }
+}
+
+/// What a mutating tool proposes. The core never applies it: only a session does, as one undo
+/// step, after the policy allowed the call. A provider that wrote the document itself would
+/// break the "no silent writes" promise.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ChangeSet {
+    /// One line a person can read, e.g. "Trimmed NELSON to 05:10–11:41 (392 positions kept)".
+    #[serde(default)]
+    pub label: String,
+    pub edits: Vec<Edit>,
+}
+
+impl ChangeSet {
+    pub fn is_empty(&self) -> bool {
+        self.edits.is_empty()
+    }
+
+    /// The distinct ids touched, in first-touched order.
+    pub fn touched_ids(&self) -> Vec<&str> {
+        let mut ids: Vec<&str> = Vec::with_capacity(self.edits.len());
+        for e in &self.edits {
+            if !ids.contains(&e.id()) {
+                ids.push(e.id());
+            }
+        }
+        ids
+    }
+}
+
+/// What a provider returns for one call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolOutcome {
+    /// The kind of the result actually produced (checked by the post-run guard).
+    pub kind: OutputKind,
+    /// A short plain-language summary a model can read.
+    pub summary: String,
+    /// Full result data (datasets, statistics); surfaces decide how much of it to show.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub data: Value,
+    /// Present for mutations only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change_set: Option<ChangeSet>,
+}
+
+/// A tool failed while running. The message is shown to the model verbatim, so it must say what
+/// went wrong and, where possible, what would work.
+#[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum CallError {
+    /// The input was wrong in a way only the tool could see (e.g. "No track features found in input").
+    #[error("{message}")]
+    InvalidInput { message: String },
+    /// A file or item the call named does not exist.
+    #[error("{message}")]
+    NotFound { message: String },
+    /// Refused by a guard (path outside the workspace, forbidden SQL, …).
+    #[error("{message}")]
+    PermissionDenied { message: String },
+    /// The tool ran past its deadline and was stopped.
+    #[error("Tool \"{tool}\" timed out after {seconds} s and was stopped.")]
+    Timeout { tool: String, seconds: f64 },
+    /// Anything else that went wrong while running.
+    #[error("{message}")]
+    Failed { message: String },
+}
+
+impl CallError {
+    pub fn invalid(message: impl Into<String>) -> Self {
+        CallError::InvalidInput {
+            message: message.into(),
+        }
+    }
+
+    pub fn failed(message: impl Into<String>) -> Self {
+        CallError::Failed {
+            message: message.into(),
+        }
+    }
+}
+
+/// A provider could not list its tools (a broken tool server, an unreachable upstream).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("provider \"{provider}\" could not list its tools: {message}")]
+pub struct ProviderError {
+    pub provider: String,
+    pub message: String,
+}
+
+/// A source of tools: native Rust tools, an external process speaking the debrief-calc stdio
+/// protocol, an upstream MCP server, the CodeAct workspace tools.
+#[async_trait]
+pub trait Provider: Send + Sync {
+    /// A short name used in error messages (e.g. "debrief-native", "mcp:github").
+    fn name(&self) -> &str;
+
+    /// The tools this provider offers. Called once at registration.
+    async fn list_tools(&self) -> Result<Vec<ToolSpec>, ProviderError>;
+
+    /// Run one call. Parameters are already validated and the policy already decided; a
+    /// provider must not apply changes itself — it returns them in [`ToolOutcome::change_set`].
+    async fn call(&self, call: &ToolCall) -> Result<ToolOutcome, CallError>;
+}

@@ -1,0 +1,3 @@
+//! The Debrief plot domain.
+
+pub mod rep;

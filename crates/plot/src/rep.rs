@@ -1,0 +1,1 @@
+//! REP import (in progress).
