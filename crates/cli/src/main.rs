@@ -1,1 +1,88 @@
-fn main(){}
+//! `toolgate`: the command-line surface over the toolgate crates.
+
+mod debrief_cli;
+mod paths;
+
+use std::io::IsTerminal;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "toolgate",
+    version,
+    about = "Let AI agents drive real tools safely, cheaply and offline.",
+    long_about = "toolgate lets AI agents drive real tools safely, cheaply and offline: Debrief plot analysis through four agent tools with confirmed, undoable edits; CodeAct (sandboxed Python that calls tools); and portable agent definitions."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the tools in the registry (the manifest installers and models read).
+    Tools {
+        #[command(subcommand)]
+        command: debrief_cli::ToolsCommand,
+    },
+    /// Import Debrief REP files into a STAC catalogue.
+    Import(debrief_cli::ImportArgs),
+    /// Search the plot catalogue.
+    Catalog {
+        #[command(subcommand)]
+        command: debrief_cli::CatalogCommand,
+    },
+    /// Summarise a plot or run an analysis tool on it (a person's surface: it can save).
+    Plot {
+        #[command(subcommand)]
+        command: debrief_cli::PlotCommand,
+    },
+    /// Walk through the agent tools on the built-in demo data: search, open, summarise, list
+    /// tools, run an edit (previewed and confirmed), undo.
+    Demo(debrief_cli::DemoArgs),
+}
+
+fn init_tracing() {
+    // Logs go to stderr: stdout is data (and protocol, in MCP stdio mode).
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLGATE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+}
+
+fn main() -> std::process::ExitCode {
+    init_tracing();
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: could not start the async runtime: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let result: Result<i32> = runtime.block_on(async move {
+        match cli.command {
+            Command::Tools { command } => debrief_cli::tools(command).await,
+            Command::Import(args) => debrief_cli::import(&args),
+            Command::Catalog { command } => debrief_cli::catalog(command),
+            Command::Plot { command } => debrief_cli::plot(command).await,
+            Command::Demo(args) => debrief_cli::demo(&args).await,
+        }
+    });
+    match result {
+        Ok(code) => std::process::ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::from(1)
+        }
+    }
+}

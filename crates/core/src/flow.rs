@@ -86,6 +86,9 @@ pub struct Gate<'a> {
     pub surface: &'a str,
     pub active_model: &'a str,
     pub priming_enabled: bool,
+    /// The name telemetry records the call under when it differs from the tool id (e.g. the
+    /// agent tool `debrief_runTool` that ran `set-track-color`).
+    pub record_as: Option<&'a str>,
 }
 
 fn ms(since: Instant) -> f64 {
@@ -110,7 +113,7 @@ impl Gate<'_> {
         A: FnOnce(&ChangeSet) -> Result<(), String>,
     {
         let started = Instant::now();
-        let mut rec = TelemetryRecord::now(self.surface, tool_id, input);
+        let mut rec = TelemetryRecord::now(self.surface, self.record_as.unwrap_or(tool_id), input);
         rec.active_model = self.active_model.to_owned();
         rec.priming_enabled = self.priming_enabled;
         let ended = self

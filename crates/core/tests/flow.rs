@@ -116,6 +116,7 @@ async fn decline_runs_nothing_applies_nothing_and_is_recorded() {
         surface: "test",
         active_model: "test-model",
         priming_enabled: true,
+        record_as: None,
     };
     let mut applied = 0;
     let ended = gate
@@ -159,6 +160,7 @@ async fn approve_applies_once_and_reads_need_no_question() {
         surface: "test",
         active_model: "unknown",
         priming_enabled: false,
+        record_as: None,
     };
     let mut applied = Vec::new();
     let ended = gate
@@ -208,6 +210,7 @@ async fn refusals_spawn_nothing_and_are_recorded_as_rejected() {
         surface: "test",
         active_model: "unknown",
         priming_enabled: false,
+        record_as: None,
     };
     let ended = gate
         .invoke(
@@ -275,6 +278,7 @@ async fn guard_refuses_a_read_that_returns_changes() {
         surface: "test",
         active_model: "unknown",
         priming_enabled: false,
+        record_as: None,
     };
     let mut applied = 0;
     let ended = gate

@@ -1,1 +1,119 @@
-//! REP import (in progress).
+//! Debrief REP ("Replay") import: pure parsing of REP text into GeoJSON features.
+//!
+//! [`parse_rep`] takes the text of one `.rep` file and returns GeoJSON `Feature` objects shaped
+//! like Debrief's own importer output (see `core--boat1/features.geojson` in the Debrief
+//! sample store), plus the platforms, bounding box and time span a STAC item needs. It does no
+//! I/O.
+//!
+//! # Input
+//!
+//! * Position lines: `YYMMDD HHMMSS[.sss] TRACK SYMBOL LAT_D LAT_M LAT_S N|S LON_D LON_M LON_S
+//!   E|W COURSE SPEED DEPTH [LABEL…]`. Years 50–99 are 19xx, 00–49 are 20xx; `YYYYMMDD` is also
+//!   accepted. Track names containing spaces are enclosed in double quotes. Degrees, minutes
+//!   and seconds may all be decimal; a hemisphere glued to the longitude degrees (`N021`) is
+//!   accepted, as is a depth of `NaN` (then the position has no `depth`). Fields are separated
+//!   by any ASCII whitespace; CRLF and a missing final newline are fine.
+//! * `;` lines: `;NARRATIVE:`, `;NARRATIVE2:`, `;TEXT:`, `;TIMETEXT:`, `;PERIODTEXT:`,
+//!   `;CIRCLE:`, `;LINE:`, `;RECT:`, `;POLY:`, `;POLYLINE:`, `;VECTOR:`, `;ELLIPSE:`,
+//!   `;SENSOR:` and `;SENSOR2:` (command names are matched case-insensitively). Any other `;`
+//!   line (plain comments, `;TMA_POS:`, `;DYNAMIC_RECT:`, …) is skipped with a
+//!   `tracing::debug!` event.
+//! * Blank lines are skipped. Any malformed line aborts the import with a [`RepError`].
+//!
+//! # Output
+//!
+//! Features come in this order, each group in file order: TRACKs (first-seen order),
+//! NARRATIVEs, annotations, then SENSOR features for sensor data whose host track has no
+//! position lines. Ids are deterministic and unique within one import:
+//!
+//! * `track-<slug>` (lowercase ASCII letters/digits, other runs → `-`; a clash gets `-2`, `-3`…),
+//! * `narrative-<n>` and `shape-<n>` (1-based, in file order),
+//! * `sensor-<slug>` for the orphan sensor features.
+//!
+//! TRACK properties: `kind`, `platform_id` and `platform_name` (both the track name),
+//! `track_type` (always `CONTACT`, as Debrief's importer does: REP carries no ownship flag),
+//! `start_time`, `end_time`, `positions` (`{time, course, speed, depth}` parallel to the
+//! LineString coordinates, sorted by time), `style` (`line.color` and `point` from the colour
+//! letter of the track's first position), `default_position_style`, `symbol_interval` `PT15M`,
+//! `label_interval` `PT1H`; `position_style_overrides` (`{label}` or null per position) when any
+//! position line has a label; `sensors` (`SensorData[]`) when the file has sensor lines for the
+//! track. A track with a single position repeats it so the LineString stays valid.
+//!
+//! Times are RFC 3339 with `+00:00`, with fractional seconds only when non-zero (3, 6 or 9
+//! digits). Distances in REP annotations and sensor ranges are yards; they are converted to
+//! metres (`radius`, `range`, `maxima`, `minima`).
+
+mod error;
+mod lex;
+mod output;
+mod parser;
+mod symbology;
+#[cfg(test)]
+mod tests;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+pub use error::RepError;
+pub use symbology::{DEFAULT_COLOUR, colour_for_letter};
+
+/// A platform seen in the file: one per track. Only `id` (the track name) is known from REP;
+/// the other fields are for callers that enrich it from a platform registry.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlatformRecord {
+    /// The track name; equals the TRACK feature's `platform_id`.
+    pub id: String,
+    /// Human-readable name (REP has none, so the importer leaves it `None`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// ISO 3166 alpha-2 code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nationality: Option<String>,
+    /// e.g. `surface/warship/frigate/type23`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vessel_class: Option<String>,
+    /// Leaf of the class, e.g. `type23`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vessel_type: Option<String>,
+    /// Parent of the type, e.g. `frigate`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vessel_role: Option<String>,
+    /// `surface`, `subsurface` or `unknown`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
+}
+
+/// The result of importing one REP file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RepImport {
+    /// GeoJSON `Feature` objects: tracks, then narratives, then annotations (see the module
+    /// docs for ids and properties).
+    pub features: Vec<serde_json::Value>,
+    /// One per track, in the same order as the TRACK features.
+    pub platforms: Vec<PlatformRecord>,
+    /// `[west, south, east, north]` over every coordinate of every feature geometry (and sensor
+    /// origins); `None` when there is no geometry.
+    pub bbox: Option<[f64; 4]>,
+    /// Earliest and latest time in the file (positions, narratives, sensor contacts and timed
+    /// annotations); `None` when there is none.
+    pub time_span: Option<(DateTime<Utc>, DateTime<Utc>)>,
+    /// Number of position lines read.
+    pub position_count: usize,
+}
+
+/// Parses the text of a REP file. `source_name` (usually the file name) is only used in error
+/// messages. Any error aborts the whole import.
+///
+/// # Errors
+///
+/// [`RepError`] for the first malformed line, naming `source_name:line:column`, what is wrong,
+/// the offending text and what was expected.
+#[allow(clippy::result_large_err)] // errors are rare; the public type keeps plain fields
+pub fn parse_rep(source_name: &str, text: &str) -> Result<RepImport, RepError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut parser = parser::Parser::new(source_name);
+    for (index, line) in text.lines().enumerate() {
+        parser.line(index + 1, line).map_err(|e| *e)?;
+    }
+    Ok(output::finish(parser))
+}

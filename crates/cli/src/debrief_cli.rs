@@ -1,0 +1,532 @@
+//! CLI commands over the Debrief plot domain: tools, import, catalog, plot, demo.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use anyhow::{Context, Result, bail};
+use async_trait::async_trait;
+use clap::{Args, Subcommand, ValueEnum};
+use serde_json::{Map, Value, json};
+use toolgate_core::flow::{Answer, Confirmer};
+use toolgate_core::telemetry::{JsonlSink, TelemetrySink};
+use toolgate_core::{Preview, Registry};
+use toolgate_plot::agent::{self, Debrief, Settings};
+use toolgate_plot::session::Session;
+use toolgate_plot::store::StacStore;
+use toolgate_plot::{demo, rep};
+
+use crate::paths;
+
+#[derive(Subcommand)]
+pub enum ToolsCommand {
+    /// List every tool: id, title, parameters, whether it modifies a plot.
+    List {
+        /// Machine-readable manifest (JSON).
+        #[arg(long, conflicts_with = "markdown")]
+        json: bool,
+        /// An LLM-ready Markdown reference.
+        #[arg(long)]
+        markdown: bool,
+    },
+}
+
+#[derive(Args)]
+pub struct StoreArgs {
+    /// A STAC catalogue folder (with catalog.json). Default: the built-in demo store.
+    #[arg(long, env = "TOOLGATE_STORE")]
+    store: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct ImportArgs {
+    /// REP files to import.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    #[command(flatten)]
+    store: StoreArgs,
+}
+
+#[derive(Subcommand)]
+pub enum CatalogCommand {
+    /// Search plots by text, time, platform and bbox (AND-combined).
+    Search {
+        #[arg(long)]
+        text: Option<String>,
+        /// ISO-8601 start of the time window.
+        #[arg(long)]
+        start: Option<String>,
+        /// ISO-8601 end of the time window.
+        #[arg(long)]
+        end: Option<String>,
+        /// Platform name, id, type or role (repeatable).
+        #[arg(long = "platform")]
+        platforms: Vec<String>,
+        /// west,south,east,north
+        #[arg(long, value_delimiter = ',', num_args = 4, allow_hyphen_values = true)]
+        bbox: Option<Vec<f64>>,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ScopeArg {
+    All,
+    Selection,
+}
+
+#[derive(Subcommand)]
+pub enum PlotCommand {
+    /// Summarise a plot (the same compact inventory an agent reads).
+    Summary {
+        /// Plot id (stac://…); default: the first plot in the catalogue.
+        #[arg(long)]
+        plot: Option<String>,
+        /// Upper bound on the summary's tokens.
+        #[arg(long)]
+        token_budget: Option<usize>,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Run an analysis tool: shows the plain-language preview, asks, applies, and saves only
+    /// when you confirm on a terminal or pass `--yes --save`.
+    Run {
+        /// Tool id (see `toolgate tools list`).
+        tool: String,
+        /// Plot id (stac://…); default: the first plot in the catalogue.
+        #[arg(long)]
+        plot: Option<String>,
+        /// Parameter as key=value; values that parse as JSON are typed (5, true, [1,2]).
+        #[arg(short = 'p', long = "param")]
+        params: Vec<String>,
+        /// Target a feature by name (repeatable).
+        #[arg(long = "feature")]
+        features: Vec<String>,
+        /// Target a feature by id (repeatable).
+        #[arg(long = "feature-id")]
+        feature_ids: Vec<String>,
+        #[arg(long, value_enum)]
+        scope: Option<ScopeArg>,
+        /// Approve the edit without asking.
+        #[arg(long)]
+        yes: bool,
+        /// Save the plot after an approved edit (with --yes: without asking).
+        #[arg(long)]
+        save: bool,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+}
+
+#[derive(Args)]
+pub struct DemoArgs {
+    #[command(flatten)]
+    store: StoreArgs,
+}
+
+/// The registry of analysis tools behind `debrief_listTools` / `debrief_runTool`.
+pub async fn debrief_registry() -> Result<Registry> {
+    let mut registry = Registry::new()
+        .with_discovery_hint("Call debrief_listTools first.")
+        .with_filter(toolgate_core::ToolFilter::allow_all().with_process_env());
+    registry
+        .register(Arc::new(toolgate_plot::tools::NativeTools))
+        .await
+        .context("registering the native Debrief tools")?;
+    Ok(registry)
+}
+
+fn open_store(args: &StoreArgs) -> Result<StacStore> {
+    match &args.store {
+        Some(dir) => {
+            let id = dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "store".to_owned());
+            StacStore::open(&id, dir).with_context(|| format!("opening the catalogue in {}", dir.display()))
+        }
+        None => {
+            let dir = paths::data_dir().join("demo-store");
+            demo::ensure_demo_store(&dir)
+                .with_context(|| format!("creating the demo store in {}", dir.display()))
+        }
+    }
+}
+
+fn sink() -> Arc<dyn TelemetrySink> {
+    Arc::new(JsonlSink::new(paths::telemetry_file()))
+}
+
+fn debrief(store: StacStore, registry: Registry, mode: toolgate_core::Mode) -> Debrief {
+    Debrief::new(
+        Arc::new(Mutex::new(Session::new(vec![store]))),
+        Arc::new(registry),
+        sink(),
+        Settings {
+            surface: "cli".to_owned(),
+            mode,
+            ..Settings::default()
+        },
+    )
+}
+
+#[allow(clippy::print_stdout)]
+fn out(s: &str) {
+    println!("{s}");
+}
+
+pub async fn tools(command: ToolsCommand) -> Result<i32> {
+    let ToolsCommand::List { json, markdown } = command;
+    let registry = debrief_registry().await?;
+    let listing = registry.listing();
+    if json {
+        let manifest: Vec<Value> = registry
+            .specs()
+            .map(|s| {
+                json!({
+                    "name": s.id,
+                    "title": s.title,
+                    "description": s.description,
+                    "parameters": s.input_schema,
+                    "outputKind": s.output_kind.as_ref().map(|k| k.as_str()),
+                    "effect": s.effect(),
+                    "risk": if s.effect().is_mutating() { "modifies-plot" } else { "read-only" },
+                    "category": s.category,
+                })
+            })
+            .collect();
+        out(&serde_json::to_string_pretty(&manifest)?);
+    } else if markdown {
+        let mut md = String::from("# toolgate tools\n\nRun them through `debrief_runTool` (or as Python functions inside `run_code`). Tools marked **modifies** ask for a confirmation and leave the plot unsaved.\n");
+        for t in &listing {
+            md.push_str(&format!(
+                "\n## `{}` — {}{}\n\n{}\n\n",
+                t.id,
+                t.name,
+                if t.mutating { " (**modifies**)" } else { "" },
+                t.description
+            ));
+            if t.parameters.is_empty() {
+                md.push_str("No parameters.\n");
+            }
+            for p in &t.parameters {
+                md.push_str(&format!(
+                    "- `{}` ({}{}){}{}{}\n",
+                    p.name,
+                    p.value_type,
+                    if p.required { ", required" } else { "" },
+                    p.default_value.as_ref().map(|d| format!(", default {d}")).unwrap_or_default(),
+                    if p.choices.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            ", one of: {}",
+                            p.choices.iter().map(toolgate_core::preview::format_value).collect::<Vec<_>>().join(", ")
+                        )
+                    },
+                    if p.description.is_empty() { String::new() } else { format!(" — {}", p.description) }
+                ));
+            }
+        }
+        out(&md);
+    } else {
+        for t in &listing {
+            out(&format!(
+                "{:<28} {:<9} {}",
+                t.id,
+                if t.mutating { "modifies" } else { "read" },
+                t.name
+            ));
+        }
+    }
+    Ok(0)
+}
+
+pub fn import(args: &ImportArgs) -> Result<i32> {
+    let mut store = match &args.store.store {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            let id = dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "store".to_owned());
+            StacStore::create(&id, dir, &id)?
+        }
+        None => open_store(&args.store)?,
+    };
+    let mut failed = 0;
+    for file in &args.files {
+        match import_one(&mut store, file) {
+            Ok(plot_id) => out(&format!("imported {} → {plot_id}", file.display())),
+            Err(e) => {
+                failed += 1;
+                eprintln!("error: {e:#}");
+            }
+        }
+    }
+    Ok(i32::from(failed > 0))
+}
+
+fn slug(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.trim_matches('-').to_owned()
+}
+
+fn import_one(store: &mut StacStore, file: &Path) -> Result<String> {
+    let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let parsed = rep::parse_rep(&name, &text)?;
+    let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let dir = slug(&stem);
+    if dir.is_empty() {
+        bail!("{}: cannot derive an item id from the file name", file.display());
+    }
+    let platforms = serde_json::to_value(&parsed.platforms)?;
+    let title = stem.clone();
+    let description = format!(
+        "Imported from {name}: {} track(s), {} positions.",
+        parsed.platforms.len(),
+        parsed.position_count
+    );
+    let mut item = demo::item(&dir, &title, &description, &["imported"], platforms, &parsed.features);
+    item["links"]
+        .as_array_mut()
+        .map(|l| l.push(json!({"rel": "derived_from", "href": format!("file://{}", file.display()), "title": name})));
+    item["properties"]["debrief:provenance"] = json!({"source": name, "tool": "toolgate import", "tool_version": env!("CARGO_PKG_VERSION")});
+    let collection = json!({"type": "FeatureCollection", "features": parsed.features});
+    Ok(store.add_item(&dir, &item, &collection)?)
+}
+
+pub fn catalog(command: CatalogCommand) -> Result<i32> {
+    let CatalogCommand::Search { text, start, end, platforms, bbox, store } = command;
+    let store = open_store(&store)?;
+    let query = toolgate_plot::search::SearchQuery {
+        text,
+        start_time: start,
+        end_time: end,
+        platforms,
+        bbox: bbox.and_then(|b| <[f64; 4]>::try_from(b).ok()),
+        limit: None,
+    };
+    let result = toolgate_plot::search::search(std::slice::from_ref(&store), &query).map_err(anyhow::Error::msg)?;
+    out(&serde_json::to_string_pretty(&result)?);
+    Ok(0)
+}
+
+/// Asks at the terminal (stderr prompt, stdin answer); declines when there is no terminal.
+struct TerminalConfirmer {
+    yes: bool,
+}
+
+#[async_trait]
+impl Confirmer for TerminalConfirmer {
+    async fn confirm(&self, preview: &Preview) -> Answer {
+        eprintln!("\n{}\n", preview.plain_text());
+        if self.yes {
+            eprintln!("(approved with --yes)");
+            return Answer::Approve;
+        }
+        if !std::io::stdin().is_terminal() {
+            eprintln!("Not approved: no terminal to ask on. Pass --yes to approve.");
+            return Answer::Decline;
+        }
+        if ask("Apply this change? [y/N] ") {
+            Answer::Approve
+        } else {
+            Answer::Decline
+        }
+    }
+}
+
+fn ask(question: &str) -> bool {
+    eprint!("{question}");
+    let _ = std::io::stderr().flush();
+    let mut line = String::new();
+    if std::io::stdin().lock().read_line(&mut line).is_err() {
+        return false;
+    }
+    matches!(line.trim().to_lowercase().as_str(), "y" | "yes")
+}
+
+fn parse_param(s: &str) -> Result<(String, Value)> {
+    let (k, v) = s
+        .split_once('=')
+        .with_context(|| format!("parameter \"{s}\" must look like key=value"))?;
+    let value = serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.to_owned()));
+    Ok((k.trim().to_owned(), value))
+}
+
+fn default_plot(session: &Session, plot: Option<String>) -> Result<String> {
+    match plot {
+        Some(p) => Ok(p),
+        None => session
+            .stores()
+            .first()
+            .and_then(|s| s.items.first())
+            .map(|i| i.plot_id.clone())
+            .context("the catalogue has no plots; import some with `toolgate import`"),
+    }
+}
+
+pub async fn plot(command: PlotCommand) -> Result<i32> {
+    match command {
+        PlotCommand::Summary { plot, token_budget, store } => {
+            let d = debrief(open_store(&store)?, debrief_registry().await?, toolgate_core::Mode::ReadOnly);
+            let id = default_plot(&d.session(), plot)?;
+            d.session().open(&id)?;
+            let mut input = json!({});
+            if let Some(b) = token_budget {
+                input["tokenBudget"] = json!(b);
+            }
+            out(&d.summarize(&input));
+            Ok(0)
+        }
+        PlotCommand::Run { tool, plot, params, features, feature_ids, scope, yes, save, store } => {
+            let d = debrief(open_store(&store)?, debrief_registry().await?, toolgate_core::Mode::Strict);
+            let id = default_plot(&d.session(), plot)?;
+            d.session().open(&id)?;
+            let mut p = Map::new();
+            for s in &params {
+                let (k, v) = parse_param(s)?;
+                p.insert(k, v);
+            }
+            let mut input = json!({"toolId": tool, "params": p, "plotId": id});
+            if !features.is_empty() {
+                input["featureNames"] = json!(features);
+            }
+            if !feature_ids.is_empty() {
+                input["featureIds"] = json!(feature_ids);
+            }
+            if let Some(s) = scope {
+                input["scope"] = json!(match s {
+                    ScopeArg::All => "all",
+                    ScopeArg::Selection => "selection",
+                });
+            }
+            let reply = d.run_tool(&input, &TerminalConfirmer { yes }).await;
+            out(&reply);
+            let (dirty, label) = {
+                let session = d.session();
+                let p = session.plot(&id)?;
+                (p.doc.is_dirty(), p.doc.undo_label().map(str::to_owned))
+            };
+            if let Some(ds) = d.datasets().last() {
+                out(&serde_json::to_string_pretty(&ds.data)?);
+            }
+            if !dirty {
+                return Ok(i32::from(!reply.starts_with("Ran ")));
+            }
+            if let Some(l) = label.filter(|l| !l.is_empty()) {
+                eprintln!("Change: {l}");
+            }
+            let do_save = if yes {
+                save
+            } else {
+                std::io::stdin().is_terminal() && ask("Save the plot to disk? [y/N] ")
+            };
+            if do_save {
+                d.session().save(&id)?;
+                eprintln!("Saved {id}.");
+            } else {
+                eprintln!("Not saved: the change was discarded (pass --save with --yes, or answer y, to keep it).");
+            }
+            Ok(0)
+        }
+    }
+}
+
+/// Approves every edit and says so (the demo shows what a person would be asked).
+struct DemoConfirmer;
+
+#[async_trait]
+impl Confirmer for DemoConfirmer {
+    async fn confirm(&self, preview: &Preview) -> Answer {
+        out(&format!(
+            "   ┌ confirmation asked of the analyst ─────────\n{}\n   └ (the demo approves)",
+            preview
+                .plain_text()
+                .lines()
+                .map(|l| format!("   │ {l}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        ));
+        Answer::Approve
+    }
+}
+
+fn clip(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_owned()
+    } else {
+        format!("{}… [{} more characters]", s.chars().take(n).collect::<String>(), s.chars().count() - n)
+    }
+}
+
+pub async fn demo(args: &DemoArgs) -> Result<i32> {
+    let store = open_store(&args.store)?;
+    let store_root = store.root.clone();
+    let before = hash_tree(&store_root)?;
+    let d = debrief(store, debrief_registry().await?, toolgate_core::Mode::Strict);
+    out(&format!("toolgate demo — the four Debrief agent tools on the demo store ({})\n", store_root.display()));
+    let steps: Vec<(&str, &str, Value)> = vec![
+        ("find the Exercise Alpha day-1 plot and open it", agent::SEARCH, json!({"text": "Day 1", "open": true})),
+        ("what's in this plot?", agent::SUMMARIZE, json!({})),
+        ("which tools can I run?", agent::LIST_TOOLS, json!({})),
+        ("colour the submarine track red", agent::RUN_TOOL, json!({"toolId": "set-track-color", "params": {"color": "red"}, "featureNames": ["Contact"], "utterance": "colour the submarine track red"})),
+        ("how far did HMS Nelson go?", agent::RUN_TOOL, json!({"toolId": "track-stats", "featureNames": ["HMS Nelson"]})),
+        ("make it pretty (an invented tool)", agent::RUN_TOOL, json!({"toolId": "make-it-pretty", "params": {}})),
+        ("colour the track red (ambiguous)", agent::RUN_TOOL, json!({"toolId": "set-track-color", "params": {"color": "red"}, "featureNames": ["HMS"]})),
+    ];
+    for (i, (utterance, tool, input)) in steps.iter().enumerate() {
+        out(&format!("{}. analyst: \"{utterance}\"\n   agent → {tool} {}", i + 1, input));
+        let reply = d.call(tool, input, &DemoConfirmer).await.map_err(anyhow::Error::msg)?;
+        out(&format!("   reply: {}\n", clip(&reply, 600)));
+    }
+    let active = d.session().active_id().map(str::to_owned).context("the demo opened no plot")?;
+    let dirty = d.session().plot(&active)?.doc.is_dirty();
+    out(&format!("The plot is {} in memory.", if dirty { "dirty (unsaved)" } else { "clean" }));
+    let undone = d.session().undo(&active)?;
+    let dirty = d.session().plot(&active)?.doc.is_dirty();
+    out(&format!("Undo: \"{undone}\" — the plot is {} again.", if dirty { "still dirty" } else { "clean" }));
+    let after = hash_tree(&store_root)?;
+    out(&format!(
+        "Nothing was written to the store: {} (saving is a person's action: `toolgate plot run … --save`).",
+        if before == after { "verified by hashing every file before and after" } else { "NO — files changed!" }
+    ));
+    Ok(i32::from(before != after))
+}
+
+/// Hash of every file under a directory (paths and contents), to prove nothing was written.
+pub fn hash_tree(root: &Path) -> Result<String> {
+    let mut entries = Vec::new();
+    let mut stack = vec![root.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).with_context(|| format!("listing {}", dir.display()))? {
+            let e = e?;
+            let p = e.path();
+            if e.file_type()?.is_dir() {
+                stack.push(p);
+            } else {
+                entries.push(p);
+            }
+        }
+    }
+    entries.sort();
+    let mut all = Vec::new();
+    for p in entries {
+        all.extend_from_slice(p.to_string_lossy().as_bytes());
+        all.extend_from_slice(&std::fs::read(&p)?);
+    }
+    Ok(toolgate_plot::fsio::sha256_hex(&all))
+}

@@ -1,0 +1,40 @@
+//! Where toolgate keeps its files: the demo store and telemetry. Every location can be moved by
+//! an environment variable, so tests and CI never touch a real home directory.
+
+use std::path::PathBuf;
+
+/// `TOOLGATE_DATA_DIR`, else `$XDG_DATA_HOME/toolgate`, else `~/.local/share/toolgate`.
+pub fn data_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("TOOLGATE_DATA_DIR") {
+        return PathBuf::from(d);
+    }
+    if let Some(d) = std::env::var_os("XDG_DATA_HOME") {
+        return PathBuf::from(d).join("toolgate");
+    }
+    home().join(".local/share/toolgate")
+}
+
+/// `TOOLGATE_TELEMETRY` (a file path), else `<data dir>/telemetry.jsonl`.
+pub fn telemetry_file() -> PathBuf {
+    std::env::var_os("TOOLGATE_TELEMETRY")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| data_dir().join("telemetry.jsonl"))
+}
+
+fn home() -> PathBuf {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// The user config file: `TOOLGATE_CONFIG`, else `$XDG_CONFIG_HOME/toolgate/config.toml`, else
+/// `~/.config/toolgate/config.toml`.
+pub fn user_config() -> PathBuf {
+    if let Some(p) = std::env::var_os("TOOLGATE_CONFIG") {
+        return PathBuf::from(p);
+    }
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| home().join(".config"));
+    base.join("toolgate/config.toml")
+}

@@ -1,0 +1,488 @@
+//! The four agent tools — `debrief_searchPlots`, `debrief_summarizeCurrentPlot`,
+//! `debrief_listTools`, `debrief_runTool` — over one session, with the fail-safe messages of
+//! reference §3. Every surface (MCP, workbench chat, `toolgate chat`, eval) calls these.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde_json::{Map, Value, json};
+use toolgate_core::flow::{Confirmer, Ended, Gate, Prepared};
+use toolgate_core::policy::{Approvals, Mode};
+use toolgate_core::telemetry::{Outcome, TelemetryRecord, TelemetrySink, Validation};
+use toolgate_core::validate::ParamValidator;
+use toolgate_core::{OutputKind, Registry, TokenCounter, ToolCall, ToolSpec};
+
+use crate::model;
+use crate::search::{self, SearchQuery};
+use crate::session::Session;
+use crate::summary::{self, NoPlot, SummaryRequest};
+use crate::targeting::{self, Scope, TargetRequest};
+
+pub const SEARCH: &str = "debrief_searchPlots";
+pub const SUMMARIZE: &str = "debrief_summarizeCurrentPlot";
+pub const LIST_TOOLS: &str = "debrief_listTools";
+pub const RUN_TOOL: &str = "debrief_runTool";
+
+/// Settings of the surface the tools are served on.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub surface: String,
+    pub mode: Mode,
+    pub active_model: String,
+    pub priming_enabled: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            surface: "cli".to_owned(),
+            mode: Mode::Strict,
+            active_model: "unknown".to_owned(),
+            priming_enabled: true,
+        }
+    }
+}
+
+/// An analytical result kept for the Results panel (the reply carries only a summary).
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Dataset {
+    pub id: String,
+    pub tool_id: String,
+    pub plot_id: String,
+    pub kind: String,
+    pub summary: String,
+    pub data: Value,
+}
+
+/// The specs of the four agent tools (what an MCP host or a chat model sees).
+pub fn agent_tool_specs() -> Vec<ToolSpec> {
+    let spec = |id: &str, title: &str, description: &str, kind: Option<&str>, schema: Value| ToolSpec {
+        id: id.to_owned(),
+        title: title.to_owned(),
+        description: description.to_owned(),
+        input_schema: schema,
+        output_kind: kind.map(OutputKind::new),
+        category: "debrief".to_owned(),
+        annotations: Map::new(),
+    };
+    vec![
+        spec(
+            SEARCH,
+            "Search Debrief plots",
+            "Search the local plot catalogue by free text (title, description, tags), time range, platform (name, id, type, role) and/or bbox. Returns id, title, time span, platforms and extent per match. open:true opens the plot when exactly one matches.",
+            Some("search/plots"),
+            json!({"type": "object", "additionalProperties": false, "properties": {
+                "text": {"type": "string", "description": "Words to find in title, description or tags"},
+                "startTime": {"type": "string", "description": "ISO-8601 start of the time window to overlap"},
+                "endTime": {"type": "string", "description": "ISO-8601 end of the time window"},
+                "platforms": {"type": "array", "items": {"type": "string"}, "description": "Platform names, ids, types or roles"},
+                "bbox": {"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 4, "description": "[west, south, east, north]"},
+                "open": {"type": "boolean", "description": "Open the plot if exactly one matches"}
+            }}),
+        ),
+        spec(
+            SUMMARIZE,
+            "Summarise current Debrief plot",
+            "Summarise the open plot: metadata plus a compact inventory (id, name, type, platform, time span, point count, where in the plot) without geometry. Use it before targeting an edit. selectionOnly restricts to the selected features; lists all open plots.",
+            Some("read/plot_summary"),
+            json!({"type": "object", "additionalProperties": false, "properties": {
+                "plotId": {"type": "string", "description": "stac:// id of an open plot; default the active plot"},
+                "selectionOnly": {"type": "boolean"},
+                "tokenBudget": {"type": "integer", "minimum": 50, "description": "Upper bound on the reply's tokens"}
+            }}),
+        ),
+        spec(
+            LIST_TOOLS,
+            "List Debrief tools",
+            "List the analysis and editing tools with every parameter (type, required, default, choices) and whether each modifies the plot. Call it before debrief_runTool; never invent tool ids or parameters.",
+            Some("listing/tools"),
+            json!({"type": "object", "additionalProperties": false, "properties": {
+                "plotId": {"type": "string"}
+            }}),
+        ),
+        spec(
+            RUN_TOOL,
+            "Run a Debrief tool",
+            "Run a Debrief tool by id against the current plot. Modifying tools ask the user to confirm in plain language and leave the plot unsaved; analytical tools return a summary and fill the Results panel. Target features with featureNames/featureIds from the summary; otherwise the map selection is used. Pass the analyst's words as utterance.",
+            None,
+            json!({"type": "object", "additionalProperties": false, "required": ["toolId"], "properties": {
+                "toolId": {"type": "string", "minLength": 1, "description": "Tool id from debrief_listTools"},
+                "params": {"type": "object", "description": "Tool parameters as listed by debrief_listTools"},
+                "plotId": {"type": "string"},
+                "scope": {"type": "string", "enum": ["all", "selection"]},
+                "featureNames": {"type": "array", "items": {"type": "string"}},
+                "featureIds": {"type": "array", "items": {"type": "string"}},
+                "utterance": {"type": "string", "description": "The analyst's original request"}
+            }}),
+        ),
+    ]
+}
+
+/// The Debrief tool surface over one session.
+pub struct Debrief {
+    session: Arc<Mutex<Session>>,
+    registry: Arc<Registry>,
+    sink: Arc<dyn TelemetrySink>,
+    counter: TokenCounter,
+    settings: Settings,
+    validators: Vec<(String, ParamValidator)>,
+    datasets: Mutex<Vec<Dataset>>,
+}
+
+fn text_of(v: &impl serde::Serialize) -> String {
+    serde_json::to_string(v).unwrap_or_default()
+}
+
+impl Debrief {
+    /// `registry` holds the analysis tools (its discovery hint should name debrief_listTools).
+    pub fn new(
+        session: Arc<Mutex<Session>>,
+        registry: Arc<Registry>,
+        sink: Arc<dyn TelemetrySink>,
+        settings: Settings,
+    ) -> Self {
+        let validators = agent_tool_specs()
+            .into_iter()
+            .filter_map(|s| {
+                ParamValidator::compile(&s.id, &s.input_schema)
+                    .ok()
+                    .map(|v| (s.id, v))
+            })
+            .collect();
+        Self {
+            session,
+            registry,
+            sink,
+            counter: TokenCounter::default(),
+            settings,
+            validators,
+            datasets: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub fn session(&self) -> MutexGuard<'_, Session> {
+        self.session.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub fn session_handle(&self) -> Arc<Mutex<Session>> {
+        self.session.clone()
+    }
+
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// Analytical results kept for the Results panel, newest last.
+    pub fn datasets(&self) -> Vec<Dataset> {
+        self.datasets.lock().map(|d| d.clone()).unwrap_or_default()
+    }
+
+    fn record(&self, tool: &str, input: Value, validation: Validation, outcome: Outcome, started: std::time::Instant) {
+        let mut rec = TelemetryRecord::now(&self.settings.surface, tool, input);
+        rec.validation = validation;
+        rec.outcome = outcome;
+        rec.active_model.clone_from(&self.settings.active_model);
+        rec.priming_enabled = self.settings.priming_enabled;
+        rec.latency_ms.total = started.elapsed().as_secs_f64() * 1000.0;
+        self.sink.record(&rec);
+    }
+
+    /// Check a tool's input shape. A non-object input is treated as `{}` (as the spike did).
+    fn check(&self, tool: &str, input: &Value) -> Result<Map<String, Value>, String> {
+        let map = input.as_object().cloned().unwrap_or_default();
+        let Some((_, v)) = self.validators.iter().find(|(id, _)| id == tool) else {
+            return Ok(map);
+        };
+        v.validate(&map).map_err(|p| p.join("; "))
+    }
+
+    /// Dispatch by agent tool name.
+    pub async fn call(&self, tool: &str, input: &Value, confirmer: &dyn Confirmer) -> Result<String, String> {
+        match tool {
+            SEARCH => Ok(self.search_plots(input)),
+            SUMMARIZE => Ok(self.summarize(input)),
+            LIST_TOOLS => Ok(self.list_tools(input)),
+            RUN_TOOL => Ok(self.run_tool(input, confirmer).await),
+            other => Err(format!(
+                "Unknown tool \"{other}\". The Debrief tools are {SEARCH}, {SUMMARIZE}, {LIST_TOOLS} and {RUN_TOOL}."
+            )),
+        }
+    }
+
+    pub fn search_plots(&self, input: &Value) -> String {
+        let started = std::time::Instant::now();
+        let args = match self.check(SEARCH, input) {
+            Ok(a) => a,
+            Err(e) => {
+                let msg = format!("Invalid search input: {e}");
+                self.record(SEARCH, json!({}), Validation::rejected(&msg), Outcome::error(&msg), started);
+                return msg;
+            }
+        };
+        let str_arg = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_owned);
+        let bbox = args.get("bbox").and_then(Value::as_array).and_then(|b| {
+            let v: Vec<f64> = b.iter().filter_map(Value::as_f64).collect();
+            <[f64; 4]>::try_from(v).ok()
+        });
+        let query = SearchQuery {
+            text: str_arg("text"),
+            start_time: str_arg("startTime"),
+            end_time: str_arg("endTime"),
+            platforms: args
+                .get("platforms")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                .unwrap_or_default(),
+            bbox,
+            limit: None,
+        };
+        let mut session = self.session();
+        let result = match search::search(session.stores(), &query) {
+            Ok(r) => r,
+            Err(e) => {
+                let msg = format!("Invalid search input: {e}");
+                self.record(SEARCH, Value::Object(args), Validation::rejected(&msg), Outcome::error(&msg), started);
+                return msg;
+            }
+        };
+        let mut reply = serde_json::to_value(&result).unwrap_or(Value::Null);
+        if args.get("open").and_then(Value::as_bool) == Some(true) {
+            if result.matches.len() == 1 && result.total == 1 {
+                let id = result.matches[0].plot_id.clone();
+                match session.open(&id) {
+                    Ok(_) => reply["opened"] = Value::String(id),
+                    Err(e) => reply["openError"] = Value::String(e.to_string()),
+                }
+            } else if result.total > 1 {
+                reply["notOpened"] = Value::String(format!(
+                    "Nothing was opened: {} plots matched and open:true needs exactly one. Ask the analyst which one, or narrow the search.",
+                    result.total
+                ));
+            }
+        }
+        drop(session);
+        self.record(SEARCH, Value::Object(args), Validation::accepted(), Outcome::ok(), started);
+        text_of(&reply)
+    }
+
+    pub fn summarize(&self, input: &Value) -> String {
+        let started = std::time::Instant::now();
+        let args = match self.check(SUMMARIZE, input) {
+            Ok(a) => a,
+            Err(e) => {
+                let msg = format!("Invalid summary input: {e}");
+                self.record(SUMMARIZE, json!({}), Validation::rejected(&msg), Outcome::error(&msg), started);
+                return msg;
+            }
+        };
+        let session = self.session();
+        let plot_id = args.get("plotId").and_then(Value::as_str);
+        let plot = match plot_id {
+            Some(id) => session.plot(id).ok(),
+            None => session.active().ok(),
+        };
+        let reply = match plot {
+            None => {
+                let hint = match plot_id {
+                    Some(id) => format!("No open plot matches \"{id}\". Choose one of the open plots."),
+                    None => "No plot is open. Search the catalog first, then open a plot.".to_owned(),
+                };
+                text_of(&NoPlot {
+                    no_plot_open: true,
+                    hint,
+                    open_plots: summary::open_plots(&session),
+                })
+            }
+            Some(plot) => {
+                let req = SummaryRequest {
+                    plot_id: Some(plot.id.clone()),
+                    selection_only: args.get("selectionOnly").and_then(Value::as_bool) == Some(true),
+                    cap: None,
+                    token_budget: args
+                        .get("tokenBudget")
+                        .and_then(Value::as_u64)
+                        .and_then(|n| usize::try_from(n).ok()),
+                };
+                summary::summarize(&session, plot, &req, &self.counter).1
+            }
+        };
+        drop(session);
+        self.record(SUMMARIZE, Value::Object(args), Validation::accepted(), Outcome::ok(), started);
+        reply
+    }
+
+    pub fn list_tools(&self, input: &Value) -> String {
+        let started = std::time::Instant::now();
+        let args = match self.check(LIST_TOOLS, input) {
+            Ok(a) => a,
+            Err(e) => {
+                let msg = format!("Invalid input: {e}");
+                self.record(LIST_TOOLS, json!({}), Validation::rejected(&msg), Outcome::error(&msg), started);
+                return msg;
+            }
+        };
+        let listing = self.registry.listing();
+        let reply = if listing.is_empty() {
+            text_of(&json!({
+                "toolsUnavailable": true,
+                "reason": "The Debrief tool registry is empty: no tool provider is configured, so no tools can be listed or run."
+            }))
+        } else {
+            text_of(&listing)
+        };
+        self.record(LIST_TOOLS, Value::Object(args), Validation::accepted(), Outcome::ok(), started);
+        reply
+    }
+
+    pub async fn run_tool(&self, input: &Value, confirmer: &dyn Confirmer) -> String {
+        let started = std::time::Instant::now();
+        let args = match self.check(RUN_TOOL, input) {
+            Ok(a) => a,
+            Err(e) => {
+                self.record(RUN_TOOL, json!({}), Validation::rejected(&e), Outcome::error(&e), started);
+                return e;
+            }
+        };
+        let tool_id = args.get("toolId").and_then(Value::as_str).unwrap_or_default().trim().to_owned();
+        if tool_id.is_empty() {
+            let msg = "\"toolId\" is required and must be a non-empty string".to_owned();
+            self.record(RUN_TOOL, json!({}), Validation::rejected(&msg), Outcome::error(&msg), started);
+            return msg;
+        }
+        let params = args.get("params").and_then(Value::as_object).cloned().unwrap_or_default();
+        let strings = |k: &str| -> Vec<String> {
+            args.get(k)
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                .unwrap_or_default()
+        };
+        let targets_req = TargetRequest {
+            feature_ids: strings("featureIds"),
+            feature_names: strings("featureNames"),
+            scope: match args.get("scope").and_then(Value::as_str) {
+                Some("all") => Some(Scope::All),
+                Some("selection") => Some(Scope::Selection),
+                _ => None,
+            },
+        };
+        let plot_arg = args.get("plotId").and_then(Value::as_str).map(str::to_owned);
+        // Shared between prepare and apply: which plot, at which version, and its title.
+        let prepared_on: Mutex<Option<(String, u64, String, usize)>> = Mutex::new(None);
+        let approvals = Approvals::none();
+        let gate = Gate {
+            registry: &self.registry,
+            mode: self.settings.mode,
+            approvals: &approvals,
+            sink: self.sink.as_ref(),
+            surface: &self.settings.surface,
+            active_model: &self.settings.active_model,
+            priming_enabled: self.settings.priming_enabled,
+            record_as: Some(RUN_TOOL),
+        };
+        let ended = gate
+            .invoke(
+                &tool_id,
+                &params,
+                Value::Object(args.clone()),
+                |tool, params| {
+                    let session = self.session();
+                    let active = session.active_id().map(str::to_owned);
+                    let plot = match (&plot_arg, &active) {
+                        (None, None) => {
+                            return Err("No plot is open, so there is nothing to run a tool against. Search the catalog and open a plot first.".to_owned());
+                        }
+                        (Some(id), _) if session.plot(id).is_err() => {
+                            return Err(format!(
+                                "No open plot matches \"{id}\". Ask to summarise the current plot to see the open plots."
+                            ));
+                        }
+                        (Some(id), Some(a)) if id != a => {
+                            return Err(format!(
+                                "The plot \"{id}\" is open but not focused. Open it before running a tool against it."
+                            ));
+                        }
+                        (Some(id), _) | (None, Some(id)) => session.plot(id).map_err(|e| e.to_string())?,
+                    };
+                    let targets = targeting::resolve(plot, &targets_req)?;
+                    let subject: Vec<Value> = targets
+                        .ids
+                        .iter()
+                        .filter_map(|id| plot.doc.feature(id).cloned())
+                        .collect();
+                    let version = plot.doc.version();
+                    if let Ok(mut slot) = prepared_on.lock() {
+                        *slot = Some((plot.id.clone(), version, plot.title.clone(), targets.ids.len()));
+                    }
+                    Ok(Prepared {
+                        call: ToolCall::new(tool.spec.id.clone(), params).with_subject(Value::Array(subject)),
+                        document_title: Some(plot.title.clone()),
+                        target: targets.description,
+                        context: json!({"plot": plot.id, "version": version, "targets": targets.ids}),
+                        consequence: Some(
+                            "The change is applied to the open plot and left unsaved (undo or revert to discard, save to keep)."
+                                .to_owned(),
+                        ),
+                    })
+                },
+                confirmer,
+                |cs| {
+                    let (plot_id, version) = prepared_on
+                        .lock()
+                        .ok()
+                        .and_then(|s| s.as_ref().map(|(p, v, _, _)| (p.clone(), *v)))
+                        .ok_or_else(|| "internal: the call was not prepared".to_owned())?;
+                    self.session()
+                        .apply(&plot_id, cs, version)
+                        .map(|_| ())
+                        .map_err(|e| e.to_string())
+                },
+            )
+            .await;
+        let title = self
+            .registry
+            .resolve(&tool_id)
+            .map(|t| t.spec.title.clone())
+            .unwrap_or_else(|_| tool_id.clone());
+        let prepared = prepared_on.lock().ok().and_then(|s| s.clone());
+        match ended {
+            Ended::Done { outcome, .. } => match outcome.change_set {
+                Some(cs) if !cs.is_empty() => {
+                    let plot_title = prepared.map(|p| p.2).unwrap_or_default();
+                    let n = cs.touched_ids().len();
+                    format!(
+                        "Applied {title} to {n} feature(s) in \"{plot_title}\". {} The plot is now dirty (unsaved) — undo/revert to discard, or Save to persist.",
+                        if cs.label.is_empty() { String::new() } else { format!("{}.", cs.label.trim_end_matches('.')) }
+                    )
+                    .replace(". .", ".")
+                    .replace("  ", " ")
+                }
+                Some(_) => format!("{title} ran but produced no editable change."),
+                None => {
+                    let (plot_id, _, _, _) = prepared.unwrap_or_default();
+                    let mut ds = self.datasets.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let id = format!("result-{}", ds.len() + 1);
+                    ds.push(Dataset {
+                        id: id.clone(),
+                        tool_id: tool_id.clone(),
+                        plot_id,
+                        kind: outcome.kind.as_str().to_owned(),
+                        summary: outcome.summary.clone(),
+                        data: outcome.data,
+                    });
+                    let summary = outcome.summary.trim();
+                    let stop = if summary.ends_with('.') { "" } else { "." };
+                    format!("Ran {title}. {summary}{stop} The full result is in the Results panel as {id}.")
+                }
+            },
+            Ended::Refused { message } | Ended::Failed { message } => message,
+            Ended::Declined { .. } => format!(
+                "The analyst declined {title}; nothing was run or changed. Do not retry unless they ask again."
+            ),
+        }
+    }
+}
+
+/// Names of a plot's features, for messages.
+pub fn feature_names(features: &[Value]) -> Vec<String> {
+    features.iter().map(model::display_name).collect()
+}

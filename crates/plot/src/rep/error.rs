@@ -1,0 +1,156 @@
+//! The importer's error type and the per-line context that builds it.
+
+use super::lex::Tok;
+
+/// Why a REP file could not be imported.
+///
+/// Every variant names the file, the 1-based line, the 1-based byte column of the offending
+/// token (or, for a missing field, the column just past the end of the line), what is wrong,
+/// the offending text and what was expected, e.g.
+///
+/// ```text
+/// boat1.rep:12:32: invalid latitude minutes "75" in "951212 050000.000 NELSON @C 22 75 10.63 N ..."; expected 0–59
+/// ```
+///
+/// Any error aborts the whole import: there is no partial result.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RepError {
+    /// A field is present but its value is malformed or out of range.
+    #[error("{file}:{line}:{column}: invalid {field} {found:?} in {context:?}; expected {expected}")]
+    InvalidField {
+        /// The source name given to [`super::parse_rep`].
+        file: String,
+        /// 1-based line number.
+        line: usize,
+        /// 1-based byte column of the offending text.
+        column: usize,
+        /// What the offending text was meant to be (e.g. `latitude minutes`).
+        field: &'static str,
+        /// The offending text itself.
+        found: String,
+        /// The line (shortened with ` ...` when long).
+        context: String,
+        /// What would have been accepted.
+        expected: String,
+    },
+    /// The line ends before a required field.
+    #[error("{file}:{line}:{column}: missing {field} in {context:?}; expected {expected}")]
+    MissingField {
+        /// The source name given to [`super::parse_rep`].
+        file: String,
+        /// 1-based line number.
+        line: usize,
+        /// 1-based byte column just past the last character of the line.
+        column: usize,
+        /// The field that is missing (e.g. `longitude seconds`).
+        field: &'static str,
+        /// The line (shortened with ` ...` when long).
+        context: String,
+        /// What the line should have contained.
+        expected: String,
+    },
+}
+
+impl RepError {
+    /// The source name the error refers to.
+    pub fn file(&self) -> &str {
+        match self {
+            Self::InvalidField { file, .. } | Self::MissingField { file, .. } => file,
+        }
+    }
+
+    /// The 1-based line number.
+    pub fn line(&self) -> usize {
+        match self {
+            Self::InvalidField { line, .. } | Self::MissingField { line, .. } => *line,
+        }
+    }
+
+    /// The 1-based byte column.
+    pub fn column(&self) -> usize {
+        match self {
+            Self::InvalidField { column, .. } | Self::MissingField { column, .. } => *column,
+        }
+    }
+}
+
+/// Internal result type: the error is boxed so the success path stays small.
+pub(super) type Res<T> = Result<T, Box<RepError>>;
+
+/// The line being parsed, for building errors.
+#[derive(Clone, Copy)]
+pub(super) struct LineCtx<'a> {
+    pub file: &'a str,
+    pub line_no: usize,
+    pub line: &'a str,
+}
+
+/// Shortest excerpt shown before cutting at a word boundary.
+const EXCERPT_MIN: usize = 40;
+/// How far past the offending token a single long word may run before it is cut.
+const EXCERPT_SLACK: usize = 80;
+
+impl LineCtx<'_> {
+    /// An invalid token.
+    pub fn invalid(&self, field: &'static str, tok: Tok<'_>, expected: impl Into<String>) -> Box<RepError> {
+        self.invalid_at(field, tok.start, tok.text, expected)
+    }
+
+    /// Invalid text starting at byte `start` of the line.
+    pub fn invalid_at(
+        &self,
+        field: &'static str,
+        start: usize,
+        found: &str,
+        expected: impl Into<String>,
+    ) -> Box<RepError> {
+        Box::new(RepError::InvalidField {
+            file: self.file.to_owned(),
+            line: self.line_no,
+            column: start + 1,
+            field,
+            found: found.to_owned(),
+            context: excerpt(self.line, start + found.len()),
+            expected: expected.into(),
+        })
+    }
+
+    /// A required field after the end of the line.
+    pub fn missing(&self, field: &'static str, expected: impl Into<String>) -> Box<RepError> {
+        let content = self.line.trim_end();
+        Box::new(RepError::MissingField {
+            file: self.file.to_owned(),
+            line: self.line_no,
+            column: content.len() + 1,
+            field,
+            context: excerpt(content, content.len()),
+            expected: expected.into(),
+        })
+    }
+}
+
+/// The line, cut at the first whitespace at or after `max(token_end, EXCERPT_MIN)`.
+fn excerpt(line: &str, token_end: usize) -> String {
+    let line = line.trim_end();
+    let target = token_end.max(EXCERPT_MIN);
+    if line.len() <= target {
+        return line.to_owned();
+    }
+    let bytes = line.as_bytes();
+    let mut cut = bytes
+        .iter()
+        .skip(target)
+        .position(u8::is_ascii_whitespace)
+        .map_or(line.len(), |p| target + p);
+    if cut > target + EXCERPT_SLACK {
+        cut = target + EXCERPT_SLACK;
+        while !line.is_char_boundary(cut) {
+            cut -= 1;
+        }
+    }
+    if cut >= line.len() {
+        line.to_owned()
+    } else {
+        format!("{} ...", line[..cut].trim_end())
+    }
+}

@@ -1,0 +1,526 @@
+//! The line-by-line pass: accumulates tracks, narratives, annotations and sensor contacts.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, NaiveDate, Utc};
+use serde_json::Value;
+
+use super::error::{LineCtx, Res};
+use super::lex::{
+    self, Cursor, Tok, is_null, number, parse_date, parse_latlon, parse_time,
+    parse_timestamp,
+};
+use super::output;
+use super::symbology::Symbol;
+
+/// Metres in an international yard: REP ranges, radii and axes are in yards.
+pub(super) const YARDS_TO_METRES: f64 = 0.9144;
+
+pub(super) const POSITION_EXPECTED: &str = "15 fields: YYMMDD HHMMSS[.sss] TRACK SYMBOL \
+     LAT_DEG LAT_MIN LAT_SEC N|S LONG_DEG LONG_MIN LONG_SEC E|W COURSE SPEED DEPTH [LABEL]";
+
+/// One position of a track.
+pub(super) struct Fix<'a> {
+    pub time: DateTime<Utc>,
+    pub lon: f64,
+    pub lat: f64,
+    pub course: f64,
+    pub speed: f64,
+    /// NaN when the file says `NaN`.
+    pub depth: f64,
+    pub label: Option<&'a str>,
+}
+
+pub(super) struct Track<'a> {
+    pub name: &'a str,
+    /// Colour of the track's first position.
+    pub symbol: Symbol,
+    pub fixes: Vec<Fix<'a>>,
+}
+
+pub(super) struct Narrative<'a> {
+    pub time: DateTime<Utc>,
+    pub track: &'a str,
+    pub entry_type: Option<&'a str>,
+    pub text: &'a str,
+}
+
+pub(super) struct Contact<'a> {
+    pub time: DateTime<Utc>,
+    pub bearing: Option<f64>,
+    pub ambiguous_bearing: Option<f64>,
+    pub frequency: Option<f64>,
+    /// Metres.
+    pub range: Option<f64>,
+    /// `[lon, lat]`.
+    pub origin: Option<[f64; 2]>,
+    pub label: Option<&'a str>,
+    pub comment: Option<&'a str>,
+}
+
+/// The contacts of one sensor on one host track.
+pub(super) struct Sensor<'a> {
+    pub host: &'a str,
+    pub name: &'a str,
+    pub colour: &'static str,
+    pub contacts: Vec<Contact<'a>>,
+}
+
+/// Running `[west, south, east, north]`.
+pub(super) struct Bounds {
+    pub west: f64,
+    pub south: f64,
+    pub east: f64,
+    pub north: f64,
+}
+
+impl Bounds {
+    fn new() -> Self {
+        Self {
+            west: f64::INFINITY,
+            south: f64::INFINITY,
+            east: f64::NEG_INFINITY,
+            north: f64::NEG_INFINITY,
+        }
+    }
+
+    pub fn add(&mut self, [lon, lat]: [f64; 2]) {
+        self.west = self.west.min(lon);
+        self.east = self.east.max(lon);
+        self.south = self.south.min(lat);
+        self.north = self.north.max(lat);
+    }
+
+    pub fn get(&self) -> Option<[f64; 4]> {
+        (self.west <= self.east).then_some([self.west, self.south, self.east, self.north])
+    }
+}
+
+/// The `;` commands the importer understands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Command {
+    Narrative,
+    Narrative2,
+    Text,
+    Circle,
+    Line,
+    Rect,
+    Poly,
+    Polyline,
+    Vector,
+    Ellipse,
+    TimeText,
+    PeriodText,
+    Sensor,
+    Sensor2,
+}
+
+const COMMANDS: [(&str, Command); 14] = [
+    (";NARRATIVE:", Command::Narrative),
+    (";NARRATIVE2:", Command::Narrative2),
+    (";TEXT:", Command::Text),
+    (";CIRCLE:", Command::Circle),
+    (";LINE:", Command::Line),
+    (";RECT:", Command::Rect),
+    (";POLY:", Command::Poly),
+    (";POLYLINE:", Command::Polyline),
+    (";VECTOR:", Command::Vector),
+    (";ELLIPSE:", Command::Ellipse),
+    (";TIMETEXT:", Command::TimeText),
+    (";PERIODTEXT:", Command::PeriodText),
+    (";SENSOR:", Command::Sensor),
+    (";SENSOR2:", Command::Sensor2),
+];
+
+pub(super) struct Parser<'a> {
+    file: &'a str,
+    pub tracks: Vec<Track<'a>>,
+    track_index: HashMap<&'a str, usize>,
+    last_track: Option<(&'a str, usize)>,
+    pub narratives: Vec<Narrative<'a>>,
+    /// Finished annotation features, in file order.
+    pub shapes: Vec<Value>,
+    pub sensors: Vec<Sensor<'a>>,
+    sensor_index: HashMap<(&'a str, &'a str), usize>,
+    pub bounds: Bounds,
+    pub span: Option<(DateTime<Utc>, DateTime<Utc>)>,
+    pub position_count: usize,
+    last_date: Option<(&'a str, NaiveDate)>,
+}
+
+impl<'a> Parser<'a> {
+    pub fn new(file: &'a str) -> Self {
+        Self {
+            file,
+            tracks: Vec::new(),
+            track_index: HashMap::new(),
+            last_track: None,
+            narratives: Vec::new(),
+            shapes: Vec::new(),
+            sensors: Vec::new(),
+            sensor_index: HashMap::new(),
+            bounds: Bounds::new(),
+            span: None,
+            position_count: 0,
+            last_date: None,
+        }
+    }
+
+    fn note_time(&mut self, t: DateTime<Utc>) {
+        self.span = Some(match self.span {
+            None => (t, t),
+            Some((lo, hi)) => (lo.min(t), hi.max(t)),
+        });
+    }
+
+    /// Parses one line (without its line terminator).
+    pub fn line(&mut self, line_no: usize, line: &'a str) -> Res<()> {
+        let ctx = LineCtx {
+            file: self.file,
+            line_no,
+            line,
+        };
+        let mut cur = Cursor::new(line);
+        let Some(first) = cur.next_token() else {
+            return Ok(()); // blank
+        };
+        if !first.text.starts_with(';') {
+            return self.position(&ctx, cur, first);
+        }
+        let command = COMMANDS
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(first.text))
+            .map(|(_, c)| *c);
+        let Some(command) = command else {
+            tracing::debug!(
+                file = self.file,
+                line = line_no,
+                command = first.text,
+                "skipping unsupported REP line"
+            );
+            return Ok(());
+        };
+        match command {
+            Command::Narrative => self.narrative(&ctx, cur, false),
+            Command::Narrative2 => self.narrative(&ctx, cur, true),
+            Command::Sensor => self.sensor(&ctx, cur, false),
+            Command::Sensor2 => self.sensor(&ctx, cur, true),
+            _ => self.annotation(&ctx, cur, command),
+        }
+    }
+
+    /// A position line: `DATE TIME TRACK SYMBOL LAT LON COURSE SPEED DEPTH [LABEL]`.
+    fn position(
+        &mut self,
+        ctx: &LineCtx<'a>,
+        mut cur: Cursor<'a>,
+        date_tok: Tok<'a>,
+    ) -> Res<()> {
+        let date = match self.last_date {
+            Some((text, date)) if text == date_tok.text => date,
+            _ => {
+                let date = parse_date(ctx, date_tok)?;
+                self.last_date = Some((date_tok.text, date));
+                date
+            }
+        };
+        let time_tok = cur.require(ctx, "time", POSITION_EXPECTED)?;
+        let time = parse_time(ctx, time_tok, date)?;
+        let name = cur.name(ctx, "track name", POSITION_EXPECTED)?.text;
+        let symbol_tok = cur.require(ctx, "symbology", POSITION_EXPECTED)?;
+        let [lon, lat] = parse_latlon(ctx, &mut cur, POSITION_EXPECTED)?;
+        let course_tok = cur.require(ctx, "course", POSITION_EXPECTED)?;
+        let course = number(ctx, course_tok, "course", "a number of degrees")?;
+        let speed_tok = cur.require(ctx, "speed", POSITION_EXPECTED)?;
+        let speed = number(ctx, speed_tok, "speed", "a number of knots")?;
+        let depth_tok = cur.require(ctx, "depth", POSITION_EXPECTED)?;
+        let depth = match lex::parse_f64(depth_tok.text) {
+            Some(d) if !d.is_infinite() => d,
+            _ => return Err(ctx.invalid("depth", depth_tok, "a number of metres or NaN")),
+        };
+        let label = Some(cur.rest()).filter(|l| !l.is_empty());
+
+        let index = match self.last_track {
+            Some((last, i)) if last == name => i,
+            _ => {
+                let next = self.tracks.len();
+                let i = *self.track_index.entry(name).or_insert(next);
+                if i == next {
+                    self.tracks.push(Track {
+                        name,
+                        symbol: Symbol::parse(symbol_tok.text),
+                        fixes: Vec::new(),
+                    });
+                }
+                self.last_track = Some((name, i));
+                i
+            }
+        };
+        if let Some(track) = self.tracks.get_mut(index) {
+            track.fixes.push(Fix {
+                time,
+                lon,
+                lat,
+                course,
+                speed,
+                depth,
+                label,
+            });
+        }
+        self.position_count += 1;
+        self.bounds.add([lon, lat]);
+        self.note_time(time);
+        Ok(())
+    }
+
+    /// `;NARRATIVE: DATE TIME TRACK TEXT` / `;NARRATIVE2: DATE TIME TRACK TYPE TEXT`.
+    fn narrative(
+        &mut self,
+        ctx: &LineCtx<'a>,
+        mut cur: Cursor<'a>,
+        typed: bool,
+    ) -> Res<()> {
+        const EXPECTED: &str = "YYMMDD HHMMSS[.sss] TRACK [TYPE] TEXT";
+        let time = parse_timestamp(ctx, &mut cur)?;
+        let track = cur.name(ctx, "track name", EXPECTED)?.text;
+        let entry_type = if typed {
+            cur.name(ctx, "narrative entry type", EXPECTED).ok().map(|t| t.text)
+        } else {
+            None
+        };
+        let text = cur.rest();
+        self.note_time(time);
+        self.narratives.push(Narrative {
+            time,
+            track,
+            entry_type,
+            text,
+        });
+        Ok(())
+    }
+
+    /// `;SENSOR: DATE TIME TRACK SYMBOL ORIGIN|NULL BEARING RANGE|NULL SENSOR LABEL` and
+    /// `;SENSOR2: DATE TIME TRACK SYMBOL ORIGIN|NULL BEARING|NULL AMBIG|NULL FREQ|NULL
+    /// RANGE|NULL SENSOR LABEL` (ranges in yards; names may be quoted).
+    fn sensor(&mut self, ctx: &LineCtx<'a>, mut cur: Cursor<'a>, v2: bool) -> Res<()> {
+        let expected = if v2 {
+            "YYMMDD HHMMSS[.sss] TRACK SYMBOL ORIGIN|NULL BEARING|NULL AMBIGUOUS_BEARING|NULL \
+             FREQUENCY|NULL RANGE|NULL SENSOR [LABEL]"
+        } else {
+            "YYMMDD HHMMSS[.sss] TRACK SYMBOL ORIGIN|NULL BEARING RANGE|NULL SENSOR [LABEL]"
+        };
+        let time = parse_timestamp(ctx, &mut cur)?;
+        let host = cur.name(ctx, "track name", expected)?.text;
+        let symbol = Symbol::parse(cur.require(ctx, "symbology", expected)?.text);
+        let origin = match cur.peek() {
+            Some(tok) if is_null(tok) => {
+                cur.next_token();
+                None
+            }
+            _ => Some(parse_latlon(ctx, &mut cur, expected)?),
+        };
+        let mut optional = |field: &'static str, what: &str| -> Res<Option<f64>> {
+            let tok = cur.require(ctx, field, expected)?;
+            if is_null(tok) {
+                Ok(None)
+            } else {
+                number(ctx, tok, field, what).map(Some)
+            }
+        };
+        let bearing = optional("bearing", "a number of degrees or NULL")?;
+        let (ambiguous_bearing, frequency) = if v2 {
+            (
+                optional("ambiguous bearing", "a number of degrees or NULL")?,
+                optional("frequency", "a number of Hz or NULL")?,
+            )
+        } else {
+            (None, None)
+        };
+        let range = optional("range", "a number of yards or NULL")?.map(|y| y * YARDS_TO_METRES);
+        let name = cur.name(ctx, "sensor name", expected)?.text;
+        let (label, comment) = split_comment(cur.rest());
+
+        if let Some(o) = origin {
+            self.bounds.add(o);
+        }
+        self.note_time(time);
+        let next = self.sensors.len();
+        let i = *self.sensor_index.entry((host, name)).or_insert(next);
+        if i == next {
+            self.sensors.push(Sensor {
+                host,
+                name,
+                colour: symbol.colour,
+                contacts: Vec::new(),
+            });
+        }
+        if let Some(sensor) = self.sensors.get_mut(i) {
+            sensor.contacts.push(Contact {
+                time,
+                bearing,
+                ambiguous_bearing,
+                frequency,
+                range,
+                origin,
+                label,
+                comment,
+            });
+        }
+        Ok(())
+    }
+
+    /// Shapes and text annotations.
+    fn annotation(
+        &mut self,
+        ctx: &LineCtx<'a>,
+        mut cur: Cursor<'a>,
+        command: Command,
+    ) -> Res<()> {
+        let expected = match command {
+            Command::Text => "SYMBOL LAT LONG TEXT",
+            Command::Circle => "SYMBOL LAT LONG RADIUS_YARDS [LABEL]",
+            Command::Line | Command::Rect => "SYMBOL LAT LONG LAT LONG [LABEL]",
+            Command::Poly | Command::Polyline => "SYMBOL LAT LONG LAT LONG ... [LABEL]",
+            Command::Vector => "SYMBOL LAT LONG RANGE_YARDS BEARING [LABEL]",
+            Command::Ellipse => "SYMBOL YYMMDD HHMMSS LAT LONG ORIENTATION MAXIMA MINIMA [LABEL]",
+            Command::TimeText => "SYMBOL YYMMDD HHMMSS LAT LONG TEXT",
+            Command::PeriodText => "SYMBOL YYMMDD HHMMSS YYMMDD HHMMSS LAT LONG TEXT",
+            _ => "",
+        };
+        let symbol = Symbol::parse(cur.require(ctx, "symbology", expected)?.text);
+        let id = format!("shape-{}", self.shapes.len() + 1);
+        let feature = match command {
+            Command::Text => {
+                let at = parse_latlon(ctx, &mut cur, expected)?;
+                self.bounds.add(at);
+                output::text_feature(id, "TEXT", &symbol, at, &unescape(cur.rest()), &[])
+            }
+            Command::TimeText => {
+                let time = parse_timestamp(ctx, &mut cur)?;
+                let at = parse_latlon(ctx, &mut cur, expected)?;
+                self.bounds.add(at);
+                self.note_time(time);
+                let times = [("time", time)];
+                output::text_feature(id, "TIMETEXT", &symbol, at, &unescape(cur.rest()), &times)
+            }
+            Command::PeriodText => {
+                let start = parse_timestamp(ctx, &mut cur)?;
+                let end = parse_timestamp(ctx, &mut cur)?;
+                let at = parse_latlon(ctx, &mut cur, expected)?;
+                self.bounds.add(at);
+                self.note_time(start);
+                self.note_time(end);
+                let times = [("start_time", start), ("end_time", end)];
+                output::text_feature(id, "PERIODTEXT", &symbol, at, &unescape(cur.rest()), &times)
+            }
+            Command::Circle => {
+                let centre = parse_latlon(ctx, &mut cur, expected)?;
+                let radius = yards(ctx, &mut cur, "radius", expected)?;
+                self.bounds.add(centre);
+                output::circle_feature(id, &symbol, centre, radius, label(cur.rest()))
+            }
+            Command::Line | Command::Rect => {
+                let a = parse_latlon(ctx, &mut cur, expected)?;
+                let b = parse_latlon(ctx, &mut cur, expected)?;
+                self.bounds.add(a);
+                self.bounds.add(b);
+                let label = label(cur.rest());
+                if command == Command::Line {
+                    output::line_feature(id, &symbol, &[a, b], label)
+                } else {
+                    output::rect_feature(id, &symbol, a, b, label)
+                }
+            }
+            Command::Poly | Command::Polyline => {
+                let mut vertices = Vec::new();
+                while cur.peek().is_some_and(|t| lex::parse_f64(t.text).is_some()) {
+                    vertices.push(parse_latlon(ctx, &mut cur, expected)?);
+                }
+                let (kind, min) = if command == Command::Poly {
+                    ("POLY", 3)
+                } else {
+                    ("POLYLINE", 2)
+                };
+                if vertices.len() < min {
+                    let what = format!("at least {min} vertices: {expected}");
+                    return Err(match cur.next_token() {
+                        Some(tok) => ctx.invalid("vertex latitude degrees", tok, what),
+                        None => ctx.missing("vertex", what),
+                    });
+                }
+                for v in &vertices {
+                    self.bounds.add(*v);
+                }
+                output::poly_feature(id, kind, &symbol, &vertices, label(cur.rest()))
+            }
+            Command::Vector => {
+                let origin = parse_latlon(ctx, &mut cur, expected)?;
+                let range = yards(ctx, &mut cur, "range", expected)?;
+                let tok = cur.require(ctx, "bearing", expected)?;
+                let bearing = number(ctx, tok, "bearing", "a number of degrees")?;
+                let end = output::destination(origin, range, bearing);
+                self.bounds.add(origin);
+                self.bounds.add(end);
+                output::vector_feature(id, &symbol, origin, end, range, bearing, label(cur.rest()))
+            }
+            Command::Ellipse => {
+                let time = parse_timestamp(ctx, &mut cur)?;
+                let centre = parse_latlon(ctx, &mut cur, expected)?;
+                let tok = cur.require(ctx, "orientation", expected)?;
+                let orientation = number(ctx, tok, "orientation", "a number of degrees")?;
+                let maxima = yards(ctx, &mut cur, "maxima", expected)?;
+                let minima = yards(ctx, &mut cur, "minima", expected)?;
+                self.bounds.add(centre);
+                self.note_time(time);
+                let shape = output::Ellipse {
+                    time,
+                    centre,
+                    orientation,
+                    maxima,
+                    minima,
+                };
+                output::ellipse_feature(id, &symbol, &shape, label(cur.rest()))
+            }
+            Command::Narrative | Command::Narrative2 | Command::Sensor | Command::Sensor2 => {
+                return Ok(());
+            }
+        };
+        self.shapes.push(feature);
+        Ok(())
+    }
+}
+
+/// A non-negative distance in yards, returned in metres.
+fn yards(
+    ctx: &LineCtx<'_>,
+    cur: &mut Cursor<'_>,
+    field: &'static str,
+    expected: &str,
+) -> Res<f64> {
+    let tok = cur.require(ctx, field, expected)?;
+    match lex::parse_f64(tok.text) {
+        Some(v) if v.is_finite() && v >= 0.0 => Ok(v * YARDS_TO_METRES),
+        _ => Err(ctx.invalid(field, tok, "a non-negative number of yards")),
+    }
+}
+
+fn label(rest: &str) -> Option<String> {
+    (!rest.is_empty()).then(|| unescape(rest))
+}
+
+/// Debrief writes line breaks in annotation labels as a literal `\n`.
+fn unescape(text: &str) -> String {
+    text.replace("\\n", "\n")
+}
+
+/// `LABEL // COMMENT` → (label, comment), each `None` when empty.
+fn split_comment(rest: &str) -> (Option<&str>, Option<&str>) {
+    let (label, comment) = match rest.split_once("//") {
+        Some((l, c)) => (l.trim(), c.trim()),
+        None => (rest, ""),
+    };
+    (
+        Some(label).filter(|s| !s.is_empty()),
+        Some(comment).filter(|s| !s.is_empty()),
+    )
+}

@@ -1,0 +1,797 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::float_cmp)]
+
+use std::collections::HashSet;
+
+use chrono::{DateTime, SecondsFormat, TimeZone, Utc};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+use super::lex::{fmt_time, parse_f64, slug};
+use super::{PlatformRecord, RepError, parse_rep};
+
+const BOAT1: &str = include_str!("../../tests/fixtures/rep/valid/boat1.rep");
+const BOAT2: &str = include_str!("../../tests/fixtures/rep/valid/boat2.rep");
+const NARRATIVE: &str = include_str!("../../tests/fixtures/rep/valid/narrative.rep");
+const BAD_COORDINATES: &str = include_str!("../../tests/fixtures/rep/invalid/bad_coordinates.rep");
+const BAD_TIMESTAMP: &str = include_str!("../../tests/fixtures/rep/invalid/bad_timestamp.rep");
+const TRUNCATED: &str = include_str!("../../tests/fixtures/rep/invalid/truncated.rep");
+const BOAT1_GEOJSON: &str =
+    include_str!("../../tests/fixtures/stac/core--boat1/features.geojson");
+const BOAT1_ITEM: &str = include_str!("../../tests/fixtures/stac/core--boat1/item.json");
+
+fn kind(f: &Value) -> &str {
+    f["properties"]["kind"].as_str().unwrap()
+}
+
+fn of_kind<'a>(features: &'a [Value], k: &str) -> Vec<&'a Value> {
+    features.iter().filter(|f| kind(f) == k).collect()
+}
+
+fn err(name: &str, text: &str) -> RepError {
+    parse_rep(name, text).expect_err("expected an error")
+}
+
+fn one_shape(text: &str) -> Value {
+    let import = parse_rep("t.rep", text).unwrap();
+    assert_eq!(import.features.len(), 1, "{:#?}", import.features);
+    import.features.into_iter().next().unwrap()
+}
+
+fn coord(v: &Value) -> [f64; 2] {
+    [v[0].as_f64().unwrap(), v[1].as_f64().unwrap()]
+}
+
+fn close(a: [f64; 2], b: [f64; 2], tol: f64) -> bool {
+    (a[0] - b[0]).abs() <= tol && (a[1] - b[1]).abs() <= tol
+}
+
+// ---------------------------------------------------------------- the Debrief reference
+
+#[test]
+fn boat1_matches_debriefs_own_import() {
+    let import = parse_rep("boat1.rep", BOAT1).unwrap();
+    let reference: Value = serde_json::from_str(BOAT1_GEOJSON).unwrap();
+    let expected = &reference["features"][0];
+    assert_eq!(import.features.len(), 1);
+    let ours = &import.features[0];
+
+    assert_eq!(ours["type"], "Feature");
+    assert_eq!(ours["id"], "track-nelson");
+    assert_eq!(ours["geometry"]["type"], expected["geometry"]["type"]);
+    let our_coords = ours["geometry"]["coordinates"].as_array().unwrap();
+    let ref_coords = expected["geometry"]["coordinates"].as_array().unwrap();
+    assert_eq!(our_coords.len(), 402);
+    assert_eq!(our_coords.len(), ref_coords.len());
+    for (a, b) in our_coords.iter().zip(ref_coords) {
+        assert!(close(coord(a), coord(b), 1e-9), "{a} vs {b}");
+    }
+    assert!(close(coord(&our_coords[0]), coord(&ref_coords[0]), 1e-9));
+    assert!(close(coord(&our_coords[401]), coord(&ref_coords[401]), 1e-9));
+
+    // Every property Debrief wrote, except its run-specific provenance, is identical
+    // (positions included: time, course, speed and depth of all 402).
+    let ours_p = ours["properties"].as_object().unwrap();
+    let mut ref_p = expected["properties"].as_object().unwrap().clone();
+    ref_p.remove("provenance");
+    assert_eq!(ours_p, &ref_p);
+
+    assert_eq!(import.position_count, 402);
+    assert_eq!(
+        import.platforms,
+        vec![PlatformRecord {
+            id: "NELSON".into(),
+            ..PlatformRecord::default()
+        }]
+    );
+}
+
+#[test]
+fn boat1_bbox_and_span_match_the_stac_item() {
+    let import = parse_rep("boat1.rep", BOAT1).unwrap();
+    let item: Value = serde_json::from_str(BOAT1_ITEM).unwrap();
+    let bbox: Vec<f64> = item["bbox"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    let ours = import.bbox.unwrap();
+    for (a, b) in ours.iter().zip(&bbox) {
+        assert!((a - b).abs() < 1e-9, "{ours:?} vs {bbox:?}");
+    }
+    let (start, end) = import.time_span.unwrap();
+    assert_eq!(fmt_time(&start), item["properties"]["start_datetime"]);
+    assert_eq!(fmt_time(&end), item["properties"]["end_datetime"]);
+}
+
+#[test]
+fn boat2_parses() {
+    let import = parse_rep("boat2.rep", BOAT2).unwrap();
+    assert_eq!(import.features.len(), 1);
+    let track = &import.features[0];
+    assert_eq!(track["id"], "track-collingwood");
+    assert_eq!(track["properties"]["platform_id"], "COLLINGWOOD");
+    assert_eq!(track["properties"]["style"]["line"]["color"], "#0000FF");
+    let positions = track["properties"]["positions"].as_array().unwrap();
+    assert_eq!(positions.len(), 403);
+    assert_eq!(import.position_count, 403);
+    assert_eq!(
+        positions.len(),
+        track["geometry"]["coordinates"].as_array().unwrap().len()
+    );
+    assert_eq!(positions[0]["time"], "1995-12-12T05:03:00+00:00");
+    assert_eq!(track["properties"]["start_time"], "1995-12-12T05:03:00+00:00");
+    let first = coord(&track["geometry"]["coordinates"][0]);
+    let lat = 21.0 + 53.0 / 60.0 + 39.19 / 3600.0;
+    let lon = -(21.0 + 35.0 / 60.0 + 37.59 / 3600.0);
+    assert_eq!(first, [lon, lat]);
+}
+
+// ---------------------------------------------------------------- narratives
+
+#[test]
+fn narratives_link_to_tracks_by_name() {
+    let text = format!("{BOAT1}\n{BOAT2}\n{NARRATIVE}");
+    let import = parse_rep("all.rep", &text).unwrap();
+    let kinds: Vec<&str> = import.features.iter().map(kind).collect();
+    let mut expected = vec!["TRACK", "TRACK"];
+    expected.extend(std::iter::repeat_n("NARRATIVE", 19));
+    assert_eq!(kinds, expected);
+    assert_eq!(import.platforms.len(), 2);
+
+    let narratives = of_kind(&import.features, "NARRATIVE");
+    let first = narratives[0];
+    assert_eq!(first["id"], "narrative-1");
+    assert_eq!(first["geometry"], Value::Null);
+    assert_eq!(first["properties"]["time"], "1995-12-12T05:00:00+00:00");
+    assert_eq!(first["properties"]["text"], "COMEX SERIAL 16D");
+    assert_eq!(first["properties"]["track_id"], "track-nelson");
+    assert_eq!(first["properties"]["track_name"], "NELSON");
+    // Fractional seconds survive; trailing spaces do not.
+    assert_eq!(narratives[1]["properties"]["time"], "1995-12-12T05:01:00.100+00:00");
+    assert_eq!(narratives[2]["properties"]["text"], "BRIEFING HINTED THAT TARGET TO SE");
+    let collingwood = narratives[9];
+    assert_eq!(collingwood["properties"]["text"], "SUSPECTED DETECTION OF RED");
+    assert_eq!(collingwood["properties"]["track_id"], "track-collingwood");
+    // The last line has no newline at all.
+    assert_eq!(narratives[18]["properties"]["text"], "RX CONGRATS ON UWT");
+}
+
+#[test]
+fn narratives_without_their_track_have_no_track_id() {
+    let import = parse_rep("narrative.rep", NARRATIVE).unwrap();
+    assert_eq!(import.features.len(), 19);
+    assert!(import.platforms.is_empty());
+    assert_eq!(import.bbox, None);
+    assert_eq!(import.position_count, 0);
+    let f = &import.features[0];
+    assert_eq!(kind(f), "NARRATIVE");
+    assert!(f["properties"].get("track_id").is_none());
+    assert_eq!(f["properties"]["track_name"], "NELSON");
+    let (start, end) = import.time_span.unwrap();
+    assert_eq!(fmt_time(&start), "1995-12-12T05:00:00+00:00");
+    assert_eq!(fmt_time(&end), "1995-12-12T11:41:00+00:00");
+}
+
+#[test]
+fn narrative2_and_quoted_track_names() {
+    let text = "\
+951212 050000 \"HMS NEL SON\" @C 22 0 0 N 21 0 0 W 90 5 0\n\
+;NARRATIVE2: 951212 050500 \"HMS NEL SON\" GenComment2 Mk Rge BAAA R121212\n";
+    let import = parse_rep("t.rep", text).unwrap();
+    let track = &import.features[0];
+    assert_eq!(track["id"], "track-hms-nel-son");
+    assert_eq!(track["properties"]["platform_id"], "HMS NEL SON");
+    let n = &import.features[1];
+    assert_eq!(n["properties"]["entry_type"], "GenComment2");
+    assert_eq!(n["properties"]["text"], "Mk Rge BAAA R121212");
+    assert_eq!(n["properties"]["track_id"], "track-hms-nel-son");
+}
+
+// ---------------------------------------------------------------- invalid fixtures
+
+#[test]
+fn bad_coordinates_points_at_the_latitude_degrees() {
+    let e = err("bad_coordinates.rep", BAD_COORDINATES);
+    assert_eq!((e.file(), e.line(), e.column()), ("bad_coordinates.rep", 2, 30));
+    assert_eq!(
+        e.to_string(),
+        "bad_coordinates.rep:2:30: invalid latitude degrees \"91\" in \
+         \"951212 050300.000 BADSHIP @A 91 53 39.19 ...\"; expected 0–90"
+    );
+}
+
+#[test]
+fn bad_timestamp_points_at_the_month() {
+    let e = err("bad_timestamp.rep", BAD_TIMESTAMP);
+    assert_eq!((e.line(), e.column()), (2, 3));
+    assert_eq!(
+        e.to_string(),
+        "bad_timestamp.rep:2:3: invalid month \"13\" in \
+         \"991399 250300.000 BADSHIP @A 21 53 39.19 ...\"; expected 01–12"
+    );
+}
+
+#[test]
+fn truncated_reports_the_missing_field_at_the_end_of_the_line() {
+    let e = err("truncated.rep", TRUNCATED);
+    assert_eq!((e.line(), e.column()), (1, 53));
+    let msg = e.to_string();
+    assert!(
+        msg.starts_with(
+            "truncated.rep:1:53: missing longitude seconds in \
+             \"951212 050300.000 COLLINGWOOD @A 21 53 39.19 N 21 35\"; expected 15 fields: "
+        ),
+        "{msg}"
+    );
+    assert!(matches!(e, RepError::MissingField { field: "longitude seconds", .. }));
+}
+
+#[test]
+fn error_columns_for_other_fields() {
+    let base = "951212 050000.000 NELSON @C 22 11 10.63 N 21 41 52.37 W 269.7 2.0 0";
+    let cases = [
+        (base.replace("22 11", "22 75"), "latitude minutes", 32, "0–59"),
+        (base.replace("10.63", "60.5"), "latitude seconds", 35, "0–59"),
+        (base.replace(" N ", " X "), "latitude hemisphere", 41, "N or S"),
+        (base.replace("21 41", "181 41"), "longitude degrees", 43, "0–180"),
+        (base.replace(" W ", " E2 "), "longitude hemisphere", 55, "E or W"),
+        (base.replace("269.7", "x"), "course", 57, "a number of degrees"),
+        (base.replace("2.0", "fast"), "speed", 63, "a number of knots"),
+        (base.replace("050000.000", "056000.000"), "minute", 10, "00–59"),
+        (base.replace("050000.000", "250000.000"), "hour", 8, "00–23"),
+        (base.replace("050000.000", "05000a"), "time", 8, "HHMMSS or HHMMSS.sss"),
+        (base.replace("951212", "950230"), "day", 5, "01–28 for 1995-02"),
+        (base.replace("951212", "95121"), "date", 1, "YYMMDD or YYYYMMDD"),
+    ];
+    for (line, field, column, expected) in cases {
+        let text = format!(";; header\n\n{line}\n");
+        match err("x.rep", &text) {
+            RepError::InvalidField {
+                line: 3,
+                column: c,
+                field: f,
+                expected: e,
+                ..
+            } => {
+                assert_eq!((f, c, e.as_str()), (field, column, expected), "{line}");
+            }
+            other => panic!("{line}: {other}"),
+        }
+    }
+    let over = base.replace("22 11 10.63", "90 0 0.5");
+    let e = err("x.rep", &over);
+    assert!(
+        e.to_string().starts_with("x.rep:1:29: invalid latitude \"90 0 0.5\""),
+        "{e}"
+    );
+}
+
+#[test]
+fn any_error_aborts_the_whole_file() {
+    let text = format!("{BOAT1}\n951212 050000.000 NELSON @C 22 11 10.63 N\n");
+    let e = err("boat1.rep", &text);
+    assert_eq!(e.line(), 404);
+    assert!(matches!(e, RepError::MissingField { field: "longitude degrees", .. }));
+}
+
+#[test]
+fn long_lines_are_shortened_in_messages() {
+    let label = "word ".repeat(100);
+    let line = format!("951212 050000.000 NELSON @C 22 11 10.63 N 21 41 52.37 W x 2.0 0 {label}");
+    let msg = err("x.rep", &line).to_string();
+    assert!(msg.contains("W x ...\"; expected"), "{msg}");
+    let quote = "951212 050000 \"NEVER CLOSED @C 22 11 10.63 N 21 41 52.37 W 1 2 0";
+    let e = err("x.rep", quote);
+    assert_eq!(e.column(), 15);
+    assert!(e.to_string().contains("a closing double quote"));
+}
+
+// ---------------------------------------------------------------- position-line variants
+
+#[test]
+fn position_line_variants() {
+    let text = "\
+\u{feff};; variants\r\n\
+\r\n\
+20240115 093000.5 \"HMS Two Words\" VC 50 15.5 0 N 4 7.25 0 W 45 12.5 NaN label one // note\r\n\
+20240115 093100 \"HMS Two Words\" VC 50 15 30 N004 07 15 W 45 12.5 10\r\n\
+\t050115 000000.123456 A @Q 0 0 0 S 180 0 0 E 0 0 -5\n";
+    let import = parse_rep("v.rep", text).unwrap();
+    assert_eq!(import.position_count, 3);
+    let t = &import.features[0];
+    assert_eq!(t["id"], "track-hms-two-words");
+    assert_eq!(t["properties"]["style"]["line"]["color"], "#FF0000");
+    let positions = t["properties"]["positions"].as_array().unwrap();
+    assert_eq!(
+        positions[0],
+        json!({"time": "2024-01-15T09:30:00.500+00:00", "course": 45.0, "speed": 12.5})
+    );
+    assert_eq!(positions[1]["depth"], 10.0);
+    let coords = t["geometry"]["coordinates"].as_array().unwrap();
+    assert_eq!(coord(&coords[0]), [-(4.0 + 7.25 / 60.0), 50.0 + 15.5 / 60.0]);
+    assert_eq!(
+        coord(&coords[1]),
+        [-(4.0 + 7.0 / 60.0 + 15.0 / 3600.0), 50.0 + 15.0 / 60.0 + 30.0 / 3600.0]
+    );
+    assert_eq!(
+        t["properties"]["position_style_overrides"],
+        json!([{"label": "label one // note"}, null])
+    );
+    let a = &import.features[1];
+    assert_eq!(a["properties"]["start_time"], "2005-01-15T00:00:00.123456+00:00");
+    assert_eq!(a["properties"]["style"]["line"]["color"], "#000000");
+    // A lone position is repeated so the LineString has two points.
+    assert_eq!(a["geometry"]["coordinates"], json!([[180.0, -0.0], [180.0, -0.0]]));
+    assert_eq!(a["properties"]["positions"].as_array().unwrap().len(), 2);
+    assert_eq!(a["properties"]["positions"][0]["depth"], -5.0);
+    let bbox = import.bbox.unwrap();
+    let expected = [-(4.0 + 7.25 / 60.0), 0.0, 180.0, 50.0 + 15.5 / 60.0];
+    for (a, b) in bbox.iter().zip(expected) {
+        assert!((a - b).abs() < 1e-12, "{bbox:?}");
+    }
+}
+
+#[test]
+fn positions_are_sorted_by_time_and_tracks_keep_first_seen_order() {
+    let text = "\
+951212 050200 B @A 1 0 0 N 1 0 0 E 0 0 0\n\
+951212 050100 A @B 2 0 0 N 2 0 0 E 0 0 0\n\
+951212 050000 B @C 3 0 0 N 3 0 0 E 0 0 0\n";
+    let import = parse_rep("t.rep", text).unwrap();
+    let ids: Vec<&str> = import.features.iter().map(|f| f["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["track-b", "track-a"]);
+    let b = &import.features[0];
+    assert_eq!(b["geometry"]["coordinates"], json!([[3.0, 3.0], [1.0, 1.0]]));
+    assert_eq!(b["properties"]["start_time"], "1995-12-12T05:00:00+00:00");
+    assert_eq!(b["properties"]["end_time"], "1995-12-12T05:02:00+00:00");
+    // The colour comes from the track's first line in the file.
+    assert_eq!(b["properties"]["style"]["line"]["color"], "#0000FF");
+}
+
+#[test]
+fn ids_are_unique_and_deterministic() {
+    let text = "\
+951212 050000 NELSON @A 1 0 0 N 1 0 0 E 0 0 0\n\
+951212 050000 Nelson @A 1 0 0 N 1 0 0 E 0 0 0\n\
+951212 050000 nelson-2 @A 1 0 0 N 1 0 0 E 0 0 0\n\
+951212 050000 \"!!!\" @A 1 0 0 N 1 0 0 E 0 0 0\n\
+;NARRATIVE: 951212 050000 Nelson hello\n\
+;TEXT: @A 1 0 0 N 1 0 0 E hi\n\
+;SENSOR: 951212 050000 GHOST @A NULL 10 NULL sonar\n";
+    let a = parse_rep("t.rep", text).unwrap();
+    let b = parse_rep("t.rep", text).unwrap();
+    assert_eq!(
+        serde_json::to_string(&a.features).unwrap(),
+        serde_json::to_string(&b.features).unwrap()
+    );
+    let ids: Vec<&str> = a.features.iter().map(|f| f["id"].as_str().unwrap()).collect();
+    assert_eq!(
+        ids,
+        [
+            "track-nelson",
+            "track-nelson-2",
+            "track-nelson-2-2",
+            "track-unnamed",
+            "narrative-1",
+            "shape-1",
+            "sensor-ghost"
+        ]
+    );
+    assert_eq!(ids.iter().collect::<HashSet<_>>().len(), ids.len());
+    assert_eq!(a.features[4]["properties"]["track_id"], "track-nelson-2");
+}
+
+#[test]
+fn unknown_commands_and_comments_are_skipped() {
+    let text = "\
+;; a comment\n\
+; another\n\
+;TMA_POS: whatever 1 2 3\n\
+;DYNAMIC_RECT: @A \"Dynamic A\" 951212 051000.000 22 00 0 N 21 00 0 W 21 50 0 N 20 50 0 W x\n\
+   \n";
+    let import = parse_rep("t.rep", text).unwrap();
+    assert!(import.features.is_empty());
+    assert_eq!(import.bbox, None);
+    assert_eq!(import.time_span, None);
+    assert!(parse_rep("empty.rep", "").unwrap().features.is_empty());
+}
+
+// ---------------------------------------------------------------- annotations
+
+#[test]
+fn circle() {
+    let f = one_shape(";CIRCLE: @BA10 21.8 0 0 N 21.0 0 0 W 2000 test circle");
+    assert_eq!(f["id"], "shape-1");
+    assert_eq!(kind(&f), "CIRCLE");
+    assert_eq!(f["geometry"], json!({"type": "Point", "coordinates": [-21.0, 21.8]}));
+    assert_eq!(f["properties"]["center"], json!([-21.0, 21.8]));
+    assert_eq!(f["properties"]["radius"], 2000.0 * 0.9144);
+    assert_eq!(f["properties"]["label"], "test circle");
+    assert_eq!(
+        f["properties"]["style"],
+        json!({"color": "#00FF00", "weight": 1.0, "dash_array": "2, 4"})
+    );
+}
+
+#[test]
+fn line_rect_poly_polyline() {
+    let line = one_shape(";LINE: @B 20 50 0 N 21 10 0 W 22 0 0 N 21 10 0 W test line");
+    assert_eq!(kind(&line), "LINE");
+    let c = &line["geometry"]["coordinates"];
+    assert_eq!(coord(&c[0]), [-(21.0 + 10.0 / 60.0), 20.0 + 50.0 / 60.0]);
+    assert_eq!(coord(&c[1]), [-(21.0 + 10.0 / 60.0), 22.0]);
+    assert_eq!(line["properties"]["style"], json!({"color": "#00FF00"}));
+
+    let rect = one_shape(";RECT: @A 21.4 0 0 N 21.5 0 0 W 21.5 0 0 N 21.6 0 0 W test rectangle");
+    assert_eq!(kind(&rect), "RECTANGLE");
+    assert_eq!(rect["geometry"]["type"], "Polygon");
+    assert_eq!(
+        rect["geometry"]["coordinates"],
+        json!([[[-21.5, 21.4], [-21.6, 21.4], [-21.6, 21.5], [-21.5, 21.5], [-21.5, 21.4]]])
+    );
+    assert_eq!(rect["properties"]["label"], "test rectangle");
+
+    let poly = one_shape(
+        ";POLY: @GA32 21.9 0 0 N 21.5 0 0 W 22 0 0 N 21.8 0 0 W 22.1 0 0 N 21.5 0 0 W test\\npoly",
+    );
+    assert_eq!(kind(&poly), "POLY");
+    assert_eq!(poly["properties"]["vertex_count"], 3);
+    assert_eq!(poly["properties"]["label"], "test\npoly");
+    assert_eq!(
+        poly["properties"]["style"],
+        json!({"color": "#800080", "weight": 3.0, "dash_array": "2, 4",
+               "fill_color": "#800080", "fill_opacity": 0.3})
+    );
+    let ring = poly["geometry"]["coordinates"][0].as_array().unwrap();
+    assert_eq!(ring.len(), 4);
+    assert_eq!(ring[0], ring[3]);
+
+    let pl = one_shape(";POLYLINE: @C 1 0 0 N 1 0 0 E 2 0 0 N 2 0 0 E 3 0 0 N 3 0 0 E");
+    assert_eq!(kind(&pl), "POLYLINE");
+    assert_eq!(pl["geometry"]["type"], "LineString");
+    assert_eq!(pl["geometry"]["coordinates"], json!([[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]]));
+    assert!(pl["properties"].get("label").is_none());
+
+    let e = err("p.rep", ";POLY: @A 1 0 0 N 1 0 0 E 2 0 0 N 2 0 0 E only two");
+    assert_eq!(e.column(), 43);
+    assert!(e.to_string().contains("at least 3 vertices"), "{e}");
+}
+
+#[test]
+fn vector() {
+    let f = one_shape(";VECTOR: @C 21.6 12 0 N 21.5 11 0 W 5000 270 test vector");
+    assert_eq!(kind(&f), "VECTOR");
+    let origin = [-(21.5 + 11.0 / 60.0), 21.6 + 12.0 / 60.0];
+    assert_eq!(coord(&f["properties"]["origin"]), origin);
+    assert_eq!(f["properties"]["range"], 5000.0 * 0.9144);
+    assert_eq!(f["properties"]["bearing"], 270.0);
+    let end = coord(&f["geometry"]["coordinates"][1]);
+    // Due west: same latitude (to first order), 4572 m further west.
+    let expected_dlon = 4572.0 / (6_371_008.8 * origin[1].to_radians().cos()) * 57.295_779_5;
+    assert!((end[1] - origin[1]).abs() < 1e-4, "{end:?}");
+    assert!(((origin[0] - end[0]) - expected_dlon).abs() < 1e-6, "{end:?}");
+    assert_eq!(f["properties"]["style"]["color"], "#FF0000");
+}
+
+#[test]
+fn text_timetext_periodtext_ellipse() {
+    let text = "\
+;TEXT: @E 21.7 0 0 N 21.5 0 0 W test text\n\
+;TEXT: CA[LAYER=Special_Layer] 21.42 0 0 N 21.88 0 0 W Other layer\n\
+;TIMETEXT: @C 951212 050200 21.7 0 0 N 21.7 0 0 W test timetext\n\
+;PERIODTEXT: @C 951212 050200 951212 060200 21.7 0 0 N 21.2 0 0 W test period 1\n\
+;ELLIPSE: @F[LAYER=TUAs] 951212 055200 21.4 0 0 N 21.1 0 0 W 65.0 5000 3000 test ellipse\n";
+    let import = parse_rep("t.rep", text).unwrap();
+    let f = &import.features;
+    assert_eq!(f.len(), 5);
+    assert_eq!(kind(&f[0]), "TEXT");
+    assert_eq!(f[0]["properties"]["text"], "test text");
+    assert_eq!(f[0]["geometry"]["coordinates"], json!([-21.5, 21.7]));
+    assert_eq!(f[0]["properties"]["style"]["color"], "#FF00FF");
+    assert_eq!(f[1]["properties"]["style"]["color"], "#0000FF");
+    assert_eq!(kind(&f[2]), "TIMETEXT");
+    assert_eq!(f[2]["properties"]["time"], "1995-12-12T05:02:00+00:00");
+    assert_eq!(kind(&f[3]), "PERIODTEXT");
+    assert_eq!(f[3]["properties"]["start_time"], "1995-12-12T05:02:00+00:00");
+    assert_eq!(f[3]["properties"]["end_time"], "1995-12-12T06:02:00+00:00");
+    assert_eq!(f[3]["properties"]["text"], "test period 1");
+    assert_eq!(kind(&f[4]), "ELLIPSE");
+    assert_eq!(f[4]["properties"]["orientation"], 65.0);
+    assert_eq!(f[4]["properties"]["maxima"], 5000.0 * 0.9144);
+    assert_eq!(f[4]["properties"]["minima"], 3000.0 * 0.9144);
+    assert_eq!(f[4]["properties"]["label"], "test ellipse");
+    assert_eq!(f[4]["properties"]["style"]["color"], "#FFA500");
+    let ids: Vec<&str> = f.iter().map(|x| x["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["shape-1", "shape-2", "shape-3", "shape-4", "shape-5"]);
+    let (start, end) = import.time_span.unwrap();
+    assert_eq!(fmt_time(&start), "1995-12-12T05:02:00+00:00");
+    assert_eq!(fmt_time(&end), "1995-12-12T06:02:00+00:00");
+}
+
+#[test]
+fn tracks_then_narratives_then_shapes() {
+    let text = "\
+;TEXT: @E 21.7 0 0 N 21.5 0 0 W first in file\n\
+;NARRATIVE: 951212 050000 B hello\n\
+951212 050000 B @A 1 0 0 N 1 0 0 E 0 0 0\n";
+    let import = parse_rep("t.rep", text).unwrap();
+    let kinds: Vec<&str> = import.features.iter().map(kind).collect();
+    assert_eq!(kinds, ["TRACK", "NARRATIVE", "TEXT"]);
+    assert_eq!(import.features[1]["properties"]["track_id"], "track-b");
+    assert_eq!(import.bbox, Some([-21.5, 1.0, 1.0, 21.7]));
+}
+
+#[test]
+fn annotation_errors() {
+    let cases = [
+        (";CIRCLE: @D 21.8 0 0 N 21.0 0 0 W", "radius", 34),
+        (";CIRCLE: @D 21.8 0 0 N 21.0 0 0 W -5 x", "radius", 35),
+        (";VECTOR: @C 21.6 12 0 N 21.5 11 0 W 5000", "bearing", 41),
+        (";TEXT:", "symbology", 7),
+        (";TIMETEXT: @C 951312 050200 1 0 0 N 1 0 0 W x", "month", 17),
+        (";NARRATIVE: 951212", "time", 19),
+    ];
+    for (line, field, column) in cases {
+        let e = err("a.rep", line);
+        let f = match &e {
+            RepError::InvalidField { field, .. } | RepError::MissingField { field, .. } => *field,
+        };
+        assert_eq!((f, e.column()), (field, column), "{line}: {e}");
+    }
+}
+
+// ---------------------------------------------------------------- sensors
+
+#[test]
+fn sensors_attach_to_their_host_track() {
+    let text = "\
+951212 050000 NONSUCH @A 1 0 0 N 1 0 0 W 0 0 0\n\
+;SENSOR2: 951212 050200.000 NONSUCH @B NULL 59.3 300.8 49.96 NULL Contact_bearings 0414\n\
+;SENSOR: 951212 050100 NONSUCH @C 1 0 0 N 1 0 0 W 45 1000 \"Towed array\" first // c1\n\
+;SENSOR2: 951212 050100.000 NONSUCH @B NULL 58.0 NULL NULL 2000 Contact_bearings\n\
+;SENSOR: 951212 050300 \"OTHER SHIP\" @D NULL 10 NULL sonar\n";
+    let import = parse_rep("s.rep", text).unwrap();
+    let kinds: Vec<&str> = import.features.iter().map(kind).collect();
+    assert_eq!(kinds, ["TRACK", "SENSOR"]);
+    let sensors = &import.features[0]["properties"]["sensors"];
+    assert_eq!(
+        sensors,
+        &json!([
+            {"name": "Contact_bearings", "color": "#00FF00", "contacts": [
+                {"time": "1995-12-12T05:01:00+00:00", "bearing": 58.0, "range": 2000.0 * 0.9144},
+                {"time": "1995-12-12T05:02:00+00:00", "bearing": 59.3,
+                 "ambiguous_bearing": 300.8, "frequency": 49.96, "label": "0414"}
+            ]},
+            {"name": "Towed array", "color": "#FF0000", "contacts": [
+                {"time": "1995-12-12T05:01:00+00:00", "bearing": 45.0, "range": 1000.0 * 0.9144,
+                 "origin": [-1.0, 1.0], "label": "first", "comment": "c1"}
+            ]}
+        ])
+    );
+    let orphan = &import.features[1];
+    assert_eq!(orphan["id"], "sensor-other-ship");
+    assert_eq!(orphan["properties"]["platform_id"], "OTHER SHIP");
+    assert_eq!(orphan["properties"]["sensors"][0]["name"], "sonar");
+    let (_, end) = import.time_span.unwrap();
+    assert_eq!(fmt_time(&end), "1995-12-12T05:03:00+00:00");
+}
+
+#[test]
+fn sensor_errors() {
+    let e = err("s.rep", ";SENSOR: 951212 050100 H @C NULL 45 1000");
+    assert!(e.to_string().starts_with("s.rep:1:41: missing sensor name in "), "{e}");
+    let e = err("s.rep", ";SENSOR2: 951212 050100 H @C NULL abc NULL NULL NULL s");
+    assert_eq!(e.column(), 35);
+}
+
+// ---------------------------------------------------------------- helpers
+
+#[test]
+fn slugs() {
+    assert_eq!(slug("NELSON"), "nelson");
+    assert_eq!(slug("HMS  Nelson (F-12)"), "hms-nelson-f-12");
+    assert_eq!(slug("--"), "unnamed");
+    assert_eq!(slug("Ærø 2"), "r-2");
+}
+
+#[test]
+fn colours() {
+    use super::{DEFAULT_COLOUR, colour_for_letter};
+    assert_eq!(colour_for_letter(b'A'), "#0000FF");
+    assert_eq!(colour_for_letter(b'c'), "#FF0000");
+    assert_eq!(colour_for_letter(b'@'), "#FFFFFF");
+    assert_eq!(colour_for_letter(b'Q'), "#000000");
+    assert_eq!(colour_for_letter(b'Z'), DEFAULT_COLOUR);
+}
+
+#[test]
+fn platform_records_skip_missing_fields() {
+    let p = PlatformRecord {
+        id: "NELSON".into(),
+        nationality: Some("GB".into()),
+        ..PlatformRecord::default()
+    };
+    assert_eq!(
+        serde_json::to_value(&p).unwrap(),
+        json!({"id": "NELSON", "nationality": "GB"})
+    );
+}
+
+fn chrono_rfc3339(t: &DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::AutoSi, false)
+}
+
+#[test]
+fn time_format_examples() {
+    let t = Utc.with_ymd_and_hms(1995, 12, 12, 5, 0, 0).unwrap();
+    assert_eq!(fmt_time(&t), "1995-12-12T05:00:00+00:00");
+    assert_eq!(fmt_time(&t), t.to_rfc3339_opts(SecondsFormat::Secs, false));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn fmt_time_matches_chrono(secs in 0i64..253_402_300_799, nanos in 0u32..1_000_000_000, pick in 0u8..4) {
+        let nanos = match pick { 0 => 0, 1 => nanos / 1_000_000 * 1_000_000, 2 => nanos / 1000 * 1000, _ => nanos };
+        let t = DateTime::from_timestamp(secs, nanos).unwrap();
+        prop_assert_eq!(fmt_time(&t), chrono_rfc3339(&t));
+    }
+
+    #[test]
+    fn parse_f64_matches_std(s in "[+-]?[0-9]{0,18}(\\.[0-9]{0,18})?") {
+        prop_assert_eq!(parse_f64(&s), s.parse::<f64>().ok());
+    }
+
+    #[test]
+    fn parse_f64_matches_std_on_decimals(v in -1.0e6f64..1.0e6, places in 0usize..8) {
+        let s = format!("{v:.places$}");
+        prop_assert_eq!(parse_f64(&s), s.parse::<f64>().ok());
+    }
+
+    #[test]
+    fn valid_position_lines_round_trip(
+        year in 1950i32..2050, month in 1u32..=12, day in 1u32..=28,
+        hour in 0u32..24, minute in 0u32..60, second in 0u32..60, millis in 0u32..1000,
+        four_digit_year: bool,
+        lat_d in 0u32..90, lat_m in 0u32..60, lat_s in 0u32..6000, south: bool,
+        lon_d in 0u32..180, lon_m in 0u32..60, lon_s in 0u32..6000, west: bool,
+        course in 0u32..3600, speed in 0u32..500, depth in 0u32..5000,
+        gap in "[ \t]{1,3}",
+    ) {
+        let date = if four_digit_year {
+            format!("{year:04}{month:02}{day:02}")
+        } else {
+            format!("{:02}{month:02}{day:02}", year % 100)
+        };
+        let lat_sec = format!("{}.{:02}", lat_s / 100, lat_s % 100);
+        let lon_sec = format!("{}.{:02}", lon_s / 100, lon_s % 100);
+        let fields = [
+            date,
+            format!("{hour:02}{minute:02}{second:02}.{millis:03}"),
+            "TRK".to_owned(),
+            "@A".to_owned(),
+            lat_d.to_string(), lat_m.to_string(), lat_sec.clone(),
+            if south { "S" } else { "N" }.to_owned(),
+            format!("{lon_d:03}"), lon_m.to_string(), lon_sec.clone(),
+            if west { "W" } else { "E" }.to_owned(),
+            format!("{}.{}", course / 10, course % 10),
+            format!("{}.{}", speed / 10, speed % 10),
+            depth.to_string(),
+        ];
+        let line = fields.join(&gap);
+        let import = parse_rep("p.rep", &line).unwrap();
+        let c = coord(&import.features[0]["geometry"]["coordinates"][0]);
+        let lat = f64::from(lat_d) + f64::from(lat_m) / 60.0 + lat_sec.parse::<f64>().unwrap() / 3600.0;
+        let lon = f64::from(lon_d) + f64::from(lon_m) / 60.0 + lon_sec.parse::<f64>().unwrap() / 3600.0;
+        let lat = if south { -lat } else { lat };
+        let lon = if west { -lon } else { lon };
+        prop_assert_eq!(c, [lon, lat]);
+        prop_assert!((-90.0..=90.0).contains(&lat) && (-180.0..=180.0).contains(&lon));
+        let t = Utc.with_ymd_and_hms(year, month, day, hour, minute, second).unwrap()
+            + chrono::Duration::milliseconds(i64::from(millis));
+        prop_assert_eq!(import.time_span, Some((t, t)));
+        let pos = &import.features[0]["properties"]["positions"][0];
+        prop_assert_eq!(pos["time"].as_str().unwrap(), chrono_rfc3339(&t));
+        prop_assert_eq!(pos["course"].as_f64().unwrap(), f64::from(course) / 10.0);
+        prop_assert_eq!(pos["depth"].as_f64().unwrap(), f64::from(depth));
+    }
+
+    #[test]
+    fn junk_never_panics(text in "\\PC{0,200}") {
+        let _ = parse_rep("junk.rep", &text);
+    }
+
+    #[test]
+    fn mangled_lines_never_panic(
+        prefix in prop::sample::select(vec![
+            "", ";NARRATIVE:", ";NARRATIVE2:", ";TEXT:", ";CIRCLE:", ";LINE:", ";RECT:",
+            ";POLY:", ";POLYLINE:", ";VECTOR:", ";ELLIPSE:", ";TIMETEXT:", ";PERIODTEXT:",
+            ";SENSOR:", ";SENSOR2:",
+        ]),
+        tokens in prop::collection::vec(
+            prop::sample::select(vec![
+                "951212", "19951212", "050000.000", "0500", "\"A B\"", "\"open", "NELSON",
+                "@C", "@BA12[LAYER=x]", "22", "11.5", "60", "91", "181", "N", "S", "E", "W",
+                "N021", "NULL", "NaN", "-1", "1e309", "é", "//", "\t", "x",
+            ]),
+            0..24,
+        ),
+    ) {
+        let line = format!("{prefix} {}", tokens.join(" "));
+        let _ = parse_rep("m.rep", &line);
+    }
+}
+
+// ---------------------------------------------------------------- throughput
+
+/// A synthetic REP file of about `bytes` bytes: five interleaved tracks, a narrative every
+/// 1,000 lines.
+fn synthetic_rep(bytes: usize) -> String {
+    let mut out = String::with_capacity(bytes + 200);
+    let start = Utc.with_ymd_and_hms(2024, 3, 1, 0, 0, 0).unwrap();
+    let mut i = 0u64;
+    while out.len() < bytes {
+        let t = start + chrono::Duration::seconds(i64::try_from(i / 5).unwrap());
+        let track = ["NELSON", "COLLINGWOOD", "\"HMS DARING\"", "TRENT", "KENT"][(i % 5) as usize];
+        let lat_s = (i % 6000) as f64 / 100.0;
+        let lon_s = ((i * 7) % 6000) as f64 / 100.0;
+        out.push_str(&format!(
+            "{} {track} @{} 22 {:02} {lat_s:.2} N 021 {:02} {lon_s:.2} W {:.1} {:.1} {}\r\n",
+            t.format("%y%m%d %H%M%S%.3f"),
+            char::from(b'A' + (i % 5) as u8),
+            (i / 6000) % 60,
+            (i / 3000) % 60,
+            (i % 3600) as f64 / 10.0,
+            (i % 300) as f64 / 10.0,
+            i % 200,
+        ));
+        if i % 1000 == 0 {
+            out.push_str(&format!(
+                ";NARRATIVE: {} NELSON event number {i}\r\n",
+                t.format("%y%m%d %H%M%S")
+            ));
+        }
+        i += 1;
+    }
+    out
+}
+
+#[test]
+fn synthetic_file_parses() {
+    let text = synthetic_rep(200_000);
+    let import = parse_rep("synthetic.rep", &text).unwrap();
+    assert_eq!(of_kind(&import.features, "TRACK").len(), 5);
+    let total: usize = of_kind(&import.features, "TRACK")
+        .iter()
+        .map(|f| f["properties"]["positions"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(total, import.position_count);
+}
+
+/// `cargo test -p toolgate-plot --release --ignore-rust-version -- --ignored --nocapture rep`
+#[test]
+#[ignore = "throughput check; run in release mode"]
+fn throughput_100mb() {
+    let text = synthetic_rep(100 * 1024 * 1024);
+    let mb = text.len() as f64 / 1e6;
+    let mut best = f64::INFINITY;
+    for _ in 0..3 {
+        let started = std::time::Instant::now();
+        let import = parse_rep("synthetic.rep", &text).unwrap();
+        let parsed = started.elapsed().as_secs_f64();
+        drop(import);
+        let total = started.elapsed().as_secs_f64();
+        eprintln!(
+            "REP import: {mb:.1} MB parsed in {parsed:.3} s ({:.1} MB/s), {:.3} s with drop ({:.1} MB/s)",
+            mb / parsed,
+            total,
+            mb / total
+        );
+        best = best.min(parsed);
+    }
+    if !cfg!(debug_assertions) {
+        assert!(mb / best >= 50.0, "{:.1} MB/s", mb / best);
+    }
+}

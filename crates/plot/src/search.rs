@@ -1,0 +1,198 @@
+//! Catalogue search (reference §6, fixed): free text over title, description and tags; time
+//! overlap; platform; bbox; AND-combined; capped with an explicit "N more not shown".
+
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::store::{ItemEntry, StacStore};
+
+/// Default cap on matches returned to a model.
+pub const SEARCH_RESULT_CAP: usize = 50;
+
+#[derive(Debug, Clone, Default)]
+pub struct SearchQuery {
+    pub text: Option<String>,
+    pub start_time: Option<String>,
+    pub end_time: Option<String>,
+    pub platforms: Vec<String>,
+    pub bbox: Option<[f64; 4]>,
+    pub limit: Option<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TimeSpan {
+    pub start: String,
+    pub end: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlotMatch {
+    pub plot_id: String,
+    pub title: String,
+    pub time_span: Option<TimeSpan>,
+    pub platforms: Vec<String>,
+    pub bbox: Option<[f64; 4]>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchResult {
+    pub matches: Vec<PlotMatch>,
+    pub total: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub more: Option<String>,
+    pub criteria_applied: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// Parse an ISO-8601 date-time, or a bare date (its start of day, UTC).
+pub fn parse_time(field: &str, s: &str) -> Result<DateTime<Utc>, String> {
+    let t = s.trim();
+    if let Ok(dt) = DateTime::parse_from_rfc3339(t) {
+        return Ok(dt.with_timezone(&Utc));
+    }
+    if let Ok(d) = NaiveDate::parse_from_str(t, "%Y-%m-%d") {
+        if let Some(dt) = d.and_hms_opt(0, 0, 0) {
+            return Ok(dt.and_utc());
+        }
+    }
+    Err(format!(
+        "\"{field}\" must be an ISO-8601 date or date-time such as 2026-03-01 or 2026-03-01T12:00:00Z; got \"{s}\""
+    ))
+}
+
+fn iso(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+fn platform_strings(entry: &ItemEntry) -> Vec<String> {
+    let mut out = Vec::new();
+    for p in &entry.platforms {
+        for key in ["name", "id", "vessel_type", "vessel_role", "vessel_class", "domain"] {
+            if let Some(s) = p.get(key).and_then(Value::as_str).filter(|s| !s.is_empty()) {
+                if !out.iter().any(|o| o == s) {
+                    out.push(s.to_owned());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The criteria as sentences, in the reference's order.
+pub fn describe(q: &SearchQuery) -> Vec<String> {
+    let mut c = Vec::new();
+    if let Some(t) = q.text.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+        c.push(format!("text ~ \"{t}\""));
+    }
+    if q.start_time.is_some() || q.end_time.is_some() {
+        c.push(format!(
+            "time ∈ [{}, {}]",
+            q.start_time.as_deref().unwrap_or("−∞"),
+            q.end_time.as_deref().unwrap_or("+∞")
+        ));
+    }
+    if !q.platforms.is_empty() {
+        c.push(format!("platform ∈ {{{}}}", q.platforms.join(", ")));
+    }
+    if let Some(b) = q.bbox {
+        c.push(format!("bbox ∩ [{}, {}, {}, {}]", b[0], b[1], b[2], b[3]));
+    }
+    if c.is_empty() {
+        c.push("none (list all)".to_owned());
+    }
+    c
+}
+
+/// Search every store. Bad dates are errors (the spike silently matched nothing).
+pub fn search(stores: &[StacStore], q: &SearchQuery) -> Result<SearchResult, String> {
+    let qs = q.start_time.as_deref().map(|s| parse_time("startTime", s)).transpose()?;
+    let qe = q.end_time.as_deref().map(|s| parse_time("endTime", s)).transpose()?;
+    if let (Some(s), Some(e)) = (qs, qe) {
+        if s > e {
+            return Err("\"startTime\" must not be after \"endTime\"".to_owned());
+        }
+    }
+    let text = q
+        .text
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_lowercase);
+    let wanted: Vec<String> = q
+        .platforms
+        .iter()
+        .map(|p| p.trim().to_lowercase())
+        .filter(|p| !p.is_empty())
+        .collect();
+    let mut hits = Vec::new();
+    for entry in stores.iter().flat_map(|s| s.items.iter()) {
+        if let Some(t) = &text {
+            let hay = format!(
+                "{} {} {} {}",
+                entry.title,
+                entry.description,
+                entry.tags.join(" "),
+                entry.feature_tags.join(" ")
+            )
+            .to_lowercase();
+            if !hay.contains(t.as_str()) {
+                continue;
+            }
+        }
+        if qs.is_some() || qe.is_some() {
+            if let (Some(s), Some(e)) = (entry.start, entry.end) {
+                let before_end = qe.is_none_or(|qe| s <= qe);
+                let after_start = qs.is_none_or(|qs| e >= qs);
+                if !(before_end && after_start) {
+                    continue;
+                }
+            }
+        }
+        let platforms = platform_strings(entry);
+        if !wanted.is_empty() {
+            let lower: Vec<String> = platforms.iter().map(|p| p.to_lowercase()).collect();
+            if !wanted.iter().any(|w| lower.iter().any(|p| p.contains(w.as_str()))) {
+                continue;
+            }
+        }
+        if let Some(a) = q.bbox {
+            let Some(b) = entry.bbox else { continue };
+            if !(a[0] <= b[2] && a[2] >= b[0] && a[1] <= b[3] && a[3] >= b[1]) {
+                continue;
+            }
+        }
+        hits.push(PlotMatch {
+            plot_id: entry.plot_id.clone(),
+            title: entry.title.clone(),
+            time_span: match (entry.start, entry.end) {
+                (Some(s), Some(e)) => Some(TimeSpan {
+                    start: iso(s),
+                    end: iso(e),
+                }),
+                _ => None,
+            },
+            platforms,
+            bbox: entry.bbox,
+        });
+    }
+    let total = hits.len();
+    let cap = q.limit.unwrap_or(SEARCH_RESULT_CAP).max(1);
+    let more = (total > cap).then(|| {
+        format!(
+            "{} more not shown; narrow the search (text, time range, platform or bbox).",
+            total - cap
+        )
+    });
+    hits.truncate(cap);
+    Ok(SearchResult {
+        message: (total == 0).then(|| "No plots matched.".to_owned()),
+        matches: hits,
+        total,
+        more,
+        criteria_applied: describe(q),
+    })
+}

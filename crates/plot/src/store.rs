@@ -1,0 +1,458 @@
+//! A local STAC catalogue of plots (reference §11.2), read with the `stac` crate.
+
+use std::collections::HashSet;
+use std::path::{Component, Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use crate::fsio::{atomic_write, sha256_hex};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("could not read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} is not a STAC catalog, collection or item: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("{path} is outside the store {root}; catalog links must stay inside the store")]
+    OutsideStore { path: PathBuf, root: PathBuf },
+    #[error("plot {plot_id} has no features asset (an asset with role \"data\" or key \"features\"/\"data\")")]
+    NoFeatures { plot_id: String },
+    #[error("could not write {path}: {source}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("\"{0}\" is not a plot id; plot ids look like stac://<store>/<item path>")]
+    BadPlotId(String),
+}
+
+/// `stac://<storeId>/<itemPath>`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PlotId {
+    pub store: String,
+    pub item_path: String,
+}
+
+impl PlotId {
+    pub fn parse(s: &str) -> Result<Self, StoreError> {
+        let rest = s
+            .strip_prefix("stac://")
+            .ok_or_else(|| StoreError::BadPlotId(s.to_owned()))?;
+        match rest.split_once('/') {
+            Some((store, path)) if !store.is_empty() && !path.is_empty() => Ok(Self {
+                store: store.to_owned(),
+                item_path: path.to_owned(),
+            }),
+            _ => Err(StoreError::BadPlotId(s.to_owned())),
+        }
+    }
+}
+
+impl std::fmt::Display for PlotId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "stac://{}/{}", self.store, self.item_path)
+    }
+}
+
+/// What search needs to know about one item, read once when the store is opened.
+#[derive(Debug, Clone)]
+pub struct ItemEntry {
+    pub plot_id: String,
+    /// The item.json path relative to the store root, `/`-separated.
+    pub item_path: String,
+    pub title: String,
+    pub description: String,
+    pub tags: Vec<String>,
+    pub feature_tags: Vec<String>,
+    /// `debrief:platforms` records as they are.
+    pub platforms: Vec<Value>,
+    pub bbox: Option<[f64; 4]>,
+    pub start: Option<DateTime<Utc>>,
+    pub end: Option<DateTime<Utc>>,
+    /// Absolute path of the features GeoJSON.
+    pub features_path: Option<PathBuf>,
+}
+
+/// A link that could not be followed, kept so a person can see why an item is missing.
+#[derive(Debug, Clone)]
+pub struct Unavailable {
+    pub href: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct StacStore {
+    pub id: String,
+    pub root: PathBuf,
+    pub title: String,
+    pub items: Vec<ItemEntry>,
+    pub unavailable: Vec<Unavailable>,
+    catalog_path: PathBuf,
+}
+
+/// A loaded features file: the FeatureCollection and the hash of the bytes it came from.
+#[derive(Debug, Clone)]
+pub struct LoadedFeatures {
+    pub collection: Value,
+    pub sha256: String,
+    pub path: PathBuf,
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, StoreError> {
+    std::fs::read(path).map_err(|source| StoreError::Read {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// Lexically normalise `base/href` and require it to stay under `root` (no `..` escapes, no
+/// absolute hrefs elsewhere). Symlinks are re-checked after canonicalisation when the file exists.
+fn confine(root: &Path, base: &Path, href: &str) -> Result<PathBuf, StoreError> {
+    let joined = if Path::new(href).is_absolute() {
+        PathBuf::from(href)
+    } else {
+        base.join(href)
+    };
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    let outside = || StoreError::OutsideStore {
+        path: out.clone(),
+        root: root.to_owned(),
+    };
+    if !out.starts_with(root) {
+        return Err(outside());
+    }
+    if let Ok(real) = out.canonicalize() {
+        if !real.starts_with(root) {
+            return Err(outside());
+        }
+    }
+    Ok(out)
+}
+
+fn rel_path(root: &Path, p: &Path) -> String {
+    p.strip_prefix(root)
+        .unwrap_or(p)
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+fn strings(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
+impl StacStore {
+    /// Open the catalogue whose root is `<dir>/catalog.json` (a Catalog or a Collection),
+    /// following `child` and `item` links. Links that cannot be followed are recorded in
+    /// [`StacStore::unavailable`] rather than failing the store.
+    pub fn open(id: &str, dir: &Path) -> Result<Self, StoreError> {
+        let root = dir.canonicalize().map_err(|source| StoreError::Read {
+            path: dir.to_owned(),
+            source,
+        })?;
+        let catalog_path = root.join("catalog.json");
+        let bytes = read(&catalog_path)?;
+        let value: stac::Value =
+            serde_json::from_slice(&bytes).map_err(|e| StoreError::Parse {
+                path: catalog_path.clone(),
+                message: e.to_string(),
+            })?;
+        let title = match &value {
+            stac::Value::Catalog(c) => c.title.clone().unwrap_or_else(|| c.id.clone()),
+            stac::Value::Collection(c) => c.title.clone().unwrap_or_else(|| c.id.clone()),
+            _ => {
+                return Err(StoreError::Parse {
+                    path: catalog_path,
+                    message: "the root must be a Catalog or a Collection".to_owned(),
+                });
+            }
+        };
+        let mut store = Self {
+            id: id.to_owned(),
+            root: root.clone(),
+            title,
+            items: Vec::new(),
+            unavailable: Vec::new(),
+            catalog_path: catalog_path.clone(),
+        };
+        let mut seen = HashSet::new();
+        store.walk(&catalog_path, &value, &mut seen, 0);
+        Ok(store)
+    }
+
+    fn walk(&mut self, path: &Path, value: &stac::Value, seen: &mut HashSet<PathBuf>, depth: usize) {
+        if depth > 16 || !seen.insert(path.to_owned()) {
+            return;
+        }
+        let links = match value {
+            stac::Value::Catalog(c) => &c.links,
+            stac::Value::Collection(c) => &c.links,
+            _ => return,
+        };
+        let base = path.parent().unwrap_or(&self.root).to_owned();
+        for link in links {
+            if link.rel != "item" && link.rel != "child" {
+                continue;
+            }
+            if link.href.contains("://") {
+                self.unavailable.push(Unavailable {
+                    href: link.href.clone(),
+                    reason: "remote links are not followed (offline store)".to_owned(),
+                });
+                continue;
+            }
+            let target = match confine(&self.root, &base, &link.href) {
+                Ok(t) => t,
+                Err(e) => {
+                    self.unavailable.push(Unavailable {
+                        href: link.href.clone(),
+                        reason: e.to_string(),
+                    });
+                    continue;
+                }
+            };
+            let parsed = read(&target).and_then(|b| {
+                serde_json::from_slice::<stac::Value>(&b).map_err(|e| StoreError::Parse {
+                    path: target.clone(),
+                    message: e.to_string(),
+                })
+            });
+            match parsed {
+                Ok(stac::Value::Item(item)) if link.rel == "item" => {
+                    match self.entry(&target, &item) {
+                        Ok(e) => self.items.push(e),
+                        Err(e) => self.unavailable.push(Unavailable {
+                            href: link.href.clone(),
+                            reason: e.to_string(),
+                        }),
+                    }
+                }
+                Ok(child @ (stac::Value::Catalog(_) | stac::Value::Collection(_))) => {
+                    self.walk(&target, &child, seen, depth + 1);
+                }
+                Ok(_) => self.unavailable.push(Unavailable {
+                    href: link.href.clone(),
+                    reason: format!("not a STAC {}", link.rel),
+                }),
+                Err(e) => {
+                    tracing::debug!(href = %link.href, error = %e, "catalog link skipped");
+                    self.unavailable.push(Unavailable {
+                        href: link.href.clone(),
+                        reason: e.to_string(),
+                    });
+                }
+            }
+        }
+    }
+
+    fn entry(&self, item_file: &Path, item: &stac::Item) -> Result<ItemEntry, StoreError> {
+        let item_path = rel_path(&self.root, item_file);
+        let plot_id = PlotId {
+            store: self.id.clone(),
+            item_path: item_path.clone(),
+        }
+        .to_string();
+        let props = &item.properties;
+        let extra = &props.additional_fields;
+        let base = item_file.parent().unwrap_or(&self.root);
+        let asset = item
+            .assets
+            .get("features")
+            .or_else(|| item.assets.get("data"))
+            .or_else(|| {
+                item.assets
+                    .values()
+                    .find(|a| a.roles.iter().any(|r| r == "data"))
+            });
+        let features_path = match asset {
+            Some(a) => Some(confine(&self.root, base, &a.href)?),
+            None => None,
+        };
+        let bbox = item.bbox.map(|b| match b {
+            stac::Bbox::TwoDimensional(b) => b,
+            stac::Bbox::ThreeDimensional(b) => [b[0], b[1], b[3], b[4]],
+        });
+        Ok(ItemEntry {
+            plot_id,
+            item_path,
+            title: props.title.clone().unwrap_or_else(|| item.id.clone()),
+            description: props.description.clone().unwrap_or_default(),
+            tags: strings(extra.get("debrief:tags")),
+            feature_tags: strings(extra.get("debrief:feature_tags")),
+            platforms: extra
+                .get("debrief:platforms")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default(),
+            bbox,
+            start: props.start_datetime.or(props.datetime),
+            end: props.end_datetime.or(props.datetime),
+            features_path,
+        })
+    }
+
+    pub fn item(&self, plot_id: &str) -> Option<&ItemEntry> {
+        self.items.iter().find(|i| i.plot_id == plot_id)
+    }
+
+    /// Read a plot's features file.
+    pub fn load_features(&self, entry: &ItemEntry) -> Result<LoadedFeatures, StoreError> {
+        let path = entry
+            .features_path
+            .clone()
+            .ok_or_else(|| StoreError::NoFeatures {
+                plot_id: entry.plot_id.clone(),
+            })?;
+        let bytes = read(&path)?;
+        let collection: Value = serde_json::from_slice(&bytes).map_err(|e| StoreError::Parse {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
+        if collection.get("features").and_then(Value::as_array).is_none() {
+            return Err(StoreError::Parse {
+                path,
+                message: "expected a GeoJSON FeatureCollection with a \"features\" array".to_owned(),
+            });
+        }
+        Ok(LoadedFeatures {
+            collection,
+            sha256: sha256_hex(&bytes),
+            path,
+        })
+    }
+
+    /// Add a new item (item.json + features.geojson in `<store>/<dir_name>/`) and link it from
+    /// the root catalog. Every file is written atomically; the catalog last, so a failure
+    /// leaves the catalogue as it was.
+    pub fn add_item(&mut self, dir_name: &str, item: &Value, features: &Value) -> Result<String, StoreError> {
+        let dir = confine(&self.root, &self.root, dir_name)?;
+        let write = |path: &Path, v: &Value| -> Result<(), StoreError> {
+            let mut bytes = serde_json::to_vec_pretty(v).map_err(|e| StoreError::Parse {
+                path: path.to_owned(),
+                message: e.to_string(),
+            })?;
+            bytes.push(b'\n');
+            atomic_write(path, &bytes).map_err(|source| StoreError::Write {
+                path: path.to_owned(),
+                source,
+            })
+        };
+        write(&dir.join("features.geojson"), features)?;
+        let item_file = dir.join("item.json");
+        write(&item_file, item)?;
+        let mut catalog: Value = serde_json::from_slice(&read(&self.catalog_path)?).map_err(|e| {
+            StoreError::Parse {
+                path: self.catalog_path.clone(),
+                message: e.to_string(),
+            }
+        })?;
+        let href = format!("./{dir_name}/item.json");
+        let title = item.pointer("/properties/title").cloned().unwrap_or(Value::Null);
+        if let Some(links) = catalog.get_mut("links").and_then(Value::as_array_mut) {
+            links.retain(|l| l.get("href").and_then(Value::as_str) != Some(href.as_str()));
+            let mut link = serde_json::json!({"rel": "item", "href": href, "type": "application/geo+json"});
+            if !title.is_null() {
+                link["title"] = title;
+            }
+            links.push(link);
+        }
+        write(&self.catalog_path.clone(), &catalog)?;
+        let parsed: stac::Item = serde_json::from_value(item.clone()).map_err(|e| StoreError::Parse {
+            path: item_file.clone(),
+            message: e.to_string(),
+        })?;
+        let entry = self.entry(&item_file, &parsed)?;
+        let plot_id = entry.plot_id.clone();
+        self.items.retain(|i| i.plot_id != plot_id);
+        self.items.push(entry);
+        Ok(plot_id)
+    }
+
+    /// Create an empty catalogue at `dir` (for `toolgate import --store DIR` on a new folder).
+    pub fn create(id: &str, dir: &Path, title: &str) -> Result<Self, StoreError> {
+        let path = dir.join("catalog.json");
+        if !path.exists() {
+            let catalog = serde_json::json!({
+                "type": "Catalog",
+                "stac_version": "1.0.0",
+                "id": id,
+                "title": title,
+                "description": format!("{title} (created by toolgate)"),
+                "links": [{"rel": "root", "href": "./catalog.json", "type": "application/json"}]
+            });
+            let bytes = serde_json::to_vec_pretty(&catalog).map_err(|e| StoreError::Parse {
+                path: path.clone(),
+                message: e.to_string(),
+            })?;
+            atomic_write(&path, &bytes).map_err(|source| StoreError::Write {
+                path: path.clone(),
+                source,
+            })?;
+        }
+        Self::open(id, dir)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/stac")
+    }
+
+    #[test]
+    fn plot_ids_round_trip() {
+        let id = PlotId::parse("stac://store-1/items/alpha-day1/item.json").unwrap();
+        assert_eq!(id.store, "store-1");
+        assert_eq!(id.item_path, "items/alpha-day1/item.json");
+        assert_eq!(id.to_string(), "stac://store-1/items/alpha-day1/item.json");
+        assert!(PlotId::parse("file:///x").is_err());
+        assert!(PlotId::parse("stac://nostore").is_err());
+    }
+
+    #[test]
+    fn reads_the_real_sample_layout() {
+        let store = StacStore::open("local-store", &fixture()).unwrap();
+        assert_eq!(store.items.len(), 1, "only core--boat1 is present in the sample");
+        let boat = &store.items[0];
+        assert_eq!(boat.plot_id, "stac://local-store/core--boat1/item.json");
+        assert_eq!(boat.title, "Saxon Warrior: Boat1");
+        assert_eq!(boat.platforms[0]["name"], "HMS Nelson");
+        assert!(boat.tags.contains(&"training".to_owned()));
+        assert!(store.unavailable.len() > 50, "the other catalogue items are missing and recorded");
+        let loaded = store.load_features(boat).unwrap();
+        assert_eq!(loaded.collection["features"].as_array().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn links_cannot_leave_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("catalog.json"),
+            r#"{"type":"Catalog","stac_version":"1.0.0","id":"x","description":"","links":[{"rel":"item","href":"../../etc/passwd"}]}"#,
+        )
+        .unwrap();
+        let store = StacStore::open("x", dir.path()).unwrap();
+        assert!(store.items.is_empty());
+        assert!(store.unavailable[0].reason.contains("outside the store"), "{:?}", store.unavailable);
+    }
+}

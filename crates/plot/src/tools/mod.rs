@@ -1,0 +1,167 @@
+//! Native analysis tools with debrief-calc semantics.
+//!
+//! [`NativeTools`] is a [`Provider`] named `debrief-native`. Every tool is a plain synchronous
+//! function over GeoJSON features: [`run`] takes a [`ToolCall`] whose `subject` is the JSON array
+//! of target features (already resolved by the session) and whose `params` are already
+//! validated against the tool's schema (defaults are applied here, not by the validator).
+//!
+//! * Mutations (`mutation/…`) return the whole modified feature in a [`ChangeSet`] of
+//!   [`Edit::Upsert`]s and never touch their input; the session applies the change set.
+//! * Additions (`addition/…`) upsert new features whose ids derive from the source id
+//!   (`<id>-buffer`, `<id>-ref-grid`), so running a tool twice replaces rather than duplicates.
+//! * Analyses (`dataset/…`, `…/statistics`) return the full dataset in `data` and a one-line
+//!   summary with the key numbers.
+//!
+//! Colour parameters are a plain JSON Schema string with a `pattern` that accepts the named
+//! colours (`red`, `green`, `blue`, `yellow`, `orange`, `purple`, `cyan`, `magenta`, `white`,
+//! `black`, `grey`) or a CSS hex colour `#rrggbb`; the names are repeated in `examples` and in
+//! the description so a model sees them.
+//!
+//! [`ChangeSet`]: toolgate_core::ChangeSet
+//! [`Edit::Upsert`]: toolgate_core::Edit::Upsert
+
+mod analysis;
+mod common;
+mod shape;
+mod style;
+mod track;
+mod zones;
+
+#[cfg(test)]
+mod tests;
+
+use async_trait::async_trait;
+use toolgate_core::{CallError, Provider, ProviderError, ToolCall, ToolOutcome, ToolSpec};
+
+/// The provider of the native tools.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NativeTools;
+
+/// The provider name used in registry messages.
+pub const PROVIDER_NAME: &str = "debrief-native";
+
+type RunFn = fn(&ToolCall) -> Result<ToolOutcome, CallError>;
+
+/// One tool: its spec builder and its implementation, in listing order.
+struct Tool {
+    id: &'static str,
+    spec: fn() -> ToolSpec,
+    run: RunFn,
+}
+
+const TOOLS: &[Tool] = &[
+    Tool {
+        id: style::SET_TRACK_COLOR,
+        spec: style::set_track_color_spec,
+        run: style::set_track_color,
+    },
+    Tool {
+        id: style::APPLY_SYMBOL_STYLE,
+        spec: style::apply_symbol_style_spec,
+        run: style::apply_symbol_style,
+    },
+    Tool {
+        id: style::LABEL_INTERVAL,
+        spec: style::label_interval_spec,
+        run: style::label_interval,
+    },
+    Tool {
+        id: style::SYMBOL_INTERVAL,
+        spec: style::symbol_interval_spec,
+        run: style::symbol_interval,
+    },
+    Tool {
+        id: track::GENERATE_COURSES_SPEEDS,
+        spec: track::generate_courses_speeds_spec,
+        run: track::generate_courses_speeds,
+    },
+    Tool {
+        id: track::TRIM_TRACK,
+        spec: track::trim_track_spec,
+        run: track::trim_track,
+    },
+    Tool {
+        id: shape::MOVE_SHAPE,
+        spec: shape::move_shape_spec,
+        run: shape::move_shape,
+    },
+    Tool {
+        id: shape::ENLARGE_SHAPE,
+        spec: shape::enlarge_shape_spec,
+        run: shape::enlarge_shape,
+    },
+    Tool {
+        id: zones::BUFFER_ZONE_GENERATOR,
+        spec: zones::buffer_zone_generator_spec,
+        run: zones::buffer_zone_generator,
+    },
+    Tool {
+        id: zones::POINT_IN_ZONE_CLASSIFIER,
+        spec: zones::point_in_zone_classifier_spec,
+        run: zones::point_in_zone_classifier,
+    },
+    Tool {
+        id: zones::GENERATE_REFERENCE_POINTS,
+        spec: zones::generate_reference_points_spec,
+        run: zones::generate_reference_points,
+    },
+    Tool {
+        id: analysis::TRACK_STATS,
+        spec: analysis::track_stats_spec,
+        run: analysis::track_stats,
+    },
+    Tool {
+        id: analysis::RANGE_BEARING,
+        spec: analysis::range_bearing_spec,
+        run: analysis::range_bearing,
+    },
+    Tool {
+        id: analysis::AREA_SUMMARY,
+        spec: analysis::area_summary_spec,
+        run: analysis::area_summary,
+    },
+    Tool {
+        id: analysis::SPEED_FILTER,
+        spec: analysis::speed_filter_spec,
+        run: analysis::speed_filter,
+    },
+];
+
+/// Every tool's spec, in a stable order.
+pub fn specs() -> Vec<ToolSpec> {
+    TOOLS.iter().map(|t| (t.spec)()).collect()
+}
+
+/// The ids of every tool, in listing order.
+pub fn ids() -> Vec<&'static str> {
+    TOOLS.iter().map(|t| t.id).collect()
+}
+
+/// Run one call synchronously. [`Provider::call`] delegates here.
+pub fn run(call: &ToolCall) -> Result<ToolOutcome, CallError> {
+    match TOOLS.iter().find(|t| t.id == call.tool_id) {
+        Some(tool) => (tool.run)(call),
+        None => Err(CallError::NotFound {
+            message: format!(
+                "Unknown tool id \"{}\" for provider \"{PROVIDER_NAME}\". Available: {}",
+                call.tool_id,
+                ids().join(", ")
+            ),
+        }),
+    }
+}
+
+#[async_trait]
+impl Provider for NativeTools {
+    fn name(&self) -> &str {
+        PROVIDER_NAME
+    }
+
+    async fn list_tools(&self) -> Result<Vec<ToolSpec>, ProviderError> {
+        Ok(specs())
+    }
+
+    async fn call(&self, call: &ToolCall) -> Result<ToolOutcome, CallError> {
+        run(call)
+    }
+}

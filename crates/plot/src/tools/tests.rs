@@ -1,0 +1,548 @@
+//! Shared fixtures for the tool tests, and tests across every tool.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use serde_json::{Map, Value, json};
+use toolgate_core::{
+    CallError, Edit, Effect, ParamValidator, Provider, Registry, ToolCall, ToolOutcome,
+};
+
+use super::common::{destination, format_time, parse_time};
+use super::{NativeTools, PROVIDER_NAME, run, specs};
+
+// ---------------------------------------------------------------------------------------------
+// Fixtures
+
+pub(crate) fn call(id: &str, params: Value, subject: &Value) -> ToolCall {
+    let params: Map<String, Value> = params.as_object().cloned().unwrap_or_default();
+    ToolCall::new(id, params).with_subject(subject.clone())
+}
+
+/// The items of every upsert in the outcome's change set.
+pub(crate) fn edited(out: &ToolOutcome) -> Vec<Value> {
+    out.change_set
+        .as_ref()
+        .map(|cs| {
+            cs.edits
+                .iter()
+                .filter_map(|e| match e {
+                    Edit::Upsert { item, .. } => Some(item.clone()),
+                    Edit::Remove { .. } => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A TRACK through `coords`, one position every `step_s` seconds from 2026-03-01T00:00:00Z.
+pub(crate) fn track_from(id: &str, name: &str, coords: &[[f64; 2]], step_s: i64) -> Value {
+    let base = parse_time("2026-03-01T00:00:00Z").unwrap();
+    let times: Vec<String> = (0..coords.len() as i64)
+        .map(|i| format_time(base + i * step_s * 1000))
+        .collect();
+    let positions: Vec<Value> = times.iter().map(|t| json!({"time": t, "depth": 0.0})).collect();
+    json!({
+        "type": "Feature",
+        "id": id,
+        "geometry": {"type": "LineString", "coordinates": coords},
+        "properties": {
+            "kind": "TRACK",
+            "platform_id": name,
+            "platform_name": name,
+            "track_type": "OWNSHIP",
+            "start_time": times.first(),
+            "end_time": times.last(),
+            "positions": positions,
+            "style": {
+                "line": {"color": "#FF0000"},
+                "point": {"shape": "circle", "radius": 3.0, "fill_color": "#FF0000", "color": "#FF0000"}
+            },
+            "default_position_style": {"show_symbol": false, "symbol": "circle", "show_label": false},
+        }
+    })
+}
+
+/// `n` positions one minute apart, 0.01 degree east each on the equator.
+pub(crate) fn track(id: &str, name: &str, n: usize) -> Value {
+    let coords: Vec<[f64; 2]> = (0..n).map(|i| [i as f64 * 0.01, 0.0]).collect();
+    track_from(id, name, &coords, 60)
+}
+
+/// A POINT at [0.5, 0.5].
+pub(crate) fn point(id: &str, name: &str) -> Value {
+    json!({
+        "type": "Feature",
+        "id": id,
+        "geometry": {"type": "Point", "coordinates": [0.5, 0.5]},
+        "properties": {"kind": "POINT", "name": name, "location_type": "REFERENCE"}
+    })
+}
+
+/// A CIRCLE as a 36-vertex polygon with `center` and `radius` (m) properties.
+pub(crate) fn circle(id: &str, name: &str, centre: [f64; 2], radius_m: f64) -> Value {
+    let mut ring: Vec<[f64; 2]> = (0..36)
+        .map(|i| destination(centre, f64::from(i) * 10.0, radius_m))
+        .collect();
+    ring.push(ring[0]);
+    json!({
+        "type": "Feature",
+        "id": id,
+        "geometry": {"type": "Polygon", "coordinates": [ring]},
+        "properties": {"kind": "CIRCLE", "label": name, "center": centre, "radius": radius_m}
+    })
+}
+
+/// A RECTANGLE over `[west, south, east, north]`.
+pub(crate) fn rectangle(id: &str, name: &str, b: [f64; 4]) -> Value {
+    let [w, s, e, n] = b;
+    json!({
+        "type": "Feature",
+        "id": id,
+        "geometry": {"type": "Polygon", "coordinates": [[[w, s], [e, s], [e, n], [w, n], [w, s]]]},
+        "properties": {"kind": "RECTANGLE", "label": name}
+    })
+}
+
+/// The boat1 track (402 positions) as a subject array.
+pub(crate) fn boat1() -> Value {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/stac/core--boat1/features.geojson"
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let fc: Value = serde_json::from_str(&text).unwrap();
+    fc["features"].clone()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Specs
+
+const EXPECTED: &[(&str, &str, &str)] = &[
+    ("set-track-color", "mutation/track/styled", "style"),
+    ("apply-symbol-style", "mutation/track/styled", "style"),
+    ("label-interval", "mutation/track/styled", "style"),
+    ("symbol-interval", "mutation/track/styled", "style"),
+    ("generate-courses-speeds", "mutation/track/courses_speeds", "track"),
+    ("trim-track", "mutation/track/trimmed", "track"),
+    ("move-shape", "mutation/shape/translated", "shape"),
+    ("enlarge-shape", "mutation/shape/scaled", "shape"),
+    ("buffer-zone-generator", "addition/feature", "analysis"),
+    ("point-in-zone-classifier", "dataset/classified_points", "analysis"),
+    ("generate-reference-points", "addition/reference_points", "analysis"),
+    ("track-stats", "track/statistics", "analysis"),
+    ("range-bearing", "dataset/range_bearing_series", "analysis"),
+    ("area-summary", "region/statistics", "analysis"),
+    ("speed-filter", "dataset/speed_filtered_positions", "analysis"),
+];
+
+#[test]
+fn specs_are_complete_and_classified() {
+    let specs = specs();
+    let got: Vec<(&str, &str, &str)> = specs
+        .iter()
+        .map(|s| {
+            (
+                s.id.as_str(),
+                s.output_kind.as_ref().unwrap().as_str(),
+                s.category.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(got, EXPECTED);
+    for s in &specs {
+        let read = s.id == "point-in-zone-classifier"
+            || s.id == "track-stats"
+            || s.id == "range-bearing"
+            || s.id == "area-summary"
+            || s.id == "speed-filter";
+        let want = if read { Effect::Read } else { Effect::Mutating };
+        assert_eq!(s.effect(), want, "{}", s.id);
+        assert_eq!(s.input_schema["type"], "object", "{}", s.id);
+        assert_eq!(s.input_schema["additionalProperties"], false, "{}", s.id);
+        assert!(s.title.chars().next().unwrap().is_uppercase(), "{}", s.id);
+        assert!(!s.title.contains('-'), "{}", s.id);
+        assert!(s.description.ends_with('.') && s.description.len() > 40, "{}", s.id);
+        assert!(
+            s.annotations["debrief:selectionRequirements"].is_array(),
+            "{}",
+            s.id
+        );
+        assert_eq!(s.annotations["debrief:version"], "1.0.0");
+        // every property has a description a model can read
+        for p in s.params() {
+            assert!(!p.description.is_empty(), "{}.{}", s.id, p.name);
+        }
+    }
+    let titles: Vec<&str> = specs.iter().map(|s| s.title.as_str()).collect();
+    assert!(titles.contains(&"Set Track Color"));
+    assert!(titles.contains(&"Trim Track"));
+}
+
+#[test]
+fn every_schema_compiles_and_defaults_validate() {
+    for s in specs() {
+        let v = ParamValidator::compile(&s.id, &s.input_schema)
+            .unwrap_or_else(|e| panic!("{}: {e}", s.id));
+        for p in s.params() {
+            if let Some(d) = p.default_value {
+                let mut m = Map::new();
+                m.insert(p.name.clone(), d.clone());
+                for r in s.input_schema["required"].as_array().into_iter().flatten() {
+                    let r = r.as_str().unwrap();
+                    if r != p.name {
+                        m.insert(r.to_owned(), sample_for(&s.id, r));
+                    }
+                }
+                v.validate(&m)
+                    .unwrap_or_else(|e| panic!("{}.{} default {d}: {e:?}", s.id, p.name));
+            }
+        }
+        let mut unknown = Map::new();
+        unknown.insert("no_such_param".into(), json!(1));
+        let errs = v.validate(&unknown).unwrap_err();
+        assert!(
+            errs.iter()
+                .any(|e| e == "unknown parameter \"no_such_param\""),
+            "{}: {errs:?}",
+            s.id
+        );
+    }
+}
+
+fn sample_for(tool: &str, param: &str) -> Value {
+    match (tool, param) {
+        (_, "color") => json!("red"),
+        (_, "start_time") => json!("1995-12-12T06:00:00Z"),
+        (_, "end_time") => json!("1995-12-12T07:00:00Z"),
+        (_, "pattern") => json!("grid"),
+        _ => json!(null),
+    }
+}
+
+fn validator(id: &str) -> ParamValidator {
+    let s = specs().into_iter().find(|s| s.id == id).unwrap();
+    ParamValidator::compile(&s.id, &s.input_schema).unwrap()
+}
+
+fn params(v: Value) -> Map<String, Value> {
+    v.as_object().cloned().unwrap()
+}
+
+#[test]
+fn schema_choices() {
+    let colour = validator("set-track-color");
+    for ok in ["red", "grey", "magenta", "#FF0000", "#a1b2c3"] {
+        assert!(colour.validate(&params(json!({"color": ok}))).is_ok(), "{ok}");
+    }
+    for bad in ["mauve", "#abc", "FF0000", "Red", "#GG0000", " red"] {
+        assert!(colour.validate(&params(json!({"color": bad}))).is_err(), "{bad}");
+    }
+    let errs = colour.validate(&params(json!({}))).unwrap_err();
+    assert_eq!(errs, ["missing required parameter \"color\""]);
+
+    let enlarge = validator("enlarge-shape");
+    assert!(enlarge.validate(&params(json!({"scale_factor": 1.5}))).is_ok());
+    assert!(enlarge.validate(&params(json!({"scale_factor": 2}))).is_ok());
+    let errs = enlarge
+        .validate(&params(json!({"scale_factor": 1.0})))
+        .unwrap_err();
+    assert_eq!(
+        errs,
+        ["parameter \"scale_factor\" must be one of: 0.25, 0.5, 1.5, 2.0, 3.0, 5.0"]
+    );
+    assert!(enlarge.validate(&params(json!({"origin": [1.0, 2.0]}))).is_ok());
+    assert!(enlarge.validate(&params(json!({"origin": "[1, 2]"}))).is_ok());
+    assert!(enlarge.validate(&params(json!({"origin": [1.0]}))).is_err());
+
+    let refs = validator("generate-reference-points");
+    assert!(refs.validate(&params(json!({"pattern": "grid", "count": 10000}))).is_ok());
+    assert!(refs.validate(&params(json!({"pattern": "grid", "count": 10001}))).is_err());
+    assert!(refs.validate(&params(json!({"pattern": "grid", "count": 0}))).is_err());
+    assert!(refs.validate(&params(json!({"pattern": "grid", "count": 2.5}))).is_err());
+    assert!(refs.validate(&params(json!({"pattern": "spiral"}))).is_err());
+    let spec = specs()
+        .into_iter()
+        .find(|s| s.id == "generate-reference-points")
+        .unwrap();
+    let count = spec.params().into_iter().find(|p| p.name == "count").unwrap();
+    assert_eq!(count.value_type, "integer");
+    assert!(count.choices.is_empty(), "no 10000-item enum");
+
+    let interval = validator("label-interval");
+    for ok in ["PT15M", "PT1H", "P1D", "PT30S", "PT1H30M"] {
+        assert!(interval.validate(&params(json!({"interval": ok}))).is_ok(), "{ok}");
+    }
+    for bad in ["15 minutes", "PT15", "1H"] {
+        assert!(interval.validate(&params(json!({"interval": bad}))).is_err(), "{bad}");
+    }
+
+    let trim = validator("trim-track");
+    let errs = trim.validate(&params(json!({}))).unwrap_err();
+    assert_eq!(
+        errs,
+        [
+            "missing required parameter \"start_time\"",
+            "missing required parameter \"end_time\""
+        ]
+    );
+
+    // every declared parameter is visible to a listing
+    let symbol = specs()
+        .into_iter()
+        .find(|s| s.id == "apply-symbol-style")
+        .unwrap();
+    let names: Vec<String> = symbol.params().into_iter().map(|p| p.name).collect();
+    assert_eq!(names, ["symbol", "radius", "fill_color"]);
+    let buffer = specs()
+        .into_iter()
+        .find(|s| s.id == "buffer-zone-generator")
+        .unwrap();
+    assert_eq!(buffer.params().len(), 4);
+}
+
+#[tokio::test]
+async fn registers_in_a_registry() {
+    let mut registry = Registry::new();
+    let added = registry.register(Arc::new(NativeTools)).await.unwrap();
+    assert_eq!(added, EXPECTED.len());
+    let listing = registry.listing();
+    let mutating: Vec<&str> = listing
+        .iter()
+        .filter(|l| l.mutating)
+        .map(|l| l.id.as_str())
+        .collect();
+    assert_eq!(
+        mutating,
+        [
+            "set-track-color",
+            "apply-symbol-style",
+            "label-interval",
+            "symbol-interval",
+            "generate-courses-speeds",
+            "trim-track",
+            "move-shape",
+            "enlarge-shape",
+            "buffer-zone-generator",
+            "generate-reference-points"
+        ]
+    );
+    // registering twice is a duplicate, named by provider
+    let err = registry
+        .register(Arc::new(NativeTools))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains(PROVIDER_NAME), "{err}");
+
+    let resolved = registry.resolve("track-stats").unwrap();
+    let out = resolved
+        .call(&call("track-stats", json!({}), &boat1()))
+        .await
+        .unwrap();
+    assert_eq!(out.data["point_count"], 402);
+    assert_eq!(NativeTools.name(), "debrief-native");
+}
+
+#[test]
+fn unknown_tool_is_not_found() {
+    let err = run(&call("make-it-pretty", json!({}), &json!([]))).unwrap_err();
+    assert!(matches!(err, CallError::NotFound { .. }));
+    assert!(err.to_string().contains("set-track-color"), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Every tool: outcome shape, input untouched
+
+/// A subject and parameters every tool accepts.
+fn happy_call(id: &str) -> ToolCall {
+    let t = track("t1", "NELSON", 5);
+    let (params, subject) = match id {
+        "set-track-color" => (json!({"color": "blue"}), json!([t])),
+        "trim-track" => (
+            json!({"start_time": "2026-03-01T00:01:00Z", "end_time": "2026-03-01T00:03:00Z"}),
+            json!([t]),
+        ),
+        "move-shape" | "enlarge-shape" => (
+            json!({}),
+            json!([circle("c1", "Zone", [0.0, 0.0], 1000.0)]),
+        ),
+        "generate-reference-points" => (
+            json!({"pattern": "grid"}),
+            json!([rectangle("r", "Box", [0.0, 0.0, 0.1, 0.1])]),
+        ),
+        "point-in-zone-classifier" => {
+            let zone = edited(&run(&call("buffer-zone-generator", json!({}), &json!([t]))).unwrap())
+                .remove(0);
+            (json!({}), json!([point("p", "Datum A"), zone]))
+        }
+        "range-bearing" => (json!({}), json!([t, point("p", "Datum A")])),
+        "area-summary" => (json!({}), json!([t, point("p", "Datum A")])),
+        "speed-filter" => (json!({"max_knots": 50}), json!([t])),
+        _ => (json!({}), json!([t])),
+    };
+    call(id, params, &subject)
+}
+
+#[test]
+fn every_tool_runs_leaves_input_alone_and_reports_its_kind() {
+    for s in specs() {
+        let c = happy_call(&s.id);
+        let before = c.clone();
+        let out = run(&c).unwrap_or_else(|e| panic!("{}: {e}", s.id));
+        assert_eq!(c, before, "{}: the call (and its subject) is unchanged", s.id);
+        assert_eq!(
+            Some(&out.kind),
+            s.output_kind.as_ref(),
+            "{}: reports its declared kind",
+            s.id
+        );
+        assert!(!out.summary.is_empty(), "{}", s.id);
+        match s.effect() {
+            Effect::Mutating => {
+                let cs = out.change_set.as_ref().unwrap_or_else(|| panic!("{}", s.id));
+                assert!(!cs.label.is_empty(), "{}", s.id);
+                assert!(!cs.edits.is_empty(), "{}: changes something", s.id);
+                for e in &cs.edits {
+                    let Edit::Upsert { id, item } = e else {
+                        panic!("{}: only upserts", s.id)
+                    };
+                    assert_eq!(item["id"].as_str(), Some(id.as_str()), "{}", s.id);
+                }
+            }
+            Effect::Read => {
+                assert!(out.change_set.is_none(), "{}", s.id);
+                assert!(out.data.is_object(), "{}", s.id);
+            }
+        }
+    }
+}
+
+#[test]
+fn wrong_kind_and_empty_subject_are_invalid_input() {
+    let circle_only = json!([circle("c1", "Zone", [0.0, 0.0], 1000.0)]);
+    let track_only = json!([track("t1", "NELSON", 3)]);
+    for s in specs() {
+        let good = happy_call(&s.id);
+        for subject in [json!([]), json!(null)] {
+            let c = ToolCall {
+                subject,
+                ..good.clone()
+            };
+            let err = run(&c).unwrap_err();
+            assert!(
+                matches!(&err, CallError::InvalidInput { message } if message.contains("needs")),
+                "{}: {err}",
+                s.id
+            );
+        }
+        let wrong = if s.id.contains("shape") || s.id == "generate-reference-points" {
+            &track_only
+        } else if s.id == "area-summary" || s.id == "range-bearing" {
+            continue;
+        } else {
+            &circle_only
+        };
+        let c = ToolCall {
+            subject: wrong.clone(),
+            ..good.clone()
+        };
+        let err = run(&c).unwrap_err().to_string();
+        assert!(err.contains("got "), "{}: {err}", s.id);
+    }
+    let err = run(&call("track-stats", json!({}), &json!("boat1"))).unwrap_err();
+    assert!(err.to_string().contains("array of GeoJSON features"), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Never panic on odd input
+
+fn any_coord() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        (-200.0..200.0f64, -100.0..100.0f64).prop_map(|(x, y)| json!([x, y])),
+        Just(json!([])),
+        Just(json!(["a", 1])),
+        Just(json!(null)),
+        (-1.0..1.0f64).prop_map(|x| json!([x])),
+    ]
+}
+
+fn any_geometry() -> impl Strategy<Value = Value> {
+    let coords = proptest::collection::vec(any_coord(), 0..6);
+    prop_oneof![
+        any_coord().prop_map(|c| json!({"type": "Point", "coordinates": c})),
+        coords
+            .clone()
+            .prop_map(|c| json!({"type": "LineString", "coordinates": c})),
+        coords
+            .clone()
+            .prop_map(|c| json!({"type": "Polygon", "coordinates": [c]})),
+        coords
+            .clone()
+            .prop_map(|c| json!({"type": "MultiPolygon", "coordinates": [[c]]})),
+        coords.prop_map(|c| json!({"type": "MultiPoint", "coordinates": c})),
+        Just(json!(null)),
+        Just(json!("nonsense")),
+    ]
+}
+
+fn any_feature() -> impl Strategy<Value = Value> {
+    let kinds = prop_oneof![
+        Just("TRACK"),
+        Just("POINT"),
+        Just("ZONE"),
+        Just("CIRCLE"),
+        Just("RECTANGLE"),
+        Just("POLY"),
+        Just("VECTOR"),
+        Just("TEXT"),
+        Just("LINE"),
+        Just(""),
+    ];
+    let times = proptest::collection::vec(
+        prop_oneof![
+            (0i64..10).prop_map(|m| json!({"time": format!("2026-03-01T00:0{m}:00Z"), "speed": m})),
+            Just(json!({"time": "garbage"})),
+            Just(json!(7)),
+            Just(json!({})),
+        ],
+        0..6,
+    );
+    (kinds, any_geometry(), times, any::<bool>(), any::<bool>()).prop_map(
+        |(kind, geometry, positions, with_id, with_extras)| {
+            let mut f = json!({
+                "type": "Feature",
+                "geometry": geometry,
+                "properties": {"kind": kind, "positions": positions}
+            });
+            if with_id {
+                f["id"] = json!("f");
+            }
+            if with_extras {
+                f["properties"]["center"] = json!([0.0, 0.0]);
+                f["properties"]["radius"] = json!(-5);
+                f["properties"]["style"] = json!("red");
+                f["properties"]["zones"] = json!([{"name": 3}]);
+                f["properties"]["position_style_overrides"] = json!([null]);
+            }
+            f
+        },
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn tools_never_panic(features in proptest::collection::vec(any_feature(), 0..4)) {
+        let subject = Value::Array(features);
+        for s in specs() {
+            let mut c = happy_call(&s.id);
+            c.subject = subject.clone();
+            let before = c.clone();
+            let _ = run(&c);
+            prop_assert_eq!(&c, &before);
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! What the sandbox needs from whoever runs the tools.
+
+use async_trait::async_trait;
+use monty_types::{ExcType, MontyException};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The Python exception type a tool failure surfaces as inside the sandbox. Each one can be
+/// caught with `except <Type>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum PyExc {
+    FileNotFoundError,
+    PermissionError,
+    ValueError,
+    TimeoutError,
+    RuntimeError,
+    NameError,
+    KeyError,
+    TypeError,
+}
+
+impl PyExc {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PyExc::FileNotFoundError => "FileNotFoundError",
+            PyExc::PermissionError => "PermissionError",
+            PyExc::ValueError => "ValueError",
+            PyExc::TimeoutError => "TimeoutError",
+            PyExc::RuntimeError => "RuntimeError",
+            PyExc::NameError => "NameError",
+            PyExc::KeyError => "KeyError",
+            PyExc::TypeError => "TypeError",
+        }
+    }
+
+    pub(crate) fn exc_type(self) -> ExcType {
+        match self {
+            PyExc::FileNotFoundError => ExcType::FileNotFoundError,
+            PyExc::PermissionError => ExcType::PermissionError,
+            PyExc::ValueError => ExcType::ValueError,
+            PyExc::TimeoutError => ExcType::TimeoutError,
+            PyExc::RuntimeError => ExcType::RuntimeError,
+            PyExc::NameError => ExcType::NameError,
+            PyExc::KeyError => ExcType::KeyError,
+            PyExc::TypeError => ExcType::TypeError,
+        }
+    }
+}
+
+impl std::fmt::Display for PyExc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A tool call failed; raised inside the sandbox as `py_type(message)`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[error("{py_type}: {message}")]
+pub struct HostError {
+    pub py_type: PyExc,
+    pub message: String,
+}
+
+impl HostError {
+    pub fn new(py_type: PyExc, message: impl Into<String>) -> Self {
+        Self {
+            py_type,
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn to_exception(&self) -> MontyException {
+        MontyException::new(self.py_type.exc_type(), Some(self.message.clone()))
+    }
+}
+
+/// Runs the tools a program calls. The sandbox never touches files, processes or the network
+/// itself: every effect goes through a host.
+#[async_trait]
+pub trait ToolHost: Send + Sync {
+    /// The names Python code can call, as Python identifiers.
+    fn tool_names(&self) -> Vec<String>;
+
+    /// The keyword-argument names of a tool, in declared order. When known, positional
+    /// arguments map onto them in that order; when `None`, positional arguments raise
+    /// `TypeError`.
+    fn param_names(&self, _tool: &str) -> Option<Vec<String>> {
+        None
+    }
+
+    /// Run one tool. `args` are the keyword arguments as JSON.
+    async fn call(&self, name: &str, args: Map<String, Value>) -> Result<Value, HostError>;
+}

@@ -1,0 +1,1 @@
+//! CodeAct sandbox (in progress).

@@ -1,0 +1,215 @@
+//! bash: one command line in the workspace root, with a cleared environment, a null stdin, a
+//! timeout that kills the whole process group, and capped output.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use rustix::process::{Pid, Signal, kill_process_group};
+use serde_json::{Map, Value, json};
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::Command;
+use toolgate_core::{CallError, ToolOutcome};
+
+use crate::cap::cap_bytes;
+use crate::params::Params;
+use crate::specs::kinds;
+use crate::{Inner, outcome};
+
+/// Read a stream to its end, keeping the first `cap` bytes and counting the rest (draining it
+/// so the child never blocks on a full pipe).
+async fn read_capped<R: AsyncRead + Unpin>(mut r: R, cap: usize) -> (Vec<u8>, usize) {
+    let mut kept = Vec::new();
+    let mut total = 0usize;
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        match r.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                total += n;
+                if kept.len() < cap {
+                    let take = n.min(cap - kept.len());
+                    kept.extend_from_slice(&buf[..take]);
+                }
+            }
+        }
+    }
+    (kept, total)
+}
+
+fn kill_group(pid: Option<u32>) {
+    if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()).and_then(Pid::from_raw) {
+        // ESRCH (the group is gone already) is fine.
+        let _ = kill_process_group(pid, Signal::KILL);
+    }
+}
+
+/// The shell: bash when present, else sh.
+fn shell() -> &'static str {
+    for candidate in ["/bin/bash", "/usr/bin/bash"] {
+        if std::path::Path::new(candidate).exists() {
+            return candidate;
+        }
+    }
+    "/bin/sh"
+}
+
+pub async fn bash(
+    inner: &Inner,
+    map: &Map<String, Value>,
+    deadline: Option<Duration>,
+) -> Result<ToolOutcome, CallError> {
+    let p = Params::new("bash", map);
+    let command = p.str_req("command")?;
+    let config = &inner.config;
+    let asked = match p.num_opt("timeout")? {
+        None => config.bash_timeout,
+        Some(s) if s.is_finite() && s > 0.0 => Duration::from_secs_f64(s.min(1e9)),
+        Some(s) => {
+            return Err(CallError::invalid(format!(
+                "bash: timeout must be a positive number of seconds (got {s})."
+            )));
+        }
+    };
+    if asked > config.bash_max_timeout {
+        return Err(CallError::invalid(format!(
+            "bash: timeout {} s is above the limit of {} s.",
+            asked.as_secs_f64(),
+            config.bash_max_timeout.as_secs_f64()
+        )));
+    }
+    let limit = deadline.map_or(asked, |d| d.min(asked));
+
+    let mut cmd = Command::new(shell());
+    cmd.arg("-c")
+        .arg(command)
+        .current_dir(inner.guard.root())
+        .env_clear()
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    for name in &config.env_allow {
+        if let Some(v) = std::env::var_os(name) {
+            cmd.env(name, v);
+        }
+    }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| CallError::failed(format!("bash: could not start {}: {e}", shell())))?;
+    let pid = child.id();
+    let cap = config.output_cap_bytes;
+    let (Some(out), Some(err)) = (child.stdout.take(), child.stderr.take()) else {
+        kill_group(pid);
+        return Err(CallError::failed("bash: could not capture the output"));
+    };
+    let out_task = tokio::spawn(read_capped(out, cap));
+    let err_task = tokio::spawn(read_capped(err, cap));
+
+    let status = match tokio::time::timeout(limit, child.wait()).await {
+        Ok(Ok(status)) => status,
+        Ok(Err(e)) => {
+            kill_group(pid);
+            return Err(CallError::failed(format!("bash: waiting for the command failed: {e}")));
+        }
+        Err(_) => {
+            kill_group(pid);
+            let _ = child.wait().await;
+            out_task.abort();
+            err_task.abort();
+            return Err(CallError::Timeout {
+                tool: "bash".to_owned(),
+                seconds: limit.as_secs_f64(),
+            });
+        }
+    };
+    // The shell is done: whatever it left running in the background goes too (it would hold
+    // the pipes open, and nothing may outlive the call).
+    kill_group(pid);
+    let (out, out_total) = out_task.await.unwrap_or_default();
+    let (err, err_total) = err_task.await.unwrap_or_default();
+    let (stdout, out_cut) = cap_bytes(&out, out_total, cap);
+    let (stderr, err_cut) = cap_bytes(&err, err_total, cap);
+    let code = status.code().unwrap_or_else(|| {
+        use std::os::unix::process::ExitStatusExt;
+        status.signal().map_or(-1, |s| -s)
+    });
+    let mut summary = format!("Exit code {code}; {out_total} bytes on stdout, {err_total} on stderr.");
+    if out_cut || err_cut {
+        summary.push_str(&format!(" Output cut at {cap} bytes per stream."));
+    }
+    Ok(outcome(
+        kinds::EXEC,
+        summary,
+        json!({"stdout": stdout, "stderr": stderr, "returncode": code}),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use serde_json::json;
+    use toolgate_core::{CallError, Provider, ToolCall};
+
+    use crate::testutil::{params, run, ws};
+
+    #[tokio::test]
+    async fn runs_in_the_root_and_reports_exit_codes() {
+        let (_d, t) = ws();
+        let o = run(&t, "bash", json!({"command": "pwd; echo err >&2; exit 3"})).await.unwrap();
+        assert_eq!(
+            o.data,
+            json!({
+                "stdout": format!("{}\n", t.config().root.display()),
+                "stderr": "err\n",
+                "returncode": 3
+            })
+        );
+        assert_eq!(o.kind.as_str(), "workspace/exec");
+    }
+
+    #[tokio::test]
+    async fn stdin_is_empty_and_env_is_cleared() {
+        let (_d, t) = ws();
+        let o = run(&t, "bash", json!({"command": "cat; env | cut -d= -f1 | sort | tr '\\n' ' '"}))
+            .await
+            .unwrap();
+        let out = o.data["stdout"].as_str().unwrap();
+        for name in out.split_whitespace() {
+            assert!(
+                ["PATH", "HOME", "LANG", "TERM", "PWD", "SHLVL", "_", "OLDPWD"].contains(&name),
+                "unexpected variable {name} in {out}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn timeout_param_and_call_deadline() {
+        let (_d, t) = ws();
+        let started = Instant::now();
+        let err = run(&t, "bash", json!({"command": "sleep 30", "timeout": 0.3}))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, CallError::Timeout { .. }), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(5));
+        let mut call = ToolCall::new("bash", params(json!({"command": "sleep 30"})));
+        call.timeout = Some(Duration::from_millis(300));
+        let started = Instant::now();
+        assert!(matches!(t.call(&call).await.unwrap_err(), CallError::Timeout { .. }));
+        assert!(started.elapsed() < Duration::from_secs(5));
+        let err = run(&t, "bash", json!({"command": "true", "timeout": 100000}))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, CallError::InvalidInput { .. }), "{err}");
+    }
+
+    #[tokio::test]
+    async fn background_children_do_not_outlive_the_call() {
+        let (_d, t) = ws();
+        let started = Instant::now();
+        let o = run(&t, "bash", json!({"command": "sleep 60 & echo started"})).await.unwrap();
+        assert_eq!(o.data["stdout"], json!("started\n"));
+        assert!(started.elapsed() < Duration::from_secs(10), "pipes were not held open");
+    }
+}

@@ -1,0 +1,359 @@
+//! sql: SQLite through rusqlite, confined to the workspace.
+//!
+//! The database path goes through the path guard. An authorizer refuses ATTACH and DETACH (the
+//! anchor's escape: `ATTACH DATABASE '/tmp/x.db'` created a file anywhere), any call of a
+//! function named `load_extension`, and the pragmas that point SQLite at other directories.
+//! Extension loading stays disabled, the attached-database limit is 0, and the connection runs
+//! in defensive mode with an untrusted schema.
+
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rusqlite::fallible_iterator::FallibleIterator;
+use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
+use rusqlite::limits::Limit;
+use rusqlite::types::ValueRef;
+use rusqlite::{Batch, Connection, OpenFlags, config::DbConfig};
+use serde_json::{Map, Value, json};
+use toolgate_core::{CallError, ToolOutcome};
+
+use crate::cap::cap_str;
+use crate::fsops::io_error;
+use crate::params::Params;
+use crate::specs::kinds;
+use crate::{Inner, outcome};
+
+const MEMORY: &str = ":memory:";
+
+/// Pragmas that would make SQLite write outside the workspace or weaken its own checks.
+const DENIED_PRAGMAS: &[&str] = &[
+    "temp_store_directory",
+    "data_store_directory",
+    "writable_schema",
+    "trusted_schema",
+];
+
+/// Decide one action; `Some(reason)` refuses it.
+fn refuse(action: &AuthAction<'_>) -> Option<String> {
+    match action {
+        AuthAction::Attach { filename } => Some(format!(
+            "ATTACH is not allowed (it would open \"{filename}\", possibly outside the workspace); give the database as db_path instead"
+        )),
+        AuthAction::Detach { .. } => Some("DETACH is not allowed".to_owned()),
+        AuthAction::Function { function_name }
+            if function_name.eq_ignore_ascii_case("load_extension") =>
+        {
+            Some("load_extension() is not allowed: SQLite extensions cannot be loaded".to_owned())
+        }
+        AuthAction::Pragma { pragma_name, .. }
+            if DENIED_PRAGMAS
+                .iter()
+                .any(|p| pragma_name.eq_ignore_ascii_case(p)) =>
+        {
+            Some(format!("PRAGMA {pragma_name} is not allowed"))
+        }
+        _ => None,
+    }
+}
+
+fn open(inner: &Inner, db_arg: &str) -> Result<(Connection, String), CallError> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_CREATE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    if db_arg == MEMORY {
+        let conn = Connection::open_in_memory_with_flags(flags)
+            .map_err(|e| CallError::failed(format!("sql: could not open an in-memory database: {e}")))?;
+        return Ok((conn, MEMORY.to_owned()));
+    }
+    let path = inner.guard.resolve_for_create(db_arg)?;
+    let rel = inner.guard.relative(&path);
+    if let Ok(meta) = std::fs::metadata(&path) {
+        if !meta.is_file() {
+            return Err(CallError::invalid(format!(
+                "sql: db_path \"{rel}\" is not a regular file."
+            )));
+        }
+    } else if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| io_error(&rel, "create the folders of", &e))?;
+        let parent = parent
+            .canonicalize()
+            .map_err(|e| io_error(&rel, "open", &e))?;
+        if !inner.guard.contains(&parent) {
+            return Err(crate::GuardError::Outside {
+                path: db_arg.to_owned(),
+                reason: "resolves through a symbolic link to a place outside the workspace",
+                root: inner.guard.root().to_path_buf(),
+            }
+            .into());
+        }
+    }
+    // No SQLITE_OPEN_URI: the path is a plain file name, never a `file:` URI with options.
+    let conn = Connection::open_with_flags(&path, flags)
+        .map_err(|e| CallError::failed(format!("sql: could not open \"{rel}\": {e}")))?;
+    Ok((conn, rel))
+}
+
+fn harden(conn: &mut Connection, denied: Arc<Mutex<Option<String>>>) -> rusqlite::Result<()> {
+    conn.pragma_update(None, "temp_store", "MEMORY")?;
+    conn.busy_timeout(Duration::from_secs(5))?;
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)?;
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_TRUSTED_SCHEMA, false)?;
+    conn.set_limit(Limit::SQLITE_LIMIT_ATTACHED, 0)?;
+    conn.authorizer(Some(move |ctx: AuthContext<'_>| match refuse(&ctx.action) {
+        Some(reason) => {
+            if let Ok(mut slot) = denied.lock() {
+                slot.get_or_insert(reason);
+            }
+            Authorization::Deny
+        }
+        None => Authorization::Allow,
+    }))?;
+    Ok(())
+}
+
+fn value_json(v: ValueRef<'_>, cell_cap: usize) -> Value {
+    match v {
+        ValueRef::Null => Value::Null,
+        ValueRef::Integer(i) => json!(i),
+        ValueRef::Real(f) => serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number),
+        ValueRef::Text(t) => Value::String(cap_str(&String::from_utf8_lossy(t), cell_cap).0),
+        ValueRef::Blob(b) => {
+            let shown = &b[..b.len().min(cell_cap / 2)];
+            let mut hex: String = shown.iter().map(|x| format!("{x:02x}")).collect();
+            if shown.len() < b.len() {
+                hex.push_str(&crate::cap::bytes_marker(b.len() - shown.len()));
+            }
+            json!({"blob_hex": hex, "bytes": b.len()})
+        }
+    }
+}
+
+enum Last {
+    Nothing,
+    Query {
+        columns: Vec<String>,
+        rows: Vec<Value>,
+        more: usize,
+    },
+    Statement,
+}
+
+pub fn sql(
+    inner: &Inner,
+    map: &Map<String, Value>,
+    deadline: Option<Duration>,
+) -> Result<ToolOutcome, CallError> {
+    let p = Params::new("sql", map);
+    let query = p.str_req("query")?;
+    let default_db = inner.config.sql_default_db.to_string_lossy();
+    let db_arg = p.str_or("db_path", &default_db)?;
+    let (mut conn, shown_db) = open(inner, db_arg)?;
+    let denied: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
+    harden(&mut conn, Arc::clone(&denied))
+        .map_err(|e| CallError::failed(format!("sql: could not set up \"{shown_db}\": {e}")))?;
+
+    // Interrupt a statement that runs past the deadline.
+    let limit = deadline.map_or(inner.config.sql_timeout, |d| d.min(inner.config.sql_timeout));
+    let handle = conn.get_interrupt_handle();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        if let Err(mpsc::RecvTimeoutError::Timeout) = done_rx.recv_timeout(limit) {
+            handle.interrupt();
+            true
+        } else {
+            false
+        }
+    });
+    let result = run_batch(inner, &conn, query);
+    let _ = done_tx.send(());
+    let timed_out = watchdog.join().unwrap_or(false);
+
+    let (last, affected, statements) = match result {
+        Ok(r) => r,
+        Err(e) => {
+            let reason = denied.lock().ok().and_then(|mut s| s.take());
+            if let Some(reason) = reason {
+                return Err(CallError::PermissionDenied {
+                    message: format!("sql: {reason}. The database must stay inside the workspace."),
+                });
+            }
+            if timed_out {
+                return Err(CallError::Timeout {
+                    tool: "sql".to_owned(),
+                    seconds: limit.as_secs_f64(),
+                });
+            }
+            return Err(CallError::invalid(format!("sql error: {e}")));
+        }
+    };
+    let cap = inner.config.sql_max_rows;
+    let (data, summary) = match last {
+        Last::Query {
+            columns,
+            rows,
+            more,
+        } => {
+            let n = rows.len();
+            let mut data = json!({"columns": columns, "rows": rows});
+            let mut summary = format!("{n} rows from {shown_db}.");
+            if more > 0 {
+                if let Some(obj) = data.as_object_mut() {
+                    obj.insert(
+                        "truncated".to_owned(),
+                        Value::String(format!("…[truncated after {cap} rows; {more} more rows not shown]")),
+                    );
+                }
+                summary = format!("{} rows from {shown_db}; showing the first {cap}.", n + more);
+            }
+            (data, summary)
+        }
+        Last::Statement | Last::Nothing => (
+            json!({"rows_affected": affected}),
+            format!("{statements} statements ran on {shown_db}; {affected} rows affected."),
+        ),
+    };
+    Ok(outcome(kinds::SQL, summary, data))
+}
+
+fn run_batch(
+    inner: &Inner,
+    conn: &Connection,
+    query: &str,
+) -> rusqlite::Result<(Last, u64, usize)> {
+    let cap = inner.config.sql_max_rows;
+    let cell_cap = inner.config.read_cap_bytes;
+    let before = conn.total_changes();
+    let mut batch = Batch::new(conn, query);
+    let mut last = Last::Nothing;
+    let mut statements = 0usize;
+    while let Some(mut stmt) = batch.next()? {
+        statements += 1;
+        if stmt.column_count() == 0 {
+            stmt.execute([])?;
+            last = Last::Statement;
+            continue;
+        }
+        let columns: Vec<String> = stmt.column_names().into_iter().map(str::to_owned).collect();
+        let width = columns.len();
+        let mut rows_out: Vec<Value> = Vec::new();
+        let mut more = 0usize;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            if rows_out.len() >= cap {
+                more += 1;
+                continue;
+            }
+            let mut vals = Vec::with_capacity(width);
+            for i in 0..width {
+                vals.push(value_json(row.get_ref(i)?, cell_cap));
+            }
+            rows_out.push(Value::Array(vals));
+        }
+        last = Last::Query {
+            columns,
+            rows: rows_out,
+            more,
+        };
+    }
+    let affected = conn.total_changes().saturating_sub(before);
+    Ok((last, affected, statements))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use toolgate_core::CallError;
+
+    use crate::testutil::{run, ws};
+
+    #[tokio::test]
+    async fn default_db_persists_across_calls() {
+        let (_d, t) = ws();
+        let o = run(&t, "sql", json!({"query": "CREATE TABLE t(a INTEGER, b TEXT); INSERT INTO t VALUES (1, 'x'), (2, NULL)"}))
+            .await
+            .unwrap();
+        assert_eq!(o.data, json!({"rows_affected": 2}));
+        assert_eq!(o.kind.as_str(), "workspace/sql");
+        assert!(t.config().root.join(".toolgate/workspace.db").is_file());
+        let o = run(&t, "sql", json!({"query": "SELECT a, b, 1.5 AS c, x'00ff' AS d FROM t ORDER BY a"}))
+            .await
+            .unwrap();
+        assert_eq!(
+            o.data,
+            json!({
+                "columns": ["a", "b", "c", "d"],
+                "rows": [[1, "x", 1.5, {"blob_hex": "00ff", "bytes": 2}], [2, null, 1.5, {"blob_hex": "00ff", "bytes": 2}]]
+            })
+        );
+        let o = run(&t, "sql", json!({"query": "UPDATE t SET b = 'y'"})).await.unwrap();
+        assert_eq!(o.data, json!({"rows_affected": 2}));
+    }
+
+    #[tokio::test]
+    async fn memory_db_is_per_call_and_named_files_work() {
+        let (_d, t) = ws();
+        let o = run(&t, "sql", json!({"query": "CREATE TABLE m(x); INSERT INTO m VALUES (7); SELECT x FROM m", "db_path": ":memory:"}))
+            .await
+            .unwrap();
+        assert_eq!(o.data, json!({"columns": ["x"], "rows": [[7]]}));
+        let err = run(&t, "sql", json!({"query": "SELECT x FROM m", "db_path": ":memory:"}))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("no such table"), "{err}");
+        run(&t, "sql", json!({"query": "CREATE TABLE z(q)", "db_path": "data/my.db"}))
+            .await
+            .unwrap();
+        assert!(t.config().root.join("data/my.db").is_file());
+    }
+
+    #[tokio::test]
+    async fn row_cap_has_a_marker() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = crate::WorkspaceConfig::new(dir.path()).unwrap();
+        c.sql_max_rows = 3;
+        let t = crate::WorkspaceTools::new(c).unwrap();
+        let o = run(&t, "sql", json!({"query": "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < 10) SELECT i FROM n", "db_path": ":memory:"}))
+            .await
+            .unwrap();
+        assert_eq!(o.data["rows"], json!([[1], [2], [3]]));
+        assert_eq!(o.data["truncated"], json!("…[truncated after 3 rows; 7 more rows not shown]"));
+    }
+
+    #[tokio::test]
+    async fn errors_are_reported() {
+        let (_d, t) = ws();
+        let err = run(&t, "sql", json!({"query": "SELEC 1", "db_path": ":memory:"})).await.unwrap_err();
+        assert!(matches!(err, CallError::InvalidInput { .. }), "{err}");
+        assert!(err.to_string().contains("syntax error"), "{err}");
+        for q in [
+            "PRAGMA temp_store_directory = '/tmp'",
+            "PRAGMA writable_schema = ON",
+            "DETACH DATABASE main",
+            "SELECT LOAD_EXTENSION('/tmp/evil')",
+        ] {
+            let err = run(&t, "sql", json!({"query": q, "db_path": ":memory:"})).await.unwrap_err();
+            assert!(matches!(err, CallError::PermissionDenied { .. }), "{q}: {err}");
+        }
+        // Ordinary pragmas still work.
+        let o = run(&t, "sql", json!({"query": "PRAGMA user_version", "db_path": ":memory:"}))
+            .await
+            .unwrap();
+        assert_eq!(o.data["rows"], json!([[0]]));
+    }
+
+    #[tokio::test]
+    async fn runaway_queries_are_interrupted() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = crate::WorkspaceConfig::new(dir.path()).unwrap();
+        c.sql_timeout = std::time::Duration::from_millis(300);
+        let t = crate::WorkspaceTools::new(c).unwrap();
+        let started = std::time::Instant::now();
+        let err = run(&t, "sql", json!({"query": "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n) SELECT count(*) FROM n", "db_path": ":memory:"}))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, CallError::Timeout { .. }), "{err}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    }
+}
