@@ -129,12 +129,23 @@ pub struct DemoArgs {
 pub async fn debrief_registry() -> Result<Registry> {
     let mut registry = Registry::new()
         .with_discovery_hint("Call debrief_listTools first.")
-        .with_filter(toolgate_core::ToolFilter::allow_all().with_process_env());
+        .with_filter(tool_filter()?);
     registry
         .register(Arc::new(toolgate_plot::tools::NativeTools))
         .await
         .context("registering the native Debrief tools")?;
     Ok(registry)
+}
+
+/// Allow/deny lists: the user config file's `[tools]` table, then the environment (which wins).
+pub fn tool_filter() -> Result<toolgate_core::ToolFilter> {
+    let path = paths::user_config();
+    let filter = if path.exists() {
+        toolgate_core::ToolFilter::from_config_file(&path)?
+    } else {
+        toolgate_core::ToolFilter::allow_all()
+    };
+    Ok(filter.with_process_env())
 }
 
 fn open_store(args: &StoreArgs) -> Result<StacStore> {
@@ -144,7 +155,8 @@ fn open_store(args: &StoreArgs) -> Result<StacStore> {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_else(|| "store".to_owned());
-            StacStore::open(&id, dir).with_context(|| format!("opening the catalogue in {}", dir.display()))
+            StacStore::open(&id, dir)
+                .with_context(|| format!("opening the catalogue in {}", dir.display()))
         }
         None => {
             let dir = paths::data_dir().join("demo-store");
@@ -198,7 +210,9 @@ pub async fn tools(command: ToolsCommand) -> Result<i32> {
             .collect();
         out(&serde_json::to_string_pretty(&manifest)?);
     } else if markdown {
-        let mut md = String::from("# toolgate tools\n\nRun them through `debrief_runTool` (or as Python functions inside `run_code`). Tools marked **modifies** ask for a confirmation and leave the plot unsaved.\n");
+        let mut md = String::from(
+            "# toolgate tools\n\nRun them through `debrief_runTool` (or as Python functions inside `run_code`). Tools marked **modifies** ask for a confirmation and leave the plot unsaved.\n",
+        );
         for t in &listing {
             md.push_str(&format!(
                 "\n## `{}` — {}{}\n\n{}\n\n",
@@ -216,16 +230,27 @@ pub async fn tools(command: ToolsCommand) -> Result<i32> {
                     p.name,
                     p.value_type,
                     if p.required { ", required" } else { "" },
-                    p.default_value.as_ref().map(|d| format!(", default {d}")).unwrap_or_default(),
+                    p.default_value
+                        .as_ref()
+                        .map(|d| format!(", default {d}"))
+                        .unwrap_or_default(),
                     if p.choices.is_empty() {
                         String::new()
                     } else {
                         format!(
                             ", one of: {}",
-                            p.choices.iter().map(toolgate_core::preview::format_value).collect::<Vec<_>>().join(", ")
+                            p.choices
+                                .iter()
+                                .map(toolgate_core::preview::format_value)
+                                .collect::<Vec<_>>()
+                                .join(", ")
                         )
                     },
-                    if p.description.is_empty() { String::new() } else { format!(" — {}", p.description) }
+                    if p.description.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" — {}", p.description)
+                    }
                 ));
             }
         }
@@ -281,35 +306,56 @@ fn slug(s: &str) -> String {
 }
 
 fn import_one(store: &mut StacStore, file: &Path) -> Result<String> {
-    let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
     let name = file
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let parsed = rep::parse_rep(&name, &text)?;
-    let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let stem = file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let dir = slug(&stem);
     if dir.is_empty() {
-        bail!("{}: cannot derive an item id from the file name", file.display());
+        bail!(
+            "{}: cannot derive an item id from the file name",
+            file.display()
+        );
     }
     let platforms = serde_json::to_value(&parsed.platforms)?;
-    let title = stem.clone();
+    let title = stem;
     let description = format!(
         "Imported from {name}: {} track(s), {} positions.",
         parsed.platforms.len(),
         parsed.position_count
     );
-    let mut item = demo::item(&dir, &title, &description, &["imported"], platforms, &parsed.features);
-    item["links"]
-        .as_array_mut()
-        .map(|l| l.push(json!({"rel": "derived_from", "href": format!("file://{}", file.display()), "title": name})));
+    let mut item = demo::item(
+        &dir,
+        &title,
+        &description,
+        &["imported"],
+        platforms,
+        &parsed.features,
+    );
+    if let Some(l) = item["links"].as_array_mut() {
+        l.push(json!({"rel": "derived_from", "href": format!("file://{}", file.display()), "title": name}));
+    }
     item["properties"]["debrief:provenance"] = json!({"source": name, "tool": "toolgate import", "tool_version": env!("CARGO_PKG_VERSION")});
     let collection = json!({"type": "FeatureCollection", "features": parsed.features});
     Ok(store.add_item(&dir, &item, &collection)?)
 }
 
 pub fn catalog(command: CatalogCommand) -> Result<i32> {
-    let CatalogCommand::Search { text, start, end, platforms, bbox, store } = command;
+    let CatalogCommand::Search {
+        text,
+        start,
+        end,
+        platforms,
+        bbox,
+        store,
+    } = command;
     let store = open_store(&store)?;
     let query = toolgate_plot::search::SearchQuery {
         text,
@@ -319,7 +365,8 @@ pub fn catalog(command: CatalogCommand) -> Result<i32> {
         bbox: bbox.and_then(|b| <[f64; 4]>::try_from(b).ok()),
         limit: None,
     };
-    let result = toolgate_plot::search::search(std::slice::from_ref(&store), &query).map_err(anyhow::Error::msg)?;
+    let result = toolgate_plot::search::search(std::slice::from_ref(&store), &query)
+        .map_err(anyhow::Error::msg)?;
     out(&serde_json::to_string_pretty(&result)?);
     Ok(0)
 }
@@ -381,8 +428,16 @@ fn default_plot(session: &Session, plot: Option<String>) -> Result<String> {
 
 pub async fn plot(command: PlotCommand) -> Result<i32> {
     match command {
-        PlotCommand::Summary { plot, token_budget, store } => {
-            let d = debrief(open_store(&store)?, debrief_registry().await?, toolgate_core::Mode::ReadOnly);
+        PlotCommand::Summary {
+            plot,
+            token_budget,
+            store,
+        } => {
+            let d = debrief(
+                open_store(&store)?,
+                debrief_registry().await?,
+                toolgate_core::Mode::ReadOnly,
+            );
             let id = default_plot(&d.session(), plot)?;
             d.session().open(&id)?;
             let mut input = json!({});
@@ -392,8 +447,22 @@ pub async fn plot(command: PlotCommand) -> Result<i32> {
             out(&d.summarize(&input));
             Ok(0)
         }
-        PlotCommand::Run { tool, plot, params, features, feature_ids, scope, yes, save, store } => {
-            let d = debrief(open_store(&store)?, debrief_registry().await?, toolgate_core::Mode::Strict);
+        PlotCommand::Run {
+            tool,
+            plot,
+            params,
+            features,
+            feature_ids,
+            scope,
+            yes,
+            save,
+            store,
+        } => {
+            let d = debrief(
+                open_store(&store)?,
+                debrief_registry().await?,
+                toolgate_core::Mode::Strict,
+            );
             let id = default_plot(&d.session(), plot)?;
             d.session().open(&id)?;
             let mut p = Map::new();
@@ -439,7 +508,9 @@ pub async fn plot(command: PlotCommand) -> Result<i32> {
                 d.session().save(&id)?;
                 eprintln!("Saved {id}.");
             } else {
-                eprintln!("Not saved: the change was discarded (pass --save with --yes, or answer y, to keep it).");
+                eprintln!(
+                    "Not saved: the change was discarded (pass --save with --yes, or answer y, to keep it)."
+                );
             }
             Ok(0)
         }
@@ -469,7 +540,11 @@ fn clip(s: &str, n: usize) -> String {
     if s.chars().count() <= n {
         s.to_owned()
     } else {
-        format!("{}… [{} more characters]", s.chars().take(n).collect::<String>(), s.chars().count() - n)
+        format!(
+            "{}… [{} more characters]",
+            s.chars().take(n).collect::<String>(),
+            s.chars().count() - n
+        )
     }
 }
 
@@ -477,32 +552,80 @@ pub async fn demo(args: &DemoArgs) -> Result<i32> {
     let store = open_store(&args.store)?;
     let store_root = store.root.clone();
     let before = hash_tree(&store_root)?;
-    let d = debrief(store, debrief_registry().await?, toolgate_core::Mode::Strict);
-    out(&format!("toolgate demo — the four Debrief agent tools on the demo store ({})\n", store_root.display()));
+    let d = debrief(
+        store,
+        debrief_registry().await?,
+        toolgate_core::Mode::Strict,
+    );
+    out(&format!(
+        "toolgate demo — the four Debrief agent tools on the demo store ({})\n",
+        store_root.display()
+    ));
     let steps: Vec<(&str, &str, Value)> = vec![
-        ("find the Exercise Alpha day-1 plot and open it", agent::SEARCH, json!({"text": "Day 1", "open": true})),
+        (
+            "find the Exercise Alpha day-1 plot and open it",
+            agent::SEARCH,
+            json!({"text": "Day 1", "open": true}),
+        ),
         ("what's in this plot?", agent::SUMMARIZE, json!({})),
         ("which tools can I run?", agent::LIST_TOOLS, json!({})),
-        ("colour the submarine track red", agent::RUN_TOOL, json!({"toolId": "set-track-color", "params": {"color": "red"}, "featureNames": ["Contact"], "utterance": "colour the submarine track red"})),
-        ("how far did HMS Nelson go?", agent::RUN_TOOL, json!({"toolId": "track-stats", "featureNames": ["HMS Nelson"]})),
-        ("make it pretty (an invented tool)", agent::RUN_TOOL, json!({"toolId": "make-it-pretty", "params": {}})),
-        ("colour the track red (ambiguous)", agent::RUN_TOOL, json!({"toolId": "set-track-color", "params": {"color": "red"}, "featureNames": ["HMS"]})),
+        (
+            "colour the submarine track red",
+            agent::RUN_TOOL,
+            json!({"toolId": "set-track-color", "params": {"color": "red"}, "featureNames": ["Contact"], "utterance": "colour the submarine track red"}),
+        ),
+        (
+            "how far did HMS Nelson go?",
+            agent::RUN_TOOL,
+            json!({"toolId": "track-stats", "featureNames": ["HMS Nelson"]}),
+        ),
+        (
+            "make it pretty (an invented tool)",
+            agent::RUN_TOOL,
+            json!({"toolId": "make-it-pretty", "params": {}}),
+        ),
+        (
+            "colour the track red (ambiguous)",
+            agent::RUN_TOOL,
+            json!({"toolId": "set-track-color", "params": {"color": "red"}, "featureNames": ["HMS"]}),
+        ),
     ];
     for (i, (utterance, tool, input)) in steps.iter().enumerate() {
-        out(&format!("{}. analyst: \"{utterance}\"\n   agent → {tool} {}", i + 1, input));
-        let reply = d.call(tool, input, &DemoConfirmer).await.map_err(anyhow::Error::msg)?;
+        out(&format!(
+            "{}. analyst: \"{utterance}\"\n   agent → {tool} {}",
+            i + 1,
+            input
+        ));
+        let reply = d
+            .call(tool, input, &DemoConfirmer)
+            .await
+            .map_err(anyhow::Error::msg)?;
         out(&format!("   reply: {}\n", clip(&reply, 600)));
     }
-    let active = d.session().active_id().map(str::to_owned).context("the demo opened no plot")?;
+    let active = d
+        .session()
+        .active_id()
+        .map(str::to_owned)
+        .context("the demo opened no plot")?;
     let dirty = d.session().plot(&active)?.doc.is_dirty();
-    out(&format!("The plot is {} in memory.", if dirty { "dirty (unsaved)" } else { "clean" }));
+    out(&format!(
+        "The plot is {} in memory.",
+        if dirty { "dirty (unsaved)" } else { "clean" }
+    ));
     let undone = d.session().undo(&active)?;
     let dirty = d.session().plot(&active)?.doc.is_dirty();
-    out(&format!("Undo: \"{undone}\" — the plot is {} again.", if dirty { "still dirty" } else { "clean" }));
+    out(&format!(
+        "Undo: \"{undone}\" — the plot is {} again.",
+        if dirty { "still dirty" } else { "clean" }
+    ));
     let after = hash_tree(&store_root)?;
     out(&format!(
         "Nothing was written to the store: {} (saving is a person's action: `toolgate plot run … --save`).",
-        if before == after { "verified by hashing every file before and after" } else { "NO — files changed!" }
+        if before == after {
+            "verified by hashing every file before and after"
+        } else {
+            "NO — files changed!"
+        }
     ));
     Ok(i32::from(before != after))
 }

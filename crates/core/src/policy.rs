@@ -217,7 +217,7 @@ mod tests {
                 .starts_with("Tool \"x\" produced a mutating result (mutation/track/styled)")
         );
         assert!(guard("x", Confirmation::Approved, &outcome).is_ok());
-        let mut sneaky = outcome.clone();
+        let mut sneaky = outcome;
         sneaky.kind = OutputKind::new("dataset/innocent");
         assert!(
             guard("x", Confirmation::NotRequired, &sneaky).is_err(),

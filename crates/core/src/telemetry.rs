@@ -13,6 +13,25 @@ pub use crate::policy::Confirmation;
 /// The JSON Schema every record validates against (shipped as `schemas/telemetry-record.schema.json`).
 pub const RECORD_SCHEMA: &str = include_str!("../../../schemas/telemetry-record.schema.json");
 
+/// Problems with a serialised record according to the shipped schema (empty when valid). Used by
+/// tests across crates and by `toolgate telemetry check`-style tooling.
+pub fn schema_problems(record: &Value) -> Vec<String> {
+    static VALIDATOR: std::sync::OnceLock<Option<jsonschema::Validator>> =
+        std::sync::OnceLock::new();
+    let validator = VALIDATOR.get_or_init(|| {
+        serde_json::from_str::<Value>(RECORD_SCHEMA)
+            .ok()
+            .and_then(|s| jsonschema::validator_for(&s).ok())
+    });
+    match validator {
+        Some(v) => v
+            .iter_errors(record)
+            .map(|e| format!("{}: {e}", e.instance_path()))
+            .collect(),
+        None => vec!["the shipped telemetry schema does not compile".to_owned()],
+    }
+}
+
 /// Whether the call's input passed validation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]

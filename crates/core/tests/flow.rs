@@ -37,7 +37,7 @@ impl Provider for Counting {
                 id: "set-track-color".into(),
                 title: "Set Track Color".into(),
                 description: String::new(),
-                input_schema: schema.clone(),
+                input_schema: schema,
                 output_kind: Some(OutputKind::new("mutation/track/styled")),
                 category: "style".into(),
                 annotations: Map::new(),

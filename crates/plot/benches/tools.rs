@@ -45,8 +45,7 @@ print(json.dumps({"tool": req["tool"], "point_count": len(c), "duration_hours": 
 "#;
 
 fn boat1() -> Value {
-    let text = std::fs::read_to_string(FIXTURE)
-        .unwrap_or_else(|e| panic!("read {FIXTURE}: {e}"));
+    let text = std::fs::read_to_string(FIXTURE).unwrap_or_else(|e| panic!("read {FIXTURE}: {e}"));
     let fc: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("parse {FIXTURE}: {e}"));
     fc.get("features").cloned().unwrap_or(Value::Null)
 }
@@ -55,9 +54,9 @@ fn tool_call(id: &str, subject: &Value) -> ToolCall {
     ToolCall::new(id, Map::new()).with_subject(subject.clone())
 }
 
-/// One debrief-calc-style call: spawn, write the request, read the response.
-fn python_call(request: &[u8]) -> Option<Value> {
-    let mut child = Command::new("python3")
+/// One debrief-calc-style call: spawn the interpreter, write the request, read the response.
+fn python_call(python: &str, request: &[u8]) -> Option<Value> {
+    let mut child = Command::new(python)
         .args(["-c", PYTHON_TRACK_STATS])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -72,13 +71,17 @@ fn python_call(request: &[u8]) -> Option<Value> {
     serde_json::from_slice(&out.stdout).ok()
 }
 
-fn python3_available() -> bool {
-    Command::new("python3")
-        .arg("--version")
-        .stdout(Stdio::null())
+/// The interpreter `python3` on PATH resolves to. debrief-calc spawns a configured interpreter
+/// path (a `.venv` python or `debrief.calc.pythonPath`), not a version-manager shim, so the
+/// benchmark spawns the real executable.
+fn python3_executable() -> Option<String> {
+    let out = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
         .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
+        .output()
+        .ok()?;
+    let path = String::from_utf8(out.stdout).ok()?.trim().to_owned();
+    (out.status.success() && !path.is_empty()).then_some(path)
 }
 
 fn bench_tools(c: &mut Criterion) {
@@ -91,32 +94,35 @@ fn bench_tools(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("track-stats");
     group.bench_function("native-run", |b| {
-        b.iter(|| run(black_box(&stats_call)))
+        b.iter(|| run(black_box(&stats_call)));
     });
-    if python3_available() {
-        let request = json!({"tool": "track-stats", "features": features, "params": {}});
-        let request = serde_json::to_vec(&request).unwrap_or_default();
-        match python_call(&request) {
-            Some(answer) => {
-                eprintln!("python3 track-stats: {answer}");
-                let py = answer.get("distance_nm").and_then(Value::as_f64);
-                let rs = native.data.get("distance").and_then(Value::as_f64);
-                eprintln!("distance nm: python3 {py:?}, native {rs:?}");
-                group.sample_size(20);
-                group.bench_function("python3-process-per-call", |b| {
-                    b.iter(|| python_call(black_box(&request)))
-                });
+    match python3_executable() {
+        Some(python) => {
+            let request = json!({"tool": "track-stats", "features": features, "params": {}});
+            let request = serde_json::to_vec(&request).unwrap_or_default();
+            match python_call(&python, &request) {
+                Some(answer) => {
+                    eprintln!("python3 ({python}) track-stats: {answer}");
+                    let py = answer.get("distance_nm").and_then(Value::as_f64);
+                    let rs = native.data.get("distance").and_then(Value::as_f64);
+                    eprintln!("distance nm: python3 {py:?}, native {rs:?}");
+                    group.sample_size(20);
+                    group.bench_function("python3-process-per-call", |b| {
+                        b.iter(|| python_call(&python, black_box(&request)));
+                    });
+                }
+                None => eprintln!("note: {python} failed to run the track-stats script; skipped"),
             }
-            None => eprintln!("note: python3 is on PATH but the track-stats script failed; skipped"),
         }
-    } else {
-        eprintln!("note: python3 not found on PATH; skipping track-stats/python3-process-per-call");
+        None => eprintln!(
+            "note: python3 not found on PATH; skipping track-stats/python3-process-per-call"
+        ),
     }
     group.finish();
 
     let mut group = c.benchmark_group("generate-courses-speeds");
     group.bench_function("native-run", |b| {
-        b.iter(|| run(black_box(&courses_call)))
+        b.iter(|| run(black_box(&courses_call)));
     });
     group.finish();
 }

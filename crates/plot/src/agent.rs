@@ -56,15 +56,16 @@ pub struct Dataset {
 
 /// The specs of the four agent tools (what an MCP host or a chat model sees).
 pub fn agent_tool_specs() -> Vec<ToolSpec> {
-    let spec = |id: &str, title: &str, description: &str, kind: Option<&str>, schema: Value| ToolSpec {
-        id: id.to_owned(),
-        title: title.to_owned(),
-        description: description.to_owned(),
-        input_schema: schema,
-        output_kind: kind.map(OutputKind::new),
-        category: "debrief".to_owned(),
-        annotations: Map::new(),
-    };
+    let spec =
+        |id: &str, title: &str, description: &str, kind: Option<&str>, schema: Value| ToolSpec {
+            id: id.to_owned(),
+            title: title.to_owned(),
+            description: description.to_owned(),
+            input_schema: schema,
+            output_kind: kind.map(OutputKind::new),
+            category: "debrief".to_owned(),
+            annotations: Map::new(),
+        };
     vec![
         spec(
             SEARCH,
@@ -161,7 +162,9 @@ impl Debrief {
     }
 
     pub fn session(&self) -> MutexGuard<'_, Session> {
-        self.session.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.session
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     pub fn session_handle(&self) -> Arc<Mutex<Session>> {
@@ -177,7 +180,14 @@ impl Debrief {
         self.datasets.lock().map(|d| d.clone()).unwrap_or_default()
     }
 
-    fn record(&self, tool: &str, input: Value, validation: Validation, outcome: Outcome, started: std::time::Instant) {
+    fn record(
+        &self,
+        tool: &str,
+        input: Value,
+        validation: Validation,
+        outcome: Outcome,
+        started: std::time::Instant,
+    ) {
         let mut rec = TelemetryRecord::now(&self.settings.surface, tool, input);
         rec.validation = validation;
         rec.outcome = outcome;
@@ -197,7 +207,12 @@ impl Debrief {
     }
 
     /// Dispatch by agent tool name.
-    pub async fn call(&self, tool: &str, input: &Value, confirmer: &dyn Confirmer) -> Result<String, String> {
+    pub async fn call(
+        &self,
+        tool: &str,
+        input: &Value,
+        confirmer: &dyn Confirmer,
+    ) -> Result<String, String> {
         match tool {
             SEARCH => Ok(self.search_plots(input)),
             SUMMARIZE => Ok(self.summarize(input)),
@@ -215,7 +230,13 @@ impl Debrief {
             Ok(a) => a,
             Err(e) => {
                 let msg = format!("Invalid search input: {e}");
-                self.record(SEARCH, json!({}), Validation::rejected(&msg), Outcome::error(&msg), started);
+                self.record(
+                    SEARCH,
+                    json!({}),
+                    Validation::rejected(&msg),
+                    Outcome::error(&msg),
+                    started,
+                );
                 return msg;
             }
         };
@@ -231,7 +252,12 @@ impl Debrief {
             platforms: args
                 .get("platforms")
                 .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
                 .unwrap_or_default(),
             bbox,
             limit: None,
@@ -241,7 +267,13 @@ impl Debrief {
             Ok(r) => r,
             Err(e) => {
                 let msg = format!("Invalid search input: {e}");
-                self.record(SEARCH, Value::Object(args), Validation::rejected(&msg), Outcome::error(&msg), started);
+                self.record(
+                    SEARCH,
+                    Value::Object(args),
+                    Validation::rejected(&msg),
+                    Outcome::error(&msg),
+                    started,
+                );
                 return msg;
             }
         };
@@ -261,7 +293,13 @@ impl Debrief {
             }
         }
         drop(session);
-        self.record(SEARCH, Value::Object(args), Validation::accepted(), Outcome::ok(), started);
+        self.record(
+            SEARCH,
+            Value::Object(args),
+            Validation::accepted(),
+            Outcome::ok(),
+            started,
+        );
         text_of(&reply)
     }
 
@@ -271,7 +309,13 @@ impl Debrief {
             Ok(a) => a,
             Err(e) => {
                 let msg = format!("Invalid summary input: {e}");
-                self.record(SUMMARIZE, json!({}), Validation::rejected(&msg), Outcome::error(&msg), started);
+                self.record(
+                    SUMMARIZE,
+                    json!({}),
+                    Validation::rejected(&msg),
+                    Outcome::error(&msg),
+                    started,
+                );
                 return msg;
             }
         };
@@ -284,8 +328,12 @@ impl Debrief {
         let reply = match plot {
             None => {
                 let hint = match plot_id {
-                    Some(id) => format!("No open plot matches \"{id}\". Choose one of the open plots."),
-                    None => "No plot is open. Search the catalog first, then open a plot.".to_owned(),
+                    Some(id) => {
+                        format!("No open plot matches \"{id}\". Choose one of the open plots.")
+                    }
+                    None => {
+                        "No plot is open. Search the catalog first, then open a plot.".to_owned()
+                    }
                 };
                 text_of(&NoPlot {
                     no_plot_open: true,
@@ -296,7 +344,8 @@ impl Debrief {
             Some(plot) => {
                 let req = SummaryRequest {
                     plot_id: Some(plot.id.clone()),
-                    selection_only: args.get("selectionOnly").and_then(Value::as_bool) == Some(true),
+                    selection_only: args.get("selectionOnly").and_then(Value::as_bool)
+                        == Some(true),
                     cap: None,
                     token_budget: args
                         .get("tokenBudget")
@@ -307,7 +356,13 @@ impl Debrief {
             }
         };
         drop(session);
-        self.record(SUMMARIZE, Value::Object(args), Validation::accepted(), Outcome::ok(), started);
+        self.record(
+            SUMMARIZE,
+            Value::Object(args),
+            Validation::accepted(),
+            Outcome::ok(),
+            started,
+        );
         reply
     }
 
@@ -317,7 +372,13 @@ impl Debrief {
             Ok(a) => a,
             Err(e) => {
                 let msg = format!("Invalid input: {e}");
-                self.record(LIST_TOOLS, json!({}), Validation::rejected(&msg), Outcome::error(&msg), started);
+                self.record(
+                    LIST_TOOLS,
+                    json!({}),
+                    Validation::rejected(&msg),
+                    Outcome::error(&msg),
+                    started,
+                );
                 return msg;
             }
         };
@@ -330,7 +391,13 @@ impl Debrief {
         } else {
             text_of(&listing)
         };
-        self.record(LIST_TOOLS, Value::Object(args), Validation::accepted(), Outcome::ok(), started);
+        self.record(
+            LIST_TOOLS,
+            Value::Object(args),
+            Validation::accepted(),
+            Outcome::ok(),
+            started,
+        );
         reply
     }
 
@@ -339,21 +406,47 @@ impl Debrief {
         let args = match self.check(RUN_TOOL, input) {
             Ok(a) => a,
             Err(e) => {
-                self.record(RUN_TOOL, json!({}), Validation::rejected(&e), Outcome::error(&e), started);
+                self.record(
+                    RUN_TOOL,
+                    json!({}),
+                    Validation::rejected(&e),
+                    Outcome::error(&e),
+                    started,
+                );
                 return e;
             }
         };
-        let tool_id = args.get("toolId").and_then(Value::as_str).unwrap_or_default().trim().to_owned();
+        let tool_id = args
+            .get("toolId")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .trim()
+            .to_owned();
         if tool_id.is_empty() {
             let msg = "\"toolId\" is required and must be a non-empty string".to_owned();
-            self.record(RUN_TOOL, json!({}), Validation::rejected(&msg), Outcome::error(&msg), started);
+            self.record(
+                RUN_TOOL,
+                json!({}),
+                Validation::rejected(&msg),
+                Outcome::error(&msg),
+                started,
+            );
             return msg;
         }
-        let params = args.get("params").and_then(Value::as_object).cloned().unwrap_or_default();
+        let params = args
+            .get("params")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
         let strings = |k: &str| -> Vec<String> {
             args.get(k)
                 .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
                 .unwrap_or_default()
         };
         let targets_req = TargetRequest {
@@ -365,7 +458,10 @@ impl Debrief {
                 _ => None,
             },
         };
-        let plot_arg = args.get("plotId").and_then(Value::as_str).map(str::to_owned);
+        let plot_arg = args
+            .get("plotId")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         // Shared between prepare and apply: which plot, at which version, and its title.
         let prepared_on: Mutex<Option<(String, u64, String, usize)>> = Mutex::new(None);
         let approvals = Approvals::none();
@@ -459,7 +555,10 @@ impl Debrief {
                 Some(_) => format!("{title} ran but produced no editable change."),
                 None => {
                     let (plot_id, _, _, _) = prepared.unwrap_or_default();
-                    let mut ds = self.datasets.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let mut ds = self
+                        .datasets
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
                     let id = format!("result-{}", ds.len() + 1);
                     ds.push(Dataset {
                         id: id.clone(),
@@ -471,7 +570,9 @@ impl Debrief {
                     });
                     let summary = outcome.summary.trim();
                     let stop = if summary.ends_with('.') { "" } else { "." };
-                    format!("Ran {title}. {summary}{stop} The full result is in the Results panel as {id}.")
+                    format!(
+                        "Ran {title}. {summary}{stop} The full result is in the Results panel as {id}."
+                    )
                 }
             },
             Ended::Refused { message } | Ended::Failed { message } => message,

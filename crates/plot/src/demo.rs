@@ -137,16 +137,70 @@ pub fn exercise_day(day: u32) -> Vec<Value> {
     let t = t0(day);
     let s = u64::from(day);
     vec![
-        track(&TrackSpec { id: "track-nelson", platform_id: "NELSON", name: "HMS Nelson", track_type: "OWNSHIP", color: "#0000FF", start: (-4.6, 50.1), course: 45.0, speed_kn: 12.0, minutes: 720, step_minutes: 2, t0: t, seed: 11 * s }),
-        track(&TrackSpec { id: "track-collingwood", platform_id: "COLLINGWOOD", name: "HMS Collingwood", track_type: "OWNSHIP", color: "#008000", start: (-4.2, 49.9), course: 10.0, speed_kn: 10.0, minutes: 720, step_minutes: 2, t0: t, seed: 13 * s }),
-        track(&TrackSpec { id: "track-contact", platform_id: "SSK-RED", name: "Contact", track_type: "CONTACT", color: "#FF0000", start: (-3.9, 50.6), course: 250.0, speed_kn: 5.0, minutes: 720, step_minutes: 2, t0: t, seed: 17 * s }),
+        track(&TrackSpec {
+            id: "track-nelson",
+            platform_id: "NELSON",
+            name: "HMS Nelson",
+            track_type: "OWNSHIP",
+            color: "#0000FF",
+            start: (-4.6, 50.1),
+            course: 45.0,
+            speed_kn: 12.0,
+            minutes: 720,
+            step_minutes: 2,
+            t0: t,
+            seed: 11 * s,
+        }),
+        track(&TrackSpec {
+            id: "track-collingwood",
+            platform_id: "COLLINGWOOD",
+            name: "HMS Collingwood",
+            track_type: "OWNSHIP",
+            color: "#008000",
+            start: (-4.2, 49.9),
+            course: 10.0,
+            speed_kn: 10.0,
+            minutes: 720,
+            step_minutes: 2,
+            t0: t,
+            seed: 13 * s,
+        }),
+        track(&TrackSpec {
+            id: "track-contact",
+            platform_id: "SSK-RED",
+            name: "Contact",
+            track_type: "CONTACT",
+            color: "#FF0000",
+            start: (-3.9, 50.6),
+            course: 250.0,
+            speed_kn: 5.0,
+            minutes: 720,
+            step_minutes: 2,
+            t0: t,
+            seed: 17 * s,
+        }),
         point("point-datum-a", "Datum A", -4.3, 50.3, "REFERENCE"),
         point("point-datum-b", "Datum B", -3.95, 50.45, "REFERENCE"),
         point("point-rv", "RV Point", -4.45, 50.55, "WAYPOINT"),
         circle("area-exercise", "Exercise Area", -4.2, 50.35, 30_000.0),
-        narrative("narrative-1", t + Duration::minutes(5), "COMEX. Intend wide area search.", "track-nelson"),
-        narrative("narrative-2", t + Duration::minutes(190), "Possub bearing 070, classified SSK.", "track-collingwood"),
-        narrative("narrative-3", t + Duration::minutes(700), "FINEX. Enter transition.", "track-nelson"),
+        narrative(
+            "narrative-1",
+            t + Duration::minutes(5),
+            "COMEX. Intend wide area search.",
+            "track-nelson",
+        ),
+        narrative(
+            "narrative-2",
+            t + Duration::minutes(190),
+            "Possub bearing 070, classified SSK.",
+            "track-collingwood",
+        ),
+        narrative(
+            "narrative-3",
+            t + Duration::minutes(700),
+            "FINEX. Enter transition.",
+            "track-nelson",
+        ),
     ]
 }
 
@@ -159,7 +213,8 @@ pub fn bulk(tracks: usize, points: usize) -> Vec<Value> {
         let f = i as f64;
         let id = format!("track-{}", i + 1);
         let name = format!("Track {}", i + 1);
-        let pid = format!("TRK{}", i + 1);
+        // As in REP imports, the platform id is the track name.
+        let pid = name.to_uppercase();
         out.push(track(&TrackSpec {
             id: &id,
             platform_id: &pid,
@@ -178,15 +233,21 @@ pub fn bulk(tracks: usize, points: usize) -> Vec<Value> {
     for i in 0..points {
         #[allow(clippy::cast_precision_loss)]
         let f = i as f64;
-        out.push(point(&format!("point-{}", i + 1), &format!("Datum {}", i + 1), -6.0 + (f * 0.41) % 4.0, 49.0 + (f * 0.29) % 3.0, "REFERENCE"));
+        out.push(point(
+            &format!("point-{}", i + 1),
+            &format!("Datum {}", i + 1),
+            -6.0 + (f * 0.41) % 4.0,
+            49.0 + (f * 0.29) % 3.0,
+            "REFERENCE",
+        ));
     }
     out
 }
 
 fn bbox_and_span(features: &[Value]) -> (Option<[f64; 4]>, Option<(String, String)>) {
-    let bbox = features
-        .iter()
-        .fold(None, |acc, f| crate::model::union_bbox(acc, crate::model::feature_bbox(f)));
+    let bbox = features.iter().fold(None, |acc, f| {
+        crate::model::union_bbox(acc, crate::model::feature_bbox(f))
+    });
     let mut span: Option<(String, String)> = None;
     for f in features {
         if let Some((s, e)) = crate::model::time_span(f) {
@@ -200,7 +261,14 @@ fn bbox_and_span(features: &[Value]) -> (Option<[f64; 4]>, Option<(String, Strin
 }
 
 /// A STAC item for a generated plot.
-pub fn item(id: &str, title: &str, description: &str, tags: &[&str], platforms: Value, features: &[Value]) -> Value {
+pub fn item(
+    id: &str,
+    title: &str,
+    description: &str,
+    tags: &[&str],
+    platforms: Value,
+    features: &[Value],
+) -> Value {
     let (bbox, span) = bbox_and_span(features);
     let b = bbox.unwrap_or([0.0, 0.0, 0.0, 0.0]);
     let (start, end) = span.unwrap_or_else(|| (iso(t0(1)), iso(t0(1))));
@@ -244,7 +312,9 @@ pub fn ensure_demo_store(dir: &Path) -> Result<StacStore, StoreError> {
         {"id": "COLLINGWOOD", "name": "HMS Collingwood", "nationality": "GB", "vessel_class": "surface/warship/destroyer/type45", "vessel_type": "type45", "vessel_role": "destroyer", "domain": "surface"},
         {"id": "SSK-RED", "name": "Contact", "vessel_class": "subsurface/submarine/ssk", "vessel_type": "ssk", "vessel_role": "submarine", "domain": "subsurface"}
     ]);
-    let plots: Vec<(&str, String, String, Vec<&str>, Value, Vec<Value>)> = vec![
+    // (folder, title, description, tags, platforms, features)
+    type DemoPlot<'a> = (&'a str, String, String, Vec<&'a str>, Value, Vec<Value>);
+    let plots: Vec<DemoPlot<'_>> = vec![
         ("alpha-day1", "Exercise Alpha — Day 1".to_owned(), "Anti-submarine exercise in the Western Approaches: HMS Nelson and HMS Collingwood search for a submarine contact.".to_owned(), vec!["exercise", "ASW", "training"], alpha_platforms.clone(), exercise_day(1)),
         ("alpha-day2", "Exercise Alpha — Day 2".to_owned(), "Second day of Exercise Alpha: prosecution of the submarine contact.".to_owned(), vec!["exercise", "ASW", "prosecution"], alpha_platforms, exercise_day(2)),
         ("bulk-tracks", "Bulk Tracks".to_owned(), "A very large synthetic plot: 250 tracks and 10 reference points (tests the inventory cap).".to_owned(), vec!["synthetic", "bulk"], json!([]), bulk(250, 10)),

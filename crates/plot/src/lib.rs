@@ -2,6 +2,7 @@
 //! search, summary, targeting, the native analysis tools and the four agent tools.
 
 pub mod agent;
+pub mod calc_stdio;
 pub mod demo;
 pub mod fsio;
 pub mod model;

@@ -87,13 +87,19 @@ pub fn point_count(f: &Value) -> Option<usize> {
 
 /// `[west, south, east, north]` of any GeoJSON geometry (nested coordinate arrays).
 pub fn geometry_bbox(geometry: &Value) -> Option<[f64; 4]> {
-    let mut b = [f64::INFINITY, f64::INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY];
+    let mut b = [
+        f64::INFINITY,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NEG_INFINITY,
+    ];
     fn walk(v: &Value, b: &mut [f64; 4]) {
         let Some(arr) = v.as_array() else { return };
-        if let (Some(x), Some(y)) = (
-            arr.first().and_then(Value::as_f64),
-            arr.get(1).and_then(Value::as_f64),
-        ) {
+        // A position is an array whose first member is a number; anything else nests further.
+        if let (Some(Value::Number(x)), Some(Value::Number(y))) = (arr.first(), arr.get(1)) {
+            let (Some(x), Some(y)) = (x.as_f64(), y.as_f64()) else {
+                return;
+            };
             b[0] = b[0].min(x);
             b[1] = b[1].min(y);
             b[2] = b[2].max(x);
@@ -124,7 +130,12 @@ pub fn feature_bbox(f: &Value) -> Option<[f64; 4]> {
 /// Union of boxes.
 pub fn union_bbox(a: Option<[f64; 4]>, b: Option<[f64; 4]>) -> Option<[f64; 4]> {
     match (a, b) {
-        (Some(a), Some(b)) => Some([a[0].min(b[0]), a[1].min(b[1]), a[2].max(b[2]), a[3].max(b[3])]),
+        (Some(a), Some(b)) => Some([
+            a[0].min(b[0]),
+            a[1].min(b[1]),
+            a[2].max(b[2]),
+            a[3].max(b[3]),
+        ]),
         (x, None) | (None, x) => x,
     }
 }
@@ -149,7 +160,13 @@ mod tests {
     fn bbox_over_nested_coordinates() {
         let g = json!({"type": "Polygon", "coordinates": [[[0.0, 1.0], [2.0, -1.0], [1.0, 3.0]]]});
         assert_eq!(geometry_bbox(&g), Some([0.0, -1.0, 2.0, 3.0]));
-        assert_eq!(geometry_bbox(&json!({"type": "Point", "coordinates": [5.0, 6.0]})), Some([5.0, 6.0, 5.0, 6.0]));
-        assert_eq!(geometry_bbox(&json!({"type": "Point", "coordinates": []})), None);
+        assert_eq!(
+            geometry_bbox(&json!({"type": "Point", "coordinates": [5.0, 6.0]})),
+            Some([5.0, 6.0, 5.0, 6.0])
+        );
+        assert_eq!(
+            geometry_bbox(&json!({"type": "Point", "coordinates": []})),
+            None
+        );
     }
 }

@@ -39,9 +39,33 @@
 //! position line has a label; `sensors` (`SensorData[]`) when the file has sensor lines for the
 //! track. A track with a single position repeats it so the LineString stays valid.
 //!
+//! Sensor lines (`;SENSOR:` `DATE TIME TRACK SYMBOL ORIGIN|NULL BEARING RANGE|NULL SENSOR
+//! [LABEL]`, `;SENSOR2:` `… ORIGIN|NULL BEARING|NULL AMBIGUOUS_BEARING|NULL FREQUENCY|NULL
+//! RANGE|NULL SENSOR [LABEL]`, field order as in legacy Debrief's importers) become
+//! `SensorData` entries `{name, color, contacts}` in the host track's `properties.sensors`,
+//! one per sensor name in first-seen order, contacts sorted by time. A contact has `time` and,
+//! when given, `bearing`, `ambiguous_bearing`, `frequency` (Hz), `range` (metres), `origin`
+//! (`[lon, lat]`), `label` and `comment` (text after `//` in the label). Sensor data for a track
+//! name without position lines becomes a `SENSOR` feature (null geometry) with `platform_id`
+//! and `sensors`.
+//!
+//! Annotations (`shape-<n>`, each with `style` from its symbology code and `label` when given):
+//! CIRCLE (Point, `center`, `radius`), LINE (LineString), RECTANGLE from `;RECT:` (Polygon),
+//! POLY (Polygon, closed, `vertex_count`), POLYLINE (LineString, `vertex_count`), VECTOR
+//! (LineString origin → end on a spherical earth, `origin`, `range`, `bearing`), TEXT (Point,
+//! `text`), TIMETEXT (Point, `text`, `time`), PERIODTEXT (Point, `text`, `start_time`,
+//! `end_time`), ELLIPSE (Point at the centre, `center`, `time`, `orientation`, `maxima`,
+//! `minima`). NARRATIVE features (`narrative-<n>`, null geometry) have `time`, `text`,
+//! `track_name`, `track_id` (the id of the TRACK with that name, when there is one) and, for
+//! `;NARRATIVE2:`, `entry_type`.
+//!
 //! Times are RFC 3339 with `+00:00`, with fractional seconds only when non-zero (3, 6 or 9
 //! digits). Distances in REP annotations and sensor ranges are yards; they are converted to
 //! metres (`radius`, `range`, `maxima`, `minima`).
+//!
+//! Inputs of 4 MiB and more are parsed, and large tracks turned into JSON, on up to 8 scoped
+//! threads (`std::thread::available_parallelism`); the output is identical to a
+//! single-threaded parse. Call it from a blocking context (e.g. `spawn_blocking`).
 
 mod error;
 mod lex;
@@ -110,10 +134,99 @@ pub struct RepImport {
 /// the offending text and what was expected.
 #[allow(clippy::result_large_err)] // errors are rare; the public type keeps plain fields
 pub fn parse_rep(source_name: &str, text: &str) -> Result<RepImport, RepError> {
+    let pieces = if text.len() < PARALLEL_MIN_BYTES {
+        1
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_THREADS))
+    };
+    parse_in_pieces(source_name, text, pieces).map_err(|e| *e)
+}
+
+/// Inputs at least this large are parsed on several threads.
+const PARALLEL_MIN_BYTES: usize = 4 << 20;
+/// At most this many parsing threads.
+const MAX_THREADS: usize = 8;
+
+/// Parses `text` as `pieces` runs of whole lines, each on its own thread, and merges the
+/// results in file order. The output does not depend on `pieces`.
+fn parse_in_pieces(source_name: &str, text: &str, pieces: usize) -> error::Res<RepImport> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let mut parser = parser::Parser::new(source_name);
-    for (index, line) in text.lines().enumerate() {
-        parser.line(index + 1, line).map_err(|e| *e)?;
+    let runs = split_at_lines(text, pieces);
+    if runs.len() <= 1 {
+        let (parsed, _) = parse_run(source_name, text);
+        return parsed.map(output::finish);
     }
-    Ok(output::finish(parser))
+    let results = std::thread::scope(|scope| {
+        let mut runs = runs.iter();
+        let first = runs.next().copied().unwrap_or_default();
+        let handles: Vec<_> = runs
+            .map(|&run| scope.spawn(move || parse_run(source_name, run)))
+            .collect();
+        let mut results = vec![parse_run(source_name, first)];
+        for handle in handles {
+            results.push(
+                handle
+                    .join()
+                    .unwrap_or_else(|e| std::panic::resume_unwind(e)),
+            );
+        }
+        results
+    });
+    // The first error in file order wins; its line number counts the lines of earlier runs.
+    let mut lines_before = 0;
+    let mut merged: Option<parser::Parser<'_>> = None;
+    for (parsed, lines) in results {
+        let parsed = parsed.map_err(|mut e| {
+            e.shift_lines(lines_before);
+            e
+        })?;
+        match merged.as_mut() {
+            None => merged = Some(parsed),
+            Some(m) => m.merge(parsed),
+        }
+        lines_before += lines;
+    }
+    Ok(output::finish(
+        merged.unwrap_or_else(|| parser::Parser::new(source_name)),
+    ))
+}
+
+/// Parses one run of whole lines, numbering them from 1; returns the parser (or the first
+/// error) and the number of lines read.
+fn parse_run<'a>(source_name: &'a str, run: &'a str) -> (error::Res<parser::Parser<'a>>, usize) {
+    let mut parser = parser::Parser::new(source_name);
+    let mut count = 0;
+    for (index, line) in run.lines().enumerate() {
+        count = index + 1;
+        if let Err(e) = parser.line(count, line) {
+            return (Err(e), count);
+        }
+    }
+    (Ok(parser), count)
+}
+
+/// Splits `text` into at most `pieces` runs of whole lines, each ending just after a `\n`
+/// (except the last).
+fn split_at_lines(text: &str, pieces: usize) -> Vec<&str> {
+    let bytes = text.as_bytes();
+    let target = text.len() / pieces.max(1);
+    let mut runs = Vec::with_capacity(pieces);
+    let mut start = 0;
+    while start < bytes.len() && runs.len() + 1 < pieces {
+        let from = (start + target).min(bytes.len());
+        let Some(newline) = bytes.iter().skip(from).position(|&b| b == b'\n') else {
+            break;
+        };
+        let end = from + newline + 1;
+        if let Some(run) = text.get(start..end) {
+            runs.push(run);
+        }
+        start = end;
+    }
+    if let Some(rest) = text.get(start..)
+        && !rest.is_empty()
+    {
+        runs.push(rest);
+    }
+    runs
 }

@@ -54,10 +54,10 @@ pub fn parse_time(field: &str, s: &str) -> Result<DateTime<Utc>, String> {
     if let Ok(dt) = DateTime::parse_from_rfc3339(t) {
         return Ok(dt.with_timezone(&Utc));
     }
-    if let Ok(d) = NaiveDate::parse_from_str(t, "%Y-%m-%d") {
-        if let Some(dt) = d.and_hms_opt(0, 0, 0) {
-            return Ok(dt.and_utc());
-        }
+    if let Ok(d) = NaiveDate::parse_from_str(t, "%Y-%m-%d")
+        && let Some(dt) = d.and_hms_opt(0, 0, 0)
+    {
+        return Ok(dt.and_utc());
     }
     Err(format!(
         "\"{field}\" must be an ISO-8601 date or date-time such as 2026-03-01 or 2026-03-01T12:00:00Z; got \"{s}\""
@@ -71,11 +71,18 @@ fn iso(t: DateTime<Utc>) -> String {
 fn platform_strings(entry: &ItemEntry) -> Vec<String> {
     let mut out = Vec::new();
     for p in &entry.platforms {
-        for key in ["name", "id", "vessel_type", "vessel_role", "vessel_class", "domain"] {
-            if let Some(s) = p.get(key).and_then(Value::as_str).filter(|s| !s.is_empty()) {
-                if !out.iter().any(|o| o == s) {
-                    out.push(s.to_owned());
-                }
+        for key in [
+            "name",
+            "id",
+            "vessel_type",
+            "vessel_role",
+            "vessel_class",
+            "domain",
+        ] {
+            if let Some(s) = p.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
+                && !out.iter().any(|o| o == s)
+            {
+                out.push(s.to_owned());
             }
         }
     }
@@ -109,12 +116,20 @@ pub fn describe(q: &SearchQuery) -> Vec<String> {
 
 /// Search every store. Bad dates are errors (the spike silently matched nothing).
 pub fn search(stores: &[StacStore], q: &SearchQuery) -> Result<SearchResult, String> {
-    let qs = q.start_time.as_deref().map(|s| parse_time("startTime", s)).transpose()?;
-    let qe = q.end_time.as_deref().map(|s| parse_time("endTime", s)).transpose()?;
-    if let (Some(s), Some(e)) = (qs, qe) {
-        if s > e {
-            return Err("\"startTime\" must not be after \"endTime\"".to_owned());
-        }
+    let qs = q
+        .start_time
+        .as_deref()
+        .map(|s| parse_time("startTime", s))
+        .transpose()?;
+    let qe = q
+        .end_time
+        .as_deref()
+        .map(|s| parse_time("endTime", s))
+        .transpose()?;
+    if let (Some(s), Some(e)) = (qs, qe)
+        && s > e
+    {
+        return Err("\"startTime\" must not be after \"endTime\"".to_owned());
     }
     let text = q
         .text
@@ -143,19 +158,22 @@ pub fn search(stores: &[StacStore], q: &SearchQuery) -> Result<SearchResult, Str
                 continue;
             }
         }
-        if qs.is_some() || qe.is_some() {
-            if let (Some(s), Some(e)) = (entry.start, entry.end) {
-                let before_end = qe.is_none_or(|qe| s <= qe);
-                let after_start = qs.is_none_or(|qs| e >= qs);
-                if !(before_end && after_start) {
-                    continue;
-                }
+        if (qs.is_some() || qe.is_some())
+            && let (Some(s), Some(e)) = (entry.start, entry.end)
+        {
+            let before_end = qe.is_none_or(|qe| s <= qe);
+            let after_start = qs.is_none_or(|qs| e >= qs);
+            if !(before_end && after_start) {
+                continue;
             }
         }
         let platforms = platform_strings(entry);
         if !wanted.is_empty() {
             let lower: Vec<String> = platforms.iter().map(|p| p.to_lowercase()).collect();
-            if !wanted.iter().any(|w| lower.iter().any(|p| p.contains(w.as_str()))) {
+            if !wanted
+                .iter()
+                .any(|w| lower.iter().any(|p| p.contains(w.as_str())))
+            {
                 continue;
             }
         }

@@ -359,10 +359,10 @@ impl OpenPlot {
     pub fn selected_ids(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
         for s in &self.selection {
-            if let Some(id) = self.resolve_selection_path(s) {
-                if !out.contains(&id) {
-                    out.push(id);
-                }
+            if let Some(id) = self.resolve_selection_path(s)
+                && !out.contains(&id)
+            {
+                out.push(id);
             }
         }
         out
@@ -388,7 +388,9 @@ impl OpenPlot {
         self.doc
             .features()
             .iter()
-            .fold(None, |acc, f| model::union_bbox(acc, model::feature_bbox(f)))
+            .fold(None, |acc, f| {
+                model::union_bbox(acc, model::feature_bbox(f))
+            })
             .or(self.entry.bbox)
     }
 }
@@ -488,7 +490,12 @@ impl Session {
 
     /// Apply a change set as one undo step, refusing when the plot changed since
     /// `expected_version` (the version the call was prepared and confirmed against).
-    pub fn apply(&mut self, plot_id: &str, cs: &ChangeSet, expected_version: u64) -> Result<Vec<String>, SessionError> {
+    pub fn apply(
+        &mut self,
+        plot_id: &str,
+        cs: &ChangeSet,
+        expected_version: u64,
+    ) -> Result<Vec<String>, SessionError> {
         let plot = self.plot_mut(plot_id)?;
         let actual = plot.doc.version();
         if actual != expected_version {
@@ -555,9 +562,15 @@ mod tests {
         let cs = ChangeSet {
             label: "edit".into(),
             edits: vec![
-                Edit::Upsert { id: "a".into(), item: json!({"type": "Feature", "id": "a", "properties": {"kind": "TRACK", "v": 9}}) },
+                Edit::Upsert {
+                    id: "a".into(),
+                    item: json!({"type": "Feature", "id": "a", "properties": {"kind": "TRACK", "v": 9}}),
+                },
                 Edit::Remove { id: "b".into() },
-                Edit::Upsert { id: "z".into(), item: json!({"type": "Feature", "properties": {"kind": "ZONE"}}) },
+                Edit::Upsert {
+                    id: "z".into(),
+                    item: json!({"type": "Feature", "properties": {"kind": "ZONE"}}),
+                },
             ],
         };
         assert!(!d.is_dirty());
@@ -568,7 +581,11 @@ mod tests {
         assert_eq!(d.feature("z").unwrap()["id"], "z");
         let edited = d.to_bytes();
         assert_eq!(d.undo().as_deref(), Some("edit"));
-        assert_eq!(d.to_bytes(), original, "one undo restores the document byte for byte");
+        assert_eq!(
+            d.to_bytes(),
+            original,
+            "one undo restores the document byte for byte"
+        );
         assert!(!d.is_dirty(), "back at the saved state");
         d.redo();
         assert_eq!(d.to_bytes(), edited);
@@ -582,7 +599,10 @@ mod tests {
         let cs = ChangeSet {
             label: "x".into(),
             edits: vec![
-                Edit::Upsert { id: "a".into(), item: json!({"id": "a"}) },
+                Edit::Upsert {
+                    id: "a".into(),
+                    item: json!({"id": "a"}),
+                },
                 Edit::Remove { id: "nope".into() },
             ],
         };

@@ -20,7 +20,9 @@ pub enum StoreError {
     Parse { path: PathBuf, message: String },
     #[error("{path} is outside the store {root}; catalog links must stay inside the store")]
     OutsideStore { path: PathBuf, root: PathBuf },
-    #[error("plot {plot_id} has no features asset (an asset with role \"data\" or key \"features\"/\"data\")")]
+    #[error(
+        "plot {plot_id} has no features asset (an asset with role \"data\" or key \"features\"/\"data\")"
+    )]
     NoFeatures { plot_id: String },
     #[error("could not write {path}: {source}")]
     Write {
@@ -136,10 +138,10 @@ fn confine(root: &Path, base: &Path, href: &str) -> Result<PathBuf, StoreError> 
     if !out.starts_with(root) {
         return Err(outside());
     }
-    if let Ok(real) = out.canonicalize() {
-        if !real.starts_with(root) {
-            return Err(outside());
-        }
+    if let Ok(real) = out.canonicalize()
+        && !real.starts_with(root)
+    {
+        return Err(outside());
     }
     Ok(out)
 }
@@ -155,7 +157,12 @@ fn rel_path(root: &Path, p: &Path) -> String {
 
 fn strings(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -170,11 +177,10 @@ impl StacStore {
         })?;
         let catalog_path = root.join("catalog.json");
         let bytes = read(&catalog_path)?;
-        let value: stac::Value =
-            serde_json::from_slice(&bytes).map_err(|e| StoreError::Parse {
-                path: catalog_path.clone(),
-                message: e.to_string(),
-            })?;
+        let value: stac::Value = serde_json::from_slice(&bytes).map_err(|e| StoreError::Parse {
+            path: catalog_path.clone(),
+            message: e.to_string(),
+        })?;
         let title = match &value {
             stac::Value::Catalog(c) => c.title.clone().unwrap_or_else(|| c.id.clone()),
             stac::Value::Collection(c) => c.title.clone().unwrap_or_else(|| c.id.clone()),
@@ -187,7 +193,7 @@ impl StacStore {
         };
         let mut store = Self {
             id: id.to_owned(),
-            root: root.clone(),
+            root,
             title,
             items: Vec::new(),
             unavailable: Vec::new(),
@@ -198,7 +204,13 @@ impl StacStore {
         Ok(store)
     }
 
-    fn walk(&mut self, path: &Path, value: &stac::Value, seen: &mut HashSet<PathBuf>, depth: usize) {
+    fn walk(
+        &mut self,
+        path: &Path,
+        value: &stac::Value,
+        seen: &mut HashSet<PathBuf>,
+        depth: usize,
+    ) {
         if depth > 16 || !seen.insert(path.to_owned()) {
             return;
         }
@@ -326,10 +338,15 @@ impl StacStore {
             path: path.clone(),
             message: e.to_string(),
         })?;
-        if collection.get("features").and_then(Value::as_array).is_none() {
+        if collection
+            .get("features")
+            .and_then(Value::as_array)
+            .is_none()
+        {
             return Err(StoreError::Parse {
                 path,
-                message: "expected a GeoJSON FeatureCollection with a \"features\" array".to_owned(),
+                message: "expected a GeoJSON FeatureCollection with a \"features\" array"
+                    .to_owned(),
             });
         }
         Ok(LoadedFeatures {
@@ -342,7 +359,12 @@ impl StacStore {
     /// Add a new item (item.json + features.geojson in `<store>/<dir_name>/`) and link it from
     /// the root catalog. Every file is written atomically; the catalog last, so a failure
     /// leaves the catalogue as it was.
-    pub fn add_item(&mut self, dir_name: &str, item: &Value, features: &Value) -> Result<String, StoreError> {
+    pub fn add_item(
+        &mut self,
+        dir_name: &str,
+        item: &Value,
+        features: &Value,
+    ) -> Result<String, StoreError> {
         let dir = confine(&self.root, &self.root, dir_name)?;
         let write = |path: &Path, v: &Value| -> Result<(), StoreError> {
             let mut bytes = serde_json::to_vec_pretty(v).map_err(|e| StoreError::Parse {
@@ -358,27 +380,31 @@ impl StacStore {
         write(&dir.join("features.geojson"), features)?;
         let item_file = dir.join("item.json");
         write(&item_file, item)?;
-        let mut catalog: Value = serde_json::from_slice(&read(&self.catalog_path)?).map_err(|e| {
-            StoreError::Parse {
+        let mut catalog: Value =
+            serde_json::from_slice(&read(&self.catalog_path)?).map_err(|e| StoreError::Parse {
                 path: self.catalog_path.clone(),
                 message: e.to_string(),
-            }
-        })?;
+            })?;
         let href = format!("./{dir_name}/item.json");
-        let title = item.pointer("/properties/title").cloned().unwrap_or(Value::Null);
+        let title = item
+            .pointer("/properties/title")
+            .cloned()
+            .unwrap_or(Value::Null);
         if let Some(links) = catalog.get_mut("links").and_then(Value::as_array_mut) {
             links.retain(|l| l.get("href").and_then(Value::as_str) != Some(href.as_str()));
-            let mut link = serde_json::json!({"rel": "item", "href": href, "type": "application/geo+json"});
+            let mut link =
+                serde_json::json!({"rel": "item", "href": href, "type": "application/geo+json"});
             if !title.is_null() {
                 link["title"] = title;
             }
             links.push(link);
         }
         write(&self.catalog_path.clone(), &catalog)?;
-        let parsed: stac::Item = serde_json::from_value(item.clone()).map_err(|e| StoreError::Parse {
-            path: item_file.clone(),
-            message: e.to_string(),
-        })?;
+        let parsed: stac::Item =
+            serde_json::from_value(item.clone()).map_err(|e| StoreError::Parse {
+                path: item_file.clone(),
+                message: e.to_string(),
+            })?;
         let entry = self.entry(&item_file, &parsed)?;
         let plot_id = entry.plot_id.clone();
         self.items.retain(|i| i.plot_id != plot_id);
@@ -432,13 +458,20 @@ mod tests {
     #[test]
     fn reads_the_real_sample_layout() {
         let store = StacStore::open("local-store", &fixture()).unwrap();
-        assert_eq!(store.items.len(), 1, "only core--boat1 is present in the sample");
+        assert_eq!(
+            store.items.len(),
+            1,
+            "only core--boat1 is present in the sample"
+        );
         let boat = &store.items[0];
         assert_eq!(boat.plot_id, "stac://local-store/core--boat1/item.json");
         assert_eq!(boat.title, "Saxon Warrior: Boat1");
         assert_eq!(boat.platforms[0]["name"], "HMS Nelson");
         assert!(boat.tags.contains(&"training".to_owned()));
-        assert!(store.unavailable.len() > 50, "the other catalogue items are missing and recorded");
+        assert!(
+            store.unavailable.len() > 50,
+            "the other catalogue items are missing and recorded"
+        );
         let loaded = store.load_features(boat).unwrap();
         assert_eq!(loaded.collection["features"].as_array().unwrap().len(), 1);
     }
@@ -453,6 +486,10 @@ mod tests {
         .unwrap();
         let store = StacStore::open("x", dir.path()).unwrap();
         assert!(store.items.is_empty());
-        assert!(store.unavailable[0].reason.contains("outside the store"), "{:?}", store.unavailable);
+        assert!(
+            store.unavailable[0].reason.contains("outside the store"),
+            "{:?}",
+            store.unavailable
+        );
     }
 }

@@ -3,7 +3,7 @@
 //! `tokens` — the real o200k count of exactly the payload returned.
 
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use toolgate_core::TokenCounter;
 
 use crate::model;
@@ -43,12 +43,11 @@ pub struct SummaryView {
     pub title: String,
     pub time_span: Option<TimeSpan>,
     pub dirty: bool,
-    /// Column names of `features`, `|`-separated.
-    pub columns: String,
-    /// How to read the cells.
+    /// How to read the tables.
     pub legend: String,
-    /// One row per feature, `|`-separated cells, rows separated by newlines.
-    pub features: String,
+    /// Per feature type: a header line of `|`-separated column names (plus the values every row
+    /// shares), then one row per feature.
+    pub features: Map<String, Value>,
     pub total: usize,
     pub listed: usize,
     pub truncated: bool,
@@ -57,6 +56,8 @@ pub struct SummaryView {
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub selection_only: bool,
     pub tokens: usize,
+    /// Every open plot, listed only when more than this one is open.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub open_plots: Vec<OpenPlotView>,
 }
 
@@ -84,11 +85,26 @@ pub fn open_plots(session: &Session) -> Vec<OpenPlotView> {
 
 /// The 3×3 compass sector of a box's centre within the plot box, and its extent bucket.
 pub fn spatial_digest(plot: [f64; 4], f: [f64; 4]) -> String {
-    let (w, h) = ((plot[2] - plot[0]).max(1e-12), (plot[3] - plot[1]).max(1e-12));
+    let (w, h) = (
+        (plot[2] - plot[0]).max(1e-12),
+        (plot[3] - plot[1]).max(1e-12),
+    );
     let cx = ((f[0] + f[2]) / 2.0 - plot[0]) / w;
     let cy = ((f[1] + f[3]) / 2.0 - plot[1]) / h;
-    let col = if cx < 1.0 / 3.0 { 0 } else if cx > 2.0 / 3.0 { 2 } else { 1 };
-    let row = if cy < 1.0 / 3.0 { 0 } else if cy > 2.0 / 3.0 { 2 } else { 1 };
+    let col = if cx < 1.0 / 3.0 {
+        0
+    } else if cx > 2.0 / 3.0 {
+        2
+    } else {
+        1
+    };
+    let row = if cy < 1.0 / 3.0 {
+        0
+    } else if cy > 2.0 / 3.0 {
+        2
+    } else {
+        1
+    };
     let sector = match (row, col) {
         (2, 0) => "NW",
         (2, 1) => "N",
@@ -103,7 +119,7 @@ pub fn spatial_digest(plot: [f64; 4], f: [f64; 4]) -> String {
     let diag = w.hypot(h);
     let fd = (f[2] - f[0]).hypot(f[3] - f[1]) / diag;
     let extent = if fd < 0.02 {
-        "pt"
+        return sector.to_owned();
     } else if fd < 0.25 {
         "local"
     } else {
@@ -121,7 +137,11 @@ fn span_cell(span: Option<(String, String)>, plot: Option<&(String, String)>) ->
         return String::new();
     };
     if let Some((ps, pe)) = plot {
-        if hhmm(&s) == hhmm(ps) && hhmm(&e) == hhmm(pe) && s.get(..10) == ps.get(..10) && e.get(..10) == pe.get(..10) {
+        if hhmm(&s) == hhmm(ps)
+            && hhmm(&e) == hhmm(pe)
+            && s.get(..10) == ps.get(..10)
+            && e.get(..10) == pe.get(..10)
+        {
             return "=".to_owned();
         }
         let day = ps.get(..10);
@@ -129,26 +149,53 @@ fn span_cell(span: Option<(String, String)>, plot: Option<&(String, String)>) ->
             return format!("{}-{}", hhmm(&s), hhmm(&e));
         }
     }
-    format!("{}/{}", s.get(..16).unwrap_or(&s), e.get(..16).unwrap_or(&e))
+    format!(
+        "{}/{}",
+        s.get(..16).unwrap_or(&s),
+        e.get(..16).unwrap_or(&e)
+    )
 }
 
 struct Row {
     cells: [String; 7],
 }
 
-fn row(f: &Value, plot_bbox: Option<[f64; 4]>, plot_span: Option<&(String, String)>) -> Row {
+fn row(
+    f: &Value,
+    fbox: Option<[f64; 4]>,
+    plot_bbox: Option<[f64; 4]>,
+    plot_span: Option<&(String, String)>,
+) -> Row {
     let id = model::feature_id(f);
     let name = model::display_name(f);
-    let platform = model::platform(f).unwrap_or_default();
+    // The platform id says most (it links to the catalogue's platform records); show it unless
+    // it repeats the name, else the platform name when that differs from the display name.
+    let platform = f
+        .pointer("/properties/platform_id")
+        .and_then(Value::as_str)
+        .filter(|p| !p.is_empty() && !p.eq_ignore_ascii_case(&name))
+        .map(str::to_owned)
+        .or_else(|| model::platform(f))
+        .unwrap_or_default();
     Row {
         cells: [
             id.clone(),
-            if name == id { String::new() } else { name.clone() },
+            if name == id {
+                String::new()
+            } else {
+                name.clone()
+            },
             model::kind(f).to_owned(),
-            if platform == name { String::new() } else { platform },
+            if platform == name {
+                String::new()
+            } else {
+                platform
+            },
             span_cell(model::time_span(f), plot_span),
-            model::point_count(f).map(|n| n.to_string()).unwrap_or_default(),
-            match (plot_bbox, model::feature_bbox(f)) {
+            model::point_count(f)
+                .map(|n| n.to_string())
+                .unwrap_or_default(),
+            match (plot_bbox, fbox) {
                 (Some(p), Some(b)) => spatial_digest(p, b),
                 _ => String::new(),
             },
@@ -156,53 +203,102 @@ fn row(f: &Value, plot_bbox: Option<[f64; 4]>, plot_span: Option<&(String, Strin
     }
 }
 
-fn render(rows: &[Row], keep: &[bool; 7]) -> (String, String) {
-    let columns = COLUMNS
-        .iter()
-        .zip(keep)
-        .filter(|(_, k)| **k)
-        .map(|(c, _)| *c)
-        .collect::<Vec<_>>()
-        .join("|");
-    let mut out = String::with_capacity(rows.len() * 40);
-    for (i, r) in rows.iter().enumerate() {
-        if i > 0 {
-            out.push('\n');
+/// Group rows by feature type (first-seen order, panel order within a type). Per type, columns
+/// empty in every row are dropped and columns with one value in every row are stated once in the
+/// header (`span: = for all`), so a row carries only what distinguishes it.
+fn render(rows: &[Row], keep: &[bool; 7]) -> Map<String, Value> {
+    const TYPE: usize = 2;
+    let mut kinds: Vec<&str> = Vec::new();
+    for r in rows {
+        if !kinds.contains(&r.cells[TYPE].as_str()) {
+            kinds.push(&r.cells[TYPE]);
         }
-        let mut first = true;
-        for (cell, k) in r.cells.iter().zip(keep) {
-            if !*k {
+    }
+    let mut out = Map::new();
+    for kind in kinds {
+        let group: Vec<&Row> = rows.iter().filter(|r| r.cells[TYPE] == kind).collect();
+        let mut cols: Vec<usize> = Vec::new();
+        let mut constants: Vec<String> = Vec::new();
+        for (i, name) in COLUMNS.iter().enumerate() {
+            if i == TYPE || !keep[i] {
                 continue;
             }
-            if !first {
-                out.push('|');
+            let first = &group[0].cells[i];
+            let all_same = group.iter().all(|r| &r.cells[i] == first);
+            // id and name always stay columns: they are what a model targets with.
+            if i > 1 && all_same {
+                if !first.is_empty() {
+                    constants.push(format!("{name} {first}"));
+                }
+                continue;
             }
-            first = false;
-            out.push_str(cell);
+            cols.push(i);
         }
+        let mut text = cols
+            .iter()
+            .map(|&i| COLUMNS[i])
+            .collect::<Vec<_>>()
+            .join("|");
+        if !constants.is_empty() {
+            text.push_str(" (all: ");
+            text.push_str(&constants.join(", "));
+            text.push(')');
+        }
+        for r in &group {
+            text.push('\n');
+            let mut first = true;
+            for &i in &cols {
+                if !first {
+                    text.push('|');
+                }
+                first = false;
+                text.push_str(&r.cells[i]);
+            }
+        }
+        out.insert(
+            if kind.is_empty() {
+                "UNKNOWN".to_owned()
+            } else {
+                kind.to_owned()
+            },
+            Value::String(text),
+        );
     }
-    (columns, out)
+    out
 }
 
-const LEGEND: &str = "empty name: same as id; empty platform: same as name; span '=' is the plot's time span, HH:MM-HH:MM is UTC on the plot's start date; where = compass sector in the plot / extent (pt, local, wide)";
+const LEGEND: &str = "a table per type; empty name = id; span '=' = plot span, HH:MM = UTC on the plot's start date; where = sector in plot/extent (none = point)";
 
-/// Serialise compactly and set `tokens` to the count of exactly that text (iterating until the
-/// number stops changing its own length).
+/// Serialise compactly and set `tokens` to the count of exactly that text.
+///
+/// The count is taken once, with `tokens` at 0, and corrected for the digits of the final
+/// number: o200k's pre-tokeniser splits digit runs into their own pieces, separate from the
+/// surrounding `":` and `,`, so the count is additive around the number. Tests check the result
+/// against a full recount of the returned text.
 fn finish(view: &mut SummaryView, counter: &TokenCounter) -> String {
-    let mut text = String::new();
+    view.tokens = 0;
+    let zero = serde_json::to_string(view).unwrap_or_default();
+    let base = counter.count(&zero) - counter.count("0");
+    let mut n = base + 1;
+    // The number's own token count depends on its digits; settle it (at most a couple of steps).
     for _ in 0..4 {
-        text = serde_json::to_string(view).unwrap_or_default();
-        let n = counter.count(&text);
-        if n == view.tokens {
+        let next = base + counter.count(&n.to_string());
+        if next == n {
             break;
         }
-        view.tokens = n;
+        n = next;
     }
-    text
+    view.tokens = n;
+    serde_json::to_string(view).unwrap_or_default()
 }
 
 /// Build the summary of a plot. Returns the view and its exact compact JSON text.
-pub fn summarize(session: &Session, plot: &OpenPlot, req: &SummaryRequest, counter: &TokenCounter) -> (SummaryView, String) {
+pub fn summarize(
+    session: &Session,
+    plot: &OpenPlot,
+    req: &SummaryRequest,
+    counter: &TokenCounter,
+) -> (SummaryView, String) {
     let plot_span = match (&plot.entry.start, &plot.entry.end) {
         (Some(s), Some(e)) => Some((
             s.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
@@ -210,13 +306,25 @@ pub fn summarize(session: &Session, plot: &OpenPlot, req: &SummaryRequest, count
         )),
         _ => None,
     };
-    let bbox = plot.bbox();
-    let selected = req.selection_only.then(|| plot.selected_ids());
-    let features: Vec<&Value> = plot
+    // One walk over each feature's coordinates: its box, and the plot's box as their union
+    // (walking twice was half the summary's time on a 3 MB plot).
+    let boxes: Vec<Option<[f64; 4]>> = plot
         .doc
         .features()
         .iter()
-        .filter(|f| {
+        .map(model::feature_bbox)
+        .collect();
+    let bbox = boxes
+        .iter()
+        .fold(None, |acc, b| model::union_bbox(acc, *b))
+        .or(plot.entry.bbox);
+    let selected = req.selection_only.then(|| plot.selected_ids());
+    let features: Vec<(&Value, Option<[f64; 4]>)> = plot
+        .doc
+        .features()
+        .iter()
+        .zip(boxes.iter().copied())
+        .filter(|(f, _)| {
             selected
                 .as_ref()
                 .is_none_or(|s| s.contains(&model::feature_id(f)))
@@ -227,12 +335,12 @@ pub fn summarize(session: &Session, plot: &OpenPlot, req: &SummaryRequest, count
     let mut rows: Vec<Row> = features
         .iter()
         .take(cap)
-        .map(|f| row(f, bbox, plot_span.as_ref()))
+        .map(|(f, b)| row(f, *b, bbox, plot_span.as_ref()))
         .collect();
     let mut keep = [true; 7];
     let mut shed = Vec::new();
     let build = |rows: &[Row], keep: &[bool; 7], shed: &[String]| {
-        let (columns, text) = render(rows, keep);
+        let tables = render(rows, keep);
         SummaryView {
             plot_id: plot.id.clone(),
             title: plot.title.clone(),
@@ -241,16 +349,19 @@ pub fn summarize(session: &Session, plot: &OpenPlot, req: &SummaryRequest, count
                 end: e.clone(),
             }),
             dirty: plot.doc.is_dirty(),
-            columns,
             legend: LEGEND.to_owned(),
-            features: text,
+            features: tables,
             total,
             listed: rows.len(),
             truncated: rows.len() < total,
             shed: shed.to_vec(),
             selection_only: req.selection_only,
             tokens: 0,
-            open_plots: open_plots(session),
+            open_plots: if session.open_plots().len() > 1 {
+                open_plots(session)
+            } else {
+                Vec::new()
+            },
         }
     };
     let mut view = build(&rows, &keep, &shed);
@@ -286,7 +397,7 @@ mod tests {
     #[test]
     fn digest_sectors_and_extent() {
         let plot = [0.0, 0.0, 9.0, 9.0];
-        assert_eq!(spatial_digest(plot, [0.0, 8.0, 0.1, 8.1]), "NW/pt");
+        assert_eq!(spatial_digest(plot, [0.0, 8.0, 0.1, 8.1]), "NW");
         assert_eq!(spatial_digest(plot, [4.0, 4.0, 5.0, 5.0]), "C/local");
         assert_eq!(spatial_digest(plot, [0.0, 0.0, 9.0, 2.0]), "S/wide");
         assert_eq!(spatial_digest(plot, [8.0, 0.0, 8.5, 0.5]), "SE/local");
@@ -294,14 +405,23 @@ mod tests {
 
     #[test]
     fn span_cells() {
-        let plot = ("2026-03-01T00:00:00Z".to_owned(), "2026-03-01T12:00:00Z".to_owned());
+        let plot = (
+            "2026-03-01T00:00:00Z".to_owned(),
+            "2026-03-01T12:00:00Z".to_owned(),
+        );
         assert_eq!(span_cell(Some(plot.clone()), Some(&plot)), "=");
         assert_eq!(
-            span_cell(Some(("2026-03-01T00:00:00Z".into(), "2026-03-01T06:00:00Z".into())), Some(&plot)),
+            span_cell(
+                Some(("2026-03-01T00:00:00Z".into(), "2026-03-01T06:00:00Z".into())),
+                Some(&plot)
+            ),
             "00:00-06:00"
         );
         assert_eq!(
-            span_cell(Some(("2026-03-02T00:00:00Z".into(), "2026-03-02T06:00:00Z".into())), Some(&plot)),
+            span_cell(
+                Some(("2026-03-02T00:00:00Z".into(), "2026-03-02T06:00:00Z".into())),
+                Some(&plot)
+            ),
             "2026-03-02T00:00/2026-03-02T06:00"
         );
     }

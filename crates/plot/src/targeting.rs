@@ -61,7 +61,10 @@ pub fn resolve(plot: &OpenPlot, req: &TargetRequest) -> Result<Targets, String> 
             let mut matches: Vec<&(String, String)> = if name.is_empty() {
                 Vec::new()
             } else {
-                names.iter().filter(|(_, n)| n.to_lowercase() == name).collect()
+                names
+                    .iter()
+                    .filter(|(_, n)| n.to_lowercase() == name)
+                    .collect()
             };
             if matches.is_empty() && !name.is_empty() {
                 matches = names
@@ -89,7 +92,13 @@ pub fn resolve(plot: &OpenPlot, req: &TargetRequest) -> Result<Targets, String> 
             } else {
                 names
                     .iter()
-                    .map(|(id, n)| if n == id { n.clone() } else { format!("{n} ({id})") })
+                    .map(|(id, n)| {
+                        if n == id {
+                            n.clone()
+                        } else {
+                            format!("{n} ({id})")
+                        }
+                    })
                     .collect::<Vec<_>>()
                     .join(", ")
             };
@@ -132,7 +141,11 @@ pub fn resolve(plot: &OpenPlot, req: &TargetRequest) -> Result<Targets, String> 
 
 fn describe(plot: &OpenPlot, ids: &[String]) -> String {
     ids.iter()
-        .map(|id| plot.doc.feature(id).map_or_else(|| id.clone(), model::display_name))
+        .map(|id| {
+            plot.doc
+                .feature(id)
+                .map_or_else(|| id.clone(), model::display_name)
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }

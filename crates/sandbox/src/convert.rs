@@ -79,7 +79,10 @@ fn to_json(obj: ObjectRef<'_>, depth: usize) -> Result<Value, String> {
         "float" => {
             let f = obj.as_float().ok_or_else(|| unsupported(type_name))?;
             Number::from_f64(f).map(Value::Number).ok_or_else(|| {
-                format!("float {} is not JSON data (only finite floats are)", obj.py_repr())
+                format!(
+                    "float {} is not JSON data (only finite floats are)",
+                    obj.py_repr()
+                )
             })
         }
         "str" => obj
@@ -156,10 +159,18 @@ mod tests {
         assert!(err.contains("'set'"), "{err}");
         assert_eq!(return_value_to_json(&set), json!("{1}"));
         let bad_key = MontyObject::dict([(MontyObject::int(1), MontyObject::none())]);
-        assert!(monty_to_json(bad_key.as_ref()).unwrap_err().contains("'int'"));
+        assert!(
+            monty_to_json(bad_key.as_ref())
+                .unwrap_err()
+                .contains("'int'")
+        );
         let nan = MontyObject::float(f64::NAN);
         assert!(monty_to_json(nan.as_ref()).is_err());
         let huge = MontyObject::bigint(BigInt::from(u64::MAX) * 2);
-        assert!(monty_to_json(huge.as_ref()).unwrap_err().contains("out of range"));
+        assert!(
+            monty_to_json(huge.as_ref())
+                .unwrap_err()
+                .contains("out of range")
+        );
     }
 }

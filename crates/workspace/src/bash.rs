@@ -37,7 +37,10 @@ async fn read_capped<R: AsyncRead + Unpin>(mut r: R, cap: usize) -> (Vec<u8>, us
 }
 
 fn kill_group(pid: Option<u32>) {
-    if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()).and_then(Pid::from_raw) {
+    if let Some(pid) = pid
+        .and_then(|p| i32::try_from(p).ok())
+        .and_then(Pid::from_raw)
+    {
         // ESRCH (the group is gone already) is fine.
         let _ = kill_process_group(pid, Signal::KILL);
     }
@@ -110,7 +113,9 @@ pub async fn bash(
         Ok(Ok(status)) => status,
         Ok(Err(e)) => {
             kill_group(pid);
-            return Err(CallError::failed(format!("bash: waiting for the command failed: {e}")));
+            return Err(CallError::failed(format!(
+                "bash: waiting for the command failed: {e}"
+            )));
         }
         Err(_) => {
             kill_group(pid);
@@ -134,7 +139,8 @@ pub async fn bash(
         use std::os::unix::process::ExitStatusExt;
         status.signal().map_or(-1, |s| -s)
     });
-    let mut summary = format!("Exit code {code}; {out_total} bytes on stdout, {err_total} on stderr.");
+    let mut summary =
+        format!("Exit code {code}; {out_total} bytes on stdout, {err_total} on stderr.");
     if out_cut || err_cut {
         summary.push_str(&format!(" Output cut at {cap} bytes per stream."));
     }
@@ -157,7 +163,9 @@ mod tests {
     #[tokio::test]
     async fn runs_in_the_root_and_reports_exit_codes() {
         let (_d, t) = ws();
-        let o = run(&t, "bash", json!({"command": "pwd; echo err >&2; exit 3"})).await.unwrap();
+        let o = run(&t, "bash", json!({"command": "pwd; echo err >&2; exit 3"}))
+            .await
+            .unwrap();
         assert_eq!(
             o.data,
             json!({
@@ -172,13 +180,20 @@ mod tests {
     #[tokio::test]
     async fn stdin_is_empty_and_env_is_cleared() {
         let (_d, t) = ws();
-        let o = run(&t, "bash", json!({"command": "cat; env | cut -d= -f1 | sort | tr '\\n' ' '"}))
-            .await
-            .unwrap();
+        let o = run(
+            &t,
+            "bash",
+            json!({"command": "cat; env | cut -d= -f1 | sort | tr '\\n' ' '"}),
+        )
+        .await
+        .unwrap();
         let out = o.data["stdout"].as_str().unwrap();
         for name in out.split_whitespace() {
             assert!(
-                ["PATH", "HOME", "LANG", "TERM", "PWD", "SHLVL", "_", "OLDPWD"].contains(&name),
+                [
+                    "PATH", "HOME", "LANG", "TERM", "PWD", "SHLVL", "_", "OLDPWD"
+                ]
+                .contains(&name),
                 "unexpected variable {name} in {out}"
             );
         }
@@ -196,7 +211,10 @@ mod tests {
         let mut call = ToolCall::new("bash", params(json!({"command": "sleep 30"})));
         call.timeout = Some(Duration::from_millis(300));
         let started = Instant::now();
-        assert!(matches!(t.call(&call).await.unwrap_err(), CallError::Timeout { .. }));
+        assert!(matches!(
+            t.call(&call).await.unwrap_err(),
+            CallError::Timeout { .. }
+        ));
         assert!(started.elapsed() < Duration::from_secs(5));
         let err = run(&t, "bash", json!({"command": "true", "timeout": 100000}))
             .await
@@ -208,8 +226,13 @@ mod tests {
     async fn background_children_do_not_outlive_the_call() {
         let (_d, t) = ws();
         let started = Instant::now();
-        let o = run(&t, "bash", json!({"command": "sleep 60 & echo started"})).await.unwrap();
+        let o = run(&t, "bash", json!({"command": "sleep 60 & echo started"}))
+            .await
+            .unwrap();
         assert_eq!(o.data["stdout"], json!("started\n"));
-        assert!(started.elapsed() < Duration::from_secs(10), "pipes were not held open");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "pipes were not held open"
+        );
     }
 }

@@ -20,7 +20,9 @@ pub(crate) fn io_error(rel: &str, action: &str, e: &io::Error) -> CallError {
             message: format!("No such file or directory: \"{rel}\"."),
         },
         io::ErrorKind::PermissionDenied => CallError::PermissionDenied {
-            message: format!("Could not {action} \"{rel}\": permission denied by the operating system."),
+            message: format!(
+                "Could not {action} \"{rel}\": permission denied by the operating system."
+            ),
         },
         _ => CallError::failed(format!("Could not {action} \"{rel}\": {e}")),
     }
@@ -126,10 +128,7 @@ fn view_dir(inner: &Inner, path: &Path, rel: &str) -> Result<ToolOutcome, CallEr
     for entry in fs::read_dir(path).map_err(|e| io_error(rel, "list", &e))? {
         let entry = entry.map_err(|e| io_error(rel, "list", &e))?;
         let child = entry.path();
-        let mut shown = inner
-            .guard
-            .relative(&path.join(entry.file_name()))
-            .to_string();
+        let mut shown = inner.guard.relative(&path.join(entry.file_name()));
         // Follow links for the "/" suffix as the anchor did, but only to say what they are.
         if fs::metadata(&child).is_ok_and(|m| m.is_dir()) {
             shown.push('/');
@@ -148,12 +147,7 @@ fn view_dir(inner: &Inner, path: &Path, rel: &str) -> Result<ToolOutcome, CallEr
 
 /// Write `bytes` to `path` atomically: a temp file in the same directory, synced, then renamed.
 /// With `noclobber` the rename fails when the target exists.
-fn write_atomic(
-    path: &Path,
-    bytes: &[u8],
-    noclobber: bool,
-    perms: Permissions,
-) -> io::Result<()> {
+fn write_atomic(path: &Path, bytes: &[u8], noclobber: bool, perms: Permissions) -> io::Result<()> {
     let dir = path
         .parent()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no parent"))?;
@@ -215,7 +209,11 @@ pub fn create(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, Ca
         Err(e) => return Err(io_error(&rel, "create", &e)),
     }
     let message = format!("Created {rel} ({} bytes)", text.len());
-    Ok(outcome(kinds::WRITE, message.clone(), Value::String(message)))
+    Ok(outcome(
+        kinds::WRITE,
+        message.clone(),
+        Value::String(message),
+    ))
 }
 
 pub fn edit(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, CallError> {
@@ -277,7 +275,11 @@ pub fn edit(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, Call
     let message = format!("Edited {rel}");
     Ok(outcome(
         kinds::WRITE,
-        format!("{message} (1 replacement, {} → {} bytes).", text.len(), updated.len()),
+        format!(
+            "{message} (1 replacement, {} → {} bytes).",
+            text.len(),
+            updated.len()
+        ),
         Value::String(message),
     ))
 }
@@ -303,7 +305,11 @@ mod tests {
         let o = run(&t, "view", json!({"path": "a.txt", "view_range": [0, -1]}))
             .await
             .unwrap();
-        assert_eq!(o.data, json!("one\ntwo\nthree\nfour\n"), "start clamps to 1");
+        assert_eq!(
+            o.data,
+            json!("one\ntwo\nthree\nfour\n"),
+            "start clamps to 1"
+        );
         let o = run(&t, "view", json!({"path": "a.txt", "view_range": [3, 99]}))
             .await
             .unwrap();
@@ -343,16 +349,22 @@ mod tests {
         let o = run(&t, "view", json!({"path": "big.txt"})).await.unwrap();
         assert_eq!(o.data, json!("xxxxxxxxxx…[truncated 15 bytes]"));
         write(&t, "lines.txt", "aaaa\nbbbb\ncccc\ndddd\n");
-        let o = run(&t, "view", json!({"path": "lines.txt", "view_range": [2, 4]}))
-            .await
-            .unwrap();
+        let o = run(
+            &t,
+            "view",
+            json!({"path": "lines.txt", "view_range": [2, 4]}),
+        )
+        .await
+        .unwrap();
         assert_eq!(o.data, json!("bbbb\ncccc\n…[truncated 5 bytes]"));
     }
 
     #[tokio::test]
     async fn view_errors() {
         let (_d, t) = ws();
-        let err = run(&t, "view", json!({"path": "missing.txt"})).await.unwrap_err();
+        let err = run(&t, "view", json!({"path": "missing.txt"}))
+            .await
+            .unwrap_err();
         assert!(matches!(err, CallError::NotFound { .. }), "{err}");
         std::fs::write(t.config().root.join("bin"), b"ab\0cd").unwrap();
         let err = run(&t, "view", json!({"path": "bin"})).await.unwrap_err();
@@ -360,7 +372,10 @@ mod tests {
         let err = run(&t, "view", json!({})).await.unwrap_err();
         assert!(matches!(err, CallError::InvalidInput { .. }), "{err}");
         let fifo = t.config().root.join("fifo");
-        let st = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        let st = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
         assert!(st.success());
         let err = run(&t, "view", json!({"path": "fifo"})).await.unwrap_err();
         assert!(err.to_string().contains("not a regular file"), "{err}");
@@ -369,18 +384,32 @@ mod tests {
     #[tokio::test]
     async fn create_makes_parents_and_refuses_existing() {
         let (_d, t) = ws();
-        let o = run(&t, "create", json!({"path": "new/dir/f.txt", "file_text": "héllo"}))
-            .await
-            .unwrap();
+        let o = run(
+            &t,
+            "create",
+            json!({"path": "new/dir/f.txt", "file_text": "héllo"}),
+        )
+        .await
+        .unwrap();
         assert_eq!(o.data, json!("Created new/dir/f.txt (6 bytes)"));
         assert_eq!(o.kind.as_str(), "workspace/write");
         let root = &t.config().root;
-        assert_eq!(std::fs::read_to_string(root.join("new/dir/f.txt")).unwrap(), "héllo");
-        let err = run(&t, "create", json!({"path": "new/dir/f.txt", "file_text": "x"}))
-            .await
-            .unwrap_err();
+        assert_eq!(
+            std::fs::read_to_string(root.join("new/dir/f.txt")).unwrap(),
+            "héllo"
+        );
+        let err = run(
+            &t,
+            "create",
+            json!({"path": "new/dir/f.txt", "file_text": "x"}),
+        )
+        .await
+        .unwrap_err();
         assert!(err.to_string().contains("already exists"), "{err}");
-        assert_eq!(std::fs::read_to_string(root.join("new/dir/f.txt")).unwrap(), "héllo");
+        assert_eq!(
+            std::fs::read_to_string(root.join("new/dir/f.txt")).unwrap(),
+            "héllo"
+        );
         // No temp files left behind.
         let names: Vec<_> = std::fs::read_dir(root.join("new/dir"))
             .unwrap()
@@ -395,30 +424,60 @@ mod tests {
         write(&t, "e.py", "a = 1\nb = 1\nc = 2\n");
         let root = t.config().root.clone();
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(root.join("e.py"), std::fs::Permissions::from_mode(0o755)).unwrap();
-        let err = run(&t, "edit", json!({"path": "e.py", "old_str": "= 1", "new_str": "= 3"}))
-            .await
-            .unwrap_err();
-        assert!(err.to_string().contains("matches 2 times"), "{err}");
-        let err = run(&t, "edit", json!({"path": "e.py", "old_str": "zzz", "new_str": ""}))
-            .await
-            .unwrap_err();
-        assert!(err.to_string().contains("not found"), "{err}");
-        let err = run(&t, "edit", json!({"path": "e.py", "old_str": "", "new_str": "x"}))
-            .await
-            .unwrap_err();
-        assert!(matches!(err, CallError::InvalidInput { .. }), "{err}");
-        assert_eq!(std::fs::read_to_string(root.join("e.py")).unwrap(), "a = 1\nb = 1\nc = 2\n");
-        let o = run(&t, "edit", json!({"path": "e.py", "old_str": "b = 1", "new_str": "b = 5"}))
-            .await
+        std::fs::set_permissions(root.join("e.py"), std::fs::Permissions::from_mode(0o755))
             .unwrap();
+        let err = run(
+            &t,
+            "edit",
+            json!({"path": "e.py", "old_str": "= 1", "new_str": "= 3"}),
+        )
+        .await
+        .unwrap_err();
+        assert!(err.to_string().contains("matches 2 times"), "{err}");
+        let err = run(
+            &t,
+            "edit",
+            json!({"path": "e.py", "old_str": "zzz", "new_str": ""}),
+        )
+        .await
+        .unwrap_err();
+        assert!(err.to_string().contains("not found"), "{err}");
+        let err = run(
+            &t,
+            "edit",
+            json!({"path": "e.py", "old_str": "", "new_str": "x"}),
+        )
+        .await
+        .unwrap_err();
+        assert!(matches!(err, CallError::InvalidInput { .. }), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(root.join("e.py")).unwrap(),
+            "a = 1\nb = 1\nc = 2\n"
+        );
+        let o = run(
+            &t,
+            "edit",
+            json!({"path": "e.py", "old_str": "b = 1", "new_str": "b = 5"}),
+        )
+        .await
+        .unwrap();
         assert_eq!(o.data, json!("Edited e.py"));
-        assert_eq!(std::fs::read_to_string(root.join("e.py")).unwrap(), "a = 1\nb = 5\nc = 2\n");
-        let mode = std::fs::metadata(root.join("e.py")).unwrap().permissions().mode();
+        assert_eq!(
+            std::fs::read_to_string(root.join("e.py")).unwrap(),
+            "a = 1\nb = 5\nc = 2\n"
+        );
+        let mode = std::fs::metadata(root.join("e.py"))
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o755, "permissions kept");
-        let err = run(&t, "edit", json!({"path": "nope.py", "old_str": "a", "new_str": "b"}))
-            .await
-            .unwrap_err();
+        let err = run(
+            &t,
+            "edit",
+            json!({"path": "nope.py", "old_str": "a", "new_str": "b"}),
+        )
+        .await
+        .unwrap_err();
         assert!(matches!(err, CallError::NotFound { .. }), "{err}");
     }
 
@@ -429,9 +488,13 @@ mod tests {
         c.edit_max_bytes = 4;
         let t = crate::WorkspaceTools::new(c).unwrap();
         write(&t, "f", "abcdef");
-        let err = run(&t, "edit", json!({"path": "f", "old_str": "a", "new_str": "b"}))
-            .await
-            .unwrap_err();
+        let err = run(
+            &t,
+            "edit",
+            json!({"path": "f", "old_str": "a", "new_str": "b"}),
+        )
+        .await
+        .unwrap_err();
         assert!(err.to_string().contains("too large"), "{err}");
     }
 }

@@ -34,8 +34,10 @@ pub fn endpoint_url(base: &str, endpoint: &str) -> Result<Url, CallError> {
             ),
         });
     }
-    if e.chars().any(|c| c.is_control() || c == '\\' || c == '@' || c == '#' || c == ' ') {
-        return Err(bad("contains characters that are not allowed in an API path"));
+    if e.chars().any(|c| c.is_control() || c == '\\' || c == '#') {
+        return Err(bad(
+            "contains characters that are not allowed in an API path",
+        ));
     }
     let path = if e.starts_with('/') {
         e.to_owned()
@@ -49,8 +51,10 @@ pub fn endpoint_url(base: &str, endpoint: &str) -> Result<Url, CallError> {
     {
         return Err(bad("contains \"..\" or \".\" segments"));
     }
-    let url = Url::parse(&format!("{base}{path}")).map_err(|err| bad(&format!("is not a valid path ({err})")))?;
-    let base_url = Url::parse(base).map_err(|err| CallError::failed(format!("github_api: bad base URL: {err}")))?;
+    let url = Url::parse(&format!("{base}{path}"))
+        .map_err(|err| bad(&format!("is not a valid path ({err})")))?;
+    let base_url = Url::parse(base)
+        .map_err(|err| CallError::failed(format!("github_api: bad base URL: {err}")))?;
     if url.origin() != base_url.origin() {
         return Err(CallError::PermissionDenied {
             message: format!("github_api: endpoint \"{endpoint}\" leaves {API_BASE}."),
@@ -105,16 +109,21 @@ pub fn github_api(
     }
     let url = endpoint_url(&inner.github_base, endpoint)?;
     let mut headers = vec![
-        ("Accept".to_owned(), "application/vnd.github+json".to_owned()),
+        (
+            "Accept".to_owned(),
+            "application/vnd.github+json".to_owned(),
+        ),
         ("X-GitHub-Api-Version".to_owned(), "2022-11-28".to_owned()),
     ];
     if body.is_some() {
         headers.push(("Content-Type".to_owned(), "application/json".to_owned()));
     }
-    let token = (inner.env)(&config.github_token_env)
-        .filter(|t| !t.trim().is_empty());
+    let token = (inner.env)(&config.github_token_env).filter(|t| !t.trim().is_empty());
     if let Some(token) = &token {
-        headers.push(("Authorization".to_owned(), format!("Bearer {}", token.trim())));
+        headers.push((
+            "Authorization".to_owned(),
+            format!("Bearer {}", token.trim()),
+        ));
     }
     let base = Url::parse(&inner.github_base)
         .map_err(|e| CallError::failed(format!("github_api: bad base URL: {e}")))?;
@@ -170,15 +179,15 @@ pub fn github_api(
         return Err(scrub(err, token.as_deref()));
     }
     let (data, cut) = if fetched.cut {
-        cap_bytes(
-            &fetched.body,
-            fetched.body.len() + 1,
-            config.read_cap_bytes,
-        )
+        cap_bytes(&fetched.body, fetched.body.len() + 1, config.read_cap_bytes)
     } else {
         (text, false)
     };
-    let mut summary = format!("{shown}: HTTP {} ({} bytes).", fetched.status, fetched.body.len());
+    let mut summary = format!(
+        "{shown}: HTTP {} ({} bytes).",
+        fetched.status,
+        fetched.body.len()
+    );
     if cut {
         summary.push_str(" The response was cut; it is not complete JSON. Ask for fewer items (per_page) or a narrower path.");
     }
@@ -197,10 +206,18 @@ fn scrub(e: CallError, token: Option<&str>) -> CallError {
     };
     let clean = |m: String| m.replace(token, "[redacted]");
     match e {
-        CallError::InvalidInput { message } => CallError::InvalidInput { message: clean(message) },
-        CallError::NotFound { message } => CallError::NotFound { message: clean(message) },
-        CallError::PermissionDenied { message } => CallError::PermissionDenied { message: clean(message) },
-        CallError::Failed { message } => CallError::Failed { message: clean(message) },
+        CallError::InvalidInput { message } => CallError::InvalidInput {
+            message: clean(message),
+        },
+        CallError::NotFound { message } => CallError::NotFound {
+            message: clean(message),
+        },
+        CallError::PermissionDenied { message } => CallError::PermissionDenied {
+            message: clean(message),
+        },
+        CallError::Failed { message } => CallError::Failed {
+            message: clean(message),
+        },
         t @ CallError::Timeout { .. } => t,
     }
 }
@@ -219,15 +236,27 @@ mod tests {
     #[test]
     fn endpoints_stay_on_the_api_host() {
         let u = endpoint_url(API_BASE, "/repos/o/r/issues?state=open").unwrap();
-        assert_eq!(u.as_str(), "https://api.github.com/repos/o/r/issues?state=open");
-        assert_eq!(endpoint_url(API_BASE, "user").unwrap().as_str(), "https://api.github.com/user");
+        assert_eq!(
+            u.as_str(),
+            "https://api.github.com/repos/o/r/issues?state=open"
+        );
+        assert_eq!(
+            endpoint_url(API_BASE, "user").unwrap().as_str(),
+            "https://api.github.com/user"
+        );
+        // The endpoint always becomes a path: "@host" cannot turn into userinfo.
+        let u = endpoint_url(API_BASE, "@evil.example/x").unwrap();
+        assert_eq!(u.host_str(), Some("api.github.com"));
+        let u = endpoint_url(API_BASE, "/search/issues?q=is:open label:bug").unwrap();
+        assert_eq!(
+            u.as_str(),
+            "https://api.github.com/search/issues?q=is:open%20label:bug"
+        );
         for bad in [
             "https://evil.example/x",
             "//evil.example/x",
-            "@evil.example/x",
             "/repos/../../x",
             "/a\\b",
-            "/a b",
             "",
             "/x#frag",
         ] {
@@ -263,56 +292,98 @@ mod tests {
     #[tokio::test]
     async fn get_sends_token_and_returns_json_text() {
         let env = "TOOLGATE_TEST_GH_TOKEN_A";
-        let (port, log) = serve(vec![response("200 OK", &[("Content-Type", "application/json")], "{\"login\":\"me\"}")]);
+        let (port, log) = serve(vec![response(
+            "200 OK",
+            &[("Content-Type", "application/json")],
+            "{\"login\":\"me\"}",
+        )]);
         let (_d, t) = tools(port, env, false);
-        let o = run(&t, "github_api", json!({"endpoint": "/user"})).await.unwrap();
+        let o = run(&t, "github_api", json!({"endpoint": "/user"}))
+            .await
+            .unwrap();
         assert_eq!(o.data, json!("{\"login\":\"me\"}"));
         assert_eq!(o.kind.as_str(), "read/github");
         assert!(!o.summary.contains("ghp_secret"));
         let head = log.lock().unwrap()[0].clone();
         assert!(head.starts_with("GET /user HTTP/1.1"), "{head}");
         assert!(head.contains("ghp_secret_value_123"), "token sent: {head}");
-        assert!(head.to_ascii_lowercase().contains("accept: application/vnd.github+json"));
+        assert!(
+            head.to_ascii_lowercase()
+                .contains("accept: application/vnd.github+json")
+        );
     }
 
     #[tokio::test]
     async fn errors_carry_status_and_message_but_no_token() {
         let env = "TOOLGATE_TEST_GH_TOKEN_B";
-        let (port, _) = serve(vec![response("404 Not Found", &[], "{\"message\":\"Not Found ghp_other_secret_456\"}")]);
+        let (port, _) = serve(vec![response(
+            "404 Not Found",
+            &[],
+            "{\"message\":\"Not Found ghp_other_secret_456\"}",
+        )]);
         let (_d, t) = tools(port, env, false);
-        let err = run(&t, "github_api", json!({"endpoint": "/repos/x/y"})).await.unwrap_err();
+        let err = run(&t, "github_api", json!({"endpoint": "/repos/x/y"}))
+            .await
+            .unwrap_err();
         let msg = err.to_string();
-        assert!(msg.contains("HTTP 404") && msg.contains("Not Found"), "{msg}");
+        assert!(
+            msg.contains("HTTP 404") && msg.contains("Not Found"),
+            "{msg}"
+        );
         assert!(!msg.contains("ghp_other_secret_456"), "{msg}");
     }
 
     #[tokio::test]
     async fn writes_need_the_setting_and_send_json() {
         let (_d, t) = tools(1, "TOOLGATE_TEST_GH_UNSET", false);
-        let err = run(&t, "github_api", json!({"endpoint": "/repos/o/r/issues", "method": "POST", "body": {"title": "x"}}))
-            .await
-            .unwrap_err();
+        let err = run(
+            &t,
+            "github_api",
+            json!({"endpoint": "/repos/o/r/issues", "method": "POST", "body": {"title": "x"}}),
+        )
+        .await
+        .unwrap_err();
         assert!(matches!(err, CallError::PermissionDenied { .. }), "{err}");
         let (port, log) = serve(vec![response("201 Created", &[], "{\"number\":1}")]);
         let (_d, t) = tools(port, "TOOLGATE_TEST_GH_UNSET", true);
-        let o = run(&t, "github_api", json!({"endpoint": "/repos/o/r/issues", "method": "POST", "body": {"title": "x"}}))
-            .await
-            .unwrap();
+        let o = run(
+            &t,
+            "github_api",
+            json!({"endpoint": "/repos/o/r/issues", "method": "POST", "body": {"title": "x"}}),
+        )
+        .await
+        .unwrap();
         assert_eq!(o.kind.as_str(), "workspace/github");
         let head = log.lock().unwrap()[0].clone();
-        assert!(head.starts_with("POST /repos/o/r/issues ") && head.ends_with("{\"title\":\"x\"}"), "{head}");
-        assert!(!head.to_ascii_lowercase().contains("authorization"), "no token, no header");
-        let err = run(&t, "github_api", json!({"endpoint": "/x", "method": "POST", "body": "{not json"}))
-            .await
-            .unwrap_err();
+        assert!(
+            head.starts_with("POST /repos/o/r/issues ") && head.ends_with("{\"title\":\"x\"}"),
+            "{head}"
+        );
+        assert!(
+            !head.to_ascii_lowercase().contains("authorization"),
+            "no token, no header"
+        );
+        let err = run(
+            &t,
+            "github_api",
+            json!({"endpoint": "/x", "method": "POST", "body": "{not json"}),
+        )
+        .await
+        .unwrap_err();
         assert!(matches!(err, CallError::InvalidInput { .. }), "{err}");
     }
 
     #[tokio::test]
     async fn redirects_off_the_api_host_are_refused() {
-        let (port, _) = serve(vec![response("301 Moved", &[("Location", "https://evil.example/steal")], "")]);
+        let (port, _) = serve(vec![response(
+            "301 Moved",
+            &[("Location", "https://evil.example/steal")],
+            "",
+        )]);
         let (_d, t) = tools(port, "TOOLGATE_TEST_GH_UNSET", false);
-        let err = run(&t, "github_api", json!({"endpoint": "/repos/a/b"})).await.unwrap_err();
+        let err = run(&t, "github_api", json!({"endpoint": "/repos/a/b"}))
+            .await
+            .unwrap_err();
         assert!(matches!(err, CallError::PermissionDenied { .. }), "{err}");
         assert!(err.to_string().contains("redirect"), "{err}");
     }

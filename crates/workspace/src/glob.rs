@@ -16,11 +16,16 @@ pub fn glob(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, Call
     let pattern = p.str_or("pattern", "**/*")?;
     let base_arg = p.str_or("paths", ".")?;
     let excludes: HashSet<String> = match p.strings_opt("exclude_dirs")? {
-        None => DEFAULT_EXCLUDE_DIRS.iter().map(|s| (*s).to_owned()).collect(),
+        None => DEFAULT_EXCLUDE_DIRS
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect(),
         Some(list) => list.into_iter().map(str::to_owned).collect(),
     };
     if pattern.is_empty() {
-        return Err(CallError::invalid("glob: the pattern is empty; try \"**/*\"."));
+        return Err(CallError::invalid(
+            "glob: the pattern is empty; try \"**/*\".",
+        ));
     }
     let pat_path = Path::new(pattern);
     if pat_path.is_absolute() {
@@ -28,7 +33,10 @@ pub fn glob(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, Call
             "glob: the pattern \"{pattern}\" is absolute; patterns are relative to `paths` (a directory inside the workspace), e.g. \"**/*.py\"."
         )));
     }
-    if pat_path.components().any(|c| matches!(c, Component::ParentDir)) {
+    if pat_path
+        .components()
+        .any(|c| matches!(c, Component::ParentDir))
+    {
         return Err(GuardError::Outside {
             path: pattern.to_owned(),
             reason: "uses \"..\" in a glob pattern",
@@ -49,7 +57,7 @@ pub fn glob(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, Call
         )));
     }
 
-    let excl = excludes.clone();
+    let excl = excludes;
     let walker = ignore::WalkBuilder::new(&base)
         .standard_filters(false)
         .follow_links(false)
@@ -63,7 +71,9 @@ pub fn glob(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, Call
     let mut skipped_outside = 0usize;
     for entry in walker {
         let Ok(entry) = entry else { continue };
-        let Some(ft) = entry.file_type() else { continue };
+        let Some(ft) = entry.file_type() else {
+            continue;
+        };
         if ft.is_dir() {
             continue;
         }
@@ -73,25 +83,19 @@ pub fn glob(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, Call
         if !matcher.is_match(rel_to_base) {
             continue;
         }
-        // Links are followed only to check where they land: a file inside the workspace counts
-        // (as pathlib's glob would list it); anything outside is dropped.
-        let canonical = if ft.is_symlink() {
-            match inner.guard.check_found(entry.path()) {
-                Some(c) if c.is_file() => c,
-                Some(_) => continue,
-                None => {
-                    skipped_outside += 1;
-                    continue;
-                }
+        if !(ft.is_file() || ft.is_symlink()) {
+            continue;
+        }
+        // Every match is checked after expansion, links resolved: a file inside the workspace
+        // counts (a link to one too, as pathlib's glob would list it); anything outside is
+        // dropped.
+        match inner.guard.check_found(entry.path()) {
+            Some(c) if c.is_file() => {}
+            Some(_) => continue,
+            None => {
+                skipped_outside += 1;
+                continue;
             }
-        } else if ft.is_file() {
-            entry.path().to_path_buf()
-        } else {
-            continue;
-        };
-        if !inner.guard.contains(&canonical) {
-            skipped_outside += 1;
-            continue;
         }
         // Report the path as found (a link keeps its own name), relative to the root.
         found.push(inner.guard.relative(entry.path()));
@@ -100,7 +104,10 @@ pub fn glob(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, Call
     found.dedup();
     let total = found.len();
     let cap = inner.config.glob_max_results;
-    let mut summary = format!("{total} files match \"{pattern}\" under {}.", inner.guard.relative(&base));
+    let mut summary = format!(
+        "{total} files match \"{pattern}\" under {}.",
+        inner.guard.relative(&base)
+    );
     if total > cap {
         found.truncate(cap);
         found.push(format!("…[truncated {} more paths]", total - cap));
@@ -166,37 +173,58 @@ mod tests {
     #[tokio::test]
     async fn star_stays_in_one_directory_and_braces_work() {
         let (_d, t) = setup();
-        let o = run(&t, "glob", json!({"pattern": "src/*.py"})).await.unwrap();
+        let o = run(&t, "glob", json!({"pattern": "src/*.py"}))
+            .await
+            .unwrap();
         assert_eq!(o.data, json!(["src/app.py", "src/utils.py"]));
-        let o = run(&t, "glob", json!({"pattern": "**/*.{js,ts}"})).await.unwrap();
+        let o = run(&t, "glob", json!({"pattern": "**/*.{js,ts}"}))
+            .await
+            .unwrap();
         assert_eq!(o.data, json!(["src/web/index.js", "src/web/index.ts"]));
         let o = run(&t, "glob", json!({"pattern": "*.py", "paths": "src/db"}))
             .await
             .unwrap();
-        assert_eq!(o.data, json!(["src/db/conn.py"]), "relative to the base, root-relative output");
+        assert_eq!(
+            o.data,
+            json!(["src/db/conn.py"]),
+            "relative to the base, root-relative output"
+        );
     }
 
     #[tokio::test]
     async fn excludes_match_below_the_base_only() {
         let (d, t) = setup();
-        let o = run(&t, "glob", json!({"pattern": "**/*.py", "exclude_dirs": []}))
-            .await
-            .unwrap();
+        let o = run(
+            &t,
+            "glob",
+            json!({"pattern": "**/*.py", "exclude_dirs": []}),
+        )
+        .await
+        .unwrap();
         let list = o.data.as_array().unwrap();
         assert!(list.contains(&json!("node_modules/pkg/x.py")));
         assert!(list.contains(&json!("src/build/y.py")));
-        let o = run(&t, "glob", json!({"pattern": "**/*.py", "exclude_dirs": ["db"]}))
-            .await
-            .unwrap();
+        let o = run(
+            &t,
+            "glob",
+            json!({"pattern": "**/*.py", "exclude_dirs": ["db"]}),
+        )
+        .await
+        .unwrap();
         let list = o.data.as_array().unwrap();
         assert!(!list.contains(&json!("src/db/conn.py")));
-        assert!(list.contains(&json!("build/gen.py")), "the list replaces the defaults");
+        assert!(
+            list.contains(&json!("build/gen.py")),
+            "the list replaces the defaults"
+        );
         // The anchor bug: a workspace that lies under a folder named `build`.
         let nested = d.path().join("build/ws");
         std::fs::create_dir_all(nested.join("src")).unwrap();
         std::fs::write(nested.join("src/m.py"), "").unwrap();
         let t2 = crate::WorkspaceTools::new(crate::WorkspaceConfig::new(&nested).unwrap()).unwrap();
-        let o = run(&t2, "glob", json!({"pattern": "**/*.py"})).await.unwrap();
+        let o = run(&t2, "glob", json!({"pattern": "**/*.py"}))
+            .await
+            .unwrap();
         assert_eq!(o.data, json!(["src/m.py"]));
         // A base inside an excluded name is searched: the user asked for it.
         let o = run(&t, "glob", json!({"pattern": "*.py", "paths": "build"}))
@@ -215,25 +243,40 @@ mod tests {
             write(&t, &format!("f{i}.txt"), "");
         }
         let o = run(&t, "glob", json!({"pattern": "*.txt"})).await.unwrap();
-        assert_eq!(o.data, json!(["f0.txt", "f1.txt", "…[truncated 3 more paths]"]));
+        assert_eq!(
+            o.data,
+            json!(["f0.txt", "f1.txt", "…[truncated 3 more paths]"])
+        );
     }
 
     #[tokio::test]
     async fn bad_patterns_and_bases() {
         let (_d, t) = setup();
-        let err = run(&t, "glob", json!({"pattern": "../*"})).await.unwrap_err();
+        let err = run(&t, "glob", json!({"pattern": "../*"}))
+            .await
+            .unwrap_err();
         assert!(matches!(err, CallError::PermissionDenied { .. }), "{err}");
-        let err = run(&t, "glob", json!({"pattern": "src/../../*"})).await.unwrap_err();
+        let err = run(&t, "glob", json!({"pattern": "src/../../*"}))
+            .await
+            .unwrap_err();
         assert!(matches!(err, CallError::PermissionDenied { .. }), "{err}");
-        let err = run(&t, "glob", json!({"pattern": "/etc/*"})).await.unwrap_err();
+        let err = run(&t, "glob", json!({"pattern": "/etc/*"}))
+            .await
+            .unwrap_err();
         assert!(matches!(err, CallError::InvalidInput { .. }), "{err}");
         let err = run(&t, "glob", json!({"paths": ".."})).await.unwrap_err();
         assert!(matches!(err, CallError::PermissionDenied { .. }), "{err}");
-        let err = run(&t, "glob", json!({"pattern": "a[", "paths": "."})).await.unwrap_err();
+        let err = run(&t, "glob", json!({"pattern": "a[", "paths": "."}))
+            .await
+            .unwrap_err();
         assert!(matches!(err, CallError::InvalidInput { .. }), "{err}");
-        let err = run(&t, "glob", json!({"paths": "README.md"})).await.unwrap_err();
+        let err = run(&t, "glob", json!({"paths": "README.md"}))
+            .await
+            .unwrap_err();
         assert!(err.to_string().contains("not a directory"), "{err}");
-        let err = run(&t, "glob", json!({"paths": "missing"})).await.unwrap_err();
+        let err = run(&t, "glob", json!({"paths": "missing"}))
+            .await
+            .unwrap_err();
         assert!(matches!(err, CallError::NotFound { .. }), "{err}");
     }
 }

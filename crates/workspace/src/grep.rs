@@ -131,7 +131,9 @@ pub fn grep(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, Call
         let mut found: Vec<PathBuf> = Vec::new();
         for entry in builder.build() {
             let Ok(entry) = entry else { continue };
-            let Some(ft) = entry.file_type() else { continue };
+            let Some(ft) = entry.file_type() else {
+                continue;
+            };
             if ft.is_file() {
                 found.push(entry.into_path());
             } else if ft.is_symlink() {
@@ -157,7 +159,9 @@ pub fn grep(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, Call
             skipped_outside += 1;
             continue;
         };
-        let rel = inner.guard.relative(&relative_base(inner, file, &canonical));
+        let rel = inner
+            .guard
+            .relative(&relative_base(inner, file, &canonical));
         let before = total;
         let mut sink = Collect {
             file: &rel,
@@ -166,7 +170,10 @@ pub fn grep(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, Call
             cap,
         };
         // Unreadable files are skipped, as rg reports and moves on.
-        if searcher.search_path(&matcher, &canonical, &mut sink).is_err() {
+        if searcher
+            .search_path(&matcher, &canonical, &mut sink)
+            .is_err()
+        {
             continue;
         }
         if total > before {
@@ -225,7 +232,11 @@ mod tests {
 
     fn setup() -> (tempfile::TempDir, crate::WorkspaceTools) {
         let (d, t) = ws();
-        write(&t, "src/app.py", "import os\n# TODO: one\nx = 1\n# todo: lower\n# TODO: two\n");
+        write(
+            &t,
+            "src/app.py",
+            "import os\n# TODO: one\nx = 1\n# todo: lower\n# TODO: two\n",
+        );
         write(&t, "src/util.py", "def f():\n    pass  # TODO fix\n");
         write(&t, "src/notes.md", "TODO in markdown\n");
         write(&t, ".hidden/h.py", "# TODO hidden\n");
@@ -235,9 +246,13 @@ mod tests {
     #[tokio::test]
     async fn finds_matches_with_file_line_text() {
         let (_d, t) = setup();
-        let o = run(&t, "grep", json!({"pattern": "TODO", "paths": "src", "glob": "*.py"}))
-            .await
-            .unwrap();
+        let o = run(
+            &t,
+            "grep",
+            json!({"pattern": "TODO", "paths": "src", "glob": "*.py"}),
+        )
+        .await
+        .unwrap();
         assert_eq!(
             o.data,
             json!([
@@ -253,26 +268,47 @@ mod tests {
     async fn defaults_skip_hidden_and_search_everything_else() {
         let (_d, t) = setup();
         let o = run(&t, "grep", json!({"pattern": "TODO"})).await.unwrap();
-        let files: Vec<_> = o.data.as_array().unwrap().iter().map(|h| h["file"].clone()).collect();
+        let files: Vec<_> = o
+            .data
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["file"].clone())
+            .collect();
         assert!(files.contains(&json!("src/notes.md")));
-        assert!(!files.contains(&json!(".hidden/h.py")), "hidden skipped like rg");
+        assert!(
+            !files.contains(&json!(".hidden/h.py")),
+            "hidden skipped like rg"
+        );
         // A hidden file named explicitly is searched.
-        let o = run(&t, "grep", json!({"pattern": "TODO", "paths": [".hidden/h.py", "src/util.py"]}))
-            .await
-            .unwrap();
+        let o = run(
+            &t,
+            "grep",
+            json!({"pattern": "TODO", "paths": [".hidden/h.py", "src/util.py"]}),
+        )
+        .await
+        .unwrap();
         assert_eq!(o.data.as_array().unwrap().len(), 2);
     }
 
     #[tokio::test]
     async fn ignore_case_context_and_negated_glob() {
         let (_d, t) = setup();
-        let o = run(&t, "grep", json!({"pattern": "todo", "paths": "src/app.py", "ignore_case": true}))
-            .await
-            .unwrap();
+        let o = run(
+            &t,
+            "grep",
+            json!({"pattern": "todo", "paths": "src/app.py", "ignore_case": true}),
+        )
+        .await
+        .unwrap();
         assert_eq!(o.data.as_array().unwrap().len(), 3);
-        let o = run(&t, "grep", json!({"pattern": "x = 1", "paths": "src/app.py", "context_lines": 1}))
-            .await
-            .unwrap();
+        let o = run(
+            &t,
+            "grep",
+            json!({"pattern": "x = 1", "paths": "src/app.py", "context_lines": 1}),
+        )
+        .await
+        .unwrap();
         assert_eq!(
             o.data,
             json!([
@@ -281,10 +317,17 @@ mod tests {
                 {"file": "src/app.py", "line": 4, "text": "# todo: lower", "context": true}
             ])
         );
-        let o = run(&t, "grep", json!({"pattern": "TODO", "paths": "src", "glob": "!*.py"}))
-            .await
-            .unwrap();
-        assert_eq!(o.data, json!([{"file": "src/notes.md", "line": 1, "text": "TODO in markdown"}]));
+        let o = run(
+            &t,
+            "grep",
+            json!({"pattern": "TODO", "paths": "src", "glob": "!*.py"}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            o.data,
+            json!([{"file": "src/notes.md", "line": 1, "text": "TODO in markdown"}])
+        );
     }
 
     #[tokio::test]
@@ -301,18 +344,30 @@ mod tests {
         assert_eq!(list[2]["file"], json!("…[truncated 3 more results]"));
         let err = run(&t, "grep", json!({"pattern": "("})).await.unwrap_err();
         assert!(matches!(err, CallError::InvalidInput { .. }), "{err}");
-        let err = run(&t, "grep", json!({"pattern": "x", "paths": "../"})).await.unwrap_err();
+        let err = run(&t, "grep", json!({"pattern": "x", "paths": "../"}))
+            .await
+            .unwrap_err();
         assert!(matches!(err, CallError::PermissionDenied { .. }), "{err}");
-        let err = run(&t, "grep", json!({"pattern": "x", "paths": "nope"})).await.unwrap_err();
+        let err = run(&t, "grep", json!({"pattern": "x", "paths": "nope"}))
+            .await
+            .unwrap_err();
         assert!(matches!(err, CallError::NotFound { .. }), "{err}");
     }
 
     #[tokio::test]
     async fn long_lines_are_cut() {
         let (_d, t) = ws();
-        write(&t, "min.js", &format!("{}needle{}\n", "a".repeat(2000), "b".repeat(2000)));
+        write(
+            &t,
+            "min.js",
+            &format!("{}needle{}\n", "a".repeat(2000), "b".repeat(2000)),
+        );
         let o = run(&t, "grep", json!({"pattern": "needle"})).await.unwrap();
         let text = o.data[0]["text"].as_str().unwrap();
-        assert!(text.len() < 1100 && text.contains("…[truncated 3006 bytes]"), "{}", text.len());
+        assert!(
+            text.len() < 1100 && text.contains("…[truncated 3006 bytes]"),
+            "{}",
+            text.len()
+        );
     }
 }

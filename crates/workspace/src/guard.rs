@@ -23,7 +23,9 @@ pub enum GuardError {
         root: PathBuf,
     },
     /// Nothing exists at the path.
-    #[error("No such file or directory: \"{path}\" (relative paths start at the workspace root {root}).")]
+    #[error(
+        "No such file or directory: \"{path}\" (relative paths start at the workspace root {root})."
+    )]
     NotFound { path: String, root: PathBuf },
     /// The path string itself is unusable.
     #[error("Invalid path \"{path}\": {message}")]
@@ -286,7 +288,12 @@ mod tests {
     #[test]
     fn dotdot_that_leaves_is_refused_even_for_missing_paths() {
         let (_d, g) = ws();
-        for p in ["../secret.txt", "src/../../secret.txt", "../nope", "../../../../etc/passwd"] {
+        for p in [
+            "../secret.txt",
+            "src/../../secret.txt",
+            "../nope",
+            "../../../../etc/passwd",
+        ] {
             let err = g.resolve(p).unwrap_err();
             assert!(matches!(err, GuardError::Outside { .. }), "{p}: {err}");
             let err = g.resolve_for_create(p).unwrap_err();
@@ -313,10 +320,7 @@ mod tests {
         std::os::unix::fs::symlink(d.path().join("nowhere"), g.root().join("dangling")).unwrap();
         for p in ["link", "link/x.txt", "s.txt"] {
             let err = g.resolve_for_create(p).unwrap_err();
-            assert!(
-                err.to_string().contains("symbolic link"),
-                "{p}: {err}"
-            );
+            assert!(err.to_string().contains("symbolic link"), "{p}: {err}");
         }
         assert!(matches!(
             g.resolve("link/missing").unwrap_err(),
@@ -328,17 +332,57 @@ mod tests {
         ));
         // A link that stays inside is fine.
         std::os::unix::fs::symlink(g.root().join("src"), g.root().join("src2")).unwrap();
-        assert_eq!(
-            g.resolve("src2/a.txt").unwrap(),
-            g.root().join("src/a.txt")
-        );
+        assert_eq!(g.resolve("src2/a.txt").unwrap(), g.root().join("src/a.txt"));
+    }
+
+    proptest::proptest! {
+        /// Whatever path a model sends, the guard answers with a path inside the root or an
+        /// error; never a path outside.
+        #[test]
+        fn resolved_paths_never_leave_the_root(
+            parts in proptest::collection::vec(
+                proptest::sample::select(vec!["src", "a.txt", "..", ".", "link", "in_link", "new", "/"]),
+                0..8,
+            ),
+            absolute in proptest::bool::ANY,
+        ) {
+            let (d, g) = ws();
+            let out = d.path().join("outdir");
+            std::fs::create_dir_all(&out).unwrap();
+            let _ = std::os::unix::fs::symlink(&out, g.root().join("link"));
+            let _ = std::os::unix::fs::symlink(g.root().join("src"), g.root().join("in_link"));
+            let joined = parts.join("/");
+            let user = if absolute {
+                format!("{}/{joined}", g.root().display())
+            } else {
+                joined
+            };
+            for p in [g.resolve(&user), g.resolve_for_create(&user)].into_iter().flatten() {
+                proptest::prop_assert!(p.starts_with(g.root()), "{user} -> {}", p.display());
+                // The existing part of the answer, links resolved, is inside too.
+                let mut existing = p.clone();
+                while !existing.exists() {
+                    existing.pop();
+                }
+                proptest::prop_assert!(existing.canonicalize().unwrap().starts_with(g.root()));
+            }
+        }
     }
 
     #[test]
     fn odd_inputs() {
         let (_d, g) = ws();
-        assert!(matches!(g.resolve("").unwrap_err(), GuardError::Invalid { .. }));
-        assert!(matches!(g.resolve("a\0b").unwrap_err(), GuardError::Invalid { .. }));
-        assert!(matches!(g.resolve("~/x").unwrap_err(), GuardError::Outside { .. }));
+        assert!(matches!(
+            g.resolve("").unwrap_err(),
+            GuardError::Invalid { .. }
+        ));
+        assert!(matches!(
+            g.resolve("a\0b").unwrap_err(),
+            GuardError::Invalid { .. }
+        ));
+        assert!(matches!(
+            g.resolve("~/x").unwrap_err(),
+            GuardError::Outside { .. }
+        ));
     }
 }

@@ -10,6 +10,9 @@
 //! default, http(s) only, and vets every address (redirects included) before connecting;
 //! `github_api` only talks to api.github.com. Every output is capped with a visible marker.
 
+// Tests may unwrap; library code may not (workspace lints).
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
 mod bash;
 mod cap;
 mod fsops;
@@ -28,7 +31,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::Value;
-use toolgate_core::{CallError, OutputKind, Provider, ProviderError, ToolCall, ToolOutcome, ToolSpec};
+use toolgate_core::{
+    CallError, OutputKind, Provider, ProviderError, ToolCall, ToolOutcome, ToolSpec,
+};
 
 pub use guard::{GuardError, PathGuard};
 pub use web::{is_public_ip, vet_url};
@@ -78,6 +83,28 @@ pub struct WorkspaceConfig {
     pub http_timeout: Duration,
 }
 
+/// Workspace settings as a config file gives them (e.g. a `[workspace]` TOML table): every key
+/// optional, unknown keys rejected. Durations are in seconds.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceSettings {
+    pub web_fetch_enabled: Option<bool>,
+    pub http_writes_enabled: Option<bool>,
+    pub bash_timeout_secs: Option<f64>,
+    pub bash_max_timeout_secs: Option<f64>,
+    pub output_cap_bytes: Option<usize>,
+    pub read_cap_bytes: Option<usize>,
+    pub edit_max_bytes: Option<u64>,
+    pub env_allow: Option<Vec<String>>,
+    pub github_token_env: Option<String>,
+    pub sql_default_db: Option<PathBuf>,
+    pub sql_max_rows: Option<usize>,
+    pub sql_timeout_secs: Option<f64>,
+    pub glob_max_results: Option<usize>,
+    pub grep_max_results: Option<usize>,
+    pub http_timeout_secs: Option<f64>,
+}
+
 /// The workspace could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkspaceError {
@@ -87,7 +114,9 @@ pub enum WorkspaceError {
         #[source]
         source: std::io::Error,
     },
-    #[error("workspace root {path} is not canonical (expected {canonical}); use WorkspaceConfig::new")]
+    #[error(
+        "workspace root {path} is not canonical (expected {canonical}); use WorkspaceConfig::new"
+    )]
     NotCanonical { path: PathBuf, canonical: PathBuf },
     #[error("invalid workspace setting `{key}`: {message}")]
     Setting { key: &'static str, message: String },
@@ -111,9 +140,7 @@ impl WorkspaceConfig {
             output_cap_bytes: 64 * 1024,
             read_cap_bytes: 1024 * 1024,
             edit_max_bytes: 50 * 1024 * 1024,
-            env_allow: ["PATH", "HOME", "LANG", "TERM"]
-                .map(str::to_owned)
-                .to_vec(),
+            env_allow: ["PATH", "HOME", "LANG", "TERM"].map(str::to_owned).to_vec(),
             github_token_env: "GITHUB_TOKEN".to_owned(),
             sql_default_db: PathBuf::from(".toolgate/workspace.db"),
             sql_max_rows: 10_000,
@@ -122,6 +149,48 @@ impl WorkspaceConfig {
             grep_max_results: 1_000,
             http_timeout: Duration::from_secs(30),
         })
+    }
+
+    /// Apply settings from a config file over these values, then check the result.
+    pub fn with_settings(mut self, s: &WorkspaceSettings) -> Result<Self, WorkspaceError> {
+        fn secs(key: &'static str, v: f64) -> Result<Duration, WorkspaceError> {
+            Duration::try_from_secs_f64(v)
+                .ok()
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| WorkspaceError::Setting {
+                    key,
+                    message: format!("{v} is not a positive number of seconds"),
+                })
+        }
+        macro_rules! set {
+            ($field:ident) => {
+                if let Some(v) = &s.$field {
+                    self.$field = v.clone();
+                }
+            };
+            ($field:ident, $secs:ident) => {
+                if let Some(v) = s.$secs {
+                    self.$field = secs(stringify!($secs), v)?;
+                }
+            };
+        }
+        set!(web_fetch_enabled);
+        set!(http_writes_enabled);
+        set!(bash_timeout, bash_timeout_secs);
+        set!(bash_max_timeout, bash_max_timeout_secs);
+        set!(output_cap_bytes);
+        set!(read_cap_bytes);
+        set!(edit_max_bytes);
+        set!(env_allow);
+        set!(github_token_env);
+        set!(sql_default_db);
+        set!(sql_max_rows);
+        set!(sql_timeout, sql_timeout_secs);
+        set!(glob_max_results);
+        set!(grep_max_results);
+        set!(http_timeout, http_timeout_secs);
+        self.check()?;
+        Ok(self)
     }
 
     fn check(&self) -> Result<(), WorkspaceError> {
@@ -160,7 +229,10 @@ impl WorkspaceConfig {
             }
         }
         if self.github_token_env.is_empty() {
-            return Err(setting("github_token_env", "must name an environment variable"));
+            return Err(setting(
+                "github_token_env",
+                "must name an environment variable",
+            ));
         }
         Ok(())
     }
@@ -203,7 +275,7 @@ impl WorkspaceTools {
         })?;
         if guard.root() != config.root {
             return Err(WorkspaceError::NotCanonical {
-                path: config.root.clone(),
+                path: config.root,
                 canonical: guard.root().to_path_buf(),
             });
         }
@@ -294,11 +366,16 @@ impl Provider for WorkspaceTools {
     }
 
     async fn call(&self, call: &ToolCall) -> Result<ToolOutcome, CallError> {
+        // Only the tool id: parameters can hold file contents or secrets.
+        tracing::debug!(tool = %call.tool_id, "workspace tool call");
         let params = call.params.clone();
         let deadline = call.timeout;
         match call.tool_id.as_str() {
             "view" => self.blocking(call, move |i| fsops::view(i, &params)).await,
-            "create" => self.blocking(call, move |i| fsops::create(i, &params)).await,
+            "create" => {
+                self.blocking(call, move |i| fsops::create(i, &params))
+                    .await
+            }
             "edit" => self.blocking(call, move |i| fsops::edit(i, &params)).await,
             "glob" => self.blocking(call, move |i| glob::glob(i, &params)).await,
             "grep" => self.blocking(call, move |i| grep::grep(i, &params)).await,
@@ -380,7 +457,12 @@ pub(crate) mod testutil {
             .expect("every schema compiles");
         for s in &specs {
             assert_eq!(s.category, "workspace");
-            assert_eq!(s.input_schema["additionalProperties"], json!(false), "{}", s.id);
+            assert_eq!(
+                s.input_schema["additionalProperties"],
+                json!(false),
+                "{}",
+                s.id
+            );
             assert!(s.description.len() > 60, "{}", s.id);
         }
         let mutating: Vec<_> = registry
@@ -392,8 +474,14 @@ pub(crate) mod testutil {
         assert_eq!(mutating, ["create", "edit", "bash", "sql"]);
         // Unknown parameters are errors.
         let view = registry.resolve("view").unwrap();
-        assert!(view.validate(&params(json!({"path": "x", "bogus": 1}))).is_err());
-        assert!(view.validate(&params(json!({"path": "x", "view_range": [1]}))).is_err());
+        assert!(
+            view.validate(&params(json!({"path": "x", "bogus": 1})))
+                .is_err()
+        );
+        assert!(
+            view.validate(&params(json!({"path": "x", "view_range": [1]})))
+                .is_err()
+        );
     }
 
     #[tokio::test]
@@ -406,18 +494,26 @@ pub(crate) mod testutil {
         for id in ["web_fetch", "github_api"] {
             let s = specs.iter().find(|s| s.id == id).unwrap();
             assert_eq!(s.effect(), toolgate_core::Effect::Mutating, "{id}");
-            assert!(s.input_schema["properties"]["method"]["enum"]
-                .as_array()
-                .unwrap()
-                .contains(&json!("POST")));
+            assert!(
+                s.input_schema["properties"]["method"]["enum"]
+                    .as_array()
+                    .unwrap()
+                    .contains(&json!("POST"))
+            );
         }
         let (_d, t) = ws();
-        for s in t.specs().iter().filter(|s| s.id == "web_fetch" || s.id == "github_api") {
+        for s in t
+            .specs()
+            .iter()
+            .filter(|s| s.id == "web_fetch" || s.id == "github_api")
+        {
             assert_eq!(s.effect(), toolgate_core::Effect::Read, "{}", s.id);
-            assert!(!s.input_schema["properties"]["method"]["enum"]
-                .as_array()
-                .unwrap()
-                .contains(&json!("POST")));
+            assert!(
+                !s.input_schema["properties"]["method"]["enum"]
+                    .as_array()
+                    .unwrap()
+                    .contains(&json!("POST"))
+            );
         }
     }
 
@@ -439,6 +535,39 @@ pub(crate) mod testutil {
             WorkspaceError::NotCanonical { .. }
         ));
         assert!(WorkspaceConfig::new(dir.path().join("missing")).is_err());
+    }
+
+    #[test]
+    fn settings_apply_and_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = WorkspaceConfig::new(dir.path()).unwrap();
+        let s: WorkspaceSettings = serde_json::from_value(json!({
+            "web_fetch_enabled": true,
+            "bash_timeout_secs": 5,
+            "env_allow": ["PATH"],
+            "sql_default_db": "data/x.db"
+        }))
+        .unwrap();
+        let c = base.clone().with_settings(&s).unwrap();
+        assert!(c.web_fetch_enabled);
+        assert_eq!(c.bash_timeout, std::time::Duration::from_secs(5));
+        assert_eq!(c.env_allow, ["PATH"]);
+        assert_eq!(c.sql_default_db, PathBuf::from("data/x.db"));
+        assert_eq!(
+            c.grep_max_results, base.grep_max_results,
+            "untouched keys keep defaults"
+        );
+        let unknown = serde_json::from_value::<WorkspaceSettings>(json!({"web_fetch": true}));
+        assert!(unknown.is_err());
+        for bad in [
+            json!({"bash_timeout_secs": -1}),
+            json!({"bash_timeout_secs": 9999}),
+            json!({"sql_default_db": "/abs.db"}),
+            json!({"glob_max_results": 0}),
+        ] {
+            let s: WorkspaceSettings = serde_json::from_value(bad.clone()).unwrap();
+            assert!(base.clone().with_settings(&s).is_err(), "{bad}");
+        }
     }
 
     #[tokio::test]

@@ -35,10 +35,7 @@ impl<'a> Params<'a> {
 
     pub fn str_req(&self, name: &str) -> Result<&'a str, CallError> {
         self.str_opt(name)?.ok_or_else(|| {
-            CallError::invalid(format!(
-                "{}: parameter \"{name}\" is required.",
-                self.tool
-            ))
+            CallError::invalid(format!("{}: parameter \"{name}\" is required.", self.tool))
         })
     }
 
@@ -86,7 +83,10 @@ impl<'a> Params<'a> {
             Some(Value::String(s)) => Ok(Some(vec![s.as_str()])),
             Some(Value::Array(items)) => items
                 .iter()
-                .map(|i| i.as_str().ok_or_else(|| self.wrong(name, "a list of strings")))
+                .map(|i| {
+                    i.as_str()
+                        .ok_or_else(|| self.wrong(name, "a list of strings"))
+                })
                 .collect::<Result<Vec<_>, _>>()
                 .map(Some),
             Some(_) => Err(self.wrong(name, "a string or a list of strings")),
@@ -97,7 +97,10 @@ impl<'a> Params<'a> {
         match self.get(name) {
             None => Ok(None),
             Some(Value::Array(items)) if items.len() == 2 => {
-                let n = |v: &Value| v.as_i64().ok_or_else(|| self.wrong(name, "[start, end] integers"));
+                let n = |v: &Value| {
+                    v.as_i64()
+                        .ok_or_else(|| self.wrong(name, "[start, end] integers"))
+                };
                 Ok(Some((n(&items[0])?, n(&items[1])?)))
             }
             Some(_) => Err(self.wrong(name, "a list of two integers [start, end]")),

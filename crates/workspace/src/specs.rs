@@ -242,7 +242,7 @@ pub fn all(config: &WorkspaceConfig) -> Vec<ToolSpec> {
              missing; \":memory:\" is a scratch database that lasts for this one call). Several \
              statements separated by ';' run in order; the result describes the last one: \
              {{\"columns\": [names], \"rows\": [[values]]}} for a query, {{\"rows_affected\": N}} \
-             otherwise. Each call commits. ATTACH/DETACH and load_extension are refused. At \
+             otherwise (N = rows changed by all of the call's statements). Each call commits. ATTACH/DETACH and load_extension are refused. At \
              most {} rows; a longer result has \"truncated\": \"…[truncated after N rows]\".",
             config.sql_default_db.display(),
             config.sql_max_rows

@@ -3,7 +3,8 @@
 //! The database path goes through the path guard. An authorizer refuses ATTACH and DETACH (the
 //! anchor's escape: `ATTACH DATABASE '/tmp/x.db'` created a file anywhere), any call of a
 //! function named `load_extension`, and the pragmas that point SQLite at other directories.
-//! Extension loading stays disabled, the attached-database limit is 0, and the connection runs
+//! Extension loading stays disabled, the attached-database limit is 1 (for VACUUM's private temp
+//! database, the only ATTACH allowed), and the connection runs
 //! in defensive mode with an untrusted schema.
 
 use std::sync::mpsc;
@@ -37,8 +38,10 @@ const DENIED_PRAGMAS: &[&str] = &[
 /// Decide one action; `Some(reason)` refuses it.
 fn refuse(action: &AuthAction<'_>) -> Option<String> {
     match action {
+        // An empty name is SQLite's private temporary database (plain VACUUM uses one).
+        AuthAction::Attach { filename: "" } => None,
         AuthAction::Attach { filename } => Some(format!(
-            "ATTACH is not allowed (it would open \"{filename}\", possibly outside the workspace); give the database as db_path instead"
+            "ATTACH and VACUUM INTO are not allowed (they would open \"{filename}\", possibly outside the workspace); give the database as db_path instead"
         )),
         AuthAction::Detach { .. } => Some("DETACH is not allowed".to_owned()),
         AuthAction::Function { function_name }
@@ -62,8 +65,9 @@ fn open(inner: &Inner, db_arg: &str) -> Result<(Connection, String), CallError> 
         | OpenFlags::SQLITE_OPEN_CREATE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     if db_arg == MEMORY {
-        let conn = Connection::open_in_memory_with_flags(flags)
-            .map_err(|e| CallError::failed(format!("sql: could not open an in-memory database: {e}")))?;
+        let conn = Connection::open_in_memory_with_flags(flags).map_err(|e| {
+            CallError::failed(format!("sql: could not open an in-memory database: {e}"))
+        })?;
         return Ok((conn, MEMORY.to_owned()));
     }
     let path = inner.guard.resolve_for_create(db_arg)?;
@@ -75,8 +79,7 @@ fn open(inner: &Inner, db_arg: &str) -> Result<(Connection, String), CallError> 
             )));
         }
     } else if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| io_error(&rel, "create the folders of", &e))?;
+        std::fs::create_dir_all(parent).map_err(|e| io_error(&rel, "create the folders of", &e))?;
         let parent = parent
             .canonicalize()
             .map_err(|e| io_error(&rel, "open", &e))?;
@@ -100,15 +103,19 @@ fn harden(conn: &mut Connection, denied: Arc<Mutex<Option<String>>>) -> rusqlite
     conn.busy_timeout(Duration::from_secs(5))?;
     conn.set_db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)?;
     conn.set_db_config(DbConfig::SQLITE_DBCONFIG_TRUSTED_SCHEMA, false)?;
-    conn.set_limit(Limit::SQLITE_LIMIT_ATTACHED, 0)?;
-    conn.authorizer(Some(move |ctx: AuthContext<'_>| match refuse(&ctx.action) {
-        Some(reason) => {
-            if let Ok(mut slot) = denied.lock() {
-                slot.get_or_insert(reason);
+    // One slot: plain VACUUM attaches SQLite's private temporary database (the authorizer lets
+    // only that one through).
+    conn.set_limit(Limit::SQLITE_LIMIT_ATTACHED, 1)?;
+    conn.authorizer(Some(move |ctx: AuthContext<'_>| {
+        match refuse(&ctx.action) {
+            Some(reason) => {
+                if let Ok(mut slot) = denied.lock() {
+                    slot.get_or_insert(reason);
+                }
+                Authorization::Deny
             }
-            Authorization::Deny
+            None => Authorization::Allow,
         }
-        None => Authorization::Allow,
     }))?;
     Ok(())
 }
@@ -155,7 +162,9 @@ pub fn sql(
         .map_err(|e| CallError::failed(format!("sql: could not set up \"{shown_db}\": {e}")))?;
 
     // Interrupt a statement that runs past the deadline.
-    let limit = deadline.map_or(inner.config.sql_timeout, |d| d.min(inner.config.sql_timeout));
+    let limit = deadline.map_or(inner.config.sql_timeout, |d| {
+        d.min(inner.config.sql_timeout)
+    });
     let handle = conn.get_interrupt_handle();
     let (done_tx, done_rx) = mpsc::channel::<()>();
     let watchdog = std::thread::spawn(move || {
@@ -202,10 +211,15 @@ pub fn sql(
                 if let Some(obj) = data.as_object_mut() {
                     obj.insert(
                         "truncated".to_owned(),
-                        Value::String(format!("…[truncated after {cap} rows; {more} more rows not shown]")),
+                        Value::String(format!(
+                            "…[truncated after {cap} rows; {more} more rows not shown]"
+                        )),
                     );
                 }
-                summary = format!("{} rows from {shown_db}; showing the first {cap}.", n + more);
+                summary = format!(
+                    "{} rows from {shown_db}; showing the first {cap}.",
+                    n + more
+                );
             }
             (data, summary)
         }
@@ -235,7 +249,7 @@ fn run_batch(
             last = Last::Statement;
             continue;
         }
-        let columns: Vec<String> = stmt.column_names().into_iter().map(str::to_owned).collect();
+        let columns: Vec<String> = stmt.column_names().map(str::to_owned).collect();
         let width = columns.len();
         let mut rows_out: Vec<Value> = Vec::new();
         let mut more = 0usize;
@@ -277,9 +291,13 @@ mod tests {
         assert_eq!(o.data, json!({"rows_affected": 2}));
         assert_eq!(o.kind.as_str(), "workspace/sql");
         assert!(t.config().root.join(".toolgate/workspace.db").is_file());
-        let o = run(&t, "sql", json!({"query": "SELECT a, b, 1.5 AS c, x'00ff' AS d FROM t ORDER BY a"}))
-            .await
-            .unwrap();
+        let o = run(
+            &t,
+            "sql",
+            json!({"query": "SELECT a, b, 1.5 AS c, x'00ff' AS d FROM t ORDER BY a"}),
+        )
+        .await
+        .unwrap();
         assert_eq!(
             o.data,
             json!({
@@ -287,7 +305,9 @@ mod tests {
                 "rows": [[1, "x", 1.5, {"blob_hex": "00ff", "bytes": 2}], [2, null, 1.5, {"blob_hex": "00ff", "bytes": 2}]]
             })
         );
-        let o = run(&t, "sql", json!({"query": "UPDATE t SET b = 'y'"})).await.unwrap();
+        let o = run(&t, "sql", json!({"query": "UPDATE t SET b = 'y'"}))
+            .await
+            .unwrap();
         assert_eq!(o.data, json!({"rows_affected": 2}));
     }
 
@@ -298,13 +318,21 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(o.data, json!({"columns": ["x"], "rows": [[7]]}));
-        let err = run(&t, "sql", json!({"query": "SELECT x FROM m", "db_path": ":memory:"}))
-            .await
-            .unwrap_err();
+        let err = run(
+            &t,
+            "sql",
+            json!({"query": "SELECT x FROM m", "db_path": ":memory:"}),
+        )
+        .await
+        .unwrap_err();
         assert!(err.to_string().contains("no such table"), "{err}");
-        run(&t, "sql", json!({"query": "CREATE TABLE z(q)", "db_path": "data/my.db"}))
-            .await
-            .unwrap();
+        run(
+            &t,
+            "sql",
+            json!({"query": "CREATE TABLE z(q)", "db_path": "data/my.db"}),
+        )
+        .await
+        .unwrap();
         assert!(t.config().root.join("data/my.db").is_file());
     }
 
@@ -318,13 +346,22 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(o.data["rows"], json!([[1], [2], [3]]));
-        assert_eq!(o.data["truncated"], json!("…[truncated after 3 rows; 7 more rows not shown]"));
+        assert_eq!(
+            o.data["truncated"],
+            json!("…[truncated after 3 rows; 7 more rows not shown]")
+        );
     }
 
     #[tokio::test]
     async fn errors_are_reported() {
         let (_d, t) = ws();
-        let err = run(&t, "sql", json!({"query": "SELEC 1", "db_path": ":memory:"})).await.unwrap_err();
+        let err = run(
+            &t,
+            "sql",
+            json!({"query": "SELEC 1", "db_path": ":memory:"}),
+        )
+        .await
+        .unwrap_err();
         assert!(matches!(err, CallError::InvalidInput { .. }), "{err}");
         assert!(err.to_string().contains("syntax error"), "{err}");
         for q in [
@@ -333,13 +370,30 @@ mod tests {
             "DETACH DATABASE main",
             "SELECT LOAD_EXTENSION('/tmp/evil')",
         ] {
-            let err = run(&t, "sql", json!({"query": q, "db_path": ":memory:"})).await.unwrap_err();
-            assert!(matches!(err, CallError::PermissionDenied { .. }), "{q}: {err}");
+            let err = run(&t, "sql", json!({"query": q, "db_path": ":memory:"}))
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(err, CallError::PermissionDenied { .. }),
+                "{q}: {err}"
+            );
         }
-        // Ordinary pragmas still work.
-        let o = run(&t, "sql", json!({"query": "PRAGMA user_version", "db_path": ":memory:"}))
+        // VACUUM INTO writes anywhere: refused; plain VACUUM works.
+        let err = run(&t, "sql", json!({"query": "VACUUM INTO 'copy.db'"}))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, CallError::PermissionDenied { .. }), "{err}");
+        run(&t, "sql", json!({"query": "CREATE TABLE v(x); VACUUM"}))
             .await
             .unwrap();
+        // Ordinary pragmas still work.
+        let o = run(
+            &t,
+            "sql",
+            json!({"query": "PRAGMA user_version", "db_path": ":memory:"}),
+        )
+        .await
+        .unwrap();
         assert_eq!(o.data["rows"], json!([[0]]));
     }
 

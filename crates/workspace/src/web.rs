@@ -139,15 +139,20 @@ pub(crate) fn resolve_vetted(url: &Url, reach: Reach) -> Result<Vec<SocketAddr>,
         .port_or_known_default()
         .ok_or_else(|| CallError::invalid(format!("web_fetch: no port for {url}")))?;
     let host_text = url.host_str().unwrap_or_default().to_owned();
+    // RFC 6761: "localhost" and its subdomains are loopback, whatever a resolver says.
+    let name = host_text.trim_end_matches('.').to_ascii_lowercase();
+    if (name == "localhost" || name.ends_with(".localhost")) && reach == Reach::Public {
+        return Err(refused(format!(
+            "web_fetch: refused to connect to \"{host_text}\": it is a loopback name, a non-public address. Only public internet hosts can be fetched."
+        )));
+    }
     let addrs: Vec<SocketAddr> = match url.host() {
         Some(Host::Ipv4(ip)) => vec![SocketAddr::new(IpAddr::V4(ip), port)],
         Some(Host::Ipv6(ip)) => vec![SocketAddr::new(IpAddr::V6(ip), port)],
         Some(Host::Domain(name)) => (name, port)
             .to_socket_addrs()
             .map_err(|e| {
-                CallError::failed(format!(
-                    "web_fetch: could not resolve host \"{name}\": {e}"
-                ))
+                CallError::failed(format!("web_fetch: could not resolve host \"{name}\": {e}"))
             })?
             .collect(),
         None => Vec::new(),
@@ -275,10 +280,7 @@ pub(crate) fn fetch(
                 tool: tool.to_owned(),
                 seconds: timeout.as_secs_f64(),
             },
-            other => CallError::failed(format!(
-                "{tool}: request to {} failed: {other}",
-                hop.url
-            )),
+            other => CallError::failed(format!("{tool}: request to {} failed: {other}", hop.url)),
         })?;
         let status = response.status();
         if status.is_redirection() && status != http::StatusCode::NOT_MODIFIED {
@@ -510,9 +512,33 @@ pub fn web_fetch(
 /// line breaks), common entities decoded, blank runs collapsed.
 pub fn html_to_text(html: &str) -> String {
     const BLOCK: &[&str] = &[
-        "p", "div", "br", "li", "ul", "ol", "tr", "table", "h1", "h2", "h3", "h4", "h5", "h6",
-        "section", "article", "header", "footer", "nav", "pre", "blockquote", "hr", "title",
-        "dd", "dt", "td", "th",
+        "p",
+        "div",
+        "br",
+        "li",
+        "ul",
+        "ol",
+        "tr",
+        "table",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "section",
+        "article",
+        "header",
+        "footer",
+        "nav",
+        "pre",
+        "blockquote",
+        "hr",
+        "title",
+        "dd",
+        "dt",
+        "td",
+        "th",
     ];
     let mut out = String::with_capacity(html.len() / 2);
     let lower = html.to_ascii_lowercase();
@@ -533,15 +559,19 @@ pub fn html_to_text(html: &str) -> String {
                 .collect();
             if (name == "script" || name == "style") && !tag.starts_with('/') {
                 let close = format!("</{name}");
-                i = lower[end..]
-                    .find(&close)
-                    .map_or(bytes.len(), |e| {
-                        let after = end + e;
-                        lower[after..].find('>').map_or(bytes.len(), |g| after + g + 1)
-                    });
+                i = lower[end..].find(&close).map_or(bytes.len(), |e| {
+                    let after = end + e;
+                    lower[after..]
+                        .find('>')
+                        .map_or(bytes.len(), |g| after + g + 1)
+                });
                 continue;
             }
-            out.push(if BLOCK.contains(&name.as_str()) { '\n' } else { ' ' });
+            out.push(if BLOCK.contains(&name.as_str()) {
+                '\n'
+            } else {
+                ' '
+            });
             i = end;
             continue;
         }
@@ -657,7 +687,10 @@ pub(crate) mod tests {
     }
 
     pub fn response(status: &str, headers: &[(&str, &str)], body: &str) -> String {
-        let mut r = format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n", body.len());
+        let mut r = format!(
+            "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n",
+            body.len()
+        );
         for (k, v) in headers {
             r.push_str(&format!("{k}: {v}\r\n"));
         }
@@ -672,22 +705,58 @@ pub(crate) mod tests {
         c.web_fetch_enabled = true;
         c.http_writes_enabled = writes;
         c.http_timeout = Duration::from_secs(10);
-        (dir, crate::WorkspaceTools::for_tests(c, None, allow_loopback, None))
+        (
+            dir,
+            crate::WorkspaceTools::for_tests(c, None, allow_loopback, None),
+        )
     }
 
     #[test]
     fn address_classes() {
-        let public = ["8.8.8.8", "1.1.1.1", "2606:4700:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808"];
+        let public = [
+            "8.8.8.8",
+            "1.1.1.1",
+            "2606:4700:4700::1111",
+            "::ffff:8.8.8.8",
+            "64:ff9b::808:808",
+        ];
         for ip in public {
             assert!(is_public_ip(ip.parse().unwrap()), "{ip}");
         }
         let blocked = [
-            "127.0.0.1", "127.1.2.3", "10.0.0.1", "172.16.5.4", "172.31.255.255", "192.168.1.1",
-            "169.254.169.254", "169.254.0.1", "0.0.0.0", "0.1.2.3", "100.64.0.1", "224.0.0.1",
-            "239.255.255.250", "255.255.255.255", "240.0.0.1", "192.0.0.8", "192.0.2.1",
-            "198.18.0.1", "203.0.113.9", "::", "::1", "fe80::1", "fc00::1", "fd12:3456::1",
-            "ff02::1", "::ffff:127.0.0.1", "::ffff:169.254.169.254", "::ffff:10.0.0.1",
-            "::127.0.0.1", "64:ff9b::a00:1", "2002:7f00:1::", "2001:db8::1", "fec0::1",
+            "127.0.0.1",
+            "127.1.2.3",
+            "10.0.0.1",
+            "172.16.5.4",
+            "172.31.255.255",
+            "192.168.1.1",
+            "169.254.169.254",
+            "169.254.0.1",
+            "0.0.0.0",
+            "0.1.2.3",
+            "100.64.0.1",
+            "224.0.0.1",
+            "239.255.255.250",
+            "255.255.255.255",
+            "240.0.0.1",
+            "192.0.0.8",
+            "192.0.2.1",
+            "198.18.0.1",
+            "203.0.113.9",
+            "::",
+            "::1",
+            "fe80::1",
+            "fc00::1",
+            "fd12:3456::1",
+            "ff02::1",
+            "::ffff:127.0.0.1",
+            "::ffff:169.254.169.254",
+            "::ffff:10.0.0.1",
+            "::127.0.0.1",
+            "64:ff9b::a00:1",
+            "2002:7f00:1::",
+            "2001:db8::1",
+            "fec0::1",
         ];
         for ip in blocked {
             assert!(!is_public_ip(ip.parse().unwrap()), "{ip}");
@@ -697,12 +766,27 @@ pub(crate) mod tests {
     #[test]
     fn url_forms() {
         assert!(vet_url("https://example.com/x").is_ok());
-        for bad in ["file:///etc/passwd", "ftp://example.com/", "gopher://x/", "javascript:alert(1)", "data:text/plain,hi"] {
+        for bad in [
+            "file:///etc/passwd",
+            "ftp://example.com/",
+            "gopher://x/",
+            "javascript:alert(1)",
+            "data:text/plain,hi",
+        ] {
             let err = vet_url(bad).unwrap_err();
-            assert!(err.to_string().contains("only http:// and https://"), "{bad}: {err}");
+            assert!(
+                err.to_string().contains("only http:// and https://"),
+                "{bad}: {err}"
+            );
         }
-        assert!(matches!(vet_url("not a url").unwrap_err(), CallError::InvalidInput { .. }));
-        assert!(matches!(vet_url("http://user:pw@example.com/").unwrap_err(), CallError::InvalidInput { .. }));
+        assert!(matches!(
+            vet_url("not a url").unwrap_err(),
+            CallError::InvalidInput { .. }
+        ));
+        assert!(matches!(
+            vet_url("http://user:pw@example.com/").unwrap_err(),
+            CallError::InvalidInput { .. }
+        ));
     }
 
     #[test]
@@ -729,13 +813,18 @@ pub(crate) mod tests {
         let html = "<!DOCTYPE html><html><head><title>T</title><style>p{color:red}</style>\
                     <script>var x = '<p>';</script></head><body><h1>Head</h1>\
                     <p>One &amp; two&nbsp;&lt;3&#33; &#x41;</p><!-- hidden --><p>Three   four</p></body></html>";
-        assert_eq!(html_to_text(html), "T\n\nHead\n\nOne & two <3! A\n\nThree four");
+        assert_eq!(
+            html_to_text(html),
+            "T\n\nHead\n\nOne & two <3! A\n\nThree four"
+        );
     }
 
     #[tokio::test]
     async fn disabled_by_default() {
         let (_d, t) = crate::testutil::ws();
-        let err = run(&t, "web_fetch", json!({"url": "https://example.com/"})).await.unwrap_err();
+        let err = run(&t, "web_fetch", json!({"url": "https://example.com/"}))
+            .await
+            .unwrap_err();
         assert!(matches!(err, CallError::PermissionDenied { .. }), "{err}");
         assert!(err.to_string().contains("disabled"), "{err}");
     }
@@ -748,9 +837,13 @@ pub(crate) mod tests {
             &[("Content-Type", "text/html")],
             "<html><body><p>Hello</p><p>World</p></body></html>",
         )]);
-        let o = run(&t, "web_fetch", json!({"url": format!("http://127.0.0.1:{port}/page"), "headers": {"X-Test": "1"}}))
-            .await
-            .unwrap();
+        let o = run(
+            &t,
+            "web_fetch",
+            json!({"url": format!("http://127.0.0.1:{port}/page"), "headers": {"X-Test": "1"}}),
+        )
+        .await
+        .unwrap();
         assert_eq!(o.data, json!("Hello\n\nWorld"));
         assert_eq!(o.kind.as_str(), "read/web");
         let head = log.lock().unwrap()[0].clone();
@@ -762,16 +855,31 @@ pub(crate) mod tests {
     async fn status_and_transport_errors_are_reported() {
         let (_d, t) = enabled(true, false);
         let (port, _) = serve(vec![response("404 Not Found", &[], "no such page")]);
-        let err = run(&t, "web_fetch", json!({"url": format!("http://127.0.0.1:{port}/x")}))
-            .await
-            .unwrap_err();
+        let err = run(
+            &t,
+            "web_fetch",
+            json!({"url": format!("http://127.0.0.1:{port}/x")}),
+        )
+        .await
+        .unwrap_err();
         let msg = err.to_string();
-        assert!(msg.contains("HTTP 404") && msg.contains("no such page"), "{msg}");
+        assert!(
+            msg.contains("HTTP 404") && msg.contains("no such page"),
+            "{msg}"
+        );
         // Nothing listens on this port.
-        let closed = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let err = run(&t, "web_fetch", json!({"url": format!("http://127.0.0.1:{closed}/")}))
-            .await
-            .unwrap_err();
+        let closed = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let err = run(
+            &t,
+            "web_fetch",
+            json!({"url": format!("http://127.0.0.1:{closed}/")}),
+        )
+        .await
+        .unwrap_err();
         assert!(matches!(err, CallError::Failed { .. }), "{err}");
         assert!(err.to_string().contains("failed"), "{err}");
     }
@@ -779,73 +887,137 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn text_is_cut_with_a_marker() {
         let (_d, t) = enabled(true, false);
-        let (port, _) = serve(vec![response("200 OK", &[("Content-Type", "text/plain")], &"a".repeat(100))]);
-        let o = run(&t, "web_fetch", json!({"url": format!("http://127.0.0.1:{port}/"), "max_length": 10}))
-            .await
-            .unwrap();
+        let (port, _) = serve(vec![response(
+            "200 OK",
+            &[("Content-Type", "text/plain")],
+            &"a".repeat(100),
+        )]);
+        let o = run(
+            &t,
+            "web_fetch",
+            json!({"url": format!("http://127.0.0.1:{port}/"), "max_length": 10}),
+        )
+        .await
+        .unwrap();
         let s = o.data.as_str().unwrap();
-        assert!(s.starts_with("aaaaaaaaaa\n\n…[truncated at 10 chars; 90 more"), "{s}");
+        assert!(
+            s.starts_with("aaaaaaaaaa\n\n…[truncated at 10 chars; 90 more"),
+            "{s}"
+        );
     }
 
     #[tokio::test]
     async fn redirects_are_vetted_and_limited() {
         let (_d, t) = enabled(true, false);
         // A redirect to a non-loopback private address is refused before connecting.
-        let (port, _) = serve(vec![response("302 Found", &[("Location", "http://10.255.255.1/")], "")]);
-        let err = run(&t, "web_fetch", json!({"url": format!("http://127.0.0.1:{port}/")}))
-            .await
-            .unwrap_err();
+        let (port, _) = serve(vec![response(
+            "302 Found",
+            &[("Location", "http://10.255.255.1/")],
+            "",
+        )]);
+        let err = run(
+            &t,
+            "web_fetch",
+            json!({"url": format!("http://127.0.0.1:{port}/")}),
+        )
+        .await
+        .unwrap_err();
         assert!(matches!(err, CallError::PermissionDenied { .. }), "{err}");
         // A redirect to file:// is refused.
-        let (port, _) = serve(vec![response("301 Moved", &[("Location", "file:///etc/passwd")], "")]);
-        let err = run(&t, "web_fetch", json!({"url": format!("http://127.0.0.1:{port}/")}))
-            .await
-            .unwrap_err();
-        assert!(err.to_string().contains("only http:// and https://"), "{err}");
+        let (port, _) = serve(vec![response(
+            "301 Moved",
+            &[("Location", "file:///etc/passwd")],
+            "",
+        )]);
+        let err = run(
+            &t,
+            "web_fetch",
+            json!({"url": format!("http://127.0.0.1:{port}/")}),
+        )
+        .await
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("only http:// and https://"),
+            "{err}"
+        );
         // A relative redirect is followed.
         let (port, log) = serve(vec![
             response("302 Found", &[("Location", "/final")], ""),
             response("200 OK", &[("Content-Type", "text/plain")], "done"),
         ]);
-        let o = run(&t, "web_fetch", json!({"url": format!("http://127.0.0.1:{port}/start")}))
-            .await
-            .unwrap();
+        let o = run(
+            &t,
+            "web_fetch",
+            json!({"url": format!("http://127.0.0.1:{port}/start")}),
+        )
+        .await
+        .unwrap();
         assert_eq!(o.data, json!("done"));
         assert!(log.lock().unwrap()[1].starts_with("GET /final "));
         // A loop stops after five redirects.
-        let (port, _) = serve((0..7).map(|_| response("302 Found", &[("Location", "/again")], "")).collect());
-        let err = run(&t, "web_fetch", json!({"url": format!("http://127.0.0.1:{port}/")}))
-            .await
-            .unwrap_err();
+        let (port, _) = serve(
+            (0..7)
+                .map(|_| response("302 Found", &[("Location", "/again")], ""))
+                .collect(),
+        );
+        let err = run(
+            &t,
+            "web_fetch",
+            json!({"url": format!("http://127.0.0.1:{port}/")}),
+        )
+        .await
+        .unwrap_err();
         assert!(err.to_string().contains("too many redirects"), "{err}");
     }
 
     #[tokio::test]
     async fn write_methods_need_the_setting() {
         let (_d, t) = enabled(true, false);
-        let err = run(&t, "web_fetch", json!({"url": "http://127.0.0.1:1/", "method": "POST", "data": "a=1"}))
-            .await
-            .unwrap_err();
+        let err = run(
+            &t,
+            "web_fetch",
+            json!({"url": "http://127.0.0.1:1/", "method": "POST", "data": "a=1"}),
+        )
+        .await
+        .unwrap_err();
         assert!(err.to_string().contains("http_writes_enabled"), "{err}");
-        let err = run(&t, "web_fetch", json!({"url": "http://127.0.0.1:1/", "data": "a=1"}))
-            .await
-            .unwrap_err();
+        let err = run(
+            &t,
+            "web_fetch",
+            json!({"url": "http://127.0.0.1:1/", "data": "a=1"}),
+        )
+        .await
+        .unwrap_err();
         assert!(matches!(err, CallError::InvalidInput { .. }), "{err}");
-        let err = run(&t, "web_fetch", json!({"url": "http://127.0.0.1:1/", "headers": {"Host": "x"}}))
-            .await
-            .unwrap_err();
+        let err = run(
+            &t,
+            "web_fetch",
+            json!({"url": "http://127.0.0.1:1/", "headers": {"Host": "x"}}),
+        )
+        .await
+        .unwrap_err();
         assert!(matches!(err, CallError::InvalidInput { .. }), "{err}");
 
         let (_d, t) = enabled(true, true);
-        let (port, log) = serve(vec![response("200 OK", &[("Content-Type", "text/plain")], "ok")]);
+        let (port, log) = serve(vec![response(
+            "200 OK",
+            &[("Content-Type", "text/plain")],
+            "ok",
+        )]);
         let o = run(&t, "web_fetch", json!({"url": format!("http://127.0.0.1:{port}/f"), "method": "POST", "data": "a=1&b=2"}))
             .await
             .unwrap();
         assert_eq!(o.data, json!("ok"));
         assert_eq!(o.kind.as_str(), "workspace/web");
         let head = log.lock().unwrap()[0].clone();
-        assert!(head.starts_with("POST /f ") && head.ends_with("a=1&b=2"), "{head}");
-        assert!(head.to_ascii_lowercase().contains("content-type: application/x-www-form-urlencoded"));
+        assert!(
+            head.starts_with("POST /f ") && head.ends_with("a=1&b=2"),
+            "{head}"
+        );
+        assert!(
+            head.to_ascii_lowercase()
+                .contains("content-type: application/x-www-form-urlencoded")
+        );
     }
 
     #[tokio::test]
@@ -854,9 +1026,13 @@ pub(crate) mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         listener.set_nonblocking(true).unwrap();
-        let err = run(&t, "web_fetch", json!({"url": format!("http://127.0.0.1:{port}/")}))
-            .await
-            .unwrap_err();
+        let err = run(
+            &t,
+            "web_fetch",
+            json!({"url": format!("http://127.0.0.1:{port}/")}),
+        )
+        .await
+        .unwrap_err();
         assert!(matches!(err, CallError::PermissionDenied { .. }), "{err}");
         assert!(listener.accept().is_err(), "no connection was made");
     }

@@ -1,6 +1,7 @@
 //! The escape suite: every way out of the workspace the anchor had (reference §2.2, §9, §12),
 //! tried against a temporary workspace. Each test ends by checking that nothing was created
 //! outside the workspace: the temp parent directory holds exactly what the test put there.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
 use std::net::TcpListener;
@@ -113,11 +114,16 @@ async fn dotdot_traversal_is_refused_by_every_path_tool() {
     let msg = f.denied("view", json!({"path": "../secret.txt"})).await;
     assert_inside_message(&msg);
     assert!(msg.contains("../secret.txt"), "names the path: {msg}");
-    f.denied("view", json!({"path": "src/../../secret.txt"})).await;
-    f.denied("view", json!({"path": ".."})).await;
-    f.denied("create", json!({"path": "../evil.txt", "file_text": "x"})).await;
-    f.denied("create", json!({"path": "src/../../outside/evil.txt", "file_text": "x"}))
+    f.denied("view", json!({"path": "src/../../secret.txt"}))
         .await;
+    f.denied("view", json!({"path": ".."})).await;
+    f.denied("create", json!({"path": "../evil.txt", "file_text": "x"}))
+        .await;
+    f.denied(
+        "create",
+        json!({"path": "src/../../outside/evil.txt", "file_text": "x"}),
+    )
+    .await;
     f.denied(
         "edit",
         json!({"path": "../secret.txt", "old_str": "TOP", "new_str": "PWNED"}),
@@ -126,11 +132,18 @@ async fn dotdot_traversal_is_refused_by_every_path_tool() {
     f.denied("glob", json!({"pattern": "../*"})).await;
     f.denied("glob", json!({"pattern": "src/../../*"})).await;
     f.denied("glob", json!({"paths": ".."})).await;
-    f.denied("grep", json!({"pattern": "SECRET", "paths": ".."})).await;
-    f.denied("grep", json!({"pattern": "SECRET", "paths": ["src", "../secret.txt"]}))
+    f.denied("grep", json!({"pattern": "SECRET", "paths": ".."}))
         .await;
-    f.denied("sql", json!({"query": "CREATE TABLE t(x)", "db_path": "../x.db"}))
-        .await;
+    f.denied(
+        "grep",
+        json!({"pattern": "SECRET", "paths": ["src", "../secret.txt"]}),
+    )
+    .await;
+    f.denied(
+        "sql",
+        json!({"query": "CREATE TABLE t(x)", "db_path": "../x.db"}),
+    )
+    .await;
     f.untouched();
 }
 
@@ -141,7 +154,8 @@ async fn absolute_paths_outside_are_refused() {
     let evil = f.outside().join("evil.txt");
     f.denied("view", json!({"path": "/etc/passwd"})).await;
     f.denied("view", json!({"path": secret})).await;
-    f.denied("create", json!({"path": evil, "file_text": "x"})).await;
+    f.denied("create", json!({"path": evil, "file_text": "x"}))
+        .await;
     f.denied(
         "edit",
         json!({"path": secret, "old_str": "TOP", "new_str": "PWNED"}),
@@ -157,7 +171,8 @@ async fn absolute_paths_outside_are_refused() {
     .await;
     // A sibling whose name extends the root's (the anchor's C1 prefix bug).
     let sibling = format!("{}_attacker/x.txt", f.root().display());
-    f.denied("create", json!({"path": sibling, "file_text": "x"})).await;
+    f.denied("create", json!({"path": sibling, "file_text": "x"}))
+        .await;
     // Absolute paths inside the workspace are fine.
     let inside = f.root().join("src/app.py");
     assert!(f.call("view", json!({"path": inside})).await.is_ok());
@@ -222,7 +237,10 @@ async fn a_symlink_to_etc_inside_the_workspace_leads_nowhere() {
         .unwrap();
     assert_eq!(found.data, json!([]), "grep stayed inside");
     let found = f
-        .call("grep", json!({"pattern": "root", "paths": ".", "glob": "passwd"}))
+        .call(
+            "grep",
+            json!({"pattern": "root", "paths": ".", "glob": "passwd"}),
+        )
         .await
         .unwrap();
     assert_eq!(found.data, json!([]));
@@ -346,7 +364,11 @@ async fn web_fetch_is_disabled_by_default() {
 #[tokio::test]
 async fn web_fetch_refuses_other_schemes() {
     let f = web();
-    for url in ["file:///etc/passwd", "ftp://example.com/x", "gopher://example.com/"] {
+    for url in [
+        "file:///etc/passwd",
+        "ftp://example.com/x",
+        "gopher://example.com/",
+    ] {
         let msg = f.denied("web_fetch", json!({"url": url})).await;
         assert!(msg.contains("only http:// and https://"), "{url}: {msg}");
     }
@@ -366,6 +388,11 @@ async fn web_fetch_refuses_internal_addresses_before_connecting() {
         "http://0.0.0.0/",
         "http://[fd00::1]/",
         "http://[fe80::1]/",
+        // Other spellings of loopback that URL parsers normalize.
+        "http://2130706433/",
+        "http://0x7f000001/",
+        "http://127.1/",
+        "http://LOCALHOST./",
     ] {
         let msg = f.denied("web_fetch", json!({"url": url})).await;
         assert!(msg.contains("non-public"), "{url}: {msg}");
@@ -505,10 +532,7 @@ async fn bash_runs_in_the_workspace_root_not_the_cwd() {
         .call("bash", json!({"command": "pwd; touch made-here"}))
         .await
         .unwrap();
-    assert_eq!(
-        o.data["stdout"],
-        json!(format!("{}\n", f.root().display()))
-    );
+    assert_eq!(o.data["stdout"], json!(format!("{}\n", f.root().display())));
     assert!(f.root().join("made-here").exists());
     f.untouched();
 }

@@ -16,7 +16,9 @@ use super::lex::Tok;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RepError {
     /// A field is present but its value is malformed or out of range.
-    #[error("{file}:{line}:{column}: invalid {field} {found:?} in {context:?}; expected {expected}")]
+    #[error(
+        "{file}:{line}:{column}: invalid {field} {found:?} in {context:?}; expected {expected}"
+    )]
     InvalidField {
         /// The source name given to [`super::parse_rep`].
         file: String,
@@ -66,6 +68,13 @@ impl RepError {
         }
     }
 
+    /// Adds `lines` to the line number (for text parsed in pieces).
+    pub(super) fn shift_lines(&mut self, lines: usize) {
+        match self {
+            Self::InvalidField { line, .. } | Self::MissingField { line, .. } => *line += lines,
+        }
+    }
+
     /// The 1-based byte column.
     pub fn column(&self) -> usize {
         match self {
@@ -92,7 +101,12 @@ const EXCERPT_SLACK: usize = 80;
 
 impl LineCtx<'_> {
     /// An invalid token.
-    pub fn invalid(&self, field: &'static str, tok: Tok<'_>, expected: impl Into<String>) -> Box<RepError> {
+    pub fn invalid(
+        &self,
+        field: &'static str,
+        tok: Tok<'_>,
+        expected: impl Into<String>,
+    ) -> Box<RepError> {
         self.invalid_at(field, tok.start, tok.text, expected)
     }
 

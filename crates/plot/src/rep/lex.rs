@@ -73,17 +73,13 @@ impl<'a> Cursor<'a> {
         field: &'static str,
         expected: &str,
     ) -> Res<Tok<'a>> {
-        self.next_token().ok_or_else(|| ctx.missing(field, expected))
+        self.next_token()
+            .ok_or_else(|| ctx.missing(field, expected))
     }
 
     /// A name: one token, or a run of text enclosed in double quotes (which may contain
     /// whitespace). The quotes are not part of the returned text.
-    pub fn name(
-        &mut self,
-        ctx: &LineCtx<'_>,
-        field: &'static str,
-        expected: &str,
-    ) -> Res<Tok<'a>> {
+    pub fn name(&mut self, ctx: &LineCtx<'_>, field: &'static str, expected: &str) -> Res<Tok<'a>> {
         let start = self.skip_ws(self.pos);
         if self.line.as_bytes().get(start) != Some(&b'"') {
             return self.require(ctx, field, expected);
@@ -139,7 +135,10 @@ pub(super) fn parse_f64(s: &str) -> Option<f64> {
             }
         }
     }
-    if fast && count > 0 && let Some(scale) = POW10.get(frac) {
+    if fast
+        && count > 0
+        && let Some(scale) = POW10.get(frac)
+    {
         // The mantissa has at most 15 digits, so it is exact as an f64.
         let value = mantissa as f64 / scale;
         return Some(if neg { -value } else { value });
@@ -218,11 +217,7 @@ pub(super) fn parse_date(ctx: &LineCtx<'_>, tok: Tok<'_>) -> Res<NaiveDate> {
 const TIME_EXPECTED: &str = "HHMMSS or HHMMSS.sss";
 
 /// `HHMMSS[.fff…]` (a 5-digit `HMMSS` is read with a leading zero) on `date`, as UTC.
-pub(super) fn parse_time(
-    ctx: &LineCtx<'_>,
-    tok: Tok<'_>,
-    date: NaiveDate,
-) -> Res<DateTime<Utc>> {
+pub(super) fn parse_time(ctx: &LineCtx<'_>, tok: Tok<'_>, date: NaiveDate) -> Res<DateTime<Utc>> {
     let (whole, frac) = match tok.text.split_once('.') {
         Some((w, f)) => (w, f),
         None => (tok.text, ""),
@@ -265,10 +260,7 @@ pub(super) fn parse_time(
 }
 
 /// A date token followed by a time token.
-pub(super) fn parse_timestamp(
-    ctx: &LineCtx<'_>,
-    cur: &mut Cursor<'_>,
-) -> Res<DateTime<Utc>> {
+pub(super) fn parse_timestamp(ctx: &LineCtx<'_>, cur: &mut Cursor<'_>) -> Res<DateTime<Utc>> {
     let date_tok = cur.require(ctx, "date", DATE_EXPECTED)?;
     let date = parse_date(ctx, date_tok)?;
     let time_tok = cur.require(ctx, "time", TIME_EXPECTED)?;
@@ -373,7 +365,10 @@ fn parse_dms<'a>(
     };
     let value = deg + min / 60.0 + sec / 3600.0;
     if value > max {
-        let whole = ctx.line.get(deg_tok.start..sec_tok.end()).unwrap_or(deg_tok.text);
+        let whole = ctx
+            .line
+            .get(deg_tok.start..sec_tok.end())
+            .unwrap_or(deg_tok.text);
         return Err(ctx.invalid_at(t.whole, deg_tok.start, whole, t.whole_expected));
     }
     // `N021`: the longitude degrees follow the hemisphere letter in the same token.
@@ -404,16 +399,26 @@ pub(super) fn fmt_time(t: &DateTime<Utc>) -> String {
         out.push(char::from(b'0' + (v / 10 % 10) as u8));
         out.push(char::from(b'0' + (v % 10) as u8));
     }
-    let mut out = String::with_capacity(35);
     let year = t.year();
-    if (0..=9999).contains(&year) {
-        let y = year.unsigned_abs();
-        push2(&mut out, y / 100);
-        push2(&mut out, y % 100);
-    } else {
+    if !(0..=9999).contains(&year) {
         // Outside what REP dates can express; fall back to chrono's own formatting.
         return t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, false);
     }
+    let nanos = t.nanosecond();
+    let (fraction, digits) = if nanos == 0 {
+        (0, 0)
+    } else if nanos.is_multiple_of(1_000_000) {
+        (nanos / 1_000_000, 3)
+    } else if nanos.is_multiple_of(1_000) {
+        (nanos / 1_000, 6)
+    } else {
+        (nanos, 9)
+    };
+    // "YYYY-MM-DDTHH:MM:SS" + ".fff…" + "+00:00", allocated exactly once.
+    let mut out = String::with_capacity(25 + if digits == 0 { 0 } else { digits as usize + 1 });
+    let y = year.unsigned_abs();
+    push2(&mut out, y / 100);
+    push2(&mut out, y % 100);
     out.push('-');
     push2(&mut out, t.month());
     out.push('-');
@@ -424,19 +429,11 @@ pub(super) fn fmt_time(t: &DateTime<Utc>) -> String {
     push2(&mut out, t.minute());
     out.push(':');
     push2(&mut out, t.second());
-    let nanos = t.nanosecond();
-    if nanos != 0 {
-        let (value, digits) = if nanos.is_multiple_of(1_000_000) {
-            (nanos / 1_000_000, 3)
-        } else if nanos.is_multiple_of(1_000) {
-            (nanos / 1_000, 6)
-        } else {
-            (nanos, 9)
-        };
+    if digits > 0 {
         out.push('.');
         let mut div = 10u32.pow(digits - 1);
         while div > 0 {
-            out.push(char::from(b'0' + (value / div % 10) as u8));
+            out.push(char::from(b'0' + (fraction / div % 10) as u8));
             div /= 10;
         }
     }

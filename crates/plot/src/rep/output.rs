@@ -22,14 +22,14 @@ fn point(at: [f64; 2]) -> Value {
 }
 
 fn geometry(kind: &str, coordinates: Value) -> Value {
-    let mut g = Map::new();
+    let mut g = Map::with_capacity(2);
     g.insert("type".to_owned(), Value::from(kind));
     g.insert("coordinates".to_owned(), coordinates);
     Value::Object(g)
 }
 
 fn feature(id: String, geometry: Value, properties: Map<String, Value>) -> Value {
-    let mut f = Map::new();
+    let mut f = Map::with_capacity(4);
     f.insert("type".to_owned(), Value::from("Feature"));
     f.insert("id".to_owned(), Value::String(id));
     f.insert("geometry".to_owned(), geometry);
@@ -257,7 +257,7 @@ fn sensor_json(mut s: Sensor<'_>) -> Value {
 }
 
 fn position_json(f: &Fix<'_>) -> Value {
-    let mut m = Map::new();
+    let mut m = Map::with_capacity(4);
     m.insert("time".to_owned(), Value::String(fmt_time(&f.time)));
     m.insert("course".to_owned(), num(f.course));
     m.insert("speed".to_owned(), num(f.speed));
@@ -267,27 +267,64 @@ fn position_json(f: &Fix<'_>) -> Value {
     Value::Object(m)
 }
 
-/// A TRACK feature shaped like Debrief's own importer output.
+/// Below this many positions a track's JSON is built on the calling thread.
+const PARALLEL_MIN_FIXES: usize = 1 << 16;
+
+/// The LineString coordinates and the parallel `positions` entries of `fixes`, built on
+/// several threads when there are many (allocation dominates, and the allocator scales).
+fn coordinates_and_positions(fixes: &[Fix<'_>]) -> (Vec<Value>, Vec<Value>) {
+    fn fill(coordinates: &mut [Value], positions: &mut [Value], fixes: &[Fix<'_>]) {
+        for ((c, p), f) in coordinates.iter_mut().zip(positions.iter_mut()).zip(fixes) {
+            *c = point([f.lon, f.lat]);
+            *p = position_json(f);
+        }
+    }
+    // Room for the copy of a lone position (see `track_feature`).
+    let mut coordinates = Vec::with_capacity(fixes.len() + 1);
+    let mut positions = Vec::with_capacity(fixes.len() + 1);
+    let threads = if fixes.len() < PARALLEL_MIN_FIXES {
+        1
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
+    };
+    if threads < 2 {
+        for f in fixes {
+            coordinates.push(point([f.lon, f.lat]));
+            positions.push(position_json(f));
+        }
+        return (coordinates, positions);
+    }
+    // Each thread fills its own slice of the final vectors.
+    coordinates.resize(fixes.len(), Value::Null);
+    positions.resize(fixes.len(), Value::Null);
+    let chunk = fixes.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let mut parts = coordinates
+            .chunks_mut(chunk)
+            .zip(positions.chunks_mut(chunk))
+            .zip(fixes.chunks(chunk));
+        let first = parts.next();
+        for ((c, p), f) in parts {
+            scope.spawn(move || fill(c, p, f));
+        }
+        if let Some(((c, p), f)) = first {
+            fill(c, p, f);
+        }
+    });
+    (coordinates, positions)
+}
+
+/// A TRACK feature shaped like Debrief's own importer output. `fixes` are in time order.
 fn track_feature(id: String, track: Track<'_>, sensors: Vec<Value>) -> Value {
     let Track {
         name,
         symbol,
-        mut fixes,
+        fixes,
     } = track;
-    if !fixes.is_sorted_by_key(|f| f.time) {
-        fixes.sort_by_key(|f| f.time);
-    }
+    let (mut coordinates, mut positions) = coordinates_and_positions(&fixes);
     // A LineString needs two positions: repeat a lone fix (as Debrief's importer does).
     let lone = fixes.len() == 1;
-    let count = if lone { 2 } else { fixes.len() };
-    let mut coordinates = Vec::with_capacity(count);
-    let mut positions = Vec::with_capacity(count);
-    for f in &fixes {
-        coordinates.push(point([f.lon, f.lat]));
-        positions.push(position_json(f));
-    }
-    if lone && let (Some(c), Some(p)) = (coordinates.first().cloned(), positions.first().cloned())
-    {
+    if lone && let (Some(c), Some(p)) = (coordinates.first().cloned(), positions.first().cloned()) {
         coordinates.push(c);
         positions.push(p);
     }
@@ -296,7 +333,10 @@ fn track_feature(id: String, track: Track<'_>, sensors: Vec<Value>) -> Value {
     p.insert("platform_name".to_owned(), Value::from(name));
     p.insert("track_type".to_owned(), Value::from("CONTACT"));
     if let (Some(first), Some(last)) = (fixes.first(), fixes.last()) {
-        p.insert("start_time".to_owned(), Value::String(fmt_time(&first.time)));
+        p.insert(
+            "start_time".to_owned(),
+            Value::String(fmt_time(&first.time)),
+        );
         p.insert("end_time".to_owned(), Value::String(fmt_time(&last.time)));
     }
     p.insert("positions".to_owned(), Value::Array(positions));
@@ -315,7 +355,10 @@ fn track_feature(id: String, track: Track<'_>, sensors: Vec<Value>) -> Value {
         if lone {
             overrides.push(Value::Null);
         }
-        p.insert("position_style_overrides".to_owned(), Value::Array(overrides));
+        p.insert(
+            "position_style_overrides".to_owned(),
+            Value::Array(overrides),
+        );
     }
     let colour = symbol.colour;
     let mut line = Map::new();
@@ -346,15 +389,24 @@ fn track_feature(id: String, track: Track<'_>, sensors: Vec<Value>) -> Value {
 /// host track has no positions.
 pub(super) fn finish(parser: Parser<'_>) -> RepImport {
     let Parser {
-        tracks,
+        mut tracks,
         narratives,
         shapes,
         sensors,
         bounds,
-        span,
+        mut span,
         position_count,
         ..
     } = parser;
+    for track in &mut tracks {
+        if !track.fixes.is_sorted_by_key(|f| f.time) {
+            track.fixes.sort_by_key(|f| f.time);
+        }
+        if let (Some(first), Some(last)) = (track.fixes.first(), track.fixes.last()) {
+            let (lo, hi) = span.unwrap_or((first.time, last.time));
+            span = Some((lo.min(first.time), hi.max(last.time)));
+        }
+    }
     let mut used = HashSet::new();
 
     // Sensors grouped by host, in first-seen order.
@@ -402,7 +454,12 @@ pub(super) fn finish(parser: Parser<'_>) -> RepImport {
         features.push(feature(format!("narrative-{}", n + 1), Value::Null, p));
     }
 
-    features.extend(shapes);
+    for (n, mut shape) in shapes.into_iter().enumerate() {
+        if let Some(object) = shape.as_object_mut() {
+            object.insert("id".to_owned(), Value::String(format!("shape-{}", n + 1)));
+        }
+        features.push(shape);
+    }
 
     // Sensor data whose host track never had a position line.
     for (host, list) in by_host {

@@ -7,8 +7,7 @@ use serde_json::Value;
 
 use super::error::{LineCtx, Res};
 use super::lex::{
-    self, Cursor, Tok, is_null, number, parse_date, parse_latlon, parse_time,
-    parse_timestamp,
+    self, Cursor, Tok, is_null, number, parse_date, parse_latlon, parse_time, parse_timestamp,
 };
 use super::output;
 use super::symbology::Symbol;
@@ -166,7 +165,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn note_time(&mut self, t: DateTime<Utc>) {
+    pub fn note_time(&mut self, t: DateTime<Utc>) {
         self.span = Some(match self.span {
             None => (t, t),
             Some((lo, hi)) => (lo.min(t), hi.max(t)),
@@ -209,13 +208,77 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// Appends the results of parsing the text that follows this parser's text.
+    pub fn merge(&mut self, other: Parser<'a>) {
+        for track in other.tracks {
+            let i = self.track_for(track.name, "");
+            if let Some(mine) = self.tracks.get_mut(i) {
+                if mine.fixes.is_empty() {
+                    // New to this parser: it keeps the colour the other one saw first.
+                    mine.symbol = track.symbol;
+                    mine.fixes = track.fixes;
+                } else {
+                    mine.fixes.extend(track.fixes);
+                }
+            }
+        }
+        self.last_track = None;
+        self.narratives.extend(other.narratives);
+        self.shapes.extend(other.shapes);
+        for sensor in other.sensors {
+            let next = self.sensors.len();
+            let i = *self
+                .sensor_index
+                .entry((sensor.host, sensor.name))
+                .or_insert(next);
+            if i == next {
+                self.sensors.push(sensor);
+            } else if let Some(mine) = self.sensors.get_mut(i) {
+                mine.contacts.extend(sensor.contacts);
+            }
+        }
+        if let Some(b) = other.bounds.get() {
+            self.bounds.add([b[0], b[1]]);
+            self.bounds.add([b[2], b[3]]);
+        }
+        if let Some((lo, hi)) = other.span {
+            self.note_time(lo);
+            self.note_time(hi);
+        }
+        self.position_count += other.position_count;
+    }
+
+    /// The index of the track called `name`, created (coloured by `symbol`) if new. A few
+    /// tracks are found faster by scanning than by hashing.
+    fn track_for(&mut self, name: &'a str, symbol: &str) -> usize {
+        const SCAN: usize = 16;
+        let found = if self.tracks.len() <= SCAN {
+            self.tracks.iter().position(|t| t.name == name)
+        } else {
+            self.track_index.get(name).copied()
+        };
+        if let Some(i) = found {
+            return i;
+        }
+        let i = self.tracks.len();
+        self.tracks.push(Track {
+            name,
+            symbol: Symbol::parse(symbol),
+            fixes: Vec::new(),
+        });
+        if i == SCAN {
+            // Switching to the index: add the tracks scanned so far.
+            for (j, t) in self.tracks.iter().enumerate() {
+                self.track_index.insert(t.name, j);
+            }
+        } else if i > SCAN {
+            self.track_index.insert(name, i);
+        }
+        i
+    }
+
     /// A position line: `DATE TIME TRACK SYMBOL LAT LON COURSE SPEED DEPTH [LABEL]`.
-    fn position(
-        &mut self,
-        ctx: &LineCtx<'a>,
-        mut cur: Cursor<'a>,
-        date_tok: Tok<'a>,
-    ) -> Res<()> {
+    fn position(&mut self, ctx: &LineCtx<'a>, mut cur: Cursor<'a>, date_tok: Tok<'a>) -> Res<()> {
         let date = match self.last_date {
             Some((text, date)) if text == date_tok.text => date,
             _ => {
@@ -243,15 +306,7 @@ impl<'a> Parser<'a> {
         let index = match self.last_track {
             Some((last, i)) if last == name => i,
             _ => {
-                let next = self.tracks.len();
-                let i = *self.track_index.entry(name).or_insert(next);
-                if i == next {
-                    self.tracks.push(Track {
-                        name,
-                        symbol: Symbol::parse(symbol_tok.text),
-                        fixes: Vec::new(),
-                    });
-                }
+                let i = self.track_for(name, symbol_tok.text);
                 self.last_track = Some((name, i));
                 i
             }
@@ -269,22 +324,19 @@ impl<'a> Parser<'a> {
         }
         self.position_count += 1;
         self.bounds.add([lon, lat]);
-        self.note_time(time);
+        // Track times go into the span when the tracks are finished (see `output::finish`).
         Ok(())
     }
 
     /// `;NARRATIVE: DATE TIME TRACK TEXT` / `;NARRATIVE2: DATE TIME TRACK TYPE TEXT`.
-    fn narrative(
-        &mut self,
-        ctx: &LineCtx<'a>,
-        mut cur: Cursor<'a>,
-        typed: bool,
-    ) -> Res<()> {
+    fn narrative(&mut self, ctx: &LineCtx<'a>, mut cur: Cursor<'a>, typed: bool) -> Res<()> {
         const EXPECTED: &str = "YYMMDD HHMMSS[.sss] TRACK [TYPE] TEXT";
         let time = parse_timestamp(ctx, &mut cur)?;
         let track = cur.name(ctx, "track name", EXPECTED)?.text;
         let entry_type = if typed {
-            cur.name(ctx, "narrative entry type", EXPECTED).ok().map(|t| t.text)
+            cur.name(ctx, "narrative entry type", EXPECTED)
+                .ok()
+                .map(|t| t.text)
         } else {
             None
         };
@@ -370,12 +422,7 @@ impl<'a> Parser<'a> {
     }
 
     /// Shapes and text annotations.
-    fn annotation(
-        &mut self,
-        ctx: &LineCtx<'a>,
-        mut cur: Cursor<'a>,
-        command: Command,
-    ) -> Res<()> {
+    fn annotation(&mut self, ctx: &LineCtx<'a>, mut cur: Cursor<'a>, command: Command) -> Res<()> {
         let expected = match command {
             Command::Text => "SYMBOL LAT LONG TEXT",
             Command::Circle => "SYMBOL LAT LONG RADIUS_YARDS [LABEL]",
@@ -388,7 +435,8 @@ impl<'a> Parser<'a> {
             _ => "",
         };
         let symbol = Symbol::parse(cur.require(ctx, "symbology", expected)?.text);
-        let id = format!("shape-{}", self.shapes.len() + 1);
+        let id = String::new(); // numbered by `output::finish`
+
         let feature = match command {
             Command::Text => {
                 let at = parse_latlon(ctx, &mut cur, expected)?;
@@ -491,12 +539,7 @@ impl<'a> Parser<'a> {
 }
 
 /// A non-negative distance in yards, returned in metres.
-fn yards(
-    ctx: &LineCtx<'_>,
-    cur: &mut Cursor<'_>,
-    field: &'static str,
-    expected: &str,
-) -> Res<f64> {
+fn yards(ctx: &LineCtx<'_>, cur: &mut Cursor<'_>, field: &'static str, expected: &str) -> Res<f64> {
     let tok = cur.require(ctx, field, expected)?;
     match lex::parse_f64(tok.text) {
         Some(v) if v.is_finite() && v >= 0.0 => Ok(v * YARDS_TO_METRES),

@@ -5,11 +5,10 @@ use serde_json::{Map, Value, json};
 use toolgate_core::{CallError, ToolCall, ToolOutcome, ToolSpec};
 
 use super::common::{
-    Coord, Def, METRES_PER_KM, METRES_PER_MILE, METRES_PER_NM, Track, analysis,
-    bbox, bearing_deg, bool_or, coord_prop, describe, destination, display_name, distance_m,
-    feature_id, format_time, geometry_coords, humanise, kind, multi, name_list, number_prop,
-    opt_f64, round_to, select_exactly, select_multi, select_single, single, str_or, subject,
-    unwrap_lon, vertex_mean,
+    Coord, Def, METRES_PER_KM, METRES_PER_MILE, METRES_PER_NM, Track, analysis, bbox, bearing_deg,
+    bool_or, coord_prop, describe, destination, display_name, distance_m, feature_id, format_time,
+    geometry_coords, humanise, kind, multi, name_list, number_prop, opt_f64, round_to,
+    select_exactly, select_multi, select_single, single, str_or, subject, unwrap_lon, vertex_mean,
 };
 
 pub(crate) const TRACK_STATS: &str = "track-stats";
@@ -25,7 +24,15 @@ const SPEED_FILTERED: &str = "dataset/speed_filtered_positions";
 const TRACK: &[&str] = &["TRACK"];
 /// What range-bearing measures between: tracks, or any feature with a position.
 const RANGE_KINDS: &[&str] = &[
-    "TRACK", "POINT", "CIRCLE", "RECTANGLE", "LINE", "TEXT", "VECTOR", "POLY", "ZONE",
+    "TRACK",
+    "POINT",
+    "CIRCLE",
+    "RECTANGLE",
+    "LINE",
+    "TEXT",
+    "VECTOR",
+    "POLY",
+    "ZONE",
 ];
 const AREA_KINDS: &[&str] = &["TRACK", "POINT", "RECTANGLE", "CIRCLE", "ZONE", "POLY"];
 
@@ -200,7 +207,7 @@ fn fixed_point(f: &Value) -> Option<Coord> {
 fn range_subject<'a>(title: &str, f: &'a Value) -> Result<Subject<'a>, CallError> {
     if kind(f) == "TRACK" {
         let track = Track::parse(f);
-        let timed = track.times.iter().filter(|t| t.is_some()).count();
+        let timed = track.times().iter().filter(|t| t.is_some()).count();
         if timed == 0 {
             return Err(CallError::invalid(format!(
                 "{title} cannot use TRACK \"{}\": none of its positions has a readable time",
@@ -210,7 +217,10 @@ fn range_subject<'a>(title: &str, f: &'a Value) -> Result<Subject<'a>, CallError
         return Ok(Subject::Moving(track));
     }
     let at = fixed_point(f).ok_or_else(|| {
-        CallError::invalid(format!("{title} cannot use {}: it has no position", describe(f)))
+        CallError::invalid(format!(
+            "{title} cannot use {}: it has no position",
+            describe(f)
+        ))
     })?;
     Ok(Subject::Fixed {
         name: display_name(f),
@@ -221,7 +231,7 @@ fn range_subject<'a>(title: &str, f: &'a Value) -> Result<Subject<'a>, CallError
 /// `(time, coord)` of every timed position, sorted by time.
 fn timed_positions(track: &Track<'_>) -> Vec<(i64, Coord)> {
     let mut out: Vec<(i64, Coord)> = track
-        .times
+        .times()
         .iter()
         .zip(&track.coords)
         .filter_map(|(t, c)| t.map(|t| (t, *c)))
@@ -252,7 +262,9 @@ pub(crate) fn range_bearing(call: &ToolCall) -> Result<ToolOutcome, CallError> {
     let features = subject(call)?;
     let pair = select_exactly(&title, &features, RANGE_KINDS, 2)?;
     let (Some(a), Some(b)) = (pair.first(), pair.get(1)) else {
-        return Err(CallError::failed("two features were selected but not found"));
+        return Err(CallError::failed(
+            "two features were selected but not found",
+        ));
     };
     let from = range_subject(&title, a)?;
     let to = range_subject(&title, b)?;
@@ -261,11 +273,11 @@ pub(crate) fn range_bearing(call: &ToolCall) -> Result<ToolOutcome, CallError> {
     match (&from, &to) {
         (Subject::Moving(ta), Subject::Moving(tb)) => {
             let tb_timed = timed_positions(tb);
-            for (t, c) in ta.times.iter().zip(&ta.coords) {
-                if let Some(t) = t {
-                    if let Some(other) = position_at(&tb_timed, *t) {
-                        samples.push((Some(*t), *c, other));
-                    }
+            for (t, c) in ta.times().iter().zip(&ta.coords) {
+                if let Some(t) = t
+                    && let Some(other) = position_at(&tb_timed, *t)
+                {
+                    samples.push((Some(*t), *c, other));
                 }
             }
             if samples.is_empty() {
@@ -284,14 +296,14 @@ pub(crate) fn range_bearing(call: &ToolCall) -> Result<ToolOutcome, CallError> {
             }
         }
         (Subject::Moving(track), Subject::Fixed { at, .. }) => {
-            for (t, c) in track.times.iter().zip(&track.coords) {
+            for (t, c) in track.times().iter().zip(&track.coords) {
                 if t.is_some() {
                     samples.push((*t, *c, *at));
                 }
             }
         }
         (Subject::Fixed { at, .. }, Subject::Moving(track)) => {
-            for (t, c) in track.times.iter().zip(&track.coords) {
+            for (t, c) in track.times().iter().zip(&track.coords) {
                 if t.is_some() {
                     samples.push((*t, *at, *c));
                 }
@@ -306,7 +318,11 @@ pub(crate) fn range_bearing(call: &ToolCall) -> Result<ToolOutcome, CallError> {
     let mut max: Option<(f64, Option<i64>)> = None;
     for (t, p, q) in &samples {
         let range = distance_m(*p, *q);
-        let bearing = if range == 0.0 { 0.0 } else { bearing_deg(*p, *q) };
+        let bearing = if range == 0.0 {
+            0.0
+        } else {
+            bearing_deg(*p, *q)
+        };
         if min.is_none_or(|(m, _)| range < m) {
             min = Some((range, *t));
         }
@@ -324,15 +340,15 @@ pub(crate) fn range_bearing(call: &ToolCall) -> Result<ToolOutcome, CallError> {
     };
     let describe_extreme = |x: Option<(f64, Option<i64>)>| {
         x.map(|(r, t)| {
-            let when = t.map(|t| format!(" at {}", format_time(t))).unwrap_or_default();
+            let when = t
+                .map(|t| format!(" at {}", format_time(t)))
+                .unwrap_or_default();
             format!("{:.2} nm{when}", r / METRES_PER_NM)
         })
         .unwrap_or_default()
     };
     let summary = if series.len() == 1 {
-        let bearing = samples
-            .first()
-            .map_or(0.0, |(_, p, q)| bearing_deg(*p, *q));
+        let bearing = samples.first().map_or(0.0, |(_, p, q)| bearing_deg(*p, *q));
         format!(
             "{} to {}: {}, bearing {:03.0}°",
             from.name(),
@@ -368,12 +384,15 @@ pub(crate) fn range_bearing(call: &ToolCall) -> Result<ToolOutcome, CallError> {
 /// points.
 fn extent_coords(f: &Value) -> Vec<Coord> {
     let mut coords = f.get("geometry").map(geometry_coords).unwrap_or_default();
-    if kind(f) == "CIRCLE" {
-        if let (Some(c), Some(r)) = (coord_prop(f, "center"), number_prop(f, "radius")) {
-            if coords.len() <= 1 {
-                coords.extend([0.0, 90.0, 180.0, 270.0].iter().map(|b| destination(c, *b, r)));
-            }
-        }
+    if kind(f) == "CIRCLE"
+        && coords.len() <= 1
+        && let (Some(c), Some(r)) = (coord_prop(f, "center"), number_prop(f, "radius"))
+    {
+        coords.extend(
+            [0.0, 90.0, 180.0, 270.0]
+                .iter()
+                .map(|b| destination(c, *b, r)),
+        );
     }
     coords
 }
@@ -433,13 +452,11 @@ pub(crate) fn area_summary(call: &ToolCall) -> Result<ToolOutcome, CallError> {
         "bbox_area_sq_nm": round_to(bbox_area, 3),
         "hull_area_sq_nm": round_to(hull_area, 3),
     });
-    if include_centroid {
-        if let Some(obj) = data.as_object_mut() {
-            obj.insert(
-                "centroid".into(),
-                json!([round_to(mid_lon, 6), round_to(mid_lat, 6)]),
-            );
-        }
+    if include_centroid && let Some(obj) = data.as_object_mut() {
+        obj.insert(
+            "centroid".into(),
+            json!([round_to(mid_lon, 6), round_to(mid_lat, 6)]),
+        );
     }
     let names: Vec<String> = selection.matched.iter().map(|f| display_name(f)).collect();
     let summary = format!(
@@ -505,7 +522,8 @@ pub(crate) fn speed_filter(call: &ToolCall) -> Result<ToolOutcome, CallError> {
             if !keep {
                 continue;
             }
-            let (Some(c), time) = (track.coords.get(i), track.times.get(i).copied().flatten()) else {
+            let (Some(c), time) = (track.coords.get(i), track.times().get(i).copied().flatten())
+            else {
                 continue;
             };
             positions.push(json!({
@@ -561,24 +579,52 @@ mod tests {
         assert_eq!(d["end_time"], "1995-12-12T11:41:00Z");
         assert!((d["duration_hours"].as_f64().unwrap() - 401.0 / 60.0).abs() < 1e-3);
         // independent haversine sum (python, R = 6371008.8 m): 124 894.95 m = 67.438 nm
-        assert!((d["distance_m"].as_f64().unwrap() - 124_894.95).abs() < 1.0, "{d}");
-        assert!((d["distance"].as_f64().unwrap() - 67.438).abs() < 0.01, "{d}");
-        assert!((d["average_speed_kn"].as_f64().unwrap() - 10.09).abs() < 0.01, "{d}");
-        assert_eq!(out.summary, "NELSON: 402 points over 6.7 h, 67.4 nm, average 10.1 kn");
+        assert!(
+            (d["distance_m"].as_f64().unwrap() - 124_894.95).abs() < 1.0,
+            "{d}"
+        );
+        assert!(
+            (d["distance"].as_f64().unwrap() - 67.438).abs() < 0.01,
+            "{d}"
+        );
+        assert!(
+            (d["average_speed_kn"].as_f64().unwrap() - 10.09).abs() < 0.01,
+            "{d}"
+        );
+        assert_eq!(
+            out.summary,
+            "NELSON: 402 points over 6.7 h, 67.4 nm, average 10.1 kn"
+        );
 
-        let out = track_stats(&call(TRACK_STATS, json!({"distance_unit": "km"}), &subject)).unwrap();
+        let out =
+            track_stats(&call(TRACK_STATS, json!({"distance_unit": "km"}), &subject)).unwrap();
         assert!((out.data["distance"].as_f64().unwrap() - 124.895).abs() < 0.001);
-        assert!((out.data["average_speed_kn"].as_f64().unwrap() - 10.09).abs() < 0.01, "still knots");
+        assert!(
+            (out.data["average_speed_kn"].as_f64().unwrap() - 10.09).abs() < 0.01,
+            "still knots"
+        );
     }
 
     #[test]
     fn track_stats_errors() {
-        let err = track_stats(&call(TRACK_STATS, json!({}), &json!([]))).unwrap_err().to_string();
-        assert_eq!(err, "Track Stats needs exactly one TRACK feature; got no features");
-        let err = track_stats(&call(TRACK_STATS, json!({}), &json!([point("p", "Datum A")])))
+        let err = track_stats(&call(TRACK_STATS, json!({}), &json!([])))
             .unwrap_err()
             .to_string();
-        assert_eq!(err, "Track Stats needs exactly one TRACK feature; got POINT \"Datum A\"");
+        assert_eq!(
+            err,
+            "Track Stats needs exactly one TRACK feature; got no features"
+        );
+        let err = track_stats(&call(
+            TRACK_STATS,
+            json!({}),
+            &json!([point("p", "Datum A")]),
+        ))
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            err,
+            "Track Stats needs exactly one TRACK feature; got POINT \"Datum A\""
+        );
     }
 
     #[test]
@@ -599,7 +645,11 @@ mod tests {
         let times: Vec<&str> = series.iter().map(|s| s["time"].as_str().unwrap()).collect();
         assert_eq!(
             times,
-            ["2026-03-01T00:01:00Z", "2026-03-01T00:02:00Z", "2026-03-01T00:03:00Z"]
+            [
+                "2026-03-01T00:01:00Z",
+                "2026-03-01T00:02:00Z",
+                "2026-03-01T00:03:00Z"
+            ]
         );
         let north = distance_m([0.0, 0.0], [0.0, 0.1]);
         assert!((series[0]["range_m"].as_f64().unwrap() - north).abs() < 0.1);
@@ -608,43 +658,80 @@ mod tests {
         assert!((series[1]["range_m"].as_f64().unwrap() - mid).abs() < 0.1);
         assert!((series[1]["bearing_deg"].as_f64().unwrap() - 45.0).abs() < 0.1);
         assert_eq!(out.data["min"]["time"], "2026-03-01T00:01:00Z");
-        assert!(out.summary.starts_with("ALPHA to BRAVO: 3 samples, closest 6.00 nm"), "{}", out.summary);
+        assert!(
+            out.summary
+                .starts_with("ALPHA to BRAVO: 3 samples, closest 6.00 nm"),
+            "{}",
+            out.summary
+        );
     }
 
     #[test]
     fn range_bearing_track_to_point_and_errors() {
         let mut p = point("p", "Datum A");
         p["geometry"]["coordinates"] = json!([1.0, 0.0]);
-        let out = range_bearing(&call(RANGE_BEARING, json!({}), &json!([track("t", "T", 3), p])))
-            .unwrap();
+        let out = range_bearing(&call(
+            RANGE_BEARING,
+            json!({}),
+            &json!([track("t", "T", 3), p]),
+        ))
+        .unwrap();
         assert_eq!(out.data["count"], 3);
         let b = out.data["series"][0]["bearing_deg"].as_f64().unwrap();
         assert!((b - 90.0).abs() < 0.01, "{b}");
 
-        let err = range_bearing(&call(RANGE_BEARING, json!({}), &json!([track("t", "T", 3)])))
-            .unwrap_err()
-            .to_string();
-        assert!(err.starts_with("Range Bearing needs exactly 2 features"), "{err}");
+        let err = range_bearing(&call(
+            RANGE_BEARING,
+            json!({}),
+            &json!([track("t", "T", 3)]),
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with("Range Bearing needs exactly 2 features"),
+            "{err}"
+        );
         let mut later = track("l", "LATER", 3);
-        for (i, pos) in later["properties"]["positions"].as_array_mut().unwrap().iter_mut().enumerate() {
+        for (i, pos) in later["properties"]["positions"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .enumerate()
+        {
             pos["time"] = json!(format!("2027-01-01T00:0{i}:00Z"));
         }
-        let err = range_bearing(&call(RANGE_BEARING, json!({}), &json!([track("t", "T", 3), later])))
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("share no time") && err.contains("LATER"), "{err}");
+        let err = range_bearing(&call(
+            RANGE_BEARING,
+            json!({}),
+            &json!([track("t", "T", 3), later]),
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("share no time") && err.contains("LATER"),
+            "{err}"
+        );
     }
 
     #[test]
     fn area_summary_of_a_box() {
-        let subject = json!([rectangle("r", "Box", [0.0, 0.0, 1.0, 1.0]), point("p", "Datum A")]);
+        let subject = json!([
+            rectangle("r", "Box", [0.0, 0.0, 1.0, 1.0]),
+            point("p", "Datum A")
+        ]);
         let out = area_summary(&call(AREA_SUMMARY, json!({}), &subject)).unwrap();
         assert_eq!(out.kind.as_str(), REGION_STATISTICS);
         let d = &out.data;
         assert_eq!(d["bbox"], json!([0.0, 0.0, 1.0, 1.0]));
-        assert!((d["height_nm"].as_f64().unwrap() - 60.04).abs() < 0.05, "{d}");
+        assert!(
+            (d["height_nm"].as_f64().unwrap() - 60.04).abs() < 0.05,
+            "{d}"
+        );
         // a 1x1 degree box at the equator is about 60 x 60 nm
-        assert!((d["bbox_area_sq_nm"].as_f64().unwrap() - 3600.0).abs() < 60.0, "{d}");
+        assert!(
+            (d["bbox_area_sq_nm"].as_f64().unwrap() - 3600.0).abs() < 60.0,
+            "{d}"
+        );
         assert_eq!(d["bbox_area_sq_nm"], d["hull_area_sq_nm"]);
         assert_eq!(d["centroid"], json!([0.5, 0.5]));
         assert_eq!(d["by_kind"], json!({"RECTANGLE": 1, "POINT": 1}));
@@ -680,12 +767,24 @@ mod tests {
         };
         assert_eq!(idx(&out), [0]);
         let out = run(json!({"min_knots": 6})).unwrap();
-        assert_eq!(idx(&out), [1, 2, 3], "the last position's speed is derived (about 36 kn)");
-        assert_eq!(out.data["tracks"][0]["positions"][2]["speed_source"], "derived");
+        assert_eq!(
+            idx(&out),
+            [1, 2, 3],
+            "the last position's speed is derived (about 36 kn)"
+        );
+        assert_eq!(
+            out.data["tracks"][0]["positions"][2]["speed_source"],
+            "derived"
+        );
         let out = run(json!({"min_knots": 5, "max_knots": 10})).unwrap();
         assert_eq!(idx(&out), [1, 2]);
         assert_eq!(out.summary, "Speed 5-10 kn: T 2 of 4 (2 positions)");
-        assert!(run(json!({})).unwrap_err().to_string().contains("max_knots and/or min_knots"));
+        assert!(
+            run(json!({}))
+                .unwrap_err()
+                .to_string()
+                .contains("max_knots and/or min_knots")
+        );
         assert!(run(json!({"min_knots": 9, "max_knots": 3})).is_err());
 
         let out = speed_filter(&call(SPEED_FILTER, json!({"max_knots": 5}), &boat1())).unwrap();

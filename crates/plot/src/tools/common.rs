@@ -1,5 +1,7 @@
 //! Plumbing shared by the tools: spec building, feature views, parameters, time and geodesy.
 
+use std::cell::OnceCell;
+
 use chrono::{DateTime, NaiveDateTime, SecondsFormat};
 use geo::{Bearing, Destination, Distance, Haversine, Point};
 use serde_json::{Map, Value, json};
@@ -199,7 +201,11 @@ pub(crate) fn display_name(f: &Value) -> String {
 /// `POINT "Datum A"`.
 pub(crate) fn describe(f: &Value) -> String {
     let k = kind(f);
-    let k = if k.is_empty() { "feature without a kind" } else { k };
+    let k = if k.is_empty() {
+        "feature without a kind"
+    } else {
+        k
+    };
     format!("{k} \"{}\"", display_name(f))
 }
 
@@ -211,7 +217,12 @@ pub(crate) fn name_list(names: &[String]) -> String {
         [one] => one.clone(),
         _ if names.len() > SHOWN => format!(
             "{} and {} more",
-            names.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", "),
+            names
+                .iter()
+                .take(SHOWN)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", "),
             names.len() - SHOWN
         ),
         [init @ .., last] => format!("{} and {last}", init.join(", ")),
@@ -393,9 +404,9 @@ pub(crate) fn str_or<'a>(
 pub(crate) fn bool_or(call: &ToolCall, name: &str, default: bool) -> Result<bool, CallError> {
     match param(call, name) {
         None => Ok(default),
-        Some(v) => v
-            .as_bool()
-            .ok_or_else(|| CallError::invalid(format!("Parameter \"{name}\" must be true or false"))),
+        Some(v) => v.as_bool().ok_or_else(|| {
+            CallError::invalid(format!("Parameter \"{name}\" must be true or false"))
+        }),
     }
 }
 
@@ -662,19 +673,19 @@ pub(crate) fn round_to(x: f64, places: i32) -> f64 {
 // ---------------------------------------------------------------------------------------------
 // Tracks
 
-/// A read-only view of a TRACK feature: flattened coordinates and each position's time, parsed
-/// once.
+/// A read-only view of a TRACK feature: flattened coordinates, and each position's time parsed
+/// at most once (only when a tool needs all of them; the time span parses just the ends).
 pub(crate) struct Track<'a> {
-    pub feature: &'a Value,
     pub id: String,
     pub name: String,
     /// `[lon, lat]` of every vertex (a MultiLineString is flattened in order).
     pub coords: Vec<Coord>,
     /// `properties.positions` (parallel to `coords`); empty when absent.
     pub positions: &'a [Value],
-    /// Epoch ms of each coordinate: the position's `time`, else a legacy 4th coordinate
-    /// element; `None` when neither is readable.
-    pub times: Vec<Option<i64>>,
+    /// A legacy epoch-ms 4th coordinate element, per coordinate.
+    legacy_times: Vec<Option<i64>>,
+    /// Every coordinate's time, parsed on first use.
+    times: OnceCell<Vec<Option<i64>>>,
 }
 
 impl<'a> Track<'a> {
@@ -713,23 +724,36 @@ impl<'a> Track<'a> {
             .and_then(|p| p.get("positions"))
             .and_then(Value::as_array)
             .map_or(&[], Vec::as_slice);
-        let times = (0..coords.len())
-            .map(|i| {
-                positions
-                    .get(i)
-                    .and_then(|p| p.get("time"))
-                    .and_then(Value::as_str)
-                    .and_then(parse_time)
-                    .or_else(|| legacy_times.get(i).copied().flatten())
-            })
-            .collect();
         Track {
-            feature,
             id: feature_id(feature).unwrap_or_default(),
             name: display_name(feature),
             coords,
             positions,
-            times,
+            legacy_times,
+            times: OnceCell::new(),
+        }
+    }
+
+    /// Epoch ms of coordinate `i`: the position's `time`, else a legacy 4th coordinate element.
+    fn parse_time_at(&self, i: usize) -> Option<i64> {
+        self.positions
+            .get(i)
+            .and_then(|p| p.get("time"))
+            .and_then(Value::as_str)
+            .and_then(parse_time)
+            .or_else(|| self.legacy_times.get(i).copied().flatten())
+    }
+
+    /// Every coordinate's time (`None` when unreadable), parsed once.
+    pub fn times(&self) -> &[Option<i64>] {
+        self.times
+            .get_or_init(|| (0..self.len()).map(|i| self.parse_time_at(i)).collect())
+    }
+
+    fn time_at(&self, i: usize) -> Option<i64> {
+        match self.times.get() {
+            Some(times) => times.get(i).copied().flatten(),
+            None => self.parse_time_at(i),
         }
     }
 
@@ -748,9 +772,10 @@ impl<'a> Track<'a> {
 
     /// First and last readable times.
     pub fn time_span(&self) -> Option<(i64, i64)> {
-        let first = self.times.iter().flatten().next()?;
-        let last = self.times.iter().rev().flatten().next()?;
-        Some((*first, *last))
+        let n = self.len();
+        let first = (0..n).find_map(|i| self.time_at(i))?;
+        let last = (0..n).rev().find_map(|i| self.time_at(i))?;
+        Some((first, last))
     }
 
     /// An error unless positions are parallel to the coordinates.
@@ -773,8 +798,9 @@ impl<'a> Track<'a> {
     pub fn leg(&self, i: usize) -> Option<Leg> {
         let a = *self.coords.get(i)?;
         let b = *self.coords.get(i + 1)?;
-        let ta = (*self.times.get(i)?)?;
-        let tb = (*self.times.get(i + 1)?)?;
+        let times = self.times();
+        let ta = (*times.get(i)?)?;
+        let tb = (*times.get(i + 1)?)?;
         let metres = distance_m(a, b);
         let seconds = (tb - ta) as f64 / 1000.0;
         let speed_kn = if metres == 0.0 || seconds <= 0.0 {
@@ -782,7 +808,11 @@ impl<'a> Track<'a> {
         } else {
             metres / seconds * KNOTS_PER_MPS
         };
-        let course = if metres == 0.0 { 0.0 } else { bearing_deg(a, b) };
+        let course = if metres == 0.0 {
+            0.0
+        } else {
+            bearing_deg(a, b)
+        };
         Some(Leg {
             metres,
             seconds,
@@ -896,7 +926,16 @@ mod tests {
         assert!((bearing_deg([0.0, 0.0], [0.0, -1.0]) - 180.0).abs() < 1e-9);
         let p = destination([179.99, 0.0], 90.0, 5000.0);
         assert!(p[0] < -179.9, "{p:?} wraps the antimeridian");
-        assert_eq!(vertex_mean(&[[0.0, 0.0], [2.0, 0.0], [2.0, 2.0], [0.0, 0.0]]), Some([4.0 / 3.0, 2.0 / 3.0]));
+        let m = vertex_mean(&[[0.0, 0.0], [2.0, 0.0], [2.0, 2.0], [0.0, 0.0]]).unwrap();
+        assert!(
+            (m[0] - 4.0 / 3.0).abs() < 1e-9 && (m[1] - 2.0 / 3.0).abs() < 1e-9,
+            "{m:?}"
+        );
+        let m = vertex_mean(&[[179.0, 0.0], [-179.0, 0.0]]).unwrap();
+        assert!(
+            (m[0].abs() - 180.0).abs() < 1e-9,
+            "across the antimeridian: {m:?}"
+        );
     }
 
     #[test]

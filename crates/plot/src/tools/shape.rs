@@ -86,7 +86,13 @@ pub(crate) fn move_shape(call: &ToolCall) -> Result<ToolOutcome, CallError> {
     if metres == 0.0 {
         let label = format!("Moved nothing: distance_km is 0 for {}", name_list(&names));
         let summary = format!("{label}{}", selection.skipped_note());
-        return Ok(change(TRANSLATED, summary, label, Vec::new(), json!({"modified": []})));
+        return Ok(change(
+            TRANSLATED,
+            summary,
+            label,
+            Vec::new(),
+            json!({"modified": []}),
+        ));
     }
     let mut shift = |c: Coord| destination(c, direction, metres);
     let mut changed = Vec::with_capacity(selection.matched.len());
@@ -134,9 +140,17 @@ fn parse_origin(value: Option<&Value>) -> Result<Option<Coord>, CallError> {
         }
         Some(v) => v,
     };
-    let pair = v.as_array().filter(|a| a.len() == 2).ok_or_else(|| bad(&v.to_string()))?;
-    match (pair.first().and_then(Value::as_f64), pair.get(1).and_then(Value::as_f64)) {
-        (Some(lon), Some(lat)) if (-180.0..=180.0).contains(&lon) && (-90.0..=90.0).contains(&lat) => {
+    let pair = v
+        .as_array()
+        .filter(|a| a.len() == 2)
+        .ok_or_else(|| bad(&v.to_string()))?;
+    match (
+        pair.first().and_then(Value::as_f64),
+        pair.get(1).and_then(Value::as_f64),
+    ) {
+        (Some(lon), Some(lat))
+            if (-180.0..=180.0).contains(&lon) && (-90.0..=90.0).contains(&lat) =>
+        {
             Ok(Some([lon, lat]))
         }
         _ => Err(bad(&v.to_string())),
@@ -146,7 +160,7 @@ fn parse_origin(value: Option<&Value>) -> Result<Option<Coord>, CallError> {
 pub(crate) fn enlarge_shape(call: &ToolCall) -> Result<ToolOutcome, CallError> {
     let title = humanise(ENLARGE_SHAPE);
     let k = f64_or(call, "scale_factor", 3.0)?;
-    if !(k > 0.0) {
+    if k.is_nan() || k <= 0.0 {
         return Err(CallError::invalid(format!(
             "Parameter \"scale_factor\" must be greater than 0; got {k}"
         )));
@@ -189,10 +203,10 @@ pub(crate) fn enlarge_shape(call: &ToolCall) -> Result<ToolOutcome, CallError> {
             "VECTOR" => Some("range"),
             _ => None,
         };
-        if let Some(key) = length_key {
-            if let Some(len) = number_prop(f, key) {
-                props.insert(key.into(), json!(len * k));
-            }
+        if let Some(key) = length_key
+            && let Some(len) = number_prop(f, key)
+        {
+            props.insert(key.into(), json!(len * k));
         }
         names.push(describe(f));
         changed.push(feature);
@@ -209,10 +223,10 @@ pub(crate) fn enlarge_shape(call: &ToolCall) -> Result<ToolOutcome, CallError> {
 
 /// A CIRCLE's `center`, else the mean of the geometry's vertices.
 fn shape_centre(f: &Value) -> Option<Coord> {
-    if kind(f) == "CIRCLE" {
-        if let Some(c) = coord_prop(f, "center") {
-            return Some(c);
-        }
+    if kind(f) == "CIRCLE"
+        && let Some(c) = coord_prop(f, "center")
+    {
+        return Some(c);
     }
     f.get("geometry")
         .map(geometry_coords)
@@ -229,7 +243,10 @@ mod tests {
     #[test]
     fn move_five_km_east() {
         let lat: f64 = 50.0;
-        let subject = json!([circle("c1", "Zone", [-4.0, lat], 2000.0), track("t", "T", 2)]);
+        let subject = json!([
+            circle("c1", "Zone", [-4.0, lat], 2000.0),
+            track("t", "T", 2)
+        ]);
         let before = subject.clone();
         let out = move_shape(&call(MOVE_SHAPE, json!({}), &subject)).unwrap();
         assert_eq!(subject, before, "input unchanged");
@@ -248,9 +265,16 @@ mod tests {
             let b = [b[0].as_f64().unwrap(), b[1].as_f64().unwrap()];
             assert!((distance_m(a, b) - 5000.0).abs() < 0.5);
         }
-        assert_eq!(f["properties"]["radius"], 2000.0, "radius unchanged by a move");
+        assert_eq!(
+            f["properties"]["radius"], 2000.0,
+            "radius unchanged by a move"
+        );
         assert!(out.summary.contains("5 km on 090°"), "{}", out.summary);
-        assert!(out.summary.contains("skipped TRACK \"T\""), "{}", out.summary);
+        assert!(
+            out.summary.contains("skipped TRACK \"T\""),
+            "{}",
+            out.summary
+        );
     }
 
     #[test]
@@ -284,14 +308,21 @@ mod tests {
     fn enlarge_scales_radius_and_vertices() {
         let subject = json!([circle("c1", "Zone", [10.0, 0.0], 1000.0)]);
         let before = subject.clone();
-        let out = enlarge_shape(&call(ENLARGE_SHAPE, json!({"scale_factor": 2.0}), &subject))
-            .unwrap();
+        let out =
+            enlarge_shape(&call(ENLARGE_SHAPE, json!({"scale_factor": 2.0}), &subject)).unwrap();
         assert_eq!(subject, before);
         let f = &edited(&out)[0];
         assert_eq!(f["properties"]["radius"], 2000.0);
-        assert_eq!(f["properties"]["center"], json!([10.0, 0.0]), "centre stays");
+        assert_eq!(
+            f["properties"]["center"],
+            json!([10.0, 0.0]),
+            "centre stays"
+        );
         let v = &f["geometry"]["coordinates"][0][0];
-        let d = distance_m([10.0, 0.0], [v[0].as_f64().unwrap(), v[1].as_f64().unwrap()]);
+        let d = distance_m(
+            [10.0, 0.0],
+            [v[0].as_f64().unwrap(), v[1].as_f64().unwrap()],
+        );
         assert!((d - 2000.0).abs() < 5.0, "vertex now {d} m from the centre");
 
         // default factor 3 about the rectangle's centre

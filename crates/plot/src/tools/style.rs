@@ -132,14 +132,21 @@ pub(crate) fn set_track_color(call: &ToolCall) -> Result<ToolOutcome, CallError>
         )));
     };
     check_colour("color", colour)?;
-    restyle(call, &title, &format!("Set line colour {colour}"), |props| {
-        let style = object_entry(props, "style", || json!({}))?;
-        let line = object_entry(style, "line", || {
-            json!({"stroke": true, "color": "#3388ff", "weight": 3, "opacity": 1.0})
-        })?;
-        line.insert("color".into(), json!(colour));
-        Ok(())
-    })
+    restyle(
+        call,
+        &title,
+        &format!("Set line colour {colour}"),
+        |props| {
+            let style = object_entry(props, "style", || json!({}))?;
+            let line = object_entry(
+                style,
+                "line",
+                || json!({"stroke": true, "color": "#3388ff", "weight": 3, "opacity": 1.0}),
+            )?;
+            line.insert("color".into(), json!(colour));
+            Ok(())
+        },
+    )
 }
 
 pub(crate) fn apply_symbol_style(call: &ToolCall) -> Result<ToolOutcome, CallError> {
@@ -169,9 +176,10 @@ pub(crate) fn apply_symbol_style(call: &ToolCall) -> Result<ToolOutcome, CallErr
             .and_then(|l| l.get("color"))
             .and_then(Value::as_str)
             .map(str::to_owned);
+        let default_fill = line_colour.clone().unwrap_or_else(|| "#3388ff".to_owned());
         let point = object_entry(style, "point", || {
             json!({
-                "shape": "circle", "radius": 4, "fill": true, "fill_color": "#3388ff",
+                "shape": "circle", "radius": 4, "fill": true, "fill_color": default_fill,
                 "fill_opacity": 0.8, "stroke": true, "color": "#ffffff", "weight": 1,
                 "opacity": 1.0
             })
@@ -231,13 +239,18 @@ mod tests {
     fn colour_is_set_and_input_untouched() {
         let subject = json!([track("t1", "NELSON", 3), point("p1", "Datum A")]);
         let before = subject.clone();
-        let out = set_track_color(&call(SET_TRACK_COLOR, json!({"color": "red"}), &subject)).unwrap();
+        let out =
+            set_track_color(&call(SET_TRACK_COLOR, json!({"color": "red"}), &subject)).unwrap();
         assert_eq!(subject, before, "input unchanged");
         assert_eq!(out.kind.as_str(), STYLED);
         let items = edited(&out);
         assert_eq!(items.len(), 1, "the POINT is skipped");
         assert_eq!(items[0]["properties"]["style"]["line"]["color"], "red");
-        assert!(out.summary.contains("skipped POINT \"Datum A\""), "{}", out.summary);
+        assert!(
+            out.summary.contains("skipped POINT \"Datum A\""),
+            "{}",
+            out.summary
+        );
         let cs = out.change_set.unwrap();
         assert_eq!(cs.label, "Set line colour red on NELSON");
         assert!(matches!(&cs.edits[0], Edit::Upsert { id, .. } if id == "t1"));
@@ -247,8 +260,12 @@ mod tests {
     fn colour_accepts_hex_and_creates_missing_style() {
         let mut t = track("t1", "NELSON", 2);
         t["properties"].as_object_mut().unwrap().remove("style");
-        let out = set_track_color(&call(SET_TRACK_COLOR, json!({"color": "#00ff7F"}), &json!([t])))
-            .unwrap();
+        let out = set_track_color(&call(
+            SET_TRACK_COLOR,
+            json!({"color": "#00ff7F"}),
+            &json!([t]),
+        ))
+        .unwrap();
         let line = &edited(&out)[0]["properties"]["style"]["line"];
         assert_eq!(
             line,
@@ -324,9 +341,17 @@ mod tests {
         let out = label_interval(&call(LABEL_INTERVAL, json!({}), &subject)).unwrap();
         let items = edited(&out);
         assert_eq!(items.len(), 2);
-        assert!(items.iter().all(|f| f["properties"]["label_interval"] == "PT15M"));
-        let out = symbol_interval(&call(SYMBOL_INTERVAL, json!({"interval": "PT1H"}), &subject))
-            .unwrap();
+        assert!(
+            items
+                .iter()
+                .all(|f| f["properties"]["label_interval"] == "PT15M")
+        );
+        let out = symbol_interval(&call(
+            SYMBOL_INTERVAL,
+            json!({"interval": "PT1H"}),
+            &subject,
+        ))
+        .unwrap();
         assert!(
             edited(&out)
                 .iter()

@@ -42,7 +42,10 @@ pub(crate) fn track_from(id: &str, name: &str, coords: &[[f64; 2]], step_s: i64)
     let times: Vec<String> = (0..coords.len() as i64)
         .map(|i| format_time(base + i * step_s * 1000))
         .collect();
-    let positions: Vec<Value> = times.iter().map(|t| json!({"time": t, "depth": 0.0})).collect();
+    let positions: Vec<Value> = times
+        .iter()
+        .map(|t| json!({"time": t, "depth": 0.0}))
+        .collect();
     json!({
         "type": "Feature",
         "id": id,
@@ -124,17 +127,33 @@ const EXPECTED: &[(&str, &str, &str)] = &[
     ("apply-symbol-style", "mutation/track/styled", "style"),
     ("label-interval", "mutation/track/styled", "style"),
     ("symbol-interval", "mutation/track/styled", "style"),
-    ("generate-courses-speeds", "mutation/track/courses_speeds", "track"),
+    (
+        "generate-courses-speeds",
+        "mutation/track/courses_speeds",
+        "track",
+    ),
     ("trim-track", "mutation/track/trimmed", "track"),
     ("move-shape", "mutation/shape/translated", "shape"),
     ("enlarge-shape", "mutation/shape/scaled", "shape"),
     ("buffer-zone-generator", "addition/feature", "analysis"),
-    ("point-in-zone-classifier", "dataset/classified_points", "analysis"),
-    ("generate-reference-points", "addition/reference_points", "analysis"),
+    (
+        "point-in-zone-classifier",
+        "dataset/classified_points",
+        "analysis",
+    ),
+    (
+        "generate-reference-points",
+        "addition/reference_points",
+        "analysis",
+    ),
     ("track-stats", "track/statistics", "analysis"),
     ("range-bearing", "dataset/range_bearing_series", "analysis"),
     ("area-summary", "region/statistics", "analysis"),
-    ("speed-filter", "dataset/speed_filtered_positions", "analysis"),
+    (
+        "speed-filter",
+        "dataset/speed_filtered_positions",
+        "analysis",
+    ),
 ];
 
 #[test]
@@ -163,7 +182,11 @@ fn specs_are_complete_and_classified() {
         assert_eq!(s.input_schema["additionalProperties"], false, "{}", s.id);
         assert!(s.title.chars().next().unwrap().is_uppercase(), "{}", s.id);
         assert!(!s.title.contains('-'), "{}", s.id);
-        assert!(s.description.ends_with('.') && s.description.len() > 40, "{}", s.id);
+        assert!(
+            s.description.ends_with('.') && s.description.len() > 40,
+            "{}",
+            s.id
+        );
         assert!(
             s.annotations["debrief:selectionRequirements"].is_array(),
             "{}",
@@ -234,17 +257,31 @@ fn params(v: Value) -> Map<String, Value> {
 fn schema_choices() {
     let colour = validator("set-track-color");
     for ok in ["red", "grey", "magenta", "#FF0000", "#a1b2c3"] {
-        assert!(colour.validate(&params(json!({"color": ok}))).is_ok(), "{ok}");
+        assert!(
+            colour.validate(&params(json!({"color": ok}))).is_ok(),
+            "{ok}"
+        );
     }
     for bad in ["mauve", "#abc", "FF0000", "Red", "#GG0000", " red"] {
-        assert!(colour.validate(&params(json!({"color": bad}))).is_err(), "{bad}");
+        assert!(
+            colour.validate(&params(json!({"color": bad}))).is_err(),
+            "{bad}"
+        );
     }
     let errs = colour.validate(&params(json!({}))).unwrap_err();
     assert_eq!(errs, ["missing required parameter \"color\""]);
 
     let enlarge = validator("enlarge-shape");
-    assert!(enlarge.validate(&params(json!({"scale_factor": 1.5}))).is_ok());
-    assert!(enlarge.validate(&params(json!({"scale_factor": 2}))).is_ok());
+    assert!(
+        enlarge
+            .validate(&params(json!({"scale_factor": 1.5})))
+            .is_ok()
+    );
+    assert!(
+        enlarge
+            .validate(&params(json!({"scale_factor": 2})))
+            .is_ok()
+    );
     let errs = enlarge
         .validate(&params(json!({"scale_factor": 1.0})))
         .unwrap_err();
@@ -252,30 +289,65 @@ fn schema_choices() {
         errs,
         ["parameter \"scale_factor\" must be one of: 0.25, 0.5, 1.5, 2.0, 3.0, 5.0"]
     );
-    assert!(enlarge.validate(&params(json!({"origin": [1.0, 2.0]}))).is_ok());
-    assert!(enlarge.validate(&params(json!({"origin": "[1, 2]"}))).is_ok());
+    assert!(
+        enlarge
+            .validate(&params(json!({"origin": [1.0, 2.0]})))
+            .is_ok()
+    );
+    assert!(
+        enlarge
+            .validate(&params(json!({"origin": "[1, 2]"})))
+            .is_ok()
+    );
     assert!(enlarge.validate(&params(json!({"origin": [1.0]}))).is_err());
 
     let refs = validator("generate-reference-points");
-    assert!(refs.validate(&params(json!({"pattern": "grid", "count": 10000}))).is_ok());
-    assert!(refs.validate(&params(json!({"pattern": "grid", "count": 10001}))).is_err());
-    assert!(refs.validate(&params(json!({"pattern": "grid", "count": 0}))).is_err());
-    assert!(refs.validate(&params(json!({"pattern": "grid", "count": 2.5}))).is_err());
-    assert!(refs.validate(&params(json!({"pattern": "spiral"}))).is_err());
+    assert!(
+        refs.validate(&params(json!({"pattern": "grid", "count": 10000})))
+            .is_ok()
+    );
+    assert!(
+        refs.validate(&params(json!({"pattern": "grid", "count": 10001})))
+            .is_err()
+    );
+    assert!(
+        refs.validate(&params(json!({"pattern": "grid", "count": 0})))
+            .is_err()
+    );
+    assert!(
+        refs.validate(&params(json!({"pattern": "grid", "count": 2.5})))
+            .is_err()
+    );
+    assert!(
+        refs.validate(&params(json!({"pattern": "spiral"})))
+            .is_err()
+    );
     let spec = specs()
         .into_iter()
         .find(|s| s.id == "generate-reference-points")
         .unwrap();
-    let count = spec.params().into_iter().find(|p| p.name == "count").unwrap();
+    let count = spec
+        .params()
+        .into_iter()
+        .find(|p| p.name == "count")
+        .unwrap();
     assert_eq!(count.value_type, "integer");
     assert!(count.choices.is_empty(), "no 10000-item enum");
 
     let interval = validator("label-interval");
     for ok in ["PT15M", "PT1H", "P1D", "PT30S", "PT1H30M"] {
-        assert!(interval.validate(&params(json!({"interval": ok}))).is_ok(), "{ok}");
+        assert!(
+            interval.validate(&params(json!({"interval": ok}))).is_ok(),
+            "{ok}"
+        );
     }
     for bad in ["15 minutes", "PT15", "1H"] {
-        assert!(interval.validate(&params(json!({"interval": bad}))).is_err(), "{bad}");
+        assert!(
+            interval
+                .validate(&params(json!({"interval": bad})))
+                .is_err(),
+            "{bad}"
+        );
     }
 
     let trim = validator("trim-track");
@@ -364,17 +436,17 @@ fn happy_call(id: &str) -> ToolCall {
             json!({"start_time": "2026-03-01T00:01:00Z", "end_time": "2026-03-01T00:03:00Z"}),
             json!([t]),
         ),
-        "move-shape" | "enlarge-shape" => (
-            json!({}),
-            json!([circle("c1", "Zone", [0.0, 0.0], 1000.0)]),
-        ),
+        "move-shape" | "enlarge-shape" => {
+            (json!({}), json!([circle("c1", "Zone", [0.0, 0.0], 1000.0)]))
+        }
         "generate-reference-points" => (
             json!({"pattern": "grid"}),
             json!([rectangle("r", "Box", [0.0, 0.0, 0.1, 0.1])]),
         ),
         "point-in-zone-classifier" => {
-            let zone = edited(&run(&call("buffer-zone-generator", json!({}), &json!([t]))).unwrap())
-                .remove(0);
+            let zone =
+                edited(&run(&call("buffer-zone-generator", json!({}), &json!([t]))).unwrap())
+                    .remove(0);
             (json!({}), json!([point("p", "Datum A"), zone]))
         }
         "range-bearing" => (json!({}), json!([t, point("p", "Datum A")])),
@@ -391,7 +463,11 @@ fn every_tool_runs_leaves_input_alone_and_reports_its_kind() {
         let c = happy_call(&s.id);
         let before = c.clone();
         let out = run(&c).unwrap_or_else(|e| panic!("{}: {e}", s.id));
-        assert_eq!(c, before, "{}: the call (and its subject) is unchanged", s.id);
+        assert_eq!(
+            c, before,
+            "{}: the call (and its subject) is unchanged",
+            s.id
+        );
         assert_eq!(
             Some(&out.kind),
             s.output_kind.as_ref(),
@@ -401,7 +477,10 @@ fn every_tool_runs_leaves_input_alone_and_reports_its_kind() {
         assert!(!out.summary.is_empty(), "{}", s.id);
         match s.effect() {
             Effect::Mutating => {
-                let cs = out.change_set.as_ref().unwrap_or_else(|| panic!("{}", s.id));
+                let cs = out
+                    .change_set
+                    .as_ref()
+                    .unwrap_or_else(|| panic!("{}", s.id));
                 assert!(!cs.label.is_empty(), "{}", s.id);
                 assert!(!cs.edits.is_empty(), "{}: changes something", s.id);
                 for e in &cs.edits {
@@ -452,7 +531,10 @@ fn wrong_kind_and_empty_subject_are_invalid_input() {
         assert!(err.contains("got "), "{}: {err}", s.id);
     }
     let err = run(&call("track-stats", json!({}), &json!("boat1"))).unwrap_err();
-    assert!(err.to_string().contains("array of GeoJSON features"), "{err}");
+    assert!(
+        err.to_string().contains("array of GeoJSON features"),
+        "{err}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -469,19 +551,13 @@ fn any_coord() -> impl Strategy<Value = Value> {
 }
 
 fn any_geometry() -> impl Strategy<Value = Value> {
-    let coords = proptest::collection::vec(any_coord(), 0..6);
+    let coords = || proptest::collection::vec(any_coord(), 0..6);
     prop_oneof![
         any_coord().prop_map(|c| json!({"type": "Point", "coordinates": c})),
-        coords
-            .clone()
-            .prop_map(|c| json!({"type": "LineString", "coordinates": c})),
-        coords
-            .clone()
-            .prop_map(|c| json!({"type": "Polygon", "coordinates": [c]})),
-        coords
-            .clone()
-            .prop_map(|c| json!({"type": "MultiPolygon", "coordinates": [[c]]})),
-        coords.prop_map(|c| json!({"type": "MultiPoint", "coordinates": c})),
+        coords().prop_map(|c| json!({"type": "LineString", "coordinates": c})),
+        coords().prop_map(|c| json!({"type": "Polygon", "coordinates": [c]})),
+        coords().prop_map(|c| json!({"type": "MultiPolygon", "coordinates": [[c]]})),
+        coords().prop_map(|c| json!({"type": "MultiPoint", "coordinates": c})),
         Just(json!(null)),
         Just(json!("nonsense")),
     ]

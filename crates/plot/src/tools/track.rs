@@ -171,7 +171,7 @@ pub(crate) fn trim_track(call: &ToolCall) -> Result<ToolOutcome, CallError> {
         let track = Track::parse(f);
         track.require_parallel(&title)?;
         let mut keep = Vec::with_capacity(track.len());
-        for (i, t) in track.times.iter().enumerate() {
+        for (i, t) in track.times().iter().enumerate() {
             let Some(t) = t else {
                 return Err(CallError::invalid(format!(
                     "{title} cannot trim TRACK \"{}\": position {i} has no readable ISO-8601 time",
@@ -258,20 +258,20 @@ fn trimmed_feature(f: &Value, track: &Track<'_>, keep: &[bool]) -> Result<Value,
         .filter(|(_, k)| **k)
         .map(|(c, _)| *c)
         .collect();
-    if let (Some(Value::Array(_)), Some(b)) = (feature.get("bbox"), bbox(&kept_coords)) {
-        if let Some(obj) = feature.as_object_mut() {
-            obj.insert("bbox".into(), json!(b));
-        }
+    if let (Some(Value::Array(_)), Some(b)) = (feature.get("bbox"), bbox(&kept_coords))
+        && let Some(obj) = feature.as_object_mut()
+    {
+        obj.insert("bbox".into(), json!(b));
     }
     let kept_positions = retain_indices(track.positions, keep);
     let first_time = kept_positions.first().and_then(|p| p.get("time")).cloned();
     let last_time = kept_positions.last().and_then(|p| p.get("time")).cloned();
     let props = props_mut(&mut feature)?;
-    if let Some(Value::Array(overrides)) = props.get("position_style_overrides") {
-        if overrides.len() == keep.len() {
-            let kept = retain_indices(overrides, keep);
-            props.insert("position_style_overrides".into(), Value::Array(kept));
-        }
+    if let Some(Value::Array(overrides)) = props.get("position_style_overrides")
+        && overrides.len() == keep.len()
+    {
+        let kept = retain_indices(overrides, keep);
+        props.insert("position_style_overrides".into(), Value::Array(kept));
     }
     props.insert("positions".into(), Value::Array(kept_positions));
     if let Some(t) = first_time {
@@ -297,8 +297,8 @@ mod tests {
         let t = track_from("t1", "EAST", &coords, 60);
         let subject = json!([t]);
         let before = subject.clone();
-        let out = generate_courses_speeds(&call(GENERATE_COURSES_SPEEDS, json!({}), &subject))
-            .unwrap();
+        let out =
+            generate_courses_speeds(&call(GENERATE_COURSES_SPEEDS, json!({}), &subject)).unwrap();
         assert_eq!(subject, before, "input unchanged");
         let f = &edited(&out)[0];
         let positions = f["properties"]["positions"].as_array().unwrap();
@@ -326,11 +326,14 @@ mod tests {
         assert_eq!(positions[1]["speed"], 0.0, "no movement, no speed");
         assert_eq!(positions[2]["speed"], 0.0, "last carries forward");
 
-        let out = generate_courses_speeds(&call(GENERATE_COURSES_SPEEDS, json!({}), &boat1()))
-            .unwrap();
+        let out =
+            generate_courses_speeds(&call(GENERATE_COURSES_SPEEDS, json!({}), &boat1())).unwrap();
         let p = &edited(&out)[0]["properties"]["positions"];
         assert_eq!(p.as_array().unwrap().len(), 402);
-        assert!(p[0]["speed"].as_f64().unwrap() > 5.0, "recorded 2.0 overwritten");
+        assert!(
+            p[0]["speed"].as_f64().unwrap() > 5.0,
+            "recorded 2.0 overwritten"
+        );
     }
 
     #[test]
@@ -342,7 +345,10 @@ mod tests {
         ))
         .unwrap_err()
         .to_string();
-        assert!(err.contains("at least two positions") && err.contains("SOLO"), "{err}");
+        assert!(
+            err.contains("at least two positions") && err.contains("SOLO"),
+            "{err}"
+        );
         let mut t = track("t", "BADTIME", 3);
         t["properties"]["positions"][1]["time"] = json!("noon");
         let err = generate_courses_speeds(&call(GENERATE_COURSES_SPEEDS, json!({}), &json!([t])))
@@ -368,7 +374,12 @@ mod tests {
         t["bbox"] = json!([0, 0, 1, 1]);
         let subject = json!([t, point("p", "Datum A")]);
         let before = subject.clone();
-        let out = trim(&subject, "2026-03-01T00:01:00Z", "2026-03-01T00:03:00+00:00").unwrap();
+        let out = trim(
+            &subject,
+            "2026-03-01T00:01:00Z",
+            "2026-03-01T00:03:00+00:00",
+        )
+        .unwrap();
         assert_eq!(subject, before, "input unchanged");
         assert_eq!(out.kind.as_str(), TRIMMED);
         let f = &edited(&out)[0];
@@ -381,10 +392,17 @@ mod tests {
             .collect();
         assert_eq!(
             times,
-            ["2026-03-01T00:01:00Z", "2026-03-01T00:02:00Z", "2026-03-01T00:03:00Z"]
+            [
+                "2026-03-01T00:01:00Z",
+                "2026-03-01T00:02:00Z",
+                "2026-03-01T00:03:00Z"
+            ]
         );
         assert_eq!(f["geometry"]["coordinates"].as_array().unwrap().len(), 3);
-        assert_eq!(f["geometry"]["coordinates"][0], before[0]["geometry"]["coordinates"][1]);
+        assert_eq!(
+            f["geometry"]["coordinates"][0],
+            before[0]["geometry"]["coordinates"][1]
+        );
         assert_eq!(props["start_time"], "2026-03-01T00:01:00Z");
         assert_eq!(props["end_time"], "2026-03-01T00:03:00Z");
         assert_eq!(
@@ -407,10 +425,15 @@ mod tests {
 
         let mut t = track("m", "MULTI", 4);
         let c = t["geometry"]["coordinates"].clone();
-        t["geometry"] = json!({"type": "MultiLineString", "coordinates": [[c[0], c[1]], [c[2], c[3]]]});
+        t["geometry"] =
+            json!({"type": "MultiLineString", "coordinates": [[c[0], c[1]], [c[2], c[3]]]});
         let out = trim(&json!([t]), "2026-03-01T00:02:00Z", "2026-03-01T00:09:00Z").unwrap();
         let g = &edited(&out)[0]["geometry"];
-        assert_eq!(g["coordinates"], json!([[c[2], c[3]]]), "empty first line dropped");
+        assert_eq!(
+            g["coordinates"],
+            json!([[c[2], c[3]]]),
+            "empty first line dropped"
+        );
     }
 
     #[test]
@@ -419,9 +442,15 @@ mod tests {
         let err = trim(&subject, "2026-03-01T00:03:00Z", "2026-03-01T00:01:00Z")
             .unwrap_err()
             .to_string();
-        assert!(err.starts_with("start_time must be before end_time"), "{err}");
+        assert!(
+            err.starts_with("start_time must be before end_time"),
+            "{err}"
+        );
         let err = trim(&subject, "2026-03-01T00:03:00Z", "2026-03-01T00:03:00Z").unwrap_err();
-        assert!(err.to_string().starts_with("start_time must be before end_time"));
+        assert!(
+            err.to_string()
+                .starts_with("start_time must be before end_time")
+        );
         let err = trim(&subject, "2026-03-02T00:00:00Z", "2026-03-03T00:00:00Z")
             .unwrap_err()
             .to_string();
@@ -432,14 +461,28 @@ mod tests {
         let err = trim(&subject, "last tuesday", "2026-03-03T00:00:00Z")
             .unwrap_err()
             .to_string();
-        assert!(err.contains("start_time") && err.contains("last tuesday"), "{err}");
-        let err = trim(&json!([point("p", "Datum A")]), "2026-03-01T00:00:00Z", "2026-03-01T01:00:00Z")
-            .unwrap_err()
-            .to_string();
-        assert_eq!(err, "Trim Track needs at least one TRACK feature; got POINT \"Datum A\"");
-        let err = trim_track(&call(TRIM_TRACK, json!({"start_time": "2026-03-01T00:00:00Z"}), &subject))
-            .unwrap_err()
-            .to_string();
+        assert!(
+            err.contains("start_time") && err.contains("last tuesday"),
+            "{err}"
+        );
+        let err = trim(
+            &json!([point("p", "Datum A")]),
+            "2026-03-01T00:00:00Z",
+            "2026-03-01T01:00:00Z",
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            err,
+            "Trim Track needs at least one TRACK feature; got POINT \"Datum A\""
+        );
+        let err = trim_track(&call(
+            TRIM_TRACK,
+            json!({"start_time": "2026-03-01T00:00:00Z"}),
+            &subject,
+        ))
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("end_time"), "{err}");
     }
 

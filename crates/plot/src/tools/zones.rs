@@ -10,8 +10,8 @@ use toolgate_core::{CallError, ToolCall, ToolOutcome, ToolSpec};
 use super::common::{
     Coord, Def, METRES_PER_NM, Track, analysis, bbox, change, coord_prop, describe, destination,
     display_name, distance_m, feature_id, geometry_coords, humanise, kind, multi, name_list,
-    normalise_lon, number_prop, opt_f64, opt_u64, polygons, props, round_to, select_single,
-    single, str_or, subject, unwrap_lon,
+    normalise_lon, number_prop, opt_f64, opt_u64, polygons, props, round_to, select_single, single,
+    str_or, subject, unwrap_lon,
 };
 
 pub(crate) const BUFFER_ZONE_GENERATOR: &str = "buffer-zone-generator";
@@ -312,8 +312,16 @@ fn point_name(f: &Value, i: usize, many: bool) -> String {
 pub(crate) fn point_in_zone_classifier(call: &ToolCall) -> Result<ToolOutcome, CallError> {
     let title = humanise(POINT_IN_ZONE_CLASSIFIER);
     let features = subject(call)?;
-    let points: Vec<&Value> = features.iter().copied().filter(|f| kind(f) == "POINT").collect();
-    let zone_features: Vec<&Value> = features.iter().copied().filter(|f| kind(f) == "ZONE").collect();
+    let points: Vec<&Value> = features
+        .iter()
+        .copied()
+        .filter(|f| kind(f) == "POINT")
+        .collect();
+    let zone_features: Vec<&Value> = features
+        .iter()
+        .copied()
+        .filter(|f| kind(f) == "ZONE")
+        .collect();
     if points.is_empty() || zone_features.is_empty() {
         let got: Vec<String> = features.iter().map(|f| describe(f)).collect();
         let got = if got.is_empty() {
@@ -342,18 +350,23 @@ pub(crate) fn point_in_zone_classifier(call: &ToolCall) -> Result<ToolOutcome, C
         for (i, c) in coords.iter().enumerate() {
             let p = geo::Point::new(c[0], c[1]);
             let hit = zones.iter().position(|z| z.polygon.intersects(&p));
-            let (zone, colour, zone_feature) = match hit.and_then(|z| zones.get(z).map(|zz| (z, zz))) {
-                Some((z, zz)) => {
-                    if let Some(n) = counts.get_mut(z) {
-                        *n += 1;
+            let (zone, colour, zone_feature) =
+                match hit.and_then(|z| zones.get(z).map(|zz| (z, zz))) {
+                    Some((z, zz)) => {
+                        if let Some(n) = counts.get_mut(z) {
+                            *n += 1;
+                        }
+                        (
+                            zz.name.as_str(),
+                            zz.colour.as_str(),
+                            Value::from(zz.feature_id.as_str()),
+                        )
                     }
-                    (zz.name.as_str(), zz.colour.as_str(), Value::from(zz.feature_id.as_str()))
-                }
-                None => {
-                    outside += 1;
-                    (OUTSIDE, OUTSIDE_COLOUR, Value::Null)
-                }
-            };
+                    None => {
+                        outside += 1;
+                        (OUTSIDE, OUTSIDE_COLOUR, Value::Null)
+                    }
+                };
             rows.push(json!({
                 "feature_id": feature_id(f),
                 "index": i,
@@ -468,7 +481,10 @@ const LCG_INCREMENT: u64 = 1_013_904_223;
 const LCG_MODULUS: u64 = 1 << 32;
 
 fn lcg_next(state: u64) -> u64 {
-    (LCG_MULTIPLIER.wrapping_mul(state).wrapping_add(LCG_INCREMENT)) % LCG_MODULUS
+    (LCG_MULTIPLIER
+        .wrapping_mul(state)
+        .wrapping_add(LCG_INCREMENT))
+        % LCG_MODULUS
 }
 
 fn grid(region: &Region, b: [f64; 4], count: usize) -> Vec<Coord> {
@@ -551,7 +567,10 @@ pub(crate) fn generate_reference_points(call: &ToolCall) -> Result<ToolOutcome, 
         .bbox()
         .filter(|b| b[2] > b[0] && b[3] > b[1])
         .ok_or_else(|| {
-            CallError::invalid(format!("{title} cannot use {}: it has no area", describe(shape)))
+            CallError::invalid(format!(
+                "{title} cannot use {}: it has no area",
+                describe(shape)
+            ))
         })?;
     let coords = if pattern == "grid" {
         grid(&region, b, count)
@@ -591,7 +610,13 @@ pub(crate) fn generate_reference_points(call: &ToolCall) -> Result<ToolOutcome, 
     });
     let label = format!("Generated {count} reference points ({pattern}) inside {shape_name}");
     let data = json!({"created": [new_id], "count": count});
-    Ok(change(ADDED_POINTS, label.clone(), label, vec![feature], data))
+    Ok(change(
+        ADDED_POINTS,
+        label.clone(),
+        label,
+        vec![feature],
+        data,
+    ))
 }
 
 #[cfg(test)]
@@ -660,7 +685,11 @@ mod tests {
             .map(|z| z["buffer_distance_nm"].as_f64().unwrap())
             .collect();
         assert_eq!(d, [1.0, 1.5, 2.0], "sorted innermost first");
-        assert!(out.summary.contains("75% 1 nm, 50% 1.5 nm, 25% 2 nm"), "{}", out.summary);
+        assert!(
+            out.summary.contains("75% 1 nm, 50% 1.5 nm, 25% 2 nm"),
+            "{}",
+            out.summary
+        );
 
         let two = json!([track("a", "A", 2), track("b", "B", 2)]);
         let err = buffer_zone_generator(&call(BUFFER_ZONE_GENERATOR, json!({}), &two))
@@ -689,7 +718,10 @@ mod tests {
                 let pts = f["geometry"]["coordinates"].as_array().unwrap();
                 assert_eq!(pts.len() as u64, count, "{pattern} {count}");
                 for p in pts {
-                    let d = distance_m([-4.0, 50.0], [p[0].as_f64().unwrap(), p[1].as_f64().unwrap()]);
+                    let d = distance_m(
+                        [-4.0, 50.0],
+                        [p[0].as_f64().unwrap(), p[1].as_f64().unwrap()],
+                    );
                     assert!(d <= 5000.0 + 1.0, "{pattern}: point {d} m from the centre");
                 }
             }
@@ -709,7 +741,13 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(edited(&a), edited(&b));
-        assert_eq!(zone_from(&a)["geometry"]["coordinates"].as_array().unwrap().len(), 20);
+        assert_eq!(
+            zone_from(&a)["geometry"]["coordinates"]
+                .as_array()
+                .unwrap()
+                .len(),
+            20
+        );
         let err = generate_reference_points(&call(
             GENERATE_REFERENCE_POINTS,
             json!({"pattern": "grid"}),
@@ -717,7 +755,12 @@ mod tests {
         ))
         .unwrap_err()
         .to_string();
-        assert!(err.starts_with("Generate Reference Points needs exactly one RECTANGLE, POLY or CIRCLE feature"), "{err}");
+        assert!(
+            err.starts_with(
+                "Generate Reference Points needs exactly one RECTANGLE, POLY or CIRCLE feature"
+            ),
+            "{err}"
+        );
     }
 
     #[test]
@@ -726,7 +769,12 @@ mod tests {
         let t = json!({"type": "Feature", "id": "t", "geometry": {"type": "LineString", "coordinates": [[0.0, 0.0]]},
                        "properties": {"kind": "TRACK", "name": "T", "positions": [{"time": "2026-03-01T00:00:00Z"}]}});
         let zone = zone_from(
-            &buffer_zone_generator(&call(BUFFER_ZONE_GENERATOR, json!({"interval": "small"}), &json!([t]))).unwrap(),
+            &buffer_zone_generator(&call(
+                BUFFER_ZONE_GENERATOR,
+                json!({"interval": "small"}),
+                &json!([t]),
+            ))
+            .unwrap(),
         );
         let nm = 1.0 / 60.0; // one nautical mile of latitude, near enough
         let refs = json!({"type": "Feature", "id": "refs", "geometry": {"type": "MultiPoint", "coordinates": [
@@ -734,7 +782,8 @@ mod tests {
             "properties": {"kind": "POINT", "name": "Refs", "point_metadata": [{"name": "Ref 1"}]}});
         let subject = json!([refs, zone, point("p", "Datum A")]);
         let before = subject.clone();
-        let out = point_in_zone_classifier(&call(POINT_IN_ZONE_CLASSIFIER, json!({}), &subject)).unwrap();
+        let out =
+            point_in_zone_classifier(&call(POINT_IN_ZONE_CLASSIFIER, json!({}), &subject)).unwrap();
         assert_eq!(subject, before);
         assert!(out.change_set.is_none(), "a dataset, not a change");
         assert_eq!(out.kind.as_str(), CLASSIFIED);
@@ -754,9 +803,13 @@ mod tests {
             out.summary,
             "Classified 5 points against 3 zones: 75% 1, 50% 1, 25% 1, outside 2"
         );
-        let err = point_in_zone_classifier(&call(POINT_IN_ZONE_CLASSIFIER, json!({}), &json!([point("p", "Datum A")])))
-            .unwrap_err()
-            .to_string();
+        let err = point_in_zone_classifier(&call(
+            POINT_IN_ZONE_CLASSIFIER,
+            json!({}),
+            &json!([point("p", "Datum A")]),
+        ))
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("at least one ZONE"), "{err}");
     }
 }

@@ -1,0 +1,326 @@
+//! External tool servers over the debrief-calc one-shot stdio protocol (reference §10.4): one
+//! JSON request on stdin, one JSON response on stdout, one process per call. Existing Python
+//! tools plug in through this provider.
+//!
+//! The registry validates ids and parameters before a provider is called, so a process is never
+//! spawned for an invented id or bad parameters. A call that outlives its timeout is killed (the
+//! spike only marked it cancelled); stderr is captured into the error.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{Map, Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use toolgate_core::{
+    CallError, ChangeSet, Edit, OutputKind, Provider, ProviderError, ToolCall, ToolOutcome,
+    ToolSpec,
+};
+
+/// How much of a failing process's stderr goes into the error message.
+const STDERR_CAP: usize = 4000;
+
+#[derive(Debug, Clone)]
+pub struct StdioToolServer {
+    pub name: String,
+    /// argv that prints the tool list (a JSON array of MCP tool objects) and exits.
+    pub list_command: Vec<String>,
+    /// argv that reads one request on stdin and writes one response.
+    pub call_command: Vec<String>,
+    pub timeout: Duration,
+    /// Extra environment for the processes (the rest is inherited).
+    pub env: Vec<(String, String)>,
+}
+
+fn humanise(id: &str) -> String {
+    id.split(['-', '_'])
+        .filter(|w| !w.is_empty())
+        .map(|w| {
+            let mut c = w.chars();
+            c.next()
+                .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
+                .unwrap_or_default()
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Turn one MCP tool object from debrief-calc's listing into a spec. Every declared parameter is
+/// kept (the spike kept only "picker" parameters); unknown parameters are rejected.
+pub fn spec_from_mcp(tool: &Value) -> Option<ToolSpec> {
+    let id = tool.get("name")?.as_str()?.to_owned();
+    let params = tool
+        .pointer("/inputSchema/properties/params")
+        .cloned()
+        .unwrap_or_else(|| json!({"type": "object", "properties": {}}));
+    let mut schema = Map::new();
+    schema.insert("type".into(), json!("object"));
+    schema.insert(
+        "properties".into(),
+        params
+            .get("properties")
+            .cloned()
+            .unwrap_or_else(|| json!({})),
+    );
+    if let Some(r) = params.get("required") {
+        schema.insert("required".into(), r.clone());
+    }
+    schema.insert("additionalProperties".into(), json!(false));
+    let ann = tool
+        .get("annotations")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    Some(ToolSpec {
+        title: humanise(&id),
+        description: tool
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        input_schema: Value::Object(schema),
+        output_kind: ann
+            .get("debrief:outputKind")
+            .and_then(Value::as_str)
+            .map(OutputKind::new),
+        category: ann
+            .get("debrief:category")
+            .and_then(Value::as_str)
+            .unwrap_or("external")
+            .to_owned(),
+        annotations: ann.as_object().cloned().unwrap_or_default(),
+        id,
+    })
+}
+
+struct RunOutput {
+    status: Option<i32>,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+}
+
+async fn run(
+    argv: &[String],
+    env: &[(String, String)],
+    input: Option<Vec<u8>>,
+    timeout: Duration,
+    tool: &str,
+) -> Result<RunOutput, CallError> {
+    let Some((program, args)) = argv.split_first() else {
+        return Err(CallError::failed(
+            "the tool server has no command configured",
+        ));
+    };
+    let mut child = tokio::process::Command::new(program)
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| {
+            CallError::failed(format!("could not start the tool server `{program}`: {e}"))
+        })?;
+    let mut stdin = child.stdin.take();
+    let mut stdout = child.stdout.take();
+    let mut stderr = child.stderr.take();
+    let work = async {
+        if let (Some(mut w), Some(bytes)) = (stdin.take(), input) {
+            // A server that exits without reading its input is reported by its response.
+            let _ = w.write_all(&bytes).await;
+            drop(w);
+        }
+        let mut out = Vec::new();
+        let mut err = Vec::new();
+        let read_out = async {
+            if let Some(s) = stdout.as_mut() {
+                let _ = s.read_to_end(&mut out).await;
+            }
+        };
+        let read_err = async {
+            if let Some(s) = stderr.as_mut() {
+                let _ = s.read_to_end(&mut err).await;
+            }
+        };
+        tokio::join!(read_out, read_err);
+        let status = child.wait().await.ok().and_then(|s| s.code());
+        (status, out, err)
+    };
+    match tokio::time::timeout(timeout, work).await {
+        Ok((status, stdout, stderr)) => Ok(RunOutput {
+            status,
+            stdout,
+            stderr,
+        }),
+        Err(_) => {
+            // `kill_on_drop` ends the process when `child` is dropped with the future; be explicit.
+            Err(CallError::Timeout {
+                tool: tool.to_owned(),
+                seconds: timeout.as_secs_f64(),
+            })
+        }
+    }
+}
+
+fn stderr_text(bytes: &[u8]) -> String {
+    let s = String::from_utf8_lossy(bytes);
+    let s = s.trim();
+    if s.len() > STDERR_CAP {
+        let cut = s.char_indices().nth(STDERR_CAP).map_or(s.len(), |(i, _)| i);
+        format!("{}… [stderr truncated]", &s[..cut])
+    } else {
+        s.to_owned()
+    }
+}
+
+/// Interpret a debrief-calc response for `tool`.
+pub fn parse_response(
+    tool: &str,
+    declared: Option<&OutputKind>,
+    response: &Value,
+) -> Result<ToolOutcome, CallError> {
+    if let Some(err) = response.get("error") {
+        let message = err
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("Unknown tool error")
+            .to_owned();
+        return Err(
+            match err
+                .pointer("/data/debrief:errorCategory")
+                .and_then(Value::as_str)
+            {
+                Some("invalid_input") => CallError::InvalidInput { message },
+                Some("resource_not_found") => CallError::NotFound { message },
+                _ => CallError::Failed { message },
+            },
+        );
+    }
+    let content = response
+        .get("content")
+        .and_then(Value::as_array)
+        .ok_or_else(|| {
+            CallError::failed(format!(
+                "Tool \"{tool}\" returned neither content nor an error"
+            ))
+        })?;
+    let first_ann = content.first().and_then(|c| c.get("annotations"));
+    let result_type = first_ann
+        .and_then(|a| a.get("debrief:resultType"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .or_else(|| declared.map(|k| k.as_str().to_owned()))
+        .unwrap_or_default();
+    let label = first_ann
+        .and_then(|a| a.get("debrief:label"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let mut features = Vec::new();
+    for item in content {
+        if let Some(text) = item.pointer("/resource/text").and_then(Value::as_str)
+            && let Ok(v) = serde_json::from_str::<Value>(text)
+        {
+            features.push(v);
+        }
+    }
+    let kind = OutputKind::new(result_type.trim_start_matches("artifact/").to_owned());
+    if kind.is_mutation() {
+        let edits = features
+            .into_iter()
+            .map(|f| Edit::Upsert {
+                id: crate::model::feature_id(&f),
+                item: f,
+            })
+            .filter(|e| !e.id().is_empty())
+            .collect::<Vec<_>>();
+        let n = edits.len();
+        Ok(ToolOutcome {
+            kind,
+            summary: format!("{} changed {n} feature(s).", humanise(tool)),
+            data: Value::Null,
+            change_set: Some(ChangeSet { label, edits }),
+        })
+    } else {
+        let n = features.len();
+        Ok(ToolOutcome {
+            kind,
+            summary: format!("{} returned {n} item(s).", humanise(tool)),
+            data: json!({ "items": features }),
+            change_set: None,
+        })
+    }
+}
+
+#[async_trait]
+impl Provider for StdioToolServer {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn list_tools(&self) -> Result<Vec<ToolSpec>, ProviderError> {
+        let err = |message: String| ProviderError {
+            provider: self.name.clone(),
+            message,
+        };
+        let out = run(&self.list_command, &self.env, None, self.timeout, "list")
+            .await
+            .map_err(|e| err(e.to_string()))?;
+        if out.status != Some(0) {
+            return Err(err(format!(
+                "the listing command exited with {:?}: {}",
+                out.status,
+                stderr_text(&out.stderr)
+            )));
+        }
+        let tools: Vec<Value> = serde_json::from_slice(&out.stdout)
+            .map_err(|e| err(format!("the listing is not a JSON array of tools: {e}")))?;
+        Ok(tools.iter().filter_map(spec_from_mcp).collect())
+    }
+
+    async fn call(&self, call: &ToolCall) -> Result<ToolOutcome, CallError> {
+        let request = json!({
+            "tool": call.tool_id,
+            "features": call.subject.as_array().cloned().unwrap_or_default(),
+            "params": call.params,
+        });
+        let bytes = serde_json::to_vec(&request).map_err(|e| CallError::failed(e.to_string()))?;
+        let timeout = call.timeout.unwrap_or(self.timeout);
+        let out = run(
+            &self.call_command,
+            &self.env,
+            Some(bytes),
+            timeout,
+            &call.tool_id,
+        )
+        .await?;
+        // A non-zero exit with a JSON response is still read (the protocol prints errors to stdout).
+        let response: Value = match serde_json::from_slice(&out.stdout) {
+            Ok(v) => v,
+            Err(_) => {
+                let stderr = stderr_text(&out.stderr);
+                return Err(CallError::failed(format!(
+                    "Tool \"{}\" failed (exit status {}): {}",
+                    call.tool_id,
+                    out.status
+                        .map_or_else(|| "killed".to_owned(), |s| s.to_string()),
+                    if stderr.is_empty() {
+                        "no output".to_owned()
+                    } else {
+                        stderr
+                    }
+                )));
+            }
+        };
+        parse_response(&call.tool_id, None, &response).map_err(|e| match e {
+            CallError::Failed { message } if !out.stderr.is_empty() => CallError::Failed {
+                message: format!("{message}\nstderr: {}", stderr_text(&out.stderr)),
+            },
+            other => other,
+        })
+    }
+}

@@ -1,0 +1,146 @@
+//! External tool servers over the debrief-calc stdio protocol, with a real Python process.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use toolgate_core::Registry;
+use toolgate_core::flow::Answer;
+use toolgate_core::telemetry::MemorySink;
+use toolgate_plot::agent::{Debrief, RUN_TOOL, Settings};
+use toolgate_plot::calc_stdio::StdioToolServer;
+use toolgate_plot::session::Session;
+
+use common::{PLOT, Scripted, spike_store};
+
+fn server(log: &std::path::Path, timeout: Duration) -> StdioToolServer {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/calc_server.py");
+    let s = script.to_string_lossy().into_owned();
+    StdioToolServer {
+        name: "python-calc".into(),
+        list_command: vec!["python3".into(), s.clone(), "list".into()],
+        call_command: vec!["python3".into(), s, "call".into()],
+        timeout,
+        env: vec![("CALC_SPAWN_LOG".into(), log.to_string_lossy().into_owned())],
+    }
+}
+
+fn spawns(log: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+async fn setup(timeout: Duration) -> (Debrief, tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("spawns.log");
+    let store = spike_store(&dir.path().join("store"));
+    let mut registry = Registry::new().with_discovery_hint("Call debrief_listTools first.");
+    registry
+        .register(Arc::new(server(&log, timeout)))
+        .await
+        .unwrap();
+    let d = Debrief::new(
+        Arc::new(Mutex::new(Session::new(vec![store]))),
+        Arc::new(registry),
+        Arc::new(MemorySink::default()),
+        Settings::default(),
+    );
+    d.session().open(PLOT).unwrap();
+    (d, dir, log)
+}
+
+#[tokio::test]
+async fn python_tools_plug_in_and_bad_calls_spawn_nothing() {
+    let (d, _dir, log) = setup(Duration::from_secs(20)).await;
+    assert_eq!(spawns(&log), vec!["list"], "listing spawns once");
+    let ask = Scripted::new(vec![Answer::Approve]);
+    // invented id and invalid params: refused before any process starts
+    let r = d
+        .call(RUN_TOOL, &json!({"toolId": "py-nope"}), &ask)
+        .await
+        .unwrap();
+    assert!(r.starts_with("Unknown tool id \"py-nope\""), "{r}");
+    let r = d
+        .call(
+            RUN_TOOL,
+            &json!({"toolId": "py-set-color", "params": {"colour": "red"}, "scope": "all"}),
+            &ask,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        r,
+        "Invalid parameters for \"py-set-color\": unknown parameter \"colour\"; missing required parameter \"color\""
+    );
+    assert_eq!(
+        spawns(&log).len(),
+        1,
+        "no process for an invalid id or invalid params"
+    );
+    // a real mutation through python lands as an unsaved edit
+    let r = d
+        .call(RUN_TOOL, &json!({"toolId": "py-set-color", "params": {"color": "red"}, "featureIds": ["track-1"]}), &ask)
+        .await
+        .unwrap();
+    assert!(r.starts_with("Applied Py Set Color to 1 feature(s)"), "{r}");
+    assert_eq!(ask.asked().len(), 1);
+    let s = d.session();
+    let plot = s.plot(PLOT).unwrap();
+    assert!(plot.doc.is_dirty());
+    assert_eq!(
+        plot.doc.feature("track-1").unwrap()["properties"]["style"]["line"]["color"],
+        "red"
+    );
+    drop(s);
+    // an analytical python tool
+    let r = d
+        .call(
+            RUN_TOOL,
+            &json!({"toolId": "py-count", "scope": "all"}),
+            &ask,
+        )
+        .await
+        .unwrap();
+    assert!(r.contains("Results panel"), "{r}");
+    assert_eq!(d.datasets()[0].data["items"][0]["properties"]["count"], 2);
+    assert_eq!(spawns(&log).len(), 3);
+}
+
+#[tokio::test]
+async fn a_hung_process_is_killed_and_stderr_is_reported() {
+    let (d, _dir, _log) = setup(Duration::from_millis(1500)).await;
+    let ask = Scripted::new(vec![]);
+    let started = Instant::now();
+    let r = d
+        .call(
+            RUN_TOOL,
+            &json!({"toolId": "py-hang", "scope": "all"}),
+            &ask,
+        )
+        .await
+        .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "killed at the timeout"
+    );
+    assert_eq!(r, "Tool \"py-hang\" timed out after 1.5 s and was stopped.");
+    let r = d
+        .call(
+            RUN_TOOL,
+            &json!({"toolId": "py-crash", "scope": "all"}),
+            &ask,
+        )
+        .await
+        .unwrap();
+    assert!(
+        r.contains("exit status 3") && r.contains("ValueError: boom in py-crash"),
+        "{r}"
+    );
+}

@@ -1,0 +1,410 @@
+//! A [`ToolHost`] over the core registry: every call takes the core's flow
+//! (`toolgate_core::flow::Gate`: resolve → validate → policy → confirm → provider → guard →
+//! telemetry).
+//!
+//! The gate reports a provider failure as text only, so the host registers the registry's
+//! tools in a private registry whose providers forward to the real ones and keep the typed
+//! [`CallError`] of the call in progress (a task-local slot). The private registry has the same
+//! specs, so the same validators, effects and policy apply.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{Map, Value, json};
+use toolgate_core::flow::{Confirmer, Ended, Gate, Prepared};
+use toolgate_core::policy::{Approvals, Mode};
+use toolgate_core::telemetry::{NullSink, TelemetrySink};
+use toolgate_core::{
+    CallError, ChangeSet, Provider, ProviderError, Registry, RegistryError, ToolCall, ToolOutcome,
+    ToolSpec,
+};
+
+use crate::host::{HostError, PyExc, ToolHost};
+use crate::stubs::python_identifier;
+
+/// The provider whose tools a person granted by choosing the workspace (`toolgate exec
+/// --workspace DIR`); its calls run pre-approved.
+pub const WORKSPACE_PROVIDER: &str = "workspace";
+
+tokio::task_local! {
+    static CALL_ERROR: RefCell<Option<CallError>>;
+}
+
+/// Forwards calls to the registry that owns the real provider, keeping the typed error.
+struct Forward {
+    name: String,
+    inner: Arc<Registry>,
+}
+
+#[async_trait]
+impl Provider for Forward {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn list_tools(&self) -> Result<Vec<ToolSpec>, ProviderError> {
+        Ok(self
+            .inner
+            .specs()
+            .filter(|s| {
+                self.inner
+                    .resolve(&s.id)
+                    .is_ok_and(|t| t.provider_name() == self.name)
+            })
+            .cloned()
+            .collect())
+    }
+
+    async fn call(&self, call: &ToolCall) -> Result<ToolOutcome, CallError> {
+        let tool = self
+            .inner
+            .resolve(&call.tool_id)
+            .map_err(|e| CallError::failed(e.to_string()))?;
+        let result = tool.call(call).await;
+        if let Err(e) = &result {
+            // Outside a scope (nobody asked for the typed error) there is nothing to keep.
+            let _ = CALL_ERROR.try_with(|slot| *slot.borrow_mut() = Some(e.clone()));
+        }
+        result
+    }
+}
+
+struct Entry {
+    python: String,
+    id: String,
+    provider: String,
+    /// (Python keyword, schema property), in declared order.
+    params: Vec<(String, String)>,
+    target_param: Option<String>,
+}
+
+type Applier = Arc<dyn Fn(&ChangeSet) -> Result<(), String> + Send + Sync>;
+
+/// Runs sandbox tool calls through the registry and the policy.
+///
+/// Policy: tools of the providers named by [`RegistryHost::auto_approve_provider`] (by default
+/// [`WORKSPACE_PROVIDER`]) run under [`Mode::AutoApprove`] and are recorded as pre-approved;
+/// every other tool runs under [`Mode::Strict`]: reads run, anything else asks the confirmer.
+///
+/// Errors become Python exceptions: an unknown tool → `NameError` listing the tools; invalid
+/// parameters → `ValueError` with the core's message; `CallError::NotFound` →
+/// `FileNotFoundError`, `PermissionDenied` → `PermissionError`, `InvalidInput` →
+/// `ValueError`, `Timeout` → `TimeoutError`, anything else → `RuntimeError`; a declined
+/// confirmation or a policy refusal → `PermissionError`.
+pub struct RegistryHost {
+    shadow: Registry,
+    entries: Vec<Entry>,
+    by_python: HashMap<String, usize>,
+    confirmer: Arc<dyn Confirmer>,
+    approvals: Approvals,
+    sink: Arc<dyn TelemetrySink>,
+    surface: String,
+    active_model: String,
+    priming_enabled: bool,
+    auto_approve: Vec<String>,
+    call_timeout: Option<Duration>,
+    applier: Option<Applier>,
+}
+
+impl RegistryHost {
+    /// A host over every tool the registry shows. `confirmer` answers for calls that need a
+    /// person's approval.
+    pub fn new(
+        registry: Arc<Registry>,
+        confirmer: Arc<dyn Confirmer>,
+    ) -> Result<Self, RegistryError> {
+        let mut groups: Vec<(String, Vec<ToolSpec>)> = Vec::new();
+        for spec in registry.specs() {
+            let provider = registry.resolve(&spec.id)?.provider_name().to_owned();
+            match groups.iter_mut().find(|(p, _)| *p == provider) {
+                Some((_, specs)) => specs.push(spec.clone()),
+                None => groups.push((provider, vec![spec.clone()])),
+            }
+        }
+        let mut shadow = Registry::new();
+        let mut entries = Vec::new();
+        let mut by_python = HashMap::new();
+        for (provider, specs) in groups {
+            for spec in &specs {
+                let python = python_identifier(&spec.id);
+                if by_python.contains_key(&python) {
+                    tracing::warn!(tool = %spec.id, python = %python, "tool hidden from the sandbox: its Python name is taken");
+                    continue;
+                }
+                let params: Vec<(String, String)> = spec
+                    .params()
+                    .into_iter()
+                    .map(|p| (python_identifier(&p.name), p.name))
+                    .collect();
+                let target_param = ["path", "file", "target", "name", "url", "command"]
+                    .iter()
+                    .find(|t| params.iter().any(|(_, s)| s == *t))
+                    .map(|t| (*t).to_owned());
+                by_python.insert(python.clone(), entries.len());
+                entries.push(Entry {
+                    python,
+                    id: spec.id.clone(),
+                    provider: provider.clone(),
+                    params,
+                    target_param,
+                });
+            }
+            let forward = Arc::new(Forward {
+                name: provider,
+                inner: Arc::clone(&registry),
+            });
+            shadow.register_specs(forward, specs)?;
+        }
+        Ok(Self {
+            shadow,
+            entries,
+            by_python,
+            confirmer,
+            approvals: Approvals::none(),
+            sink: Arc::new(NullSink),
+            surface: "sandbox".to_owned(),
+            active_model: "unknown".to_owned(),
+            priming_enabled: false,
+            auto_approve: vec![WORKSPACE_PROVIDER.to_owned()],
+            call_timeout: None,
+            applier: None,
+        })
+    }
+
+    /// Where telemetry records go (default: dropped).
+    #[must_use]
+    pub fn with_sink(mut self, sink: Arc<dyn TelemetrySink>) -> Self {
+        self.sink = sink;
+        self
+    }
+
+    /// Approvals already given (e.g. one batch approval for a program's plan).
+    #[must_use]
+    pub fn with_approvals(mut self, approvals: Approvals) -> Self {
+        self.approvals = approvals;
+        self
+    }
+
+    /// The surface telemetry records name (default `sandbox`).
+    #[must_use]
+    pub fn with_surface(mut self, surface: impl Into<String>) -> Self {
+        self.surface = surface.into();
+        self
+    }
+
+    #[must_use]
+    pub fn with_active_model(mut self, model: impl Into<String>) -> Self {
+        self.active_model = model.into();
+        self
+    }
+
+    #[must_use]
+    pub fn with_priming(mut self, enabled: bool) -> Self {
+        self.priming_enabled = enabled;
+        self
+    }
+
+    /// Run this provider's tools pre-approved (in addition to [`WORKSPACE_PROVIDER`]).
+    #[must_use]
+    pub fn auto_approve_provider(mut self, provider: impl Into<String>) -> Self {
+        self.auto_approve.push(provider.into());
+        self
+    }
+
+    /// Run every tool under strict policy, the workspace's included.
+    #[must_use]
+    pub fn without_auto_approval(mut self) -> Self {
+        self.auto_approve.clear();
+        self
+    }
+
+    /// The per-call deadline providers receive in [`ToolCall::timeout`].
+    #[must_use]
+    pub fn with_call_timeout(mut self, timeout: Duration) -> Self {
+        self.call_timeout = Some(timeout);
+        self
+    }
+
+    /// Who applies an approved change set (a document session). Without one, a tool result
+    /// that carries changes fails with `RuntimeError`: the sandbox has no document to change.
+    #[must_use]
+    pub fn with_applier(
+        mut self,
+        apply: impl Fn(&ChangeSet) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        self.applier = Some(Arc::new(apply));
+        self
+    }
+
+    fn listed(&self) -> String {
+        let mut names: Vec<&str> = self.entries.iter().map(|e| e.python.as_str()).collect();
+        names.sort_unstable();
+        if names.is_empty() {
+            "(none)".to_owned()
+        } else {
+            names.join(", ")
+        }
+    }
+}
+
+#[async_trait]
+impl ToolHost for RegistryHost {
+    fn tool_names(&self) -> Vec<String> {
+        self.entries.iter().map(|e| e.python.clone()).collect()
+    }
+
+    fn param_names(&self, tool: &str) -> Option<Vec<String>> {
+        let entry = &self.entries[*self.by_python.get(tool)?];
+        Some(entry.params.iter().map(|(py, _)| py.clone()).collect())
+    }
+
+    async fn call(&self, name: &str, args: Map<String, Value>) -> Result<Value, HostError> {
+        let Some(entry) = self.by_python.get(name).map(|&i| &self.entries[i]) else {
+            return Err(HostError::new(
+                PyExc::NameError,
+                format!(
+                    "name '{name}' is not defined. Available tools: {}",
+                    self.listed()
+                ),
+            ));
+        };
+        let params: Map<String, Value> = args
+            .into_iter()
+            .map(|(k, v)| {
+                let schema_name = entry
+                    .params
+                    .iter()
+                    .find(|(py, _)| *py == k)
+                    .map_or(k, |(_, s)| s.clone());
+                (schema_name, v)
+            })
+            .collect();
+        let mode = if self.auto_approve.contains(&entry.provider) {
+            Mode::AutoApprove
+        } else {
+            Mode::Strict
+        };
+        let gate = Gate {
+            registry: &self.shadow,
+            mode,
+            approvals: &self.approvals,
+            sink: self.sink.as_ref(),
+            surface: &self.surface,
+            active_model: &self.active_model,
+            priming_enabled: self.priming_enabled,
+            record_as: None,
+        };
+        let prepared_ran = AtomicBool::new(false);
+        let target = entry
+            .target_param
+            .as_ref()
+            .and_then(|p| params.get(p))
+            .map_or_else(
+                || "the parameters below".to_owned(),
+                |v| v.as_str().map_or_else(|| v.to_string(), str::to_owned),
+            );
+        let document = if entry.provider == WORKSPACE_PROVIDER {
+            "the workspace".to_owned()
+        } else {
+            format!("\"{}\" tools", entry.provider)
+        };
+        let call_timeout = self.call_timeout;
+        let ran = &prepared_ran;
+        let prepare = move |tool: &toolgate_core::ResolvedTool<'_>,
+                            validated: Map<String, Value>| {
+            ran.store(true, Ordering::Relaxed);
+            Ok(Prepared {
+                call: ToolCall {
+                    tool_id: tool.spec.id.clone(),
+                    params: validated,
+                    subject: Value::Null,
+                    timeout: call_timeout,
+                },
+                document_title: Some(document),
+                target,
+                context: json!({"surface": "sandbox"}),
+                consequence: Some(
+                    "It runs as soon as you approve it, as one step of a CodeAct program."
+                        .to_owned(),
+                ),
+            })
+        };
+        let applier = self.applier.clone();
+        let apply = move |cs: &ChangeSet| match &applier {
+            Some(apply) => apply(cs),
+            None => Err(format!(
+                "the tool returned changes ({}) and this sandbox has no document to apply them to",
+                if cs.label.is_empty() {
+                    "unlabelled"
+                } else {
+                    &cs.label
+                }
+            )),
+        };
+        let input = Value::Object(params.clone());
+        let (ended, call_error) = CALL_ERROR
+            .scope(RefCell::new(None), async {
+                let ended = gate
+                    .invoke(
+                        &entry.id,
+                        &params,
+                        input,
+                        prepare,
+                        self.confirmer.as_ref(),
+                        apply,
+                    )
+                    .await;
+                let typed = CALL_ERROR
+                    .try_with(|c| c.borrow_mut().take())
+                    .ok()
+                    .flatten();
+                (ended, typed)
+            })
+            .await;
+        match ended {
+            Ended::Done { outcome, .. } => Ok(if outcome.data.is_null() {
+                Value::String(outcome.summary)
+            } else {
+                outcome.data
+            }),
+            Ended::Declined { .. } => Err(HostError::new(
+                PyExc::PermissionError,
+                format!(
+                    "Tool \"{}\" was declined by the user; nothing ran. Do not retry it: continue without it or ask the user.",
+                    entry.python
+                ),
+            )),
+            Ended::Refused { message } => Err(HostError::new(
+                if prepared_ran.load(Ordering::Relaxed) {
+                    PyExc::PermissionError
+                } else {
+                    PyExc::ValueError
+                },
+                message,
+            )),
+            Ended::Failed { message } => Err(match call_error {
+                Some(e) => call_error_to_host(&e),
+                None if message.contains("not gated by a confirmation") => {
+                    HostError::new(PyExc::PermissionError, message)
+                }
+                None => HostError::new(PyExc::RuntimeError, message),
+            }),
+        }
+    }
+}
+
+/// The Python exception type of a provider failure.
+pub fn call_error_to_host(e: &CallError) -> HostError {
+    let py_type = match e {
+        CallError::NotFound { .. } => PyExc::FileNotFoundError,
+        CallError::PermissionDenied { .. } => PyExc::PermissionError,
+        CallError::InvalidInput { .. } => PyExc::ValueError,
+        CallError::Timeout { .. } => PyExc::TimeoutError,
+        CallError::Failed { .. } => PyExc::RuntimeError,
+    };
+    HostError::new(py_type, e.to_string())
+}

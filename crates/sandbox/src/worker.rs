@@ -1,0 +1,225 @@
+//! The worker process: runs programs sent by a [`crate::WorkerPool`] and asks the pool for every
+//! tool call. Its stdout is the protocol channel: nothing else may write there.
+//!
+//! The worker is single-threaded. A tool call writes its request frame, yields once (so calls
+//! awaited together all reach the pool before any answer is awaited), then reads answer frames
+//! from stdin until its own arrives, keeping the others for their callers. The pool enforces the
+//! wall clock around the worker, so blocking on stdin here is safe.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::future::poll_fn;
+use std::io::{self, BufReader, Write};
+use std::os::fd::AsFd;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::task::Poll;
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+
+use crate::engine;
+use crate::host::{HostError, PyExc, ToolHost};
+use crate::protocol::{FromWorker, ToWorker, ToolDecl, read_frame_sync, write_frame_sync};
+
+/// Address space the worker may use beyond its baseline and the program's memory budget
+/// (interpreter structures, frames in flight, the result envelope).
+const ADDRESS_SPACE_HEADROOM: u64 = 96 << 20;
+
+/// The pipe to the pool: buffered reads of stdin, one unbuffered `write` per frame on stdout.
+struct Link {
+    input: Mutex<BufReader<File>>,
+    output: Mutex<File>,
+    /// Answers read while waiting for another call's answer.
+    parked: Mutex<HashMap<u64, Result<Value, HostError>>>,
+    closed: AtomicBool,
+}
+
+impl Link {
+    fn open() -> io::Result<Self> {
+        let input = File::from(io::stdin().as_fd().try_clone_to_owned()?);
+        let output = File::from(io::stdout().as_fd().try_clone_to_owned()?);
+        Ok(Self {
+            input: Mutex::new(BufReader::with_capacity(64 << 10, input)),
+            output: Mutex::new(output),
+            parked: Mutex::new(HashMap::new()),
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    fn send(&self, frame: &FromWorker) -> bool {
+        let Ok(mut out) = self.output.lock() else {
+            return false;
+        };
+        write_frame_sync(&mut *out, frame).is_ok()
+    }
+
+    fn recv(&self) -> Option<ToWorker> {
+        let mut input = self.input.lock().ok()?;
+        match read_frame_sync::<ToWorker>(&mut *input) {
+            Ok(Some(frame)) => Some(frame),
+            Ok(None) => None,
+            Err(e) => {
+                let _ = writeln!(
+                    io::stderr(),
+                    "toolgate worker: bad frame from the pool: {e}"
+                );
+                None
+            }
+        }
+    }
+
+    /// Block until the answer to call `id` arrives.
+    fn wait_for(&self, id: u64) -> Result<Value, HostError> {
+        let lost = || {
+            HostError::new(
+                PyExc::RuntimeError,
+                "the connection to the tool host was lost",
+            )
+        };
+        loop {
+            if let Some(r) = self.parked.lock().map_err(|_| lost())?.remove(&id) {
+                return r;
+            }
+            if self.closed.load(Ordering::Relaxed) {
+                return Err(lost());
+            }
+            match self.recv() {
+                Some(ToWorker::Result { id: got, result }) if got == id => return result,
+                Some(ToWorker::Result { id: got, result }) => {
+                    self.parked.lock().map_err(|_| lost())?.insert(got, result);
+                }
+                Some(ToWorker::Run { .. }) | None => {
+                    self.closed.store(true, Ordering::Relaxed);
+                    return Err(lost());
+                }
+            }
+        }
+    }
+}
+
+struct RemoteHost<'a> {
+    link: &'a Link,
+    tools: Vec<ToolDecl>,
+    next_id: &'a AtomicU64,
+}
+
+/// Return `Pending` once, so sibling futures get polled before this one blocks.
+async fn yield_once() {
+    let mut yielded = false;
+    poll_fn(|cx| {
+        if yielded {
+            Poll::Ready(())
+        } else {
+            yielded = true;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    })
+    .await;
+}
+
+#[async_trait]
+impl ToolHost for RemoteHost<'_> {
+    fn tool_names(&self) -> Vec<String> {
+        self.tools.iter().map(|t| t.name.clone()).collect()
+    }
+
+    fn param_names(&self, tool: &str) -> Option<Vec<String>> {
+        self.tools
+            .iter()
+            .find(|t| t.name == tool)
+            .and_then(|t| t.params.clone())
+    }
+
+    async fn call(&self, name: &str, args: Map<String, Value>) -> Result<Value, HostError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let frame = FromWorker::Call {
+            id,
+            name: name.to_owned(),
+            args,
+        };
+        if !self.link.send(&frame) {
+            return Err(HostError::new(
+                PyExc::RuntimeError,
+                "the connection to the tool host was lost",
+            ));
+        }
+        yield_once().await;
+        self.link.wait_for(id)
+    }
+}
+
+/// Virtual memory size of this process in bytes (`VmSize` in `/proc/self/status`).
+fn address_space_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmSize:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// Cap this process's address space so an allocation past the budget fails (and the process
+/// aborts with "memory allocation of … failed", which the pool reports as `MemoryError`).
+#[cfg(unix)]
+fn cap_address_space(bytes: u64) {
+    let hard = rlimit::Resource::AS.get_hard().unwrap_or(rlimit::INFINITY);
+    if let Err(e) = rlimit::Resource::AS.set(bytes.min(hard), hard) {
+        let _ = writeln!(io::stderr(), "toolgate worker: RLIMIT_AS not set: {e}");
+    }
+}
+
+#[cfg(not(unix))]
+fn cap_address_space(_bytes: u64) {}
+
+/// The worker's main loop; returns the process exit code. Call it from the binary when it is
+/// started as `toolgate __sandbox-worker` ([`crate::WORKER_SUBCOMMAND`]), before anything else
+/// writes to stdout.
+pub fn worker_main() -> i32 {
+    let link = match Link::open() {
+        Ok(l) => l,
+        Err(e) => {
+            let _ = writeln!(io::stderr(), "toolgate worker: cannot open its pipes: {e}");
+            return 70;
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = writeln!(io::stderr(), "toolgate worker: no runtime: {e}");
+            return 70;
+        }
+    };
+    let next_id = AtomicU64::new(0);
+    let mut baseline: Option<u64> = None;
+    loop {
+        let (req, tools) = match link.recv() {
+            Some(ToWorker::Run { req, tools }) => (req, tools),
+            // A late answer to a call of a finished program: nobody waits for it.
+            Some(ToWorker::Result { .. }) => continue,
+            None => return 0,
+        };
+        // Measured at the first job, once the runtime and buffers exist.
+        let base = *baseline.get_or_insert_with(|| address_space_bytes().unwrap_or(0));
+        if base > 0 {
+            cap_address_space(
+                base.saturating_add(req.limits.max_memory_bytes)
+                    .saturating_add(ADDRESS_SPACE_HEADROOM),
+            );
+        }
+        if let Ok(mut parked) = link.parked.lock() {
+            parked.clear();
+        }
+        let host = RemoteHost {
+            link: &link,
+            tools,
+            next_id: &next_id,
+        };
+        let envelope = rt.block_on(engine::run(req, &host));
+        if !link.send(&FromWorker::Done { envelope }) || link.closed.load(Ordering::Relaxed) {
+            return 0;
+        }
+    }
+}
