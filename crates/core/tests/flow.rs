@@ -1,4 +1,5 @@
 //! The flow of one call, end to end through the core with a fake provider.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

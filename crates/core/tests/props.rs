@@ -1,4 +1,5 @@
 //! Property tests for the core's invariants.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};

@@ -91,14 +91,15 @@ async fn python_tools_plug_in_and_bad_calls_spawn_nothing() {
         .unwrap();
     assert!(r.starts_with("Applied Py Set Color to 1 feature(s)"), "{r}");
     assert_eq!(ask.asked().len(), 1);
-    let s = d.session();
-    let plot = s.plot(PLOT).unwrap();
-    assert!(plot.doc.is_dirty());
-    assert_eq!(
-        plot.doc.feature("track-1").unwrap()["properties"]["style"]["line"]["color"],
-        "red"
-    );
-    drop(s);
+    {
+        let s = d.session();
+        let plot = s.plot(PLOT).unwrap();
+        assert!(plot.doc.is_dirty());
+        assert_eq!(
+            plot.doc.feature("track-1").unwrap()["properties"]["style"]["line"]["color"],
+            "red"
+        );
+    }
     // an analytical python tool
     let r = d
         .call(
