@@ -1,0 +1,279 @@
+//! The real binary, end to end: --version, tools list, import, catalog search, plot summary,
+//! plot run (confirm/save rules), demo.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../plot/tests/fixtures/rep")
+}
+
+fn toolgate(data: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(args)
+        .env("TOOLGATE_DATA_DIR", data)
+        .env("TOOLGATE_TELEMETRY", data.join("telemetry.jsonl"))
+        .env_remove("TOOLGATE_STORE")
+        .env_remove("TOOLGATE_TOOLS")
+        .env_remove("TOOLGATE_DISABLE")
+        .env("TOOLGATE_CONFIG", data.join("no-config.toml"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn version_and_tools_list() {
+    let d = tempfile::tempdir().unwrap();
+    let o = toolgate(d.path(), &["--version"]);
+    assert!(o.status.success());
+    assert!(text(&o).0.starts_with("toolgate "));
+    let o = toolgate(d.path(), &["tools", "list", "--json"]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    let manifest: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let tools = manifest.as_array().unwrap();
+    assert!(tools.len() >= 15);
+    let stc = tools
+        .iter()
+        .find(|t| t["name"] == "set-track-color")
+        .unwrap();
+    assert_eq!(stc["effect"], "mutating");
+    assert_eq!(stc["parameters"]["required"][0], "color");
+    let o = toolgate(d.path(), &["tools", "list", "--markdown"]);
+    let md = text(&o).0;
+    assert!(
+        md.contains("## `trim-track`") && md.contains("(**modifies**)"),
+        "{md}"
+    );
+    // TOOLGATE_DISABLE hides a tool everywhere
+    let o = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(["tools", "list", "--json"])
+        .env("TOOLGATE_DATA_DIR", d.path())
+        .env("TOOLGATE_DISABLE", "set-*")
+        .env("TOOLGATE_CONFIG", d.path().join("none.toml"))
+        .output()
+        .unwrap();
+    let manifest: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        manifest
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| !t["name"].as_str().unwrap().starts_with("set-"))
+    );
+}
+
+#[test]
+fn import_valid_files_and_refuse_invalid_ones_writing_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let store = d.path().join("store");
+    let valid: Vec<String> = ["boat1.rep", "boat2.rep", "narrative.rep"]
+        .iter()
+        .map(|f| {
+            fixtures()
+                .join("valid")
+                .join(f)
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    let mut args = vec!["import", "--store", store.to_str().unwrap()];
+    args.extend(valid.iter().map(String::as_str));
+    let o = toolgate(d.path(), &args);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("imported ")).count(),
+        3,
+        "{out}"
+    );
+    assert!(store.join("boat1/features.geojson").exists());
+    let o = toolgate(
+        d.path(),
+        &[
+            "catalog",
+            "search",
+            "--store",
+            store.to_str().unwrap(),
+            "--text",
+            "boat1",
+        ],
+    );
+    let result: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(result["total"], 1, "{result}");
+    assert_eq!(
+        result["matches"][0]["plotId"],
+        "stac://store/boat1/item.json"
+    );
+
+    let before: Vec<_> = std::fs::read_dir(&store)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    let catalog_before = std::fs::read(store.join("catalog.json")).unwrap();
+    for (file, expect) in [
+        (
+            "bad_coordinates.rep",
+            "bad_coordinates.rep:2:30: invalid latitude degrees \"91\"",
+        ),
+        (
+            "bad_timestamp.rep",
+            "bad_timestamp.rep:2:3: invalid month \"13\"",
+        ),
+        (
+            "truncated.rep",
+            "truncated.rep:1:53: missing longitude seconds",
+        ),
+    ] {
+        let path = fixtures().join("invalid").join(file);
+        let o = toolgate(
+            d.path(),
+            &[
+                "import",
+                "--store",
+                store.to_str().unwrap(),
+                path.to_str().unwrap(),
+            ],
+        );
+        assert!(!o.status.success());
+        let (_, err) = text(&o);
+        assert!(err.contains(expect), "{err}");
+    }
+    let after: Vec<_> = std::fs::read_dir(&store)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        before.len(),
+        after.len(),
+        "nothing written for a failed file"
+    );
+    assert_eq!(
+        std::fs::read(store.join("catalog.json")).unwrap(),
+        catalog_before
+    );
+}
+
+#[test]
+fn plot_run_saves_only_when_a_person_says_so() {
+    let d = tempfile::tempdir().unwrap();
+    let plot = "stac://demo/alpha-day1/item.json";
+    let file = d.path().join("demo-store/alpha-day1/features.geojson");
+    // summary creates the demo store
+    let o = toolgate(d.path(), &["plot", "summary", "--plot", plot]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    let summary: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(summary["title"], "Exercise Alpha — Day 1");
+    let original = std::fs::read(&file).unwrap();
+
+    // no terminal, no --yes: declined, nothing written
+    let o = toolgate(
+        d.path(),
+        &[
+            "plot",
+            "run",
+            "set-track-color",
+            "--plot",
+            plot,
+            "-p",
+            "color=red",
+            "--feature",
+            "Contact",
+        ],
+    );
+    let (out, err) = text(&o);
+    assert!(
+        err.contains("Run Set Track Color on Exercise Alpha — Day 1")
+            && err.contains("Target: Contact"),
+        "{err}"
+    );
+    assert!(out.contains("declined"), "{out}");
+    assert_eq!(std::fs::read(&file).unwrap(), original);
+
+    // --yes without --save: applied in memory, discarded at exit
+    let o = toolgate(
+        d.path(),
+        &[
+            "plot",
+            "run",
+            "set-track-color",
+            "--plot",
+            plot,
+            "-p",
+            "color=red",
+            "--feature",
+            "Contact",
+            "--yes",
+        ],
+    );
+    let (out, err) = text(&o);
+    assert!(out.contains("Applied Set Track Color"), "{out}{err}");
+    assert!(err.contains("Not saved"), "{err}");
+    assert_eq!(std::fs::read(&file).unwrap(), original);
+
+    // --yes --save: written
+    let o = toolgate(
+        d.path(),
+        &[
+            "plot",
+            "run",
+            "set-track-color",
+            "--plot",
+            plot,
+            "-p",
+            "color=red",
+            "--feature",
+            "Contact",
+            "--yes",
+            "--save",
+        ],
+    );
+    assert!(o.status.success(), "{:?}", text(&o));
+    let saved: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let contact = saved["features"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "track-contact")
+        .unwrap();
+    assert_eq!(contact["properties"]["style"]["line"]["color"], "red");
+
+    // telemetry was written for every call, declines included
+    let tel = std::fs::read_to_string(d.path().join("telemetry.jsonl")).unwrap();
+    let recs: Vec<serde_json::Value> = tel
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(recs.iter().any(|r| r["confirmation"] == "declined"));
+    for r in &recs {
+        assert!(
+            toolgate_core::telemetry::schema_problems(r).is_empty(),
+            "{r}"
+        );
+    }
+}
+
+#[test]
+fn demo_runs_and_writes_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let o = toolgate(d.path(), &["demo"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    assert!(
+        out.contains("Applied Set Track Color to 1 feature(s)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("verified by hashing every file before and after"),
+        "{out}"
+    );
+    assert!(out.contains("Unknown tool id \"make-it-pretty\""));
+}
