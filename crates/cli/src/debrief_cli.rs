@@ -25,10 +25,23 @@ pub enum ToolsCommand {
         /// Machine-readable manifest (JSON).
         #[arg(long, conflicts_with = "markdown")]
         json: bool,
-        /// An LLM-ready Markdown reference.
+        /// An LLM-ready Markdown reference (for `codeact`: Python signatures and examples).
         #[arg(long)]
         markdown: bool,
+        /// Which tools: the Debrief analysis tools, the CodeAct sandbox functions, or both.
+        #[arg(long, value_enum, default_value = "all")]
+        surface: Surface,
+        /// Workspace root for the CodeAct tools (default: the current directory).
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
     },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Surface {
+    Debrief,
+    Codeact,
+    All,
 }
 
 #[derive(Args)]
@@ -148,6 +161,22 @@ pub fn tool_filter() -> Result<toolgate_core::ToolFilter> {
     Ok(filter.with_process_env())
 }
 
+/// The registry CodeAct programs see: the workspace tools confined to `root`, then the native
+/// analysis tools.
+pub async fn codeact_registry(root: &Path) -> Result<Registry> {
+    let mut registry = Registry::new()
+        .with_discovery_hint("Call `toolgate tools list --markdown` (or read the tools reference) for the available functions.")
+        .with_filter(tool_filter()?);
+    let config = toolgate_workspace::WorkspaceConfig::new(root.to_path_buf())
+        .with_context(|| format!("opening the workspace {}", root.display()))?;
+    let tools = toolgate_workspace::WorkspaceTools::new(config)?;
+    registry
+        .register(Arc::new(tools))
+        .await
+        .context("registering the workspace tools")?;
+    Ok(registry)
+}
+
 fn open_store(args: &StoreArgs) -> Result<StacStore> {
     match &args.store {
         Some(dir) => {
@@ -189,26 +218,59 @@ fn out(s: &str) {
 }
 
 pub async fn tools(command: ToolsCommand) -> Result<i32> {
-    let ToolsCommand::List { json, markdown } = command;
-    let registry = debrief_registry().await?;
+    let ToolsCommand::List {
+        json,
+        markdown,
+        surface,
+        workspace,
+    } = command;
+    let root = match workspace {
+        Some(w) => w,
+        None => std::env::current_dir().context("reading the current directory")?,
+    };
+    let mut registry = match surface {
+        Surface::Debrief => debrief_registry().await?,
+        Surface::Codeact | Surface::All => codeact_registry(&root).await?,
+    };
+    if surface == Surface::All {
+        registry
+            .register(Arc::new(toolgate_plot::tools::NativeTools))
+            .await
+            .context("registering the native Debrief tools")?;
+    }
+    let backend =
+        toolgate_sandbox::detect(toolgate_sandbox::Backend::Auto, |k| std::env::var(k).ok())
+            .map(|s| s.backend)
+            .unwrap_or(toolgate_sandbox::Backend::Monty);
     let listing = registry.listing();
     if json {
         let manifest: Vec<Value> = registry
             .specs()
             .map(|s| {
+                let workspace_tool = s.category == "workspace";
                 json!({
                     "name": s.id,
+                    "python": toolgate_sandbox::python_identifier(&s.id),
                     "title": s.title,
                     "description": s.description,
                     "parameters": s.input_schema,
+                    "returns": s.annotations.get("returns").cloned().unwrap_or_else(|| json!(s.output_kind.as_ref().map(|k| k.as_str()))),
                     "outputKind": s.output_kind.as_ref().map(|k| k.as_str()),
                     "effect": s.effect(),
-                    "risk": if s.effect().is_mutating() { "modifies-plot" } else { "read-only" },
+                    "risk": match (s.effect().is_mutating(), workspace_tool) {
+                        (false, _) => "read-only",
+                        (true, true) => "workspace-side-effect",
+                        (true, false) => "modifies-plot",
+                    },
                     "category": s.category,
+                    "backend": backend.to_string(),
                 })
             })
             .collect();
         out(&serde_json::to_string_pretty(&manifest)?);
+    } else if markdown && surface == Surface::Codeact {
+        let specs: Vec<_> = registry.specs().cloned().collect();
+        out(&toolgate_sandbox::markdown_reference(&specs, backend));
     } else if markdown {
         let mut md = String::from(
             "# toolgate tools\n\nRun them through `debrief_runTool` (or as Python functions inside `run_code`). Tools marked **modifies** ask for a confirmation and leave the plot unsaved.\n",
@@ -331,20 +393,24 @@ fn import_one(store: &mut StacStore, file: &Path) -> Result<String> {
         parsed.platforms.len(),
         parsed.position_count
     );
-    let mut item = demo::item(
+    let mut item = demo::item_with_extent(
         &dir,
         &title,
         &description,
         &["imported"],
         platforms,
-        &parsed.features,
+        parsed.bbox,
+        parsed.time_span,
     );
     if let Some(l) = item["links"].as_array_mut() {
         l.push(json!({"rel": "derived_from", "href": format!("file://{}", file.display()), "title": name}));
     }
     item["properties"]["debrief:provenance"] = json!({"source": name, "tool": "toolgate import", "tool_version": env!("CARGO_PKG_VERSION")});
-    let collection = json!({"type": "FeatureCollection", "features": parsed.features});
-    Ok(store.add_item(&dir, &item, &collection)?)
+    // Streamed straight from the typed import: no `Value` per feature or position.
+    let mut features = Vec::new();
+    parsed.write_feature_collection(&mut features)?;
+    features.push(b'\n');
+    Ok(store.add_item_bytes(&dir, &item, &features)?)
 }
 
 pub fn catalog(command: CatalogCommand) -> Result<i32> {

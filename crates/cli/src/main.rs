@@ -1,6 +1,7 @@
 //! `toolgate`: the command-line surface over the toolgate crates.
 
 mod debrief_cli;
+mod exec;
 mod paths;
 
 use std::io::IsTerminal;
@@ -39,6 +40,9 @@ enum Command {
         #[command(subcommand)]
         command: debrief_cli::PlotCommand,
     },
+    /// Run a CodeAct Python program in the sandbox; its tool calls go through the registry and
+    /// policy. Prints one JSON envelope (or `--raw` output); exit status 1 when it failed.
+    Exec(exec::ExecArgs),
     /// Walk through the agent tools on the built-in demo data: search, open, summarise, list
     /// tools, run an edit (previewed and confirmed), undo.
     Demo(debrief_cli::DemoArgs),
@@ -56,6 +60,10 @@ fn init_tracing() {
 }
 
 fn main() -> std::process::ExitCode {
+    // A sandbox worker speaks its protocol on stdout: dispatch before anything can log or parse.
+    if std::env::args().nth(1).as_deref() == Some(toolgate_sandbox::WORKER_SUBCOMMAND) {
+        return std::process::ExitCode::from(u8::try_from(exec::worker()).unwrap_or(1));
+    }
     init_tracing();
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -76,6 +84,11 @@ fn main() -> std::process::ExitCode {
             Command::Catalog { command } => debrief_cli::catalog(command),
             Command::Plot { command } => debrief_cli::plot(command).await,
             Command::Demo(args) => debrief_cli::demo(&args).await,
+            Command::Exec(args) => {
+                let root = args.workspace_root()?;
+                let registry = debrief_cli::codeact_registry(&root).await?;
+                exec::run(args, registry).await
+            }
         }
     });
     match result {

@@ -260,7 +260,8 @@ fn bbox_and_span(features: &[Value]) -> (Option<[f64; 4]>, Option<(String, Strin
     (bbox, span)
 }
 
-/// A STAC item for a generated plot.
+/// A STAC item for a generated plot; the bbox and time span are those of `features` (TRACK and
+/// NARRATIVE times).
 pub fn item(
     id: &str,
     title: &str,
@@ -270,6 +271,35 @@ pub fn item(
     features: &[Value],
 ) -> Value {
     let (bbox, span) = bbox_and_span(features);
+    item_json(id, title, description, tags, platforms, bbox, span)
+}
+
+/// [`item`] for a plot whose bbox (`[west, south, east, north]`) and time span are already known,
+/// e.g. from a REP import. Times are written as RFC 3339 with `+00:00` and fractional seconds only
+/// when non-zero, as in the features.
+pub fn item_with_extent(
+    id: &str,
+    title: &str,
+    description: &str,
+    tags: &[&str],
+    platforms: Value,
+    bbox: Option<[f64; 4]>,
+    span: Option<(DateTime<Utc>, DateTime<Utc>)>,
+) -> Value {
+    let rfc3339 = |t: DateTime<Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, false);
+    let span = span.map(|(start, end)| (rfc3339(start), rfc3339(end)));
+    item_json(id, title, description, tags, platforms, bbox, span)
+}
+
+fn item_json(
+    id: &str,
+    title: &str,
+    description: &str,
+    tags: &[&str],
+    platforms: Value,
+    bbox: Option<[f64; 4]>,
+    span: Option<(String, String)>,
+) -> Value {
     let b = bbox.unwrap_or([0.0, 0.0, 0.0, 0.0]);
     let (start, end) = span.unwrap_or_else(|| (iso(t0(1)), iso(t0(1))));
     json!({

@@ -1,9 +1,12 @@
 //! Debrief REP ("Replay") import: pure parsing of REP text into GeoJSON features.
 //!
-//! [`parse_rep`] takes the text of one `.rep` file and returns GeoJSON `Feature` objects shaped
+//! [`parse_rep`] takes the text of one `.rep` file and returns a [`RepImport`]: typed features
+//! (tracks, narratives, annotations, sensors) that serialise to GeoJSON `Feature` objects shaped
 //! like Debrief's own importer output (see `core--boat1/features.geojson` in the Debrief
 //! sample store), plus the platforms, bounding box and time span a STAC item needs. It does no
-//! I/O.
+//! I/O. [`RepImport::write_feature_collection`] streams the GeoJSON `FeatureCollection` to a
+//! writer without building `serde_json::Value`s; [`RepImport::features`] builds them, for
+//! callers that want them.
 //!
 //! # Input
 //!
@@ -63,23 +66,29 @@
 //! digits). Distances in REP annotations and sensor ranges are yards; they are converted to
 //! metres (`radius`, `range`, `maxima`, `minima`).
 //!
-//! Inputs of 4 MiB and more are parsed, and large tracks turned into JSON, on up to 8 scoped
-//! threads (`std::thread::available_parallelism`); the output is identical to a
-//! single-threaded parse. Call it from a blocking context (e.g. `spawn_blocking`).
+//! Inputs of 4 MiB and more are parsed on up to 8 scoped threads
+//! (`std::thread::available_parallelism`); the output is identical to a single-threaded parse.
+//! Call it from a blocking context (e.g. `spawn_blocking`).
 
 mod error;
+mod json;
 mod lex;
 mod output;
 mod parser;
 mod symbology;
 #[cfg(test)]
 mod tests;
+mod types;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 pub use error::RepError;
-pub use symbology::{DEFAULT_COLOUR, colour_for_letter};
+pub use symbology::{DEFAULT_COLOUR, Symbol, colour_for_letter};
+pub use types::{
+    LonLat, NarrativeFeature, Position, SensorContact, SensorData, SensorFeature, Shape,
+    ShapeFeature, TrackFeature,
+};
 
 /// A platform seen in the file: one per track. Only `id` (the track name) is known from REP;
 /// the other fields are for callers that enrich it from a platform registry.
@@ -107,12 +116,20 @@ pub struct PlatformRecord {
     pub domain: Option<String>,
 }
 
-/// The result of importing one REP file.
+/// The result of importing one REP file. Its features, in output order, are the
+/// [`tracks`](Self::tracks), [`narratives`](Self::narratives), [`shapes`](Self::shapes) and
+/// [`sensors`](Self::sensors); each serialises to one GeoJSON `Feature` (see the module docs
+/// for ids and properties).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RepImport {
-    /// GeoJSON `Feature` objects: tracks, then narratives, then annotations (see the module
-    /// docs for ids and properties).
-    pub features: Vec<serde_json::Value>,
+    /// TRACK features, in first-seen order.
+    pub tracks: Vec<TrackFeature>,
+    /// NARRATIVE features, in file order.
+    pub narratives: Vec<NarrativeFeature>,
+    /// Annotation features, in file order.
+    pub shapes: Vec<ShapeFeature>,
+    /// SENSOR features for sensor data whose host track has no position lines.
+    pub sensors: Vec<SensorFeature>,
     /// One per track, in the same order as the TRACK features.
     pub platforms: Vec<PlatformRecord>,
     /// `[west, south, east, north]` over every coordinate of every feature geometry (and sensor
@@ -123,6 +140,42 @@ pub struct RepImport {
     pub time_span: Option<(DateTime<Utc>, DateTime<Utc>)>,
     /// Number of position lines read.
     pub position_count: usize,
+}
+
+impl RepImport {
+    /// How many features the import has.
+    pub fn feature_count(&self) -> usize {
+        self.tracks.len() + self.narratives.len() + self.shapes.len() + self.sensors.len()
+    }
+
+    /// The features as `serde_json::Value`s, in output order (built on demand: this allocates
+    /// several times per position; prefer [`write_feature_collection`](Self::write_feature_collection)
+    /// to write them out).
+    pub fn features(&self) -> Vec<serde_json::Value> {
+        fn value(f: &impl Serialize) -> serde_json::Value {
+            // Our features only have string keys, so this cannot fail.
+            serde_json::to_value(f).unwrap_or_default()
+        }
+        let mut out = Vec::with_capacity(self.feature_count());
+        out.extend(self.tracks.iter().map(value));
+        out.extend(self.narratives.iter().map(value));
+        out.extend(self.shapes.iter().map(value));
+        out.extend(self.sensors.iter().map(value));
+        out
+    }
+
+    /// Writes `{"type": "FeatureCollection", "features": [...]}`, pretty-printed with a
+    /// two-space indent and no trailing newline — byte for byte what
+    /// `serde_json::to_writer_pretty` writes for that object built from
+    /// [`features`](Self::features), without building any `Value` and without allocating per
+    /// position. The text is handed to `w` in pieces of about 64 KiB, so `w` needs no buffering.
+    ///
+    /// # Errors
+    ///
+    /// Whatever `w` returns.
+    pub fn write_feature_collection<W: std::io::Write>(&self, w: W) -> std::io::Result<()> {
+        json::write_feature_collection(self, w)
+    }
 }
 
 /// Parses the text of a REP file. `source_name` (usually the file name) is only used in error

@@ -166,6 +166,16 @@ fn strings(v: Option<&Value>) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// `v` pretty-printed (two-space indent) with a final newline, as the store writes JSON files.
+fn pretty_json(path: &Path, v: &Value) -> Result<Vec<u8>, StoreError> {
+    let mut bytes = serde_json::to_vec_pretty(v).map_err(|e| StoreError::Parse {
+        path: path.to_owned(),
+        message: e.to_string(),
+    })?;
+    bytes.push(b'\n');
+    Ok(bytes)
+}
+
 impl StacStore {
     /// Open the catalogue whose root is `<dir>/catalog.json` (a Catalog or a Collection),
     /// following `child` and `item` links. Links that cannot be followed are recorded in
@@ -365,19 +375,29 @@ impl StacStore {
         item: &Value,
         features: &Value,
     ) -> Result<String, StoreError> {
+        let path = confine(&self.root, &self.root, dir_name)?.join("features.geojson");
+        let bytes = pretty_json(&path, features)?;
+        self.add_item_bytes(dir_name, item, &bytes)
+    }
+
+    /// [`add_item`](Self::add_item) with the features file given as the bytes to write (a
+    /// GeoJSON FeatureCollection, written as it is: end it with a newline to match
+    /// `add_item`), for callers that stream it rather than build a `Value`.
+    pub fn add_item_bytes(
+        &mut self,
+        dir_name: &str,
+        item: &Value,
+        features_geojson: &[u8],
+    ) -> Result<String, StoreError> {
         let dir = confine(&self.root, &self.root, dir_name)?;
-        let write = |path: &Path, v: &Value| -> Result<(), StoreError> {
-            let mut bytes = serde_json::to_vec_pretty(v).map_err(|e| StoreError::Parse {
-                path: path.to_owned(),
-                message: e.to_string(),
-            })?;
-            bytes.push(b'\n');
-            atomic_write(path, &bytes).map_err(|source| StoreError::Write {
+        let write_bytes = |path: &Path, bytes: &[u8]| -> Result<(), StoreError> {
+            atomic_write(path, bytes).map_err(|source| StoreError::Write {
                 path: path.to_owned(),
                 source,
             })
         };
-        write(&dir.join("features.geojson"), features)?;
+        let write = |path: &Path, v: &Value| write_bytes(path, &pretty_json(path, v)?);
+        write_bytes(&dir.join("features.geojson"), features_geojson)?;
         let item_file = dir.join("item.json");
         write(&item_file, item)?;
         let mut catalog: Value =

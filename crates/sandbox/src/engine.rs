@@ -281,7 +281,8 @@ impl<'a> Session<'a> {
             let e = self.timeout_exc("");
             return call.abort(e, PrintWriter::Callback(&mut self.out));
         }
-        let args = match build_args(&name, &call.args, self.host.param_names(&name)) {
+        let host = self.host;
+        let args = match build_args(&name, &call.args, || host.param_names(&name)) {
             Ok(a) => a,
             Err(msg) => {
                 return call.resume(
@@ -291,7 +292,6 @@ impl<'a> Session<'a> {
             }
         };
         self.calls += 1;
-        let host = self.host;
         if self.is_awaited(&req.code, &req.script_name, &call.position) && !call.allow_eager_await {
             // Awaited among other work: run concurrently, resolved at `ResolveFutures`.
             let fut: HostFuture<'a> = Box::pin(async move { host.call(&name, args).await });
@@ -302,8 +302,9 @@ impl<'a> Session<'a> {
             });
             return call.resume_pending(PrintWriter::Callback(&mut self.out));
         }
-        let Ok(result) = tokio::time::timeout_at(self.deadline, host.call(&name, args)).await
-        else {
+        let result = tokio::time::timeout_at(self.deadline, host.call(&name, args)).await;
+        // A call that returns past the deadline ends the program like one cut off there.
+        let Some(result) = result.ok().filter(|_| !self.past_deadline()) else {
             let e = self.timeout_exc(&format!(" (waiting for tool '{name}')"));
             return call.abort(e, PrintWriter::Callback(&mut self.out));
         };
@@ -432,7 +433,7 @@ impl<'a> Session<'a> {
         let pending = &mut self.pending;
         let ready =
             tokio::time::timeout_at(deadline, poll_fn(|cx| poll_pending(pending, &ids, cx))).await;
-        if ready.is_err() {
+        if ready.is_err() || self.past_deadline() {
             let e = self.timeout_exc(" (waiting for awaited tool calls)");
             return wait.abort(e, PrintWriter::Callback(&mut self.out));
         }
@@ -563,12 +564,12 @@ fn to_answer(name: &str, result: Result<Value, HostError>) -> ExtFunctionResult 
 fn build_args(
     name: &str,
     args: &CallArgs,
-    params: Option<Vec<String>>,
+    params: impl FnOnce() -> Option<Vec<String>>,
 ) -> Result<Map<String, Value>, String> {
     let mut map = Map::new();
     let positional = args.args();
     if positional.len() > 0 {
-        let Some(params) = params else {
+        let Some(params) = params() else {
             return Err(format!(
                 "{name}() takes keyword arguments only, e.g. {name}(name=value)"
             ));

@@ -93,6 +93,31 @@ async fn a_program_without_a_final_expression_returns_null() {
     );
 }
 
+#[tokio::test]
+async fn everyday_modules_work_without_host_access() {
+    let (env, host) = exec(
+        "import json, re, math, datetime, time, random, collections\n\
+         ok = [\n\
+           json.loads(json.dumps({'a': [1, 2]}))['a'][1] == 2,\n\
+           re.findall(r'\\d+', 'a1b22') == ['1', '22'],\n\
+           math.isclose(math.sqrt(2) ** 2, 2),\n\
+           datetime.date.today().year >= 2024,\n\
+           datetime.datetime.now().year >= 2024,\n\
+           time.time() > 1e9,\n\
+           0 <= random.random() < 1,\n\
+           collections.Counter('aab')['a'] == 2,\n\
+         ]\n\
+         ok",
+    )
+    .await;
+    assert!(env.success, "{env:?}");
+    assert_eq!(
+        env.return_value,
+        json!([true, true, true, true, true, true, true, true])
+    );
+    assert_eq!(host.calls(), 0);
+}
+
 // ---------------------------------------------------------------- values
 
 fn json_leaf() -> impl Strategy<Value = Value> {

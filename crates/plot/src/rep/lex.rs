@@ -391,20 +391,26 @@ pub(super) fn parse_latlon(
     Ok([lon, lat])
 }
 
+/// The longest text [`write_time`] writes: `YYYY-MM-DDTHH:MM:SS.fffffffff+00:00`.
+pub(super) const TIME_LEN: usize = 35;
+
 /// RFC 3339 with a `+00:00` offset and the shortest of no, 3, 6 or 9 fractional digits that is
-/// exact — the same text as chrono's `to_rfc3339_opts(SecondsFormat::AutoSi, false)`, but
-/// without going through `fmt`.
-pub(super) fn fmt_time(t: &DateTime<Utc>) -> String {
-    fn push2(out: &mut String, v: u32) {
-        out.push(char::from(b'0' + (v / 10 % 10) as u8));
-        out.push(char::from(b'0' + (v % 10) as u8));
+/// exact — the same text as chrono's `to_rfc3339_opts(SecondsFormat::AutoSi, false)` — written
+/// into `buf` without allocating. `None` for years outside 0–9999 (which REP cannot express).
+pub(super) fn write_time<'b>(t: &DateTime<Utc>, buf: &'b mut [u8; TIME_LEN]) -> Option<&'b str> {
+    fn put2(buf: &mut [u8; TIME_LEN], at: usize, v: u32) {
+        if let Some(d) = buf.get_mut(at..at + 2) {
+            d[0] = b'0' + (v / 10 % 10) as u8;
+            d[1] = b'0' + (v % 10) as u8;
+        }
     }
-    let year = t.year();
+    let date = t.date_naive();
+    let year = date.year();
     if !(0..=9999).contains(&year) {
-        // Outside what REP dates can express; fall back to chrono's own formatting.
-        return t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, false);
+        return None;
     }
-    let nanos = t.nanosecond();
+    let time = t.time();
+    let nanos = time.nanosecond();
     let (fraction, digits) = if nanos == 0 {
         (0, 0)
     } else if nanos.is_multiple_of(1_000_000) {
@@ -414,31 +420,51 @@ pub(super) fn fmt_time(t: &DateTime<Utc>) -> String {
     } else {
         (nanos, 9)
     };
-    // "YYYY-MM-DDTHH:MM:SS" + ".fff…" + "+00:00", allocated exactly once.
-    let mut out = String::with_capacity(25 + if digits == 0 { 0 } else { digits as usize + 1 });
+    *buf = *b"0000-00-00T00:00:00.000000000+00:00";
     let y = year.unsigned_abs();
-    push2(&mut out, y / 100);
-    push2(&mut out, y % 100);
-    out.push('-');
-    push2(&mut out, t.month());
-    out.push('-');
-    push2(&mut out, t.day());
-    out.push('T');
-    push2(&mut out, t.hour());
-    out.push(':');
-    push2(&mut out, t.minute());
-    out.push(':');
-    push2(&mut out, t.second());
+    put2(buf, 0, y / 100);
+    put2(buf, 2, y % 100);
+    put2(buf, 5, date.month());
+    put2(buf, 8, date.day());
+    put2(buf, 11, time.hour());
+    put2(buf, 14, time.minute());
+    put2(buf, 17, time.second());
+    let mut end = 19;
     if digits > 0 {
-        out.push('.');
+        end += 1; // the '.'
         let mut div = 10u32.pow(digits - 1);
         while div > 0 {
-            out.push(char::from(b'0' + (fraction / div % 10) as u8));
+            if let Some(d) = buf.get_mut(end) {
+                *d = b'0' + (fraction / div % 10) as u8;
+            }
+            end += 1;
             div /= 10;
         }
     }
-    out.push_str("+00:00");
-    out
+    buf.copy_within(29..35, end);
+    std::str::from_utf8(buf.get(..end + 6)?).ok()
+}
+
+/// [`write_time`]'s text as a `String` (chrono's formatting for years it cannot write).
+pub(super) fn fmt_time(t: &DateTime<Utc>) -> String {
+    let mut buf = [0; TIME_LEN];
+    match write_time(t, &mut buf) {
+        Some(text) => text.to_owned(),
+        None => t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, false),
+    }
+}
+
+/// Serialises a time as [`fmt_time`]'s text, formatted on the stack.
+pub(super) struct Rfc3339<'a>(pub &'a DateTime<Utc>);
+
+impl serde::Serialize for Rfc3339<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut buf = [0; TIME_LEN];
+        match write_time(self.0, &mut buf) {
+            Some(text) => serializer.serialize_str(text),
+            None => serializer.serialize_str(&fmt_time(self.0)),
+        }
+    }
 }
 
 /// A lowercase ASCII slug: runs of anything but letters and digits become one `-`.

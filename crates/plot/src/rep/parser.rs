@@ -3,7 +3,6 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, NaiveDate, Utc};
-use serde_json::Value;
 
 use super::error::{LineCtx, Res};
 use super::lex::{
@@ -11,6 +10,7 @@ use super::lex::{
 };
 use super::output;
 use super::symbology::Symbol;
+use super::types::{Position, SensorContact, Shape, ShapeFeature};
 
 /// Metres in an international yard: REP ranges, radii and axes are in yards.
 pub(super) const YARDS_TO_METRES: f64 = 0.9144;
@@ -18,23 +18,11 @@ pub(super) const YARDS_TO_METRES: f64 = 0.9144;
 pub(super) const POSITION_EXPECTED: &str = "15 fields: YYMMDD HHMMSS[.sss] TRACK SYMBOL \
      LAT_DEG LAT_MIN LAT_SEC N|S LONG_DEG LONG_MIN LONG_SEC E|W COURSE SPEED DEPTH [LABEL]";
 
-/// One position of a track.
-pub(super) struct Fix<'a> {
-    pub time: DateTime<Utc>,
-    pub lon: f64,
-    pub lat: f64,
-    pub course: f64,
-    pub speed: f64,
-    /// NaN when the file says `NaN`.
-    pub depth: f64,
-    pub label: Option<&'a str>,
-}
-
 pub(super) struct Track<'a> {
     pub name: &'a str,
     /// Colour of the track's first position.
     pub symbol: Symbol,
-    pub fixes: Vec<Fix<'a>>,
+    pub fixes: Vec<Position>,
 }
 
 pub(super) struct Narrative<'a> {
@@ -44,25 +32,12 @@ pub(super) struct Narrative<'a> {
     pub text: &'a str,
 }
 
-pub(super) struct Contact<'a> {
-    pub time: DateTime<Utc>,
-    pub bearing: Option<f64>,
-    pub ambiguous_bearing: Option<f64>,
-    pub frequency: Option<f64>,
-    /// Metres.
-    pub range: Option<f64>,
-    /// `[lon, lat]`.
-    pub origin: Option<[f64; 2]>,
-    pub label: Option<&'a str>,
-    pub comment: Option<&'a str>,
-}
-
 /// The contacts of one sensor on one host track.
 pub(super) struct Sensor<'a> {
     pub host: &'a str,
     pub name: &'a str,
     pub colour: &'static str,
-    pub contacts: Vec<Contact<'a>>,
+    pub contacts: Vec<SensorContact>,
 }
 
 /// Running `[west, south, east, north]`.
@@ -137,8 +112,8 @@ pub(super) struct Parser<'a> {
     track_index: HashMap<&'a str, usize>,
     last_track: Option<(&'a str, usize)>,
     pub narratives: Vec<Narrative<'a>>,
-    /// Finished annotation features, in file order.
-    pub shapes: Vec<Value>,
+    /// Annotation features, in file order (numbered by `output::finish`).
+    pub shapes: Vec<ShapeFeature>,
     pub sensors: Vec<Sensor<'a>>,
     sensor_index: HashMap<(&'a str, &'a str), usize>,
     pub bounds: Bounds,
@@ -298,10 +273,12 @@ impl<'a> Parser<'a> {
         let speed = number(ctx, speed_tok, "speed", "a number of knots")?;
         let depth_tok = cur.require(ctx, "depth", POSITION_EXPECTED)?;
         let depth = match lex::parse_f64(depth_tok.text) {
-            Some(d) if !d.is_infinite() => d,
+            Some(d) if d.is_nan() => None,
+            Some(d) if !d.is_infinite() => Some(d),
             _ => return Err(ctx.invalid("depth", depth_tok, "a number of metres or NaN")),
         };
-        let label = Some(cur.rest()).filter(|l| !l.is_empty());
+        let rest = cur.rest();
+        let label = (!rest.is_empty()).then(|| Box::from(rest));
 
         let index = match self.last_track {
             Some((last, i)) if last == name => i,
@@ -312,7 +289,7 @@ impl<'a> Parser<'a> {
             }
         };
         if let Some(track) = self.tracks.get_mut(index) {
-            track.fixes.push(Fix {
+            track.fixes.push(Position {
                 time,
                 lon,
                 lat,
@@ -407,15 +384,15 @@ impl<'a> Parser<'a> {
             });
         }
         if let Some(sensor) = self.sensors.get_mut(i) {
-            sensor.contacts.push(Contact {
+            sensor.contacts.push(SensorContact {
                 time,
                 bearing,
                 ambiguous_bearing,
                 frequency,
                 range,
                 origin,
-                label,
-                comment,
+                label: label.map(str::to_owned),
+                comment: comment.map(str::to_owned),
             });
         }
         Ok(())
@@ -435,21 +412,21 @@ impl<'a> Parser<'a> {
             _ => "",
         };
         let symbol = Symbol::parse(cur.require(ctx, "symbology", expected)?.text);
-        let id = String::new(); // numbered by `output::finish`
 
-        let feature = match command {
+        let (shape, label) = match command {
             Command::Text => {
                 let at = parse_latlon(ctx, &mut cur, expected)?;
                 self.bounds.add(at);
-                output::text_feature(id, "TEXT", &symbol, at, &unescape(cur.rest()), &[])
+                let text = unescape(cur.rest());
+                (Shape::Text { at, text }, None)
             }
             Command::TimeText => {
                 let time = parse_timestamp(ctx, &mut cur)?;
                 let at = parse_latlon(ctx, &mut cur, expected)?;
                 self.bounds.add(at);
                 self.note_time(time);
-                let times = [("time", time)];
-                output::text_feature(id, "TIMETEXT", &symbol, at, &unescape(cur.rest()), &times)
+                let text = unescape(cur.rest());
+                (Shape::TimeText { at, text, time }, None)
             }
             Command::PeriodText => {
                 let start = parse_timestamp(ctx, &mut cur)?;
@@ -458,37 +435,41 @@ impl<'a> Parser<'a> {
                 self.bounds.add(at);
                 self.note_time(start);
                 self.note_time(end);
-                let times = [("start_time", start), ("end_time", end)];
-                output::text_feature(id, "PERIODTEXT", &symbol, at, &unescape(cur.rest()), &times)
+                let text = unescape(cur.rest());
+                (
+                    Shape::PeriodText {
+                        at,
+                        text,
+                        start,
+                        end,
+                    },
+                    None,
+                )
             }
             Command::Circle => {
-                let centre = parse_latlon(ctx, &mut cur, expected)?;
+                let center = parse_latlon(ctx, &mut cur, expected)?;
                 let radius = yards(ctx, &mut cur, "radius", expected)?;
-                self.bounds.add(centre);
-                output::circle_feature(id, &symbol, centre, radius, label(cur.rest()))
+                self.bounds.add(center);
+                (Shape::Circle { center, radius }, label(cur.rest()))
             }
             Command::Line | Command::Rect => {
                 let a = parse_latlon(ctx, &mut cur, expected)?;
                 let b = parse_latlon(ctx, &mut cur, expected)?;
                 self.bounds.add(a);
                 self.bounds.add(b);
-                let label = label(cur.rest());
-                if command == Command::Line {
-                    output::line_feature(id, &symbol, &[a, b], label)
+                let shape = if command == Command::Line {
+                    Shape::Line { from: a, to: b }
                 } else {
-                    output::rect_feature(id, &symbol, a, b, label)
-                }
+                    Shape::Rectangle { a, b }
+                };
+                (shape, label(cur.rest()))
             }
             Command::Poly | Command::Polyline => {
                 let mut vertices = Vec::new();
                 while cur.peek().is_some_and(|t| lex::parse_f64(t.text).is_some()) {
                     vertices.push(parse_latlon(ctx, &mut cur, expected)?);
                 }
-                let (kind, min) = if command == Command::Poly {
-                    ("POLY", 3)
-                } else {
-                    ("POLYLINE", 2)
-                };
+                let min = if command == Command::Poly { 3 } else { 2 };
                 if vertices.len() < min {
                     let what = format!("at least {min} vertices: {expected}");
                     return Err(match cur.next_token() {
@@ -499,7 +480,12 @@ impl<'a> Parser<'a> {
                 for v in &vertices {
                     self.bounds.add(*v);
                 }
-                output::poly_feature(id, kind, &symbol, &vertices, label(cur.rest()))
+                let shape = if command == Command::Poly {
+                    Shape::Poly { vertices }
+                } else {
+                    Shape::Polyline { vertices }
+                };
+                (shape, label(cur.rest()))
             }
             Command::Vector => {
                 let origin = parse_latlon(ctx, &mut cur, expected)?;
@@ -509,31 +495,42 @@ impl<'a> Parser<'a> {
                 let end = output::destination(origin, range, bearing);
                 self.bounds.add(origin);
                 self.bounds.add(end);
-                output::vector_feature(id, &symbol, origin, end, range, bearing, label(cur.rest()))
+                let shape = Shape::Vector {
+                    origin,
+                    end,
+                    range,
+                    bearing,
+                };
+                (shape, label(cur.rest()))
             }
             Command::Ellipse => {
                 let time = parse_timestamp(ctx, &mut cur)?;
-                let centre = parse_latlon(ctx, &mut cur, expected)?;
+                let center = parse_latlon(ctx, &mut cur, expected)?;
                 let tok = cur.require(ctx, "orientation", expected)?;
                 let orientation = number(ctx, tok, "orientation", "a number of degrees")?;
                 let maxima = yards(ctx, &mut cur, "maxima", expected)?;
                 let minima = yards(ctx, &mut cur, "minima", expected)?;
-                self.bounds.add(centre);
+                self.bounds.add(center);
                 self.note_time(time);
-                let shape = output::Ellipse {
+                let shape = Shape::Ellipse {
+                    center,
                     time,
-                    centre,
                     orientation,
                     maxima,
                     minima,
                 };
-                output::ellipse_feature(id, &symbol, &shape, label(cur.rest()))
+                (shape, label(cur.rest()))
             }
             Command::Narrative | Command::Narrative2 | Command::Sensor | Command::Sensor2 => {
                 return Ok(());
             }
         };
-        self.shapes.push(feature);
+        self.shapes.push(ShapeFeature {
+            id: String::new(), // numbered by `output::finish`
+            symbol,
+            label,
+            shape,
+        });
         Ok(())
     }
 }

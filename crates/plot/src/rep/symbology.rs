@@ -4,7 +4,7 @@
 //! letter, a thickness digit and a fill digit, then optional bracketed attributes. A one-letter
 //! code is read as the colour.
 
-use serde_json::{Map, Value};
+use serde::ser::{Serialize, SerializeMap, Serializer};
 
 /// Colour letter → CSS colour. `A`–`Q` as in Debrief's current importer
 /// (debrief-future `services/io/src/debrief_io/symbology.py`, which matches the legacy
@@ -42,9 +42,9 @@ pub fn colour_for_letter(letter: u8) -> &'static str {
         .map_or(DEFAULT_COLOUR, |(_, css)| css)
 }
 
-/// A parsed symbology code.
+/// A parsed symbology code (the colour and line style of an annotation).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) struct Symbol {
+pub struct Symbol {
     pub colour: &'static str,
     /// SVG dash pattern for the line-style letter, if it is not solid.
     pub dash_array: Option<&'static str>,
@@ -55,6 +55,8 @@ pub(super) struct Symbol {
 }
 
 impl Symbol {
+    /// Parses a code such as `@C`, `VC`, `@BA10` or `CA[LAYER=x]`; never fails (unknown
+    /// letters give [`DEFAULT_COLOUR`] and a solid line).
     pub fn parse(code: &str) -> Self {
         let code = code.split('[').next().unwrap_or_default().as_bytes();
         let colour = match code {
@@ -86,42 +88,69 @@ impl Symbol {
         }
     }
 
-    fn line_fields(&self, style: &mut Map<String, Value>) {
-        style.insert("color".to_owned(), Value::from(self.colour));
-        if let Some(w) = self.weight {
-            style.insert("weight".to_owned(), Value::from(f64::from(w)));
-        }
-        if let Some(d) = self.dash_array {
-            style.insert("dash_array".to_owned(), Value::from(d));
+    /// `LineProperties` for LINE, POLYLINE and VECTOR: `{color, weight?, dash_array?}`.
+    pub fn line_style(&self) -> impl Serialize + '_ {
+        Style {
+            symbol: self,
+            kind: StyleKind::Line,
         }
     }
 
-    /// `LineProperties` for LINE, POLYLINE and VECTOR.
-    pub fn line_style(&self) -> Value {
-        let mut style = Map::new();
-        self.line_fields(&mut style);
-        Value::Object(style)
-    }
-
-    /// `PolygonProperties` for CIRCLE, RECTANGLE, POLY and ELLIPSE: the line fields, plus a
-    /// fill when the code asks for one.
-    pub fn area_style(&self) -> Value {
-        let mut style = Map::new();
-        self.line_fields(&mut style);
-        if let Some(opacity) = self.fill_opacity {
-            style.insert("fill_color".to_owned(), Value::from(self.colour));
-            style.insert("fill_opacity".to_owned(), Value::from(opacity));
+    /// `PolygonProperties` for CIRCLE, RECTANGLE, POLY and ELLIPSE: the line fields, plus
+    /// `fill_color` and `fill_opacity` when the code asks for a fill.
+    pub fn area_style(&self) -> impl Serialize + '_ {
+        Style {
+            symbol: self,
+            kind: StyleKind::Area,
         }
-        Value::Object(style)
     }
 
-    /// `PointProperties` for TEXT-like annotations.
-    pub fn point_style(&self) -> Value {
-        let mut style = Map::new();
-        style.insert("shape".to_owned(), Value::from("circle"));
-        style.insert("radius".to_owned(), Value::from(3.0));
-        style.insert("color".to_owned(), Value::from(self.colour));
-        style.insert("fill_color".to_owned(), Value::from(self.colour));
-        Value::Object(style)
+    /// `PointProperties` for TEXT-like annotations: `{shape, radius, color, fill_color}`.
+    pub fn point_style(&self) -> impl Serialize + '_ {
+        Style {
+            symbol: self,
+            kind: StyleKind::Point,
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum StyleKind {
+    Line,
+    Area,
+    Point,
+}
+
+/// One of the style objects of a [`Symbol`], serialised with its keys in Debrief's order.
+struct Style<'a> {
+    symbol: &'a Symbol,
+    kind: StyleKind,
+}
+
+impl Serialize for Style<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let s = self.symbol;
+        let mut map = serializer.serialize_map(None)?;
+        if self.kind == StyleKind::Point {
+            map.serialize_entry("shape", "circle")?;
+            map.serialize_entry("radius", &3.0)?;
+            map.serialize_entry("color", s.colour)?;
+            map.serialize_entry("fill_color", s.colour)?;
+            return map.end();
+        }
+        map.serialize_entry("color", s.colour)?;
+        if let Some(w) = s.weight {
+            map.serialize_entry("weight", &f64::from(w))?;
+        }
+        if let Some(d) = s.dash_array {
+            map.serialize_entry("dash_array", d)?;
+        }
+        if self.kind == StyleKind::Area
+            && let Some(opacity) = s.fill_opacity
+        {
+            map.serialize_entry("fill_color", s.colour)?;
+            map.serialize_entry("fill_opacity", &opacity)?;
+        }
+        map.end()
     }
 }

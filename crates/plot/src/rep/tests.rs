@@ -17,6 +17,12 @@ const BAD_TIMESTAMP: &str = include_str!("../../tests/fixtures/rep/invalid/bad_t
 const TRUNCATED: &str = include_str!("../../tests/fixtures/rep/invalid/truncated.rep");
 const BOAT1_GEOJSON: &str = include_str!("../../tests/fixtures/stac/core--boat1/features.geojson");
 const BOAT1_ITEM: &str = include_str!("../../tests/fixtures/stac/core--boat1/item.json");
+/// Every command and position-line variant the importer knows, and the features file that the
+/// `serde_json::Value`-building importer (before the typed output) wrote for it with
+/// `toolgate import`.
+const EVERY_COMMAND: &str = include_str!("../../tests/fixtures/rep/golden/every_command.rep");
+const EVERY_COMMAND_GEOJSON: &str =
+    include_str!("../../tests/fixtures/rep/golden/every_command.features.geojson");
 
 fn kind(f: &Value) -> &str {
     f["properties"]["kind"].as_str().unwrap()
@@ -32,8 +38,8 @@ fn err(name: &str, text: &str) -> RepError {
 
 fn one_shape(text: &str) -> Value {
     let import = parse_rep("t.rep", text).unwrap();
-    assert_eq!(import.features.len(), 1, "{:#?}", import.features);
-    import.features.into_iter().next().unwrap()
+    assert_eq!(import.features().len(), 1, "{:#?}", import.features());
+    import.features().into_iter().next().unwrap()
 }
 
 fn coord(v: &Value) -> [f64; 2] {
@@ -72,8 +78,8 @@ fn boat1_matches_debriefs_own_import() {
     let import = parse_rep("boat1.rep", BOAT1).unwrap();
     let reference: Value = serde_json::from_str(BOAT1_GEOJSON).unwrap();
     let expected = &reference["features"][0];
-    assert_eq!(import.features.len(), 1);
-    let ours = &import.features[0];
+    assert_eq!(import.features().len(), 1);
+    let ours = &import.features()[0];
 
     assert_eq!(ours["type"], "Feature");
     assert_eq!(ours["id"], "track-nelson");
@@ -140,8 +146,8 @@ fn boat1_bbox_and_span_match_the_stac_item() {
 #[test]
 fn boat2_parses() {
     let import = parse_rep("boat2.rep", BOAT2).unwrap();
-    assert_eq!(import.features.len(), 1);
-    let track = &import.features[0];
+    assert_eq!(import.features().len(), 1);
+    let track = &import.features()[0];
     assert_eq!(track["id"], "track-collingwood");
     assert_eq!(track["properties"]["platform_id"], "COLLINGWOOD");
     assert_eq!(track["properties"]["style"]["line"]["color"], "#0000FF");
@@ -163,19 +169,96 @@ fn boat2_parses() {
     assert_eq!(first, [lon, lat]);
 }
 
+// ---------------------------------------------------------------- streamed output
+
+/// `write_feature_collection`'s bytes.
+fn streamed(import: &super::RepImport) -> Vec<u8> {
+    let mut out = Vec::new();
+    import.write_feature_collection(&mut out).unwrap();
+    out
+}
+
+#[test]
+fn streamed_collection_is_the_features_as_values() {
+    let inputs = [
+        BOAT1.to_owned(),
+        NARRATIVE.to_owned(),
+        EVERY_COMMAND.to_owned(),
+        format!("{BOAT2}\n{EVERY_COMMAND}\n{}", synthetic_rep(20_000)),
+        String::new(),
+    ];
+    for text in &inputs {
+        let import = parse_rep("t.rep", text).unwrap();
+        let bytes = streamed(&import);
+        let expected = json!({"type": "FeatureCollection", "features": import.features()});
+        // The same document, keys in the same order at every level…
+        let parsed: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(parsed, expected);
+        assert_same_keys(&parsed, &expected, "$");
+        // …and the same bytes as serde_json's pretty printer writes for the Values.
+        assert_eq!(
+            String::from_utf8(bytes).unwrap(),
+            serde_json::to_string_pretty(&expected).unwrap()
+        );
+    }
+}
+
+#[test]
+fn every_command_matches_the_value_built_output() {
+    let import = parse_rep("every_command.rep", EVERY_COMMAND).unwrap();
+    let mut bytes = streamed(&import);
+    bytes.push(b'\n');
+    assert_eq!(String::from_utf8(bytes).unwrap(), EVERY_COMMAND_GEOJSON);
+    // TRACK, NARRATIVE, SENSOR and the ten annotation kinds.
+    let features = import.features();
+    let kinds: HashSet<&str> = features.iter().map(kind).collect();
+    assert_eq!(kinds.len(), 13, "{kinds:?}");
+}
+
+#[test]
+fn typed_fields() {
+    let import = parse_rep("every_command.rep", EVERY_COMMAND).unwrap();
+    assert_eq!(import.feature_count(), import.features().len());
+    let track = &import.tracks[0];
+    assert_eq!(track.name, "HMS Two Words");
+    assert_eq!(track.positions.len(), 2);
+    assert_eq!(track.positions[0].depth, None);
+    assert_eq!(track.positions[1].depth, Some(10.0));
+    assert_eq!(
+        track.positions[0].label.as_deref(),
+        Some("label one // note")
+    );
+    let lone = &import.tracks[1];
+    assert_eq!(
+        lone.positions.len(),
+        1,
+        "a lone position is repeated only on output"
+    );
+    assert_eq!(
+        import.features()[1]["properties"]["positions"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert!(matches!(import.shapes[0].shape, super::Shape::Text { .. }));
+    assert_eq!(import.sensors[0].platform_id, "GHOST");
+}
+
 // ---------------------------------------------------------------- narratives
 
 #[test]
 fn narratives_link_to_tracks_by_name() {
     let text = format!("{BOAT1}\n{BOAT2}\n{NARRATIVE}");
     let import = parse_rep("all.rep", &text).unwrap();
-    let kinds: Vec<&str> = import.features.iter().map(kind).collect();
+    let features = import.features();
+    let kinds: Vec<&str> = features.iter().map(kind).collect();
     let mut expected = vec!["TRACK", "TRACK"];
     expected.extend(std::iter::repeat_n("NARRATIVE", 19));
     assert_eq!(kinds, expected);
     assert_eq!(import.platforms.len(), 2);
 
-    let narratives = of_kind(&import.features, "NARRATIVE");
+    let narratives = of_kind(&features, "NARRATIVE");
     let first = narratives[0];
     assert_eq!(first["id"], "narrative-1");
     assert_eq!(first["geometry"], Value::Null);
@@ -205,11 +288,11 @@ fn narratives_link_to_tracks_by_name() {
 #[test]
 fn narratives_without_their_track_have_no_track_id() {
     let import = parse_rep("narrative.rep", NARRATIVE).unwrap();
-    assert_eq!(import.features.len(), 19);
+    assert_eq!(import.features().len(), 19);
     assert!(import.platforms.is_empty());
     assert_eq!(import.bbox, None);
     assert_eq!(import.position_count, 0);
-    let f = &import.features[0];
+    let f = &import.features()[0];
     assert_eq!(kind(f), "NARRATIVE");
     assert!(f["properties"].get("track_id").is_none());
     assert_eq!(f["properties"]["track_name"], "NELSON");
@@ -224,10 +307,10 @@ fn narrative2_and_quoted_track_names() {
 951212 050000 \"HMS NEL SON\" @C 22 0 0 N 21 0 0 W 90 5 0\n\
 ;NARRATIVE2: 951212 050500 \"HMS NEL SON\" GenComment2 Mk Rge BAAA R121212\n";
     let import = parse_rep("t.rep", text).unwrap();
-    let track = &import.features[0];
+    let track = &import.features()[0];
     assert_eq!(track["id"], "track-hms-nel-son");
     assert_eq!(track["properties"]["platform_id"], "HMS NEL SON");
-    let n = &import.features[1];
+    let n = &import.features()[1];
     assert_eq!(n["properties"]["entry_type"], "GenComment2");
     assert_eq!(n["properties"]["text"], "Mk Rge BAAA R121212");
     assert_eq!(n["properties"]["track_id"], "track-hms-nel-son");
@@ -415,7 +498,7 @@ fn position_line_variants() {
 \t050115 000000.123456 A @Q 0 0 0 S 180 0 0 E 0 0 -5\n";
     let import = parse_rep("v.rep", text).unwrap();
     assert_eq!(import.position_count, 3);
-    let t = &import.features[0];
+    let t = &import.features()[0];
     assert_eq!(t["id"], "track-hms-two-words");
     assert_eq!(t["properties"]["style"]["line"]["color"], "#FF0000");
     let positions = t["properties"]["positions"].as_array().unwrap();
@@ -440,7 +523,7 @@ fn position_line_variants() {
         t["properties"]["position_style_overrides"],
         json!([{"label": "label one // note"}, null])
     );
-    let a = &import.features[1];
+    let a = &import.features()[1];
     assert_eq!(
         a["properties"]["start_time"],
         "2005-01-15T00:00:00.123456+00:00"
@@ -467,13 +550,10 @@ fn positions_are_sorted_by_time_and_tracks_keep_first_seen_order() {
 951212 050100 A @B 2 0 0 N 2 0 0 E 0 0 0\n\
 951212 050000 B @C 3 0 0 N 3 0 0 E 0 0 0\n";
     let import = parse_rep("t.rep", text).unwrap();
-    let ids: Vec<&str> = import
-        .features
-        .iter()
-        .map(|f| f["id"].as_str().unwrap())
-        .collect();
+    let features = import.features();
+    let ids: Vec<&str> = features.iter().map(|f| f["id"].as_str().unwrap()).collect();
     assert_eq!(ids, ["track-b", "track-a"]);
-    let b = &import.features[0];
+    let b = &features[0];
     assert_eq!(
         b["geometry"]["coordinates"],
         json!([[3.0, 3.0], [1.0, 1.0]])
@@ -496,15 +576,12 @@ fn ids_are_unique_and_deterministic() {
 ;SENSOR: 951212 050000 GHOST @A NULL 10 NULL sonar\n";
     let a = parse_rep("t.rep", text).unwrap();
     let b = parse_rep("t.rep", text).unwrap();
+    let features = a.features();
     assert_eq!(
-        serde_json::to_string(&a.features).unwrap(),
-        serde_json::to_string(&b.features).unwrap()
+        serde_json::to_string(&features).unwrap(),
+        serde_json::to_string(&b.features()).unwrap()
     );
-    let ids: Vec<&str> = a
-        .features
-        .iter()
-        .map(|f| f["id"].as_str().unwrap())
-        .collect();
+    let ids: Vec<&str> = features.iter().map(|f| f["id"].as_str().unwrap()).collect();
     assert_eq!(
         ids,
         [
@@ -518,7 +595,7 @@ fn ids_are_unique_and_deterministic() {
         ]
     );
     assert_eq!(ids.iter().collect::<HashSet<_>>().len(), ids.len());
-    assert_eq!(a.features[4]["properties"]["track_id"], "track-nelson-2");
+    assert_eq!(features[4]["properties"]["track_id"], "track-nelson-2");
 }
 
 #[test]
@@ -530,10 +607,10 @@ fn unknown_commands_and_comments_are_skipped() {
 ;DYNAMIC_RECT: @A \"Dynamic A\" 951212 051000.000 22 00 0 N 21 00 0 W 21 50 0 N 20 50 0 W x\n\
    \n";
     let import = parse_rep("t.rep", text).unwrap();
-    assert!(import.features.is_empty());
+    assert!(import.features().is_empty());
     assert_eq!(import.bbox, None);
     assert_eq!(import.time_span, None);
-    assert!(parse_rep("empty.rep", "").unwrap().features.is_empty());
+    assert!(parse_rep("empty.rep", "").unwrap().features().is_empty());
 }
 
 // ---------------------------------------------------------------- annotations
@@ -640,7 +717,7 @@ fn text_timetext_periodtext_ellipse() {
 ;PERIODTEXT: @C 951212 050200 951212 060200 21.7 0 0 N 21.2 0 0 W test period 1\n\
 ;ELLIPSE: @F[LAYER=TUAs] 951212 055200 21.4 0 0 N 21.1 0 0 W 65.0 5000 3000 test ellipse\n";
     let import = parse_rep("t.rep", text).unwrap();
-    let f = &import.features;
+    let f = &import.features();
     assert_eq!(f.len(), 5);
     assert_eq!(kind(&f[0]), "TEXT");
     assert_eq!(f[0]["properties"]["text"], "test text");
@@ -676,9 +753,10 @@ fn tracks_then_narratives_then_shapes() {
 ;NARRATIVE: 951212 050000 B hello\n\
 951212 050000 B @A 1 0 0 N 1 0 0 E 0 0 0\n";
     let import = parse_rep("t.rep", text).unwrap();
-    let kinds: Vec<&str> = import.features.iter().map(kind).collect();
+    let features = import.features();
+    let kinds: Vec<&str> = features.iter().map(kind).collect();
     assert_eq!(kinds, ["TRACK", "NARRATIVE", "TEXT"]);
-    assert_eq!(import.features[1]["properties"]["track_id"], "track-b");
+    assert_eq!(features[1]["properties"]["track_id"], "track-b");
     assert_eq!(import.bbox, Some([-21.5, 1.0, 1.0, 21.7]));
 }
 
@@ -712,9 +790,10 @@ fn sensors_attach_to_their_host_track() {
 ;SENSOR2: 951212 050100.000 NONSUCH @B NULL 58.0 NULL NULL 2000 Contact_bearings\n\
 ;SENSOR: 951212 050300 \"OTHER SHIP\" @D NULL 10 NULL sonar\n";
     let import = parse_rep("s.rep", text).unwrap();
-    let kinds: Vec<&str> = import.features.iter().map(kind).collect();
+    let features = import.features();
+    let kinds: Vec<&str> = features.iter().map(kind).collect();
     assert_eq!(kinds, ["TRACK", "SENSOR"]);
-    let sensors = &import.features[0]["properties"]["sensors"];
+    let sensors = &features[0]["properties"]["sensors"];
     assert_eq!(
         sensors,
         &json!([
@@ -729,7 +808,7 @@ fn sensors_attach_to_their_host_track() {
             ]}
         ])
     );
-    let orphan = &import.features[1];
+    let orphan = &features[1];
     assert_eq!(orphan["id"], "sensor-other-ship");
     assert_eq!(orphan["properties"]["platform_id"], "OTHER SHIP");
     assert_eq!(orphan["properties"]["sensors"][0]["name"], "sonar");
@@ -849,7 +928,7 @@ proptest! {
         ];
         let line = fields.join(&gap);
         let import = parse_rep("p.rep", &line).unwrap();
-        let c = coord(&import.features[0]["geometry"]["coordinates"][0]);
+        let c = coord(&import.features()[0]["geometry"]["coordinates"][0]);
         let lat = f64::from(lat_d) + f64::from(lat_m) / 60.0 + lat_sec.parse::<f64>().unwrap() / 3600.0;
         let lon = f64::from(lon_d) + f64::from(lon_m) / 60.0 + lon_sec.parse::<f64>().unwrap() / 3600.0;
         let lat = if south { -lat } else { lat };
@@ -859,7 +938,7 @@ proptest! {
         let t = Utc.with_ymd_and_hms(year, month, day, hour, minute, second).unwrap()
             + chrono::Duration::milliseconds(i64::from(millis));
         prop_assert_eq!(import.time_span, Some((t, t)));
-        let pos = &import.features[0]["properties"]["positions"][0];
+        let pos = &import.features()[0]["properties"]["positions"][0];
         prop_assert_eq!(pos["time"].as_str().unwrap(), chrono_rfc3339(&t));
         prop_assert_eq!(pos["course"].as_f64().unwrap(), f64::from(course) / 10.0);
         prop_assert_eq!(pos["depth"].as_f64().unwrap(), f64::from(depth));
@@ -939,8 +1018,8 @@ fn parsing_in_pieces_gives_the_same_result() {
     for pieces in [2, 3, 7, 64, 5000] {
         let split = super::parse_in_pieces("m.rep", &mixed, pieces).unwrap();
         assert_eq!(
-            serde_json::to_string(&split.features).unwrap(),
-            serde_json::to_string(&whole.features).unwrap(),
+            serde_json::to_string(&split.features()).unwrap(),
+            serde_json::to_string(&whole.features()).unwrap(),
             "{pieces} pieces"
         );
         assert_eq!(split.platforms, whole.platforms);
@@ -978,8 +1057,8 @@ fn split_at_lines_keeps_whole_lines() {
 fn synthetic_file_parses() {
     let text = synthetic_rep(200_000);
     let import = parse_rep("synthetic.rep", &text).unwrap();
-    assert_eq!(of_kind(&import.features, "TRACK").len(), 5);
-    let total: usize = of_kind(&import.features, "TRACK")
+    assert_eq!(of_kind(&import.features(), "TRACK").len(), 5);
+    let total: usize = of_kind(&import.features(), "TRACK")
         .iter()
         .map(|f| f["properties"]["positions"].as_array().unwrap().len())
         .sum();
