@@ -167,7 +167,7 @@ pub async fn codeact_registry(root: &Path) -> Result<Registry> {
     let mut registry = Registry::new()
         .with_discovery_hint("Call `toolgate tools list --markdown` (or read the tools reference) for the available functions.")
         .with_filter(tool_filter()?);
-    let config = toolgate_workspace::WorkspaceConfig::new(root.to_path_buf())
+    let config = toolgate_workspace::WorkspaceConfig::new(root)
         .with_context(|| format!("opening the workspace {}", root.display()))?;
     let tools = toolgate_workspace::WorkspaceTools::new(config)?;
     registry
