@@ -13,3 +13,4 @@ pub mod store;
 pub mod summary;
 pub mod targeting;
 pub mod tools;
+pub mod transaction;
