@@ -206,6 +206,28 @@ impl Debrief {
         v.validate(&map).map_err(|p| p.join("; "))
     }
 
+    /// Check an input's shape; a rejection is recorded (as rejected, with input `{}`) and the
+    /// message to return is given back.
+    fn accept(
+        &self,
+        tool: &str,
+        input: &Value,
+        prefix: &str,
+        started: std::time::Instant,
+    ) -> Result<Map<String, Value>, String> {
+        self.check(tool, input).map_err(|e| {
+            let msg = format!("{prefix}{e}");
+            self.record(
+                tool,
+                json!({}),
+                Validation::rejected(&msg),
+                Outcome::error(&msg),
+                started,
+            );
+            msg
+        })
+    }
+
     /// Dispatch by agent tool name.
     pub async fn call(
         &self,
@@ -226,19 +248,9 @@ impl Debrief {
 
     pub fn search_plots(&self, input: &Value) -> String {
         let started = std::time::Instant::now();
-        let args = match self.check(SEARCH, input) {
+        let args = match self.accept(SEARCH, input, "Invalid search input: ", started) {
             Ok(a) => a,
-            Err(e) => {
-                let msg = format!("Invalid search input: {e}");
-                self.record(
-                    SEARCH,
-                    json!({}),
-                    Validation::rejected(&msg),
-                    Outcome::error(&msg),
-                    started,
-                );
-                return msg;
-            }
+            Err(msg) => return msg,
         };
         let str_arg = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_owned);
         let bbox = args.get("bbox").and_then(Value::as_array).and_then(|b| {
@@ -305,19 +317,9 @@ impl Debrief {
 
     pub fn summarize(&self, input: &Value) -> String {
         let started = std::time::Instant::now();
-        let args = match self.check(SUMMARIZE, input) {
+        let args = match self.accept(SUMMARIZE, input, "Invalid summary input: ", started) {
             Ok(a) => a,
-            Err(e) => {
-                let msg = format!("Invalid summary input: {e}");
-                self.record(
-                    SUMMARIZE,
-                    json!({}),
-                    Validation::rejected(&msg),
-                    Outcome::error(&msg),
-                    started,
-                );
-                return msg;
-            }
+            Err(msg) => return msg,
         };
         let session = self.session();
         let plot_id = args.get("plotId").and_then(Value::as_str);
@@ -368,19 +370,9 @@ impl Debrief {
 
     pub fn list_tools(&self, input: &Value) -> String {
         let started = std::time::Instant::now();
-        let args = match self.check(LIST_TOOLS, input) {
+        let args = match self.accept(LIST_TOOLS, input, "Invalid input: ", started) {
             Ok(a) => a,
-            Err(e) => {
-                let msg = format!("Invalid input: {e}");
-                self.record(
-                    LIST_TOOLS,
-                    json!({}),
-                    Validation::rejected(&msg),
-                    Outcome::error(&msg),
-                    started,
-                );
-                return msg;
-            }
+            Err(msg) => return msg,
         };
         let listing = self.registry.listing();
         let reply = if listing.is_empty() {
@@ -403,18 +395,9 @@ impl Debrief {
 
     pub async fn run_tool(&self, input: &Value, confirmer: &dyn Confirmer) -> String {
         let started = std::time::Instant::now();
-        let args = match self.check(RUN_TOOL, input) {
+        let args = match self.accept(RUN_TOOL, input, "", started) {
             Ok(a) => a,
-            Err(e) => {
-                self.record(
-                    RUN_TOOL,
-                    json!({}),
-                    Validation::rejected(&e),
-                    Outcome::error(&e),
-                    started,
-                );
-                return e;
-            }
+            Err(msg) => return msg,
         };
         let tool_id = args
             .get("toolId")
