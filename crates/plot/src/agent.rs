@@ -84,7 +84,10 @@ pub fn agent_tool_specs() -> Vec<ToolSpec> {
         spec(
             SUMMARIZE,
             "Summarise current Debrief plot",
-            "Summarise the open plot: metadata plus a compact inventory (id, name, type, platform, time span, point count, where in the plot) without geometry. Use it before targeting an edit. selectionOnly restricts to the selected features; lists all open plots.",
+            &format!(
+                "Summarise the open plot: metadata plus a compact inventory (id, name, type, platform, time span, point count, where in the plot) without geometry. Use it before targeting an edit. selectionOnly restricts to the selected features; other open plots are listed. {}",
+                crate::summary::LEGEND
+            ),
             Some("read/plot_summary"),
             json!({"type": "object", "additionalProperties": false, "properties": {
                 "plotId": {"type": "string", "description": "stac:// id of an open plot; default the active plot"},

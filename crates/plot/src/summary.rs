@@ -7,7 +7,6 @@ use serde_json::{Map, Value};
 use toolgate_core::TokenCounter;
 
 use crate::model;
-use crate::search::TimeSpan;
 use crate::session::{OpenPlot, Session};
 
 /// Default cap on inventory rows.
@@ -41,15 +40,18 @@ pub struct OpenPlotView {
 pub struct SummaryView {
     pub plot_id: String,
     pub title: String,
-    pub time_span: Option<TimeSpan>,
+    /// `start/end` (ISO-8601 interval), UTC.
+    pub time_span: Option<String>,
+    /// Present (true) only when the plot has unsaved edits.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub dirty: bool,
-    /// How to read the tables.
-    pub legend: String,
     /// Per feature type: a header line of `|`-separated column names (plus the values every row
     /// shares), then one row per feature.
     pub features: Map<String, Value>,
     pub total: usize,
     pub listed: usize,
+    /// Present (true) only when rows were cut (then `listed` < `total`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub shed: Vec<String>,
@@ -125,7 +127,8 @@ pub fn spatial_digest(plot: [f64; 4], f: [f64; 4]) -> String {
     } else {
         "wide"
     };
-    format!("{sector}/{extent}")
+    // A space, not a slash: " wide" is one o200k token, "/wide" two.
+    format!("{sector} {extent}")
 }
 
 fn hhmm(iso: &str) -> &str {
@@ -267,7 +270,9 @@ fn render(rows: &[Row], keep: &[bool; 7]) -> Map<String, Value> {
     out
 }
 
-const LEGEND: &str = "a table per type; empty name = id; span '=' = plot span, HH:MM = UTC on the plot's start date; where = sector in plot/extent (none = point)";
+/// How to read the tables. It is part of the summarize tool's description (static, seen once with
+/// the tool list), not of every reply.
+pub const LEGEND: &str = "features holds a table per feature type: a header of |-separated columns (values shared by every row are stated once in brackets), then one row per feature. Empty name = same as id; platform = platform id; span '=' = the plot's time span, HH:MM-HH:MM = UTC on the plot's start date; where = compass sector in the plot plus extent (local, wide; none = a point).";
 
 /// Serialise compactly and set `tokens` to the count of exactly that text.
 ///
@@ -344,12 +349,8 @@ pub fn summarize(
         SummaryView {
             plot_id: plot.id.clone(),
             title: plot.title.clone(),
-            time_span: plot_span.as_ref().map(|(s, e)| TimeSpan {
-                start: s.clone(),
-                end: e.clone(),
-            }),
+            time_span: plot_span.as_ref().map(|(s, e)| format!("{s}/{e}")),
             dirty: plot.doc.is_dirty(),
-            legend: LEGEND.to_owned(),
             features: tables,
             total,
             listed: rows.len(),
@@ -398,9 +399,9 @@ mod tests {
     fn digest_sectors_and_extent() {
         let plot = [0.0, 0.0, 9.0, 9.0];
         assert_eq!(spatial_digest(plot, [0.0, 8.0, 0.1, 8.1]), "NW");
-        assert_eq!(spatial_digest(plot, [4.0, 4.0, 5.0, 5.0]), "C/local");
-        assert_eq!(spatial_digest(plot, [0.0, 0.0, 9.0, 2.0]), "S/wide");
-        assert_eq!(spatial_digest(plot, [8.0, 0.0, 8.5, 0.5]), "SE/local");
+        assert_eq!(spatial_digest(plot, [4.0, 4.0, 5.0, 5.0]), "C local");
+        assert_eq!(spatial_digest(plot, [0.0, 0.0, 9.0, 2.0]), "S wide");
+        assert_eq!(spatial_digest(plot, [8.0, 0.0, 8.5, 0.5]), "SE local");
     }
 
     #[test]

@@ -42,7 +42,7 @@ async fn happy_paths_h1_to_h5() {
     let tracks = reply["features"]["TRACK"].as_str().unwrap();
     assert_eq!(
         tracks,
-        "id|name (all: platform NELSON, span 00:00-06:00, points 3, where SW/local)\ntrack-1|HMS Nelson"
+        "id|name (all: platform NELSON, span 00:00-06:00, points 3, where SW local)\ntrack-1|HMS Nelson"
     );
     assert!(
         reply["features"]["POINT"]
