@@ -164,16 +164,13 @@ pub fn tool_filter() -> Result<toolgate_core::ToolFilter> {
 /// The registry CodeAct programs see: the workspace tools confined to `root`, then the native
 /// analysis tools.
 pub async fn codeact_registry(root: &Path) -> Result<Registry> {
+    // CodeAct config (user file, <root>/.toolgate/config.toml, env), workspace, command and
+    // custom tools: see crate::exec::setup.
+    let config = crate::exec::load_config(root)?;
     let mut registry = Registry::new()
         .with_discovery_hint("Call `toolgate tools list --markdown` (or read the tools reference) for the available functions.")
-        .with_filter(tool_filter()?);
-    let config = toolgate_workspace::WorkspaceConfig::new(root)
-        .with_context(|| format!("opening the workspace {}", root.display()))?;
-    let tools = toolgate_workspace::WorkspaceTools::new(config)?;
-    registry
-        .register(Arc::new(tools))
-        .await
-        .context("registering the workspace tools")?;
+        .with_filter(config.tool_filter());
+    crate::exec::register_codeact_tools(&mut registry, root, &config).await?;
     Ok(registry)
 }
 
@@ -406,9 +403,9 @@ fn import_one(store: &mut StacStore, file: &Path) -> Result<String> {
         l.push(json!({"rel": "derived_from", "href": format!("file://{}", file.display()), "title": name}));
     }
     item["properties"]["debrief:provenance"] = json!({"source": name, "tool": "toolgate import", "tool_version": env!("CARGO_PKG_VERSION")});
-    // Streamed straight from the typed import: no `Value` per feature or position.
-    let mut features = Vec::new();
-    parsed.write_feature_collection(&mut features)?;
+    // Streamed straight from the typed import (no `Value` per feature or position) into one
+    // buffer sized from the position count; the store writes JSON files with a final newline.
+    let mut features = parsed.feature_collection_bytes()?;
     features.push(b'\n');
     Ok(store.add_item_bytes(&dir, &item, &features)?)
 }

@@ -1,6 +1,11 @@
 //! `toolgate exec`: run a CodeAct Python program whose every tool call goes through the registry
 //! and the policy, and print what it did as a JSON envelope.
 
+// The CodeAct config, command tools and custom tools (used by `debrief_cli::codeact_registry`).
+pub mod command_tools;
+pub mod setup;
+pub use setup::{load_config, register_codeact_tools};
+
 use std::fs::OpenOptions;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -49,17 +54,19 @@ pub struct ExecArgs {
     #[arg(long)]
     pub raw: bool,
 
-    /// Wall-clock limit in seconds, tool calls included.
-    #[arg(long, value_name = "S", default_value = "30", value_parser = parse_seconds)]
-    pub timeout: Duration,
+    /// Wall-clock limit in seconds, tool calls included [default: `[limits] timeout_secs` of
+    /// the config, else 30].
+    #[arg(long, value_name = "S", value_parser = parse_seconds)]
+    pub timeout: Option<Duration>,
 
-    /// Memory limit, e.g. 256M or 1G.
-    #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = parse_size)]
-    pub max_memory: u64,
+    /// Memory limit, e.g. 256M or 1G [default: `[limits] max_memory` of the config, else 256M].
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub max_memory: Option<u64>,
 
-    /// Most tool calls one program may make.
-    #[arg(long, value_name = "N", default_value_t = toolgate_sandbox::DEFAULT_MAX_TOOL_CALLS)]
-    pub max_tool_calls: u32,
+    /// Most tool calls one program may make [default: `[limits] max_tool_calls` of the
+    /// config, else 1000].
+    #[arg(long, value_name = "N")]
+    pub max_tool_calls: Option<u32>,
 
     /// Approve every tool call that would ask for confirmation (tools outside the workspace
     /// provider). Without it, such calls ask on the terminal, or are declined when there is none.
@@ -230,12 +237,19 @@ pub async fn run(args: ExecArgs, registry: Registry) -> Result<i32> {
             selected.backend
         );
     }
-    let limits = Limits {
-        timeout: args.timeout,
-        max_memory_bytes: args.max_memory,
-        max_tool_calls: args.max_tool_calls,
-        ..Limits::default()
-    };
+    // Limits: built-in defaults, then the config files ([limits]), then the flags.
+    let config = load_config(&args.workspace_root()?)?;
+    let mut limits: Limits = config.limits();
+    if let Some(t) = args.timeout {
+        limits.timeout = t;
+    }
+    if let Some(m) = args.max_memory {
+        limits.max_memory_bytes = m;
+    }
+    if let Some(n) = args.max_tool_calls {
+        limits.max_tool_calls = n;
+    }
+    let call_timeout = limits.timeout;
     let req = ExecRequest::new(code)
         .with_script_name(script_name)
         .with_limits(limits);
@@ -244,16 +258,23 @@ pub async fn run(args: ExecArgs, registry: Registry) -> Result<i32> {
     } else {
         Arc::new(TerminalConfirmer)
     };
+    // Command and custom tools run pre-approved like the workspace tools (choosing the
+    // workspace grants them); the calls a custom tool makes are gated on their own. `shared`
+    // lets custom tools run their nested programs on this host.
     let host = RegistryHost::new(Arc::new(registry), confirmer)
         .context("cannot prepare the tools for the sandbox")?
-        .with_call_timeout(args.timeout);
+        .auto_approve_provider(command_tools::COMMAND_TOOLS_PROVIDER)
+        .auto_approve_provider(toolgate_sandbox::CUSTOM_TOOLS_PROVIDER)
+        .with_call_timeout(call_timeout)
+        .shared();
+    let host = host.as_ref();
     let envelope = if args.in_process {
-        toolgate_sandbox::run(req, &host).await
+        toolgate_sandbox::run(req, host).await
     } else {
         let command = WorkerCommand::current_exe()
             .context("cannot locate the toolgate executable to start a sandbox worker")?;
         let pool = WorkerPool::new(PoolConfig::new(command).with_size(1));
-        pool.run(req, &host).await
+        pool.run(req, host).await
     };
     print_envelope(&envelope, args.raw)?;
     Ok(if envelope.success { 0 } else { 1 })

@@ -239,6 +239,16 @@ impl Registry {
             .filter(|e| self.filter.permits(&e.spec.id))
     }
 
+    /// Ids of registered tools the filter hides, in registration order (a surface can say
+    /// "disabled" instead of "unknown" when a program names one).
+    pub fn disabled_ids(&self) -> Vec<String> {
+        self.entries
+            .iter()
+            .filter(|e| !self.filter.permits(&e.spec.id))
+            .map(|e| e.spec.id.clone())
+            .collect()
+    }
+
     pub fn len(&self) -> usize {
         self.visible().count()
     }
@@ -433,6 +443,7 @@ mod tests {
         };
         r.register(Arc::new(p)).await.unwrap();
         assert_eq!(r.ids(), vec!["a".to_owned()]);
+        assert_eq!(r.disabled_ids(), vec!["speed-filter".to_owned()]);
         let err = r.resolve("speed-filter").err().unwrap().to_string();
         assert!(
             err.starts_with("Tool \"speed-filter\" is disabled"),

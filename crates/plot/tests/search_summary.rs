@@ -115,13 +115,13 @@ fn summary_caps_at_200_and_sheds_fields_under_a_budget() {
         &session,
         plot,
         &SummaryRequest {
-            token_budget: Some(2300),
+            token_budget: Some(1900),
             ..Default::default()
         },
         &counter,
     );
     assert!(
-        mid.tokens <= 2300 && !mid.shed.is_empty(),
+        mid.tokens <= 1900 && !mid.shed.is_empty(),
         "{:?} {}",
         mid.shed,
         mid.tokens

@@ -125,6 +125,8 @@ struct Session<'a> {
     /// Sorted, for messages.
     tool_list: Vec<String>,
     tools: HashSet<String>,
+    /// Names the host refuses, with the reason (see [`ToolHost::unavailable_tools`]).
+    unavailable: HashMap<String, String>,
     limits: Limits,
     deadline: tokio::time::Instant,
     out: Output,
@@ -152,11 +154,17 @@ impl<'a> Session<'a> {
         let mut tool_list = host.tool_names();
         tool_list.sort();
         tool_list.dedup();
-        let tools = tool_list.iter().cloned().collect();
+        let tools: HashSet<String> = tool_list.iter().cloned().collect();
+        let unavailable = host
+            .unavailable_tools()
+            .into_iter()
+            .filter(|(name, _)| !tools.contains(name))
+            .collect();
         Self {
             host,
             tool_list,
             tools,
+            unavailable,
             limits: req.limits.clone(),
             deadline: tokio::time::Instant::now() + req.limits.timeout,
             out: Output::new(req.limits.max_output_bytes),
@@ -185,6 +193,12 @@ impl<'a> Session<'a> {
     }
 
     fn name_error(&self, name: &str) -> MontyException {
+        if let Some(reason) = self.unavailable.get(name) {
+            return exc(
+                ExcType::NameError,
+                format!("name '{name}' is not defined: {reason}"),
+            );
+        }
         exc(
             ExcType::NameError,
             format!(

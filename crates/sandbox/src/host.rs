@@ -88,6 +88,14 @@ pub trait ToolHost: Send + Sync {
         None
     }
 
+    /// Names a program may not call although the host knows them (e.g. tools disabled by
+    /// configuration), each with the reason. A program that names one gets a `NameError` that
+    /// carries the reason instead of a plain "not defined". Not listed among the available
+    /// tools.
+    fn unavailable_tools(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
     /// Run one tool. `args` are the keyword arguments as JSON.
     async fn call(&self, name: &str, args: Map<String, Value>) -> Result<Value, HostError>;
 }

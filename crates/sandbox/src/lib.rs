@@ -34,7 +34,9 @@
 //! `PermissionError`.
 
 mod backend;
+pub mod config;
 pub mod convert;
+mod custom;
 mod engine;
 mod envelope;
 mod host;
@@ -48,6 +50,8 @@ mod stubs;
 mod worker;
 
 pub use backend::{BACKEND_ENV, Backend, Selected, detect, hyperlight_status};
+pub use config::{CodeactConfig, ConfigError, ConfigFile};
+pub use custom::{CUSTOM_TOOL_KIND, CUSTOM_TOOLS_PROVIDER, MAX_NESTING, PythonTool, PythonTools};
 pub use engine::run;
 pub use envelope::{Envelope, ExecError};
 pub use host::{HostError, PyExc, ToolHost};
@@ -56,6 +60,6 @@ pub use limits::{
     DEFAULT_MAX_TOOL_CALLS, DEFAULT_TIMEOUT, ExecRequest, Limits, TRUNCATION_MARKER, parse_size,
 };
 pub use pool::{PoolConfig, WORKER_SUBCOMMAND, WorkerCommand, WorkerPool};
-pub use registry_host::{RegistryHost, WORKSPACE_PROVIDER, call_error_to_host};
+pub use registry_host::{RegistryHost, WORKSPACE_PROVIDER, call_error_to_host, calling_host};
 pub use stubs::{markdown_reference, python_identifier, python_signatures};
 pub use worker::worker_main;

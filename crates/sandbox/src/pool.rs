@@ -266,6 +266,7 @@ impl WorkerPool {
         let run = ToWorker::Run {
             req: req.clone(),
             tools: tools.to_vec(),
+            unavailable: host.unavailable_tools(),
         };
         match tokio::time::timeout_at(deadline, write_frame(&mut worker.stdin, &run)).await {
             Ok(Ok(())) => {}

@@ -31,6 +31,9 @@ pub enum ToWorker {
     Run {
         req: ExecRequest,
         tools: Vec<ToolDecl>,
+        /// Names the program may not call, with the reason ([`crate::ToolHost::unavailable_tools`]).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        unavailable: Vec<(String, String)>,
     },
     /// The answer to a tool call.
     Result {

@@ -9,8 +9,8 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -32,6 +32,14 @@ pub const WORKSPACE_PROVIDER: &str = "workspace";
 
 tokio::task_local! {
     static CALL_ERROR: RefCell<Option<CallError>>;
+    static CALLING_HOST: Arc<dyn ToolHost>;
+}
+
+/// The host whose tool call is running on this task, when that host was made with
+/// [`RegistryHost::shared`]. A provider that runs a nested program (a custom Python tool) uses
+/// it so the nested program's tool calls take the same registry, policy and confirmer.
+pub fn calling_host() -> Option<Arc<dyn ToolHost>> {
+    CALLING_HOST.try_with(Arc::clone).ok()
 }
 
 /// Forwards calls to the registry that owns the real provider, keeping the typed error.
@@ -108,6 +116,10 @@ pub struct RegistryHost {
     auto_approve: Vec<String>,
     call_timeout: Option<Duration>,
     applier: Option<Applier>,
+    /// (Python name, reason) of the tools the registry's filter hides.
+    unavailable: Vec<(String, String)>,
+    /// Set by [`RegistryHost::shared`]: lets providers reach this host ([`calling_host`]).
+    this: Weak<RegistryHost>,
 }
 
 impl RegistryHost {
@@ -159,6 +171,15 @@ impl RegistryHost {
             });
             shadow.register_specs(forward, specs)?;
         }
+        let unavailable = registry
+            .disabled_ids()
+            .into_iter()
+            .filter_map(|id| {
+                let reason = registry.resolve(&id).err()?.to_string();
+                Some((python_identifier(&id), reason))
+            })
+            .filter(|(python, _)| !by_python.contains_key(python))
+            .collect();
         Ok(Self {
             shadow,
             entries,
@@ -172,6 +193,17 @@ impl RegistryHost {
             auto_approve: vec![WORKSPACE_PROVIDER.to_owned()],
             call_timeout: None,
             applier: None,
+            unavailable,
+            this: Weak::new(),
+        })
+    }
+
+    /// This host behind an `Arc`, published to the providers it calls through
+    /// [`calling_host`] (custom Python tools need it to run their nested programs).
+    pub fn shared(self) -> Arc<Self> {
+        Arc::new_cyclic(|this| Self {
+            this: this.clone(),
+            ..self
         })
     }
 
@@ -262,8 +294,30 @@ impl ToolHost for RegistryHost {
         Some(entry.params.iter().map(|(py, _)| py.clone()).collect())
     }
 
+    fn unavailable_tools(&self) -> Vec<(String, String)> {
+        self.unavailable.clone()
+    }
+
     async fn call(&self, name: &str, args: Map<String, Value>) -> Result<Value, HostError> {
+        match self.this.upgrade() {
+            Some(me) => {
+                let me: Arc<dyn ToolHost> = me;
+                CALLING_HOST.scope(me, self.call_inner(name, args)).await
+            }
+            None => self.call_inner(name, args).await,
+        }
+    }
+}
+
+impl RegistryHost {
+    async fn call_inner(&self, name: &str, args: Map<String, Value>) -> Result<Value, HostError> {
         let Some(entry) = self.by_python.get(name).map(|&i| &self.entries[i]) else {
+            if let Some((_, reason)) = self.unavailable.iter().find(|(n, _)| n == name) {
+                return Err(HostError::new(
+                    PyExc::NameError,
+                    format!("name '{name}' is not defined: {reason}"),
+                ));
+            }
             return Err(HostError::new(
                 PyExc::NameError,
                 format!(

@@ -149,7 +149,7 @@ fn json_type(t: &str, schema: &Value) -> String {
 }
 
 /// A JSON value written as a Python literal.
-fn py_literal(v: &Value) -> String {
+pub(crate) fn py_literal(v: &Value) -> String {
     match v {
         Value::Null => "None".to_owned(),
         Value::Bool(true) => "True".to_owned(),

@@ -101,6 +101,7 @@ impl Link {
 struct RemoteHost<'a> {
     link: &'a Link,
     tools: Vec<ToolDecl>,
+    unavailable: Vec<(String, String)>,
     next_id: &'a AtomicU64,
 }
 
@@ -130,6 +131,10 @@ impl ToolHost for RemoteHost<'_> {
             .iter()
             .find(|t| t.name == tool)
             .and_then(|t| t.params.clone())
+    }
+
+    fn unavailable_tools(&self) -> Vec<(String, String)> {
+        self.unavailable.clone()
     }
 
     async fn call(&self, name: &str, args: Map<String, Value>) -> Result<Value, HostError> {
@@ -195,8 +200,12 @@ pub fn worker_main() -> i32 {
     let next_id = AtomicU64::new(0);
     let mut baseline: Option<u64> = None;
     loop {
-        let (req, tools) = match link.recv() {
-            Some(ToWorker::Run { req, tools }) => (req, tools),
+        let (req, tools, unavailable) = match link.recv() {
+            Some(ToWorker::Run {
+                req,
+                tools,
+                unavailable,
+            }) => (req, tools, unavailable),
             // A late answer to a call of a finished program: nobody waits for it.
             Some(ToWorker::Result { .. }) => continue,
             None => return 0,
@@ -215,6 +224,7 @@ pub fn worker_main() -> i32 {
         let host = RemoteHost {
             link: &link,
             tools,
+            unavailable,
             next_id: &next_id,
         };
         let envelope = rt.block_on(engine::run(req, &host));

@@ -3,8 +3,9 @@
 //! The output is byte for byte what `serde_json::to_writer_pretty` writes for
 //! `{"type": "FeatureCollection", "features": import.features()}`. TRACK features, which hold
 //! nearly all the bytes, are written by hand here: their positions and coordinates as fixed
-//! text around numbers and times (numbers formatted by serde_json's own `write_f64`, times on
-//! the stack). Everything else goes through the features' `Serialize` impls with [`Pretty`], a
+//! text around numbers and times (numbers as serde_json formats an `f64` — by its own
+//! `write_f64`, or directly for whole numbers and tenths, which come out the same — and times
+//! on the stack). Everything else goes through the features' `Serialize` impls with [`Pretty`], a
 //! faster twin of serde_json's `PrettyFormatter` that can start at any indentation level.
 
 use std::io::{self, Write};
@@ -16,12 +17,62 @@ use super::RepImport;
 use super::lex::{TIME_LEN, fmt_time, write_time};
 use super::types::{Overrides, Position, TrackFeature, TrackStyle};
 
-/// Output is collected in a buffer and handed to the writer in pieces of about this size.
+/// For a writer, output is collected in a buffer and handed over in pieces of about this size.
 const CHUNK: usize = 1 << 16;
 
+/// Where the text goes: the buffer it is written into is either the whole result or flushed
+/// to a writer in chunks.
+trait Sink {
+    fn flush_if_full(&mut self, out: &mut Vec<u8>) -> io::Result<()>;
+}
+
+/// The buffer is the result.
+struct InMemory;
+
+impl Sink for InMemory {
+    #[inline]
+    fn flush_if_full(&mut self, _out: &mut Vec<u8>) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The buffer is handed to a writer every [`CHUNK`] bytes.
+struct Chunked<W>(W);
+
+impl<W: Write> Sink for Chunked<W> {
+    #[inline]
+    fn flush_if_full(&mut self, out: &mut Vec<u8>) -> io::Result<()> {
+        if out.len() >= CHUNK {
+            self.0.write_all(out)?;
+            out.clear();
+        }
+        Ok(())
+    }
+}
+
 /// Writes `import` as a FeatureCollection to `w` (see the module docs).
-pub(super) fn write_feature_collection<W: Write>(import: &RepImport, mut w: W) -> io::Result<()> {
+pub(super) fn write_feature_collection<W: Write>(import: &RepImport, w: W) -> io::Result<()> {
     let mut out = Vec::with_capacity(2 * CHUNK);
+    let mut sink = Chunked(w);
+    write(import, &mut out, &mut sink)?;
+    sink.0.write_all(&out)
+}
+
+/// The FeatureCollection in memory, in a buffer allocated once (from the number of positions).
+pub(super) fn feature_collection_bytes(import: &RepImport) -> io::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(capacity_hint(import));
+    write(import, &mut out, &mut InMemory)?;
+    Ok(out)
+}
+
+/// Roughly what the FeatureCollection takes: a position takes about 240 bytes (its coordinates
+/// and its `positions` entry; labels add more, and then the buffer grows); the other features
+/// are few (about a kilobyte each, a track's fixed properties included).
+fn capacity_hint(import: &RepImport) -> usize {
+    256 * (import.position_count + import.tracks.len()) + 1024 * import.feature_count() + 4096
+}
+
+fn write<S: Sink>(import: &RepImport, out: &mut Vec<u8>, sink: &mut S) -> io::Result<()> {
     out.extend_from_slice(b"{\n  \"type\": \"FeatureCollection\",\n  \"features\": ");
     if import.feature_count() == 0 {
         out.extend_from_slice(b"[]");
@@ -33,21 +84,21 @@ pub(super) fn write_feature_collection<W: Write>(import: &RepImport, mut w: W) -
             first = false;
         };
         for track in &import.tracks {
-            next(&mut out);
-            write_track(&mut out, &mut w, track)?;
+            next(out);
+            write_track(out, sink, track)?;
         }
         let others = (import.narratives.iter().map(|f| f as &dyn ErasedFeature))
             .chain(import.shapes.iter().map(|f| f as &dyn ErasedFeature))
             .chain(import.sensors.iter().map(|f| f as &dyn ErasedFeature));
         for feature in others {
-            next(&mut out);
-            feature.write(&mut out, 2)?;
-            flush_if_full(&mut out, &mut w)?;
+            next(out);
+            feature.write(out, 2)?;
+            sink.flush_if_full(out)?;
         }
         out.extend_from_slice(b"\n  ]");
     }
     out.extend_from_slice(b"\n}");
-    w.write_all(&out)
+    Ok(())
 }
 
 /// A feature serialised with [`Pretty`] (object-safe, so the kinds can share one loop).
@@ -67,14 +118,6 @@ fn pretty(out: &mut Vec<u8>, value: &impl Serialize, level: usize) -> io::Result
     value.serialize(&mut serializer).map_err(io::Error::from)
 }
 
-fn flush_if_full<W: Write>(out: &mut Vec<u8>, w: &mut W) -> io::Result<()> {
-    if out.len() >= CHUNK {
-        w.write_all(out)?;
-        out.clear();
-    }
-    Ok(())
-}
-
 /// A JSON string (escaped as serde_json escapes it).
 fn string(out: &mut Vec<u8>, s: &str) -> io::Result<()> {
     serde_json::to_writer(out, s).map_err(io::Error::from)
@@ -82,7 +125,27 @@ fn string(out: &mut Vec<u8>, s: &str) -> io::Result<()> {
 
 /// A JSON number as serde_json writes an `f64` (`null` when not finite).
 fn number(out: &mut Vec<u8>, v: f64) -> io::Result<()> {
-    if v.is_finite() {
+    if let Some(tenths) = tenths(v) {
+        // What serde_json's shortest round-trip formatting writes for these, directly.
+        let mut buf = [0u8; 24];
+        let mut at = buf.len() - 2;
+        buf[at] = b'.';
+        buf[at + 1] = b'0' + (tenths % 10) as u8;
+        let mut whole = tenths / 10;
+        loop {
+            at -= 1;
+            buf[at] = b'0' + (whole % 10) as u8;
+            whole /= 10;
+            if whole == 0 {
+                break;
+            }
+        }
+        if v.is_sign_negative() {
+            out.push(b'-');
+        }
+        out.extend_from_slice(&buf[at..]);
+        Ok(())
+    } else if v.is_finite() {
         CompactFormatter.write_f64(out, v)
     } else {
         out.extend_from_slice(b"null");
@@ -90,12 +153,32 @@ fn number(out: &mut Vec<u8>, v: f64) -> io::Result<()> {
     }
 }
 
+/// `|v| × 10` when `v` is a whole number or has one decimal (exactly: `v` is the double nearest
+/// to that many tenths) and `|v| < 10⁹` — courses, speeds and depths usually are. Its shortest
+/// round-trip text is then the tenths with a point before the last digit (`245.0`, `12.5`,
+/// `-0.0`), which is what serde_json writes; anything else (including NaN) gives `None`.
+fn tenths(v: f64) -> Option<u64> {
+    let a = v.abs();
+    if a.is_nan() || a >= 1e9 {
+        return None;
+    }
+    // Whole numbers (the commonest) need no division. The casts are exact below 2⁵³.
+    let whole = a as u64;
+    if whole as f64 == a {
+        return Some(whole * 10);
+    }
+    // Nearest integer (`f64::round` can be a libm call).
+    let tenths = (a * 10.0 + 0.5) as u64;
+    // `tenths / 10` is correctly rounded, so this holds exactly when `v` is that decimal.
+    (tenths as f64 / 10.0 == a).then_some(tenths)
+}
+
 /// A time as a JSON string (it never needs escaping).
 fn time(out: &mut Vec<u8>, t: &chrono::DateTime<chrono::Utc>) {
     let mut buf = [0; TIME_LEN];
     out.push(b'"');
     match write_time(t, &mut buf) {
-        Some(text) => out.extend_from_slice(text.as_bytes()),
+        Some(text) => out.extend_from_slice(text),
         None => out.extend_from_slice(fmt_time(t).as_bytes()),
     }
     out.push(b'"');
@@ -104,11 +187,10 @@ fn time(out: &mut Vec<u8>, t: &chrono::DateTime<chrono::Utc>) {
 /// One `[lon, lat]` of the LineString, as an element of the coordinates array.
 fn coordinate(out: &mut Vec<u8>, p: &Position, first: bool) -> io::Result<()> {
     // Elements sit five levels deep (10 spaces), their numbers six (12).
-    out.extend_from_slice(if first {
-        b"\n          [\n            "
-    } else {
-        b",\n          [\n            "
-    });
+    if !first {
+        out.push(b',');
+    }
+    out.extend_from_slice(b"\n          [\n            ");
     number(out, p.lon)?;
     out.extend_from_slice(b",\n            ");
     number(out, p.lat)?;
@@ -118,11 +200,10 @@ fn coordinate(out: &mut Vec<u8>, p: &Position, first: bool) -> io::Result<()> {
 
 /// One `{time, course, speed, depth?}` of `properties.positions`.
 fn position(out: &mut Vec<u8>, p: &Position, first: bool) -> io::Result<()> {
-    out.extend_from_slice(if first {
-        b"\n          {\n            \"time\": "
-    } else {
-        b",\n          {\n            \"time\": "
-    });
+    if !first {
+        out.push(b',');
+    }
+    out.extend_from_slice(b"\n          {\n            \"time\": ");
     time(out, &p.time);
     out.extend_from_slice(b",\n            \"course\": ");
     number(out, p.course)?;
@@ -138,7 +219,7 @@ fn position(out: &mut Vec<u8>, p: &Position, first: bool) -> io::Result<()> {
 
 /// A TRACK feature as an element of the `features` array (two levels deep); the same text as
 /// its `Serialize` impl gives there.
-fn write_track<W: Write>(out: &mut Vec<u8>, w: &mut W, t: &TrackFeature) -> io::Result<()> {
+fn write_track<S: Sink>(out: &mut Vec<u8>, sink: &mut S, t: &TrackFeature) -> io::Result<()> {
     // A lone position is written twice, so the LineString has two points.
     let lone = t.positions.len() == 1;
     let repeated = t
@@ -157,7 +238,7 @@ fn write_track<W: Write>(out: &mut Vec<u8>, w: &mut W, t: &TrackFeature) -> io::
         out.push(b'[');
         for (i, p) in repeated.clone().enumerate() {
             coordinate(out, p, i == 0)?;
-            flush_if_full(out, w)?;
+            sink.flush_if_full(out)?;
         }
         out.extend_from_slice(b"\n        ]");
     }
@@ -175,20 +256,22 @@ fn write_track<W: Write>(out: &mut Vec<u8>, w: &mut W, t: &TrackFeature) -> io::
         time(out, &last.time);
     }
     out.extend_from_slice(b",\n        \"positions\": ");
+    let mut labelled = false;
     if t.positions.is_empty() {
         out.extend_from_slice(b"[]");
     } else {
         out.push(b'[');
         for (i, p) in repeated.enumerate() {
             position(out, p, i == 0)?;
-            flush_if_full(out, w)?;
+            labelled |= p.label.is_some();
+            sink.flush_if_full(out)?;
         }
         out.extend_from_slice(b"\n        ]");
     }
-    if t.positions.iter().any(|p| p.label.is_some()) {
+    if labelled {
         out.extend_from_slice(b",\n        \"position_style_overrides\": ");
         pretty(out, &Overrides(&t.positions), 4)?;
-        flush_if_full(out, w)?;
+        sink.flush_if_full(out)?;
     }
     out.extend_from_slice(b",\n        \"style\": ");
     pretty(out, &TrackStyle(t.colour), 4)?;
@@ -200,7 +283,7 @@ fn write_track<W: Write>(out: &mut Vec<u8>, w: &mut W, t: &TrackFeature) -> io::
         pretty(out, &t.sensors, 4)?;
     }
     out.extend_from_slice(b"\n      }\n    }");
-    flush_if_full(out, w)
+    sink.flush_if_full(out)
 }
 
 /// `",\n"` and enough spaces for [`MAX_FAST_LEVEL`] levels of two spaces.
@@ -330,6 +413,69 @@ mod tests {
         let mut ser = serde_json::Serializer::with_formatter(&mut out, Pretty::default());
         v.serialize(&mut ser).unwrap();
         out
+    }
+
+    fn serde_number(v: f64) -> String {
+        serde_json::to_string(&v).unwrap()
+    }
+
+    fn our_number(v: f64) -> String {
+        let mut out = Vec::new();
+        super::number(&mut out, v).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn numbers_match_serde_json() {
+        let special = [
+            0.0,
+            -0.0,
+            0.1,
+            -0.1,
+            0.05,
+            1.0,
+            4.5,
+            12.25,
+            359.9,
+            1e9 - 0.1,
+            1e9,
+            1e9 + 0.5,
+            99_999_999.9,
+            123_456_789.1,
+            1e15,
+            1e16,
+            1e-7,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            -21.583_333_333_333_332,
+            0.914_4 * 2000.0,
+        ];
+        for v in special {
+            assert_eq!(our_number(v), serde_number(v), "{v:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn tenths_match_serde_json(t in -20_000_000_000i64..20_000_000_000, scale in 0u32..4) {
+            let v = t as f64 / 10f64.powi(scale as i32);
+            proptest::prop_assert_eq!(our_number(v), serde_number(v));
+        }
+
+        #[test]
+        fn any_double_matches_serde_json(bits: u64) {
+            let v = f64::from_bits(bits);
+            proptest::prop_assert_eq!(our_number(v), serde_number(v));
+        }
+
+        #[test]
+        fn parsed_decimals_match_serde_json(s in "-?[0-9]{1,10}\\.[0-9]{0,3}") {
+            let v: f64 = s.parse().unwrap();
+            proptest::prop_assert_eq!(our_number(v), serde_number(v));
+        }
     }
 
     #[test]

@@ -23,6 +23,9 @@ pub(super) struct Track<'a> {
     /// Colour of the track's first position.
     pub symbol: Symbol,
     pub fixes: Vec<Position>,
+    /// The track whose position line last followed one of this track's: tracks usually report
+    /// in turn, so this finds the next line's track without a lookup.
+    next: Option<usize>,
 }
 
 pub(super) struct Narrative<'a> {
@@ -240,6 +243,7 @@ impl<'a> Parser<'a> {
             name,
             symbol: Symbol::parse(symbol),
             fixes: Vec::new(),
+            next: None,
         });
         if i == SCAN {
             // Switching to the index: add the tracks scanned so far.
@@ -282,7 +286,19 @@ impl<'a> Parser<'a> {
 
         let index = match self.last_track {
             Some((last, i)) if last == name => i,
-            _ => {
+            Some((_, last)) => {
+                let hint = self.tracks.get(last).and_then(|t| t.next);
+                let i = match hint {
+                    Some(i) if self.tracks.get(i).is_some_and(|t| t.name == name) => i,
+                    _ => self.track_for(name, symbol_tok.text),
+                };
+                if let Some(t) = self.tracks.get_mut(last) {
+                    t.next = Some(i);
+                }
+                self.last_track = Some((name, i));
+                i
+            }
+            None => {
                 let i = self.track_for(name, symbol_tok.text);
                 self.last_track = Some((name, i));
                 i

@@ -196,6 +196,7 @@ fn streamed_collection_is_the_features_as_values() {
         assert_eq!(parsed, expected);
         assert_same_keys(&parsed, &expected, "$");
         // …and the same bytes as serde_json's pretty printer writes for the Values.
+        assert_eq!(import.feature_collection_bytes().unwrap(), bytes);
         assert_eq!(
             String::from_utf8(bytes).unwrap(),
             serde_json::to_string_pretty(&expected).unwrap()
@@ -886,6 +887,15 @@ proptest! {
     }
 
     #[test]
+    fn lines_match_std(text in "[a\\r\\n é]{0,40}", long in "[x\\n]{0,100}") {
+        for t in [text.as_str(), long.as_str()] {
+            let ours: Vec<&str> = super::lex::lines(t).collect();
+            let std: Vec<&str> = t.lines().collect();
+            prop_assert_eq!(ours, std);
+        }
+    }
+
+    #[test]
     fn parse_f64_matches_std(s in "[+-]?[0-9]{0,18}(\\.[0-9]{0,18})?") {
         prop_assert_eq!(parse_f64(&s), s.parse::<f64>().ok());
     }
@@ -1077,8 +1087,8 @@ fn process_cpu_seconds() -> Option<f64> {
 
 /// `cargo test -p toolgate-plot --release --ignore-rust-version -- --ignored --nocapture rep`
 ///
-/// Prints wall-clock and CPU throughput; asserts on CPU time (all threads), which does not
-/// depend on what else the machine is running.
+/// Prints wall-clock and CPU throughput of parsing plus writing the GeoJSON; asserts on CPU time
+/// (all threads), which does not depend on what else the machine is running.
 #[test]
 #[ignore = "throughput check; run in release mode"]
 fn throughput_100mb() {
@@ -1088,10 +1098,12 @@ fn throughput_100mb() {
     for _ in 0..5 {
         let cpu0 = process_cpu_seconds();
         let started = std::time::Instant::now();
+        // What `toolgate import` does: parse, then the pretty GeoJSON in memory.
         let import = parse_rep("synthetic.rep", &text).unwrap();
+        let json = import.feature_collection_bytes().unwrap();
         let wall = started.elapsed().as_secs_f64();
         let cpu1 = process_cpu_seconds();
-        drop(import);
+        drop((import, json));
         let wall_with_drop = started.elapsed().as_secs_f64();
         let cpu2 = process_cpu_seconds();
         let (Some(cpu0), Some(cpu1), Some(cpu2)) = (cpu0, cpu1, cpu2) else {

@@ -1,0 +1,424 @@
+//! Command tools: programs declared in `[[command_tools]]` of a config file, run with an
+//! argument vector (no shell) in the workspace root, with a cleared environment (the
+//! workspace's `env_allow` variables only), a null stdin, a timeout that kills the whole process
+//! group, and stdout/stderr capped like `bash`'s. Results have `bash`'s shape
+//! (`{"stdout", "stderr", "returncode"}`) and its output kind, `workspace/exec`: mutating, so
+//! they run pre-approved only where the surface pre-approves [`COMMAND_TOOLS_PROVIDER`] (as
+//! `toolgate exec` does, like the workspace tools).
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rustix::process::{Pid, Signal, kill_process_group};
+use serde_json::{Map, Value, json};
+use tokio::io::{AsyncRead, AsyncReadExt};
+use toolgate_core::{
+    CallError, OutputKind, Provider, ProviderError, ToolCall, ToolOutcome, ToolSpec,
+};
+use toolgate_sandbox::config::{ArgPiece, CommandToolDecl, parse_arg};
+use toolgate_workspace::WorkspaceConfig;
+
+/// The provider name of command tools.
+pub const COMMAND_TOOLS_PROVIDER: &str = "command-tools";
+/// Their output kind (the same as `bash`).
+pub const COMMAND_KIND: &str = "workspace/exec";
+
+/// The `[[command_tools]]` of the config, as a provider.
+pub struct CommandTools {
+    root: PathBuf,
+    tools: Vec<(CommandToolDecl, ToolSpec)>,
+    env: Vec<(String, std::ffi::OsString)>,
+    output_cap: usize,
+    default_timeout: Duration,
+}
+
+impl CommandTools {
+    /// Command tools running in `workspace.root`, with its environment allow-list, output cap
+    /// and default (bash) timeout.
+    pub fn new(decls: Vec<CommandToolDecl>, workspace: &WorkspaceConfig) -> Self {
+        let tools = decls
+            .into_iter()
+            .map(|d| {
+                let spec = spec(&d);
+                (d, spec)
+            })
+            .collect();
+        let env = workspace
+            .env_allow
+            .iter()
+            .filter_map(|k| std::env::var_os(k).map(|v| (k.clone(), v)))
+            .collect();
+        Self {
+            root: workspace.root.clone(),
+            tools,
+            env,
+            output_cap: workspace.output_cap_bytes,
+            default_timeout: workspace.bash_timeout,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    /// Keep only the tools `keep` accepts (by id).
+    pub fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) {
+        self.tools.retain(|(d, _)| keep(&d.name));
+    }
+}
+
+fn spec(d: &CommandToolDecl) -> ToolSpec {
+    let shown = d.argv.join(" ");
+    let description = if d.description.trim().is_empty() {
+        format!(
+            "Runs `{shown}` in the workspace (no shell). Returns {{stdout, stderr, returncode}}."
+        )
+    } else {
+        d.description.clone()
+    };
+    let mut annotations = Map::new();
+    annotations.insert("argv".to_owned(), json!(d.argv));
+    annotations.insert("source".to_owned(), json!(d.source.display().to_string()));
+    annotations.insert(
+        "returns".to_owned(),
+        json!("dict: {stdout: str, stderr: str, returncode: int}"),
+    );
+    ToolSpec {
+        id: d.name.clone(),
+        title: d.name.clone(),
+        description,
+        input_schema: d.input_schema(),
+        output_kind: Some(OutputKind::new(COMMAND_KIND)),
+        category: "workspace".to_owned(),
+        annotations,
+    }
+}
+
+/// One scalar parameter value as argument text.
+fn scalar(name: &str, v: &Value) -> Result<String, CallError> {
+    let text = match v {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        Value::Bool(b) => b.to_string(),
+        other => {
+            return Err(CallError::invalid(format!(
+                "parameter \"{name}\" must be a string, number or boolean here, not {other}"
+            )));
+        }
+    };
+    if text.contains('\0') {
+        return Err(CallError::invalid(format!(
+            "parameter \"{name}\" contains a NUL character"
+        )));
+    }
+    Ok(text)
+}
+
+/// The argument vector of one call. An argument that is exactly `{p}` becomes p's value as one
+/// argument (a list: one argument per item; absent or null: no argument); an argument with a
+/// placeholder among other text is dropped when one of its parameters is absent.
+pub fn build_argv(argv: &[String], params: &Map<String, Value>) -> Result<Vec<String>, CallError> {
+    let mut out = Vec::with_capacity(argv.len());
+    for arg in argv {
+        let pieces = parse_arg(arg).map_err(CallError::invalid)?;
+        if let [ArgPiece::Param(p)] = pieces.as_slice() {
+            match params.get(p) {
+                None | Some(Value::Null) => {}
+                Some(Value::Array(items)) => {
+                    for item in items {
+                        out.push(scalar(p, item)?);
+                    }
+                }
+                Some(v) => out.push(scalar(p, v)?),
+            }
+            continue;
+        }
+        let mut text = String::new();
+        let mut complete = true;
+        for piece in &pieces {
+            match piece {
+                ArgPiece::Literal(l) => text.push_str(l),
+                ArgPiece::Param(p) => match params.get(p) {
+                    None | Some(Value::Null) => complete = false,
+                    Some(v) => text.push_str(&scalar(p, v)?),
+                },
+            }
+        }
+        if complete {
+            out.push(text);
+        }
+    }
+    Ok(out)
+}
+
+/// Read a stream to its end, keeping the first `cap` bytes and counting the rest.
+async fn read_capped<R: AsyncRead + Unpin>(mut r: R, cap: usize) -> (Vec<u8>, usize) {
+    let mut kept = Vec::new();
+    let mut total = 0usize;
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        match r.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                total += n;
+                if kept.len() < cap {
+                    let take = n.min(cap - kept.len());
+                    kept.extend_from_slice(&buf[..take]);
+                }
+            }
+        }
+    }
+    (kept, total)
+}
+
+/// Lossy UTF-8 of the kept bytes, with `…[truncated N bytes]` when the stream was longer.
+fn capped_text(kept: &[u8], total: usize) -> (String, bool) {
+    if total <= kept.len() {
+        return (String::from_utf8_lossy(kept).into_owned(), false);
+    }
+    let mut keep = kept.len();
+    if let Err(e) = std::str::from_utf8(kept)
+        && e.error_len().is_none()
+    {
+        keep = e.valid_up_to();
+    }
+    let mut text = String::from_utf8_lossy(&kept[..keep]).into_owned();
+    text.push_str(&format!("…[truncated {} bytes]", total - keep));
+    (text, true)
+}
+
+fn kill_group(pid: Option<u32>) {
+    if let Some(pid) = pid
+        .and_then(|p| i32::try_from(p).ok())
+        .and_then(Pid::from_raw)
+    {
+        // ESRCH (the group is gone already) is fine.
+        let _ = kill_process_group(pid, Signal::KILL);
+    }
+}
+
+fn program_path(root: &Path, program: &str) -> PathBuf {
+    let p = Path::new(program);
+    if p.is_relative() && program.contains('/') {
+        root.join(p)
+    } else {
+        p.to_owned()
+    }
+}
+
+#[async_trait]
+impl Provider for CommandTools {
+    fn name(&self) -> &str {
+        COMMAND_TOOLS_PROVIDER
+    }
+
+    async fn list_tools(&self) -> Result<Vec<ToolSpec>, ProviderError> {
+        Ok(self.tools.iter().map(|(_, s)| s.clone()).collect())
+    }
+
+    async fn call(&self, call: &ToolCall) -> Result<ToolOutcome, CallError> {
+        let Some((decl, _)) = self.tools.iter().find(|(d, _)| d.name == call.tool_id) else {
+            return Err(CallError::NotFound {
+                message: format!("no command tool \"{}\"", call.tool_id),
+            });
+        };
+        let argv = build_argv(&decl.argv, &call.params)?;
+        let Some((program, args)) = argv.split_first() else {
+            return Err(CallError::failed(format!(
+                "command tool \"{}\" has no program",
+                decl.name
+            )));
+        };
+        let own = decl
+            .timeout_secs
+            .and_then(|s| u64::try_from(s).ok())
+            .map_or(self.default_timeout, Duration::from_secs);
+        let limit = call.timeout.map_or(own, |d| d.min(own));
+        let mut cmd = tokio::process::Command::new(program_path(&self.root, program));
+        cmd.args(args)
+            .current_dir(&self.root)
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().map_err(|e| {
+            let message = format!(
+                "command tool \"{}\": cannot start \"{program}\": {e}",
+                decl.name
+            );
+            if e.kind() == std::io::ErrorKind::NotFound {
+                CallError::NotFound { message }
+            } else {
+                CallError::failed(message)
+            }
+        })?;
+        let pid = child.id();
+        let (Some(out), Some(err)) = (child.stdout.take(), child.stderr.take()) else {
+            kill_group(pid);
+            return Err(CallError::failed("could not capture the command's output"));
+        };
+        let cap = self.output_cap;
+        let out_task = tokio::spawn(read_capped(out, cap));
+        let err_task = tokio::spawn(read_capped(err, cap));
+        let status = match tokio::time::timeout(limit, child.wait()).await {
+            Ok(Ok(status)) => status,
+            Ok(Err(e)) => {
+                kill_group(pid);
+                return Err(CallError::failed(format!(
+                    "command tool \"{}\": waiting for it failed: {e}",
+                    decl.name
+                )));
+            }
+            Err(_) => {
+                kill_group(pid);
+                let _ = child.wait().await;
+                out_task.abort();
+                err_task.abort();
+                return Err(CallError::Timeout {
+                    tool: decl.name.clone(),
+                    seconds: limit.as_secs_f64(),
+                });
+            }
+        };
+        // Nothing the program started may outlive the call (it would hold the pipes open).
+        kill_group(pid);
+        let (out, out_total) = out_task.await.unwrap_or_default();
+        let (err, err_total) = err_task.await.unwrap_or_default();
+        let (stdout, out_cut) = capped_text(&out, out_total);
+        let (stderr, err_cut) = capped_text(&err, err_total);
+        let code = status.code().unwrap_or_else(|| {
+            use std::os::unix::process::ExitStatusExt;
+            status.signal().map_or(-1, |s| -s)
+        });
+        let mut summary =
+            format!("Exit code {code}; {out_total} bytes on stdout, {err_total} on stderr.");
+        if out_cut || err_cut {
+            summary.push_str(&format!(" Output cut at {cap} bytes per stream."));
+        }
+        Ok(ToolOutcome {
+            kind: OutputKind::new(COMMAND_KIND),
+            summary,
+            data: json!({"stdout": stdout, "stderr": stderr, "returncode": code}),
+            change_set: None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    fn params(v: Value) -> Map<String, Value> {
+        match v {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        }
+    }
+
+    fn argv(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn placeholders_become_whole_arguments() {
+        let t = argv(&[
+            "grep",
+            "-n",
+            "--",
+            "{pattern}",
+            "{paths}",
+            "--max={n}",
+            "{opt}",
+        ]);
+        let got = build_argv(
+            &t,
+            &params(json!({"pattern": "a b; rm -rf /", "paths": ["x y", "z"], "n": 3})),
+        )
+        .unwrap();
+        assert_eq!(
+            got,
+            ["grep", "-n", "--", "a b; rm -rf /", "x y", "z", "--max=3"],
+            "no splitting, no shell; absent optional parameters drop their argument"
+        );
+        let got = build_argv(&t, &params(json!({"pattern": "p", "paths": "one"}))).unwrap();
+        assert_eq!(got, ["grep", "-n", "--", "p", "one"]);
+        assert!(build_argv(&t, &params(json!({"pattern": {"a": 1}}))).is_err());
+        assert!(build_argv(&t, &params(json!({"pattern": "a\u{0}b"}))).is_err());
+    }
+
+    #[tokio::test]
+    async fn runs_in_the_root_with_a_cleared_env_and_a_timeout() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ws = WorkspaceConfig::new(dir.path()).unwrap();
+        ws.output_cap_bytes = 4096;
+        let decl = |name: &str, argv: &[&str], timeout: Option<i64>| CommandToolDecl {
+            name: name.to_owned(),
+            description: String::new(),
+            argv: argv.iter().map(|s| (*s).to_owned()).collect(),
+            parameters: Some(json!({"arg": {"type": "string"}})),
+            timeout_secs: timeout,
+            source: PathBuf::from("/c.toml"),
+        };
+        let script = "pwd; env | cut -d= -f1 | sort | tr '\\n' ' '; echo; echo \"$1\"";
+        let mut tools = CommandTools::new(
+            vec![
+                decl("where", &["sh", "-c", script, "sh", "{arg}"], None),
+                decl("slow", &["sleep", "30"], Some(1)),
+                decl("missing", &["no-such-program-xyz"], None),
+            ],
+            &ws,
+        );
+        let call = |id: &str, p: Value| ToolCall::new(id, params(p));
+        let o = tools
+            .call(&call("where", json!({"arg": "it's; $(x)"})))
+            .await
+            .unwrap();
+        assert_eq!(o.kind.as_str(), "workspace/exec");
+        assert_eq!(o.data["returncode"], 0);
+        let stdout = o.data["stdout"].as_str().unwrap();
+        let lines: Vec<&str> = stdout.lines().collect();
+        assert_eq!(lines[0], ws.root.display().to_string());
+        for var in lines[1].split_whitespace() {
+            assert!(
+                [
+                    "PATH", "HOME", "LANG", "TERM", "PWD", "SHLVL", "_", "OLDPWD"
+                ]
+                .contains(&var),
+                "unexpected variable {var}"
+            );
+        }
+        assert_eq!(
+            lines[2], "it's; $(x)",
+            "the value is one argument, never shell text"
+        );
+        let started = std::time::Instant::now();
+        let err = tools.call(&call("slow", json!({}))).await.unwrap_err();
+        assert!(matches!(err, CallError::Timeout { .. }), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(10));
+        let err = tools.call(&call("missing", json!({}))).await.unwrap_err();
+        assert!(matches!(err, CallError::NotFound { .. }), "{err}");
+        assert_eq!(
+            tools.list_tools().await.unwrap()[0]
+                .output_kind
+                .as_ref()
+                .unwrap()
+                .as_str(),
+            COMMAND_KIND
+        );
+        // Output is capped with a marker.
+        ws.output_cap_bytes = 8;
+        tools = CommandTools::new(
+            vec![decl("big", &["sh", "-c", "yes | head -c 100"], None)],
+            &ws,
+        );
+        let o = tools.call(&call("big", json!({}))).await.unwrap();
+        assert_eq!(o.data["stdout"], "y\ny\ny\ny\n…[truncated 92 bytes]");
+    }
+}

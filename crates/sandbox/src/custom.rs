@@ -1,0 +1,451 @@
+//! Custom tools written in Python: files that define a `TOOL` dict and a function, run **inside
+//! the sandbox** (never in the host process), so a custom tool can do nothing a program could
+//! not: its effects are the tool calls it makes, each taking the same registry, policy and
+//! confirmer as the program's own calls.
+//!
+//! ```python
+//! """Shout text back."""          # the description when TOOL has none
+//! TOOL = {
+//!     "name": "shout",              # default: the file name without .py
+//!     "description": "Upper-case text.",
+//!     "parameters": {"text": {"type": "string", "required": True}},   # or a JSON Schema
+//!     # "function": "run",          # default: a function named like the tool, else `run`
+//! }
+//!
+//! def shout(text):
+//!     return text.upper()
+//! ```
+//!
+//! At registration each file runs once in the sandbox, with no tools, to read `TOOL` (a file
+//! that fails, or whose top-level code calls a tool, is skipped with a warning). A call runs the
+//! file again followed by `function(**params)` in a nested [`crate::run`] on the host that
+//! called the tool ([`crate::calling_host`]; the host must be made with
+//! [`crate::RegistryHost::shared`]), under the provider's limits and the call's deadline. The
+//! function's return value is the tool's result; what it prints becomes the result when it
+//! returns `None`. Custom tools may call custom tools, at most [`MAX_NESTING`] deep.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{Map, Value, json};
+use toolgate_core::{
+    CallError, OutputKind, Provider, ProviderError, ToolCall, ToolOutcome, ToolSpec,
+};
+
+use crate::config::parameters_schema;
+use crate::envelope::Envelope;
+use crate::host::{HostError, ToolHost};
+use crate::limits::{ExecRequest, Limits};
+use crate::registry_host::calling_host;
+use crate::stubs::py_literal;
+
+/// The provider name of custom Python tools.
+pub const CUSTOM_TOOLS_PROVIDER: &str = "custom-tools";
+/// The output kind custom tools declare. Mutating (a custom tool may call mutating tools), so
+/// a surface confirms them unless it pre-approves the provider; the calls they make are gated
+/// on their own either way.
+pub const CUSTOM_TOOL_KIND: &str = "workspace/custom_tool";
+/// How deep custom tools may call custom tools.
+pub const MAX_NESTING: usize = 4;
+/// Largest custom-tool file read.
+const MAX_SOURCE_BYTES: u64 = 1 << 20;
+/// Time allowed to read a file's `TOOL` at registration.
+const LOAD_TIMEOUT: Duration = Duration::from_secs(5);
+
+tokio::task_local! {
+    static NESTING: usize;
+}
+
+/// One loaded custom tool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PythonTool {
+    pub spec: ToolSpec,
+    /// The Python function called.
+    pub function: String,
+    /// The file's text.
+    pub source: String,
+    /// The file.
+    pub path: PathBuf,
+}
+
+/// A provider of custom Python tools ([`CUSTOM_TOOLS_PROVIDER`]).
+#[derive(Debug, Clone)]
+pub struct PythonTools {
+    tools: Vec<PythonTool>,
+    limits: Limits,
+}
+
+/// A host with no tools, for reading `TOOL`.
+struct NoTools;
+
+#[async_trait]
+impl ToolHost for NoTools {
+    fn tool_names(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    async fn call(&self, name: &str, _args: Map<String, Value>) -> Result<Value, HostError> {
+        Err(HostError::new(
+            crate::PyExc::NameError,
+            format!("name '{name}' is not defined"),
+        ))
+    }
+}
+
+fn error_text(env: &Envelope) -> String {
+    match &env.error {
+        Some(e) => {
+            let mut s = format!("{}: {}", e.type_, e.message);
+            if let Some(line) = e.line {
+                s.push_str(&format!(" (line {line})"));
+            }
+            s
+        }
+        None => "it failed".to_owned(),
+    }
+}
+
+impl PythonTools {
+    pub fn new(tools: Vec<PythonTool>, limits: Limits) -> Self {
+        Self { tools, limits }
+    }
+
+    pub fn tools(&self) -> &[PythonTool] {
+        &self.tools
+    }
+
+    /// Keep only the tools `keep` accepts (e.g. drop ids another provider already has).
+    pub fn retain(&mut self, mut keep: impl FnMut(&PythonTool) -> bool) {
+        self.tools.retain(|t| keep(t));
+    }
+
+    /// Load every `*.py` file (names starting with `_` skipped) of each folder, folders in
+    /// order, files sorted by name. A tool of a later folder replaces one of the same name from
+    /// an earlier folder. Missing folders are fine. Returns the tools and one warning per file
+    /// skipped (naming the file and why).
+    pub async fn load_dirs(dirs: &[PathBuf]) -> (Vec<PythonTool>, Vec<String>) {
+        let mut tools: Vec<PythonTool> = Vec::new();
+        let mut warnings = Vec::new();
+        for dir in dirs {
+            let entries = match std::fs::read_dir(dir) {
+                Ok(e) => e,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => {
+                    warnings.push(format!("{}: cannot list custom tools: {e}", dir.display()));
+                    continue;
+                }
+            };
+            let mut files: Vec<PathBuf> = entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.extension().is_some_and(|x| x == "py")
+                        && p.file_name()
+                            .and_then(|n| n.to_str())
+                            .is_some_and(|n| !n.starts_with('_'))
+                        && p.is_file()
+                })
+                .collect();
+            files.sort();
+            let mut from_this_dir: Vec<String> = Vec::new();
+            for file in files {
+                match Self::load_file(&file).await {
+                    Ok(tool) => {
+                        if from_this_dir.contains(&tool.spec.id) {
+                            warnings.push(format!(
+                                "{}: custom tool \"{}\" skipped: another file in {} defines it",
+                                file.display(),
+                                tool.spec.id,
+                                dir.display()
+                            ));
+                            continue;
+                        }
+                        from_this_dir.push(tool.spec.id.clone());
+                        tools.retain(|t| t.spec.id != tool.spec.id);
+                        tools.push(tool);
+                    }
+                    Err(why) => {
+                        warnings.push(format!("{}: custom tool skipped: {why}", file.display()));
+                    }
+                }
+            }
+        }
+        (tools, warnings)
+    }
+
+    /// Read one file's `TOOL` by running it in the sandbox with no tools.
+    pub async fn load_file(path: &Path) -> Result<PythonTool, String> {
+        let size = std::fs::metadata(path)
+            .map_err(|e| format!("cannot read it: {e}"))?
+            .len();
+        if size > MAX_SOURCE_BYTES {
+            return Err(format!(
+                "it is {size} bytes; custom tools may be at most {MAX_SOURCE_BYTES}"
+            ));
+        }
+        let source = std::fs::read_to_string(path).map_err(|e| format!("cannot read it: {e}"))?;
+        let file_name = path.file_name().map_or_else(
+            || "tool.py".to_owned(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let limits = Limits {
+            timeout: LOAD_TIMEOUT,
+            max_tool_calls: 1,
+            ..Limits::default()
+        };
+        let probe = |tail: &str| {
+            ExecRequest::new(format!("{source}\n{tail}\n"))
+                .with_script_name(file_name.clone())
+                .with_limits(limits.clone())
+        };
+        let env = crate::engine::run(probe("TOOL"), &NoTools).await;
+        if !env.success {
+            let missing_tool = env
+                .error
+                .as_ref()
+                .is_some_and(|e| e.type_ == "NameError" && e.message.contains("'TOOL'"));
+            return Err(if missing_tool {
+                "it defines no TOOL dict (TOOL = {\"name\": ..., \"description\": ..., \"parameters\": {...}})".to_owned()
+            } else {
+                format!("running it failed: {}", error_text(&env))
+            });
+        }
+        let Value::Object(tool) = env.return_value else {
+            return Err(format!("TOOL must be a dict, found {}", env.return_value));
+        };
+        let text = |key: &str| -> Result<Option<String>, String> {
+            match tool.get(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(s)) => Ok(Some(s.clone())),
+                Some(other) => Err(format!("TOOL[\"{key}\"] must be a string, found {other}")),
+            }
+        };
+        let name = text("name")?.unwrap_or(stem);
+        if !is_identifier(&name) {
+            return Err(format!(
+                "TOOL[\"name\"] \"{name}\" is not a tool name (letters, digits and _, not starting with a digit)"
+            ));
+        }
+        let description = text("description")?
+            .or_else(|| module_docstring(&source))
+            .unwrap_or_else(|| "User tool".to_owned());
+        let input_schema = parameters_schema(tool.get("parameters"))
+            .map_err(|m| format!("TOOL[\"parameters\"]: {m}"))?;
+        let function = match text("function")? {
+            Some(f) => {
+                if !is_identifier(&f) {
+                    return Err(format!("TOOL[\"function\"] \"{f}\" is not a Python name"));
+                }
+                if !crate::engine::run(probe(&f), &NoTools).await.success {
+                    return Err(format!("it has no function \"{f}\" (TOOL[\"function\"])"));
+                }
+                f
+            }
+            // A function named like the tool, else `run` (the anchor's default).
+            None if crate::engine::run(probe(&name), &NoTools).await.success => name.clone(),
+            None if crate::engine::run(probe("run"), &NoTools).await.success => "run".to_owned(),
+            None => {
+                return Err(format!(
+                    "it defines no function \"{name}\" (or \"run\") to call"
+                ));
+            }
+        };
+        let mut annotations = Map::new();
+        annotations.insert("source".to_owned(), json!(path.display().to_string()));
+        annotations.insert("function".to_owned(), json!(function));
+        Ok(PythonTool {
+            spec: ToolSpec {
+                id: name.clone(),
+                title: name,
+                description,
+                input_schema,
+                output_kind: Some(OutputKind::new(CUSTOM_TOOL_KIND)),
+                category: "workspace".to_owned(),
+                annotations,
+            },
+            function,
+            source,
+            path: path.to_owned(),
+        })
+    }
+}
+
+fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// The module docstring, when the file starts with one (first line of it).
+fn module_docstring(source: &str) -> Option<String> {
+    let s = source.trim_start();
+    let quote = ["\"\"\"", "'''"].into_iter().find(|q| s.starts_with(q))?;
+    let body = &s[3..];
+    let end = body.find(quote)?;
+    let text = body[..end].trim();
+    (!text.is_empty()).then(|| text.lines().next().unwrap_or_default().trim().to_owned())
+}
+
+/// The Python exception of a failed nested run → the provider error the caller's program sees
+/// (the type survives where the core has one for it).
+fn call_error(tool: &PythonTool, env: &Envelope, limits: &Limits) -> CallError {
+    let file = tool
+        .path
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let Some(e) = &env.error else {
+        return CallError::failed(format!("custom tool \"{}\" failed", tool.spec.id));
+    };
+    let place = e
+        .line
+        .map_or_else(|| file.clone(), |l| format!("{file}, line {l}"));
+    let message = format!(
+        "{} (in custom tool \"{}\", {place})",
+        e.message, tool.spec.id
+    );
+    match e.type_.as_str() {
+        "FileNotFoundError" => CallError::NotFound { message },
+        "PermissionError" => CallError::PermissionDenied { message },
+        "ValueError" => CallError::InvalidInput { message },
+        "TimeoutError"
+            if e.message.contains("wall-clock limit") || e.message.contains("time limit") =>
+        {
+            CallError::Timeout {
+                tool: tool.spec.id.clone(),
+                seconds: limits.timeout.as_secs_f64(),
+            }
+        }
+        other => CallError::failed(format!("{other}: {message}")),
+    }
+}
+
+#[async_trait]
+impl Provider for PythonTools {
+    fn name(&self) -> &str {
+        CUSTOM_TOOLS_PROVIDER
+    }
+
+    async fn list_tools(&self) -> Result<Vec<ToolSpec>, ProviderError> {
+        Ok(self.tools.iter().map(|t| t.spec.clone()).collect())
+    }
+
+    async fn call(&self, call: &ToolCall) -> Result<ToolOutcome, CallError> {
+        let Some(tool) = self.tools.iter().find(|t| t.spec.id == call.tool_id) else {
+            return Err(CallError::NotFound {
+                message: format!("no custom tool \"{}\"", call.tool_id),
+            });
+        };
+        let Some(host) = calling_host() else {
+            return Err(CallError::failed(format!(
+                "custom tool \"{}\" can only run inside a sandbox program (its host must be made with RegistryHost::shared)",
+                tool.spec.id
+            )));
+        };
+        let depth = NESTING.try_with(|d| *d).unwrap_or(0);
+        if depth >= MAX_NESTING {
+            return Err(CallError::failed(format!(
+                "custom tool \"{}\" not run: custom tools may call custom tools at most {MAX_NESTING} deep (does one call itself?)",
+                tool.spec.id
+            )));
+        }
+        let mut limits = self.limits.clone();
+        if let Some(t) = call.timeout {
+            limits.timeout = limits.timeout.min(t);
+        }
+        let code = format!(
+            "{}\n{}(**{})\n",
+            tool.source,
+            tool.function,
+            py_literal(&Value::Object(call.params.clone()))
+        );
+        let script = tool.path.file_name().map_or_else(
+            || "tool.py".to_owned(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        let req = ExecRequest::new(code)
+            .with_script_name(script)
+            .with_limits(limits.clone());
+        let env = NESTING
+            .scope(depth + 1, crate::engine::run(req, host.as_ref()))
+            .await;
+        if !env.success {
+            return Err(call_error(tool, &env, &limits));
+        }
+        Ok(ToolOutcome {
+            kind: OutputKind::new(CUSTOM_TOOL_KIND),
+            summary: env.stdout,
+            data: env.return_value,
+            change_set: None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn docstrings_and_names() {
+        assert_eq!(
+            module_docstring("\n\"\"\"Shout it.\n\nMore.\"\"\"\nx = 1"),
+            Some("Shout it.".to_owned())
+        );
+        assert_eq!(module_docstring("x = 1"), None);
+        assert!(is_identifier("shout_2") && !is_identifier("2x") && !is_identifier("a-b"));
+    }
+
+    #[tokio::test]
+    async fn loads_tool_dicts_and_skips_broken_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(
+            d.join("shout.py"),
+            "TOOL = {\"name\": \"shout\", \"description\": \"Upper-case.\", \"parameters\": {\"text\": {\"type\": \"string\", \"required\": True}}}\n\ndef shout(text):\n    return text.upper()\n",
+        )
+        .unwrap();
+        std::fs::write(
+            d.join("legacy.py"),
+            "\"\"\"Add one.\"\"\"\nTOOL = {}\n\ndef run(n=0):\n    return n + 1\n",
+        )
+        .unwrap();
+        std::fs::write(d.join("broken.py"), "TOOL = {\n").unwrap();
+        std::fs::write(d.join("notool.py"), "def f():\n    return 1\n").unwrap();
+        std::fs::write(d.join("nofn.py"), "TOOL = {\"name\": \"nofn\"}\n").unwrap();
+        std::fs::write(d.join("calls.py"), "view(path='x')\nTOOL = {}\n").unwrap();
+        std::fs::write(d.join("_private.py"), "raise ValueError('never read')\n").unwrap();
+        let (tools, warnings) = PythonTools::load_dirs(&[d.to_owned(), d.join("missing")]).await;
+        let ids: Vec<_> = tools.iter().map(|t| t.spec.id.as_str()).collect();
+        assert_eq!(ids, ["legacy", "shout"]);
+        let legacy = &tools[0];
+        assert_eq!(legacy.function, "run");
+        assert_eq!(legacy.spec.description, "Add one.");
+        assert_eq!(tools[1].spec.input_schema["required"], json!(["text"]));
+        assert_eq!(warnings.len(), 4, "{warnings:#?}");
+        let all = warnings.join("\n");
+        assert!(
+            all.contains("broken.py: custom tool skipped: running it failed: SyntaxError"),
+            "{all}"
+        );
+        assert!(
+            all.contains("notool.py: custom tool skipped: it defines no TOOL dict"),
+            "{all}"
+        );
+        assert!(
+            all.contains(
+                "nofn.py: custom tool skipped: it defines no function \"nofn\" (or \"run\")"
+            ),
+            "{all}"
+        );
+        assert!(
+            all.contains("calls.py: custom tool skipped: running it failed: NameError"),
+            "{all}"
+        );
+    }
+}
