@@ -1,5 +1,6 @@
 //! Whole-process cost of running `1+1`: `toolgate exec --code '1+1'` (worker process, the
-//! default, and `--in-process`) against `python3 -c '1+1'` and against the PyPI
+//! default, and `--in-process`) against `python3 -c '1+1'` (and `python3 -S`, without the `site`
+//! imports that .pth files can make slow) and against the PyPI
 //! `pydantic-monty` package driven from one Python process. Each sample starts a process and
 //! waits for it to exit.
 //!

@@ -44,11 +44,11 @@ pub enum Surface {
     All,
 }
 
-#[derive(Args)]
+#[derive(Args, Debug, Clone)]
 pub struct StoreArgs {
     /// A STAC catalogue folder (with catalog.json). Default: the built-in demo store.
     #[arg(long, env = "TOOLGATE_STORE")]
-    store: Option<PathBuf>,
+    pub store: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -174,7 +174,7 @@ pub async fn codeact_registry(root: &Path) -> Result<Registry> {
     Ok(registry)
 }
 
-fn open_store(args: &StoreArgs) -> Result<StacStore> {
+pub fn open_store(args: &StoreArgs) -> Result<StacStore> {
     match &args.store {
         Some(dir) => {
             let id = dir

@@ -73,6 +73,20 @@ pub struct ExecArgs {
     #[arg(long)]
     pub yes: bool,
 
+    /// Open this plot (stac://…) so the program can call the Debrief plot tools (with
+    /// `feature_names` / `feature_ids` / `scope`). Their edits land on a scratch copy; when the
+    /// program succeeds the net change is previewed once and applied as one undo step on
+    /// approval (`--yes` or the terminal), or dropped.
+    #[arg(long, value_name = "PLOT_ID")]
+    pub plot: Option<String>,
+
+    /// Save the plot after an approved program edit (a person's choice, like `plot run --save`).
+    #[arg(long, requires = "plot")]
+    pub save: bool,
+
+    #[command(flatten)]
+    pub store: crate::debrief_cli::StoreArgs,
+
     /// Run the interpreter inside this process instead of a worker process: faster to start,
     /// but the memory limit is only partly enforced and a runaway native operation cannot be
     /// stopped at the deadline.
@@ -220,7 +234,7 @@ fn print_envelope(env: &Envelope, raw: bool) -> Result<()> {
 /// `toolgate exec`. `registry` already holds the workspace tools built for
 /// [`ExecArgs::workspace_root`]. Returns the exit code: 0 when the program succeeded, 1 when it
 /// failed, 2 when there was no program to run.
-pub async fn run(args: ExecArgs, registry: Registry) -> Result<i32> {
+pub async fn run(args: ExecArgs, mut registry: Registry) -> Result<i32> {
     let (code, script_name) = match read_program(&args) {
         Ok(p) => p,
         Err(e) => {
@@ -261,12 +275,38 @@ pub async fn run(args: ExecArgs, registry: Registry) -> Result<i32> {
     // Command and custom tools run pre-approved like the workspace tools (choosing the
     // workspace grants them); the calls a custom tool makes are gated on their own. `shared`
     // lets custom tools run their nested programs on this host.
-    let host = RegistryHost::new(Arc::new(registry), confirmer)
+    // A plot for the program: its tools edit a scratch copy (one confirmation at the end).
+    let transaction = match &args.plot {
+        Some(plot_id) => {
+            let store = crate::debrief_cli::open_store(&args.store)?;
+            let session = Arc::new(std::sync::Mutex::new(toolgate_plot::session::Session::new(
+                vec![store],
+            )));
+            session
+                .lock()
+                .map_err(|_| anyhow::anyhow!("the plot session is unavailable"))?
+                .open(plot_id)?;
+            let tx = toolgate_plot::transaction::PlotTransaction::begin(session.clone(), plot_id)?;
+            registry
+                .register(Arc::new(tx.provider()))
+                .await
+                .context("registering the plot tools")?;
+            Some((session, tx, plot_id.clone()))
+        }
+        None => None,
+    };
+    let mut host = RegistryHost::new(Arc::new(registry), confirmer.clone())
         .context("cannot prepare the tools for the sandbox")?
         .auto_approve_provider(command_tools::COMMAND_TOOLS_PROVIDER)
         .auto_approve_provider(toolgate_sandbox::CUSTOM_TOOLS_PROVIDER)
-        .with_call_timeout(call_timeout)
-        .shared();
+        .with_call_timeout(call_timeout);
+    if let Some((_, tx, _)) = &transaction {
+        let tx = tx.clone();
+        host = host
+            .auto_approve_provider(toolgate_plot::transaction::SCRATCH_PROVIDER)
+            .with_applier(move |cs| tx.apply_to_scratch(cs));
+    }
+    let host = host.shared();
     let host = host.as_ref();
     let envelope = if args.in_process {
         toolgate_sandbox::run(req, host).await
@@ -277,6 +317,33 @@ pub async fn run(args: ExecArgs, registry: Registry) -> Result<i32> {
         pool.run(req, host).await
     };
     print_envelope(&envelope, args.raw)?;
+    if let (Some((session, tx, plot_id)), true) = (&transaction, envelope.success) {
+        use toolgate_plot::transaction::Committed;
+        match tx
+            .commit(confirmer.as_ref())
+            .await
+            .map_err(anyhow::Error::msg)?
+        {
+            Committed::NoChanges => eprintln!("The program changed nothing on {plot_id}."),
+            Committed::Declined { .. } => {
+                eprintln!("Declined: the program's plot edits were dropped.");
+            }
+            Committed::Applied { features, .. } => {
+                eprintln!(
+                    "Applied the program's edits to {features} feature(s) of {plot_id} as one undo step."
+                );
+                let mut s = session
+                    .lock()
+                    .map_err(|_| anyhow::anyhow!("the plot session is unavailable"))?;
+                if args.save {
+                    s.save(plot_id)?;
+                    eprintln!("Saved {plot_id}.");
+                } else {
+                    eprintln!("Not saved (pass --save to keep it).");
+                }
+            }
+        }
+    }
     Ok(if envelope.success { 0 } else { 1 })
 }
 

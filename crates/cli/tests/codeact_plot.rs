@@ -127,3 +127,47 @@ async fn a_declined_program_changes_nothing() {
     assert_eq!(s.plot(PLOT).unwrap().doc.to_bytes(), before);
     assert!(!s.plot(PLOT).unwrap().doc.is_dirty());
 }
+
+/// The same through the binary: `toolgate exec --plot … --yes --save` writes the net change;
+/// without a terminal or `--yes` the program's edits are dropped.
+#[test]
+fn exec_with_a_plot_confirms_once_and_saves_only_when_asked() {
+    let d = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let file = d.path().join("demo-store/alpha-day1/features.geojson");
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "exec",
+            "--workspace",
+            ws.path().to_str().unwrap(),
+            "--plot",
+            PLOT,
+            "--raw",
+            "--code",
+            "set_track_color(color=\"red\", feature_names=[\"Contact\"])",
+        ];
+        args.extend_from_slice(extra);
+        std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+            .args(&args)
+            .env("TOOLGATE_DATA_DIR", d.path())
+            .env("TOOLGATE_CONFIG", d.path().join("none.toml"))
+            .env("HOME", d.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let o = run(&[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("Declined: the program's plot edits were dropped."),
+        "{err}"
+    );
+    assert!(!std::fs::read_to_string(&file).unwrap().contains("\"red\""));
+    let o = run(&["--yes", "--save"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        o.status.success() && err.contains("as one undo step") && err.contains("Saved"),
+        "{err}"
+    );
+    assert!(std::fs::read_to_string(&file).unwrap().contains("\"red\""));
+}
