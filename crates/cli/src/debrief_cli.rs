@@ -161,8 +161,8 @@ pub fn tool_filter() -> Result<toolgate_core::ToolFilter> {
     Ok(filter.with_process_env())
 }
 
-/// The registry CodeAct programs see: the workspace tools confined to `root`, then the native
-/// analysis tools.
+/// The registry CodeAct programs see: the workspace tools confined to `root`, plus the command
+/// and custom tools from the config files. (`exec --plot` adds the plot tools over a scratch copy.)
 pub async fn codeact_registry(root: &Path) -> Result<Registry> {
     // CodeAct config (user file, <root>/.toolgate/config.toml, env), workspace, command and
     // custom tools: see crate::exec::setup.
