@@ -4,47 +4,15 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use rustix::process::{Pid, Signal, kill_process_group};
 use serde_json::{Map, Value, json};
-use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 use toolgate_core::{CallError, ToolOutcome};
 
 use crate::cap::cap_bytes;
 use crate::params::Params;
+use crate::process::{kill_group, read_capped};
 use crate::specs::kinds;
 use crate::{Inner, outcome};
-
-/// Read a stream to its end, keeping the first `cap` bytes and counting the rest (draining it
-/// so the child never blocks on a full pipe).
-async fn read_capped<R: AsyncRead + Unpin>(mut r: R, cap: usize) -> (Vec<u8>, usize) {
-    let mut kept = Vec::new();
-    let mut total = 0usize;
-    let mut buf = vec![0u8; 16 * 1024];
-    loop {
-        match r.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                total += n;
-                if kept.len() < cap {
-                    let take = n.min(cap - kept.len());
-                    kept.extend_from_slice(&buf[..take]);
-                }
-            }
-        }
-    }
-    (kept, total)
-}
-
-fn kill_group(pid: Option<u32>) {
-    if let Some(pid) = pid
-        .and_then(|p| i32::try_from(p).ok())
-        .and_then(Pid::from_raw)
-    {
-        // ESRCH (the group is gone already) is fine.
-        let _ = kill_process_group(pid, Signal::KILL);
-    }
-}
 
 /// The shell: bash when present, else sh.
 fn shell() -> &'static str {

@@ -14,13 +14,14 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod bash;
-mod cap;
+pub mod cap;
 mod fsops;
 mod github;
 mod glob;
 mod grep;
 mod guard;
 mod params;
+pub mod process;
 pub mod specs;
 mod sql;
 mod web;

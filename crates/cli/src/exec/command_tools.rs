@@ -11,14 +11,14 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use rustix::process::{Pid, Signal, kill_process_group};
 use serde_json::{Map, Value, json};
-use tokio::io::{AsyncRead, AsyncReadExt};
 use toolgate_core::{
     CallError, OutputKind, Provider, ProviderError, ToolCall, ToolOutcome, ToolSpec,
 };
 use toolgate_sandbox::config::{ArgPiece, CommandToolDecl, parse_arg};
 use toolgate_workspace::WorkspaceConfig;
+use toolgate_workspace::cap::cap_bytes;
+use toolgate_workspace::process::{kill_group, read_capped};
 
 /// The provider name of command tools.
 pub const COMMAND_TOOLS_PROVIDER: &str = "command-tools";
@@ -153,52 +153,6 @@ pub fn build_argv(argv: &[String], params: &Map<String, Value>) -> Result<Vec<St
     Ok(out)
 }
 
-/// Read a stream to its end, keeping the first `cap` bytes and counting the rest.
-async fn read_capped<R: AsyncRead + Unpin>(mut r: R, cap: usize) -> (Vec<u8>, usize) {
-    let mut kept = Vec::new();
-    let mut total = 0usize;
-    let mut buf = vec![0u8; 16 * 1024];
-    loop {
-        match r.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                total += n;
-                if kept.len() < cap {
-                    let take = n.min(cap - kept.len());
-                    kept.extend_from_slice(&buf[..take]);
-                }
-            }
-        }
-    }
-    (kept, total)
-}
-
-/// Lossy UTF-8 of the kept bytes, with `…[truncated N bytes]` when the stream was longer.
-fn capped_text(kept: &[u8], total: usize) -> (String, bool) {
-    if total <= kept.len() {
-        return (String::from_utf8_lossy(kept).into_owned(), false);
-    }
-    let mut keep = kept.len();
-    if let Err(e) = std::str::from_utf8(kept)
-        && e.error_len().is_none()
-    {
-        keep = e.valid_up_to();
-    }
-    let mut text = String::from_utf8_lossy(&kept[..keep]).into_owned();
-    text.push_str(&format!("…[truncated {} bytes]", total - keep));
-    (text, true)
-}
-
-fn kill_group(pid: Option<u32>) {
-    if let Some(pid) = pid
-        .and_then(|p| i32::try_from(p).ok())
-        .and_then(Pid::from_raw)
-    {
-        // ESRCH (the group is gone already) is fine.
-        let _ = kill_process_group(pid, Signal::KILL);
-    }
-}
-
 fn program_path(root: &Path, program: &str) -> PathBuf {
     let p = Path::new(program);
     if p.is_relative() && program.contains('/') {
@@ -289,8 +243,8 @@ impl Provider for CommandTools {
         kill_group(pid);
         let (out, out_total) = out_task.await.unwrap_or_default();
         let (err, err_total) = err_task.await.unwrap_or_default();
-        let (stdout, out_cut) = capped_text(&out, out_total);
-        let (stderr, err_cut) = capped_text(&err, err_total);
+        let (stdout, out_cut) = cap_bytes(&out, out_total, cap);
+        let (stderr, err_cut) = cap_bytes(&err, err_total, cap);
         let code = status.code().unwrap_or_else(|| {
             use std::os::unix::process::ExitStatusExt;
             status.signal().map_or(-1, |s| -s)
