@@ -1,7 +1,11 @@
 //! `toolgate`: the command-line surface over the toolgate crates.
 
+mod agent_cli;
+mod convert_cli;
 mod debrief_cli;
 mod exec;
+mod hosts_cli;
+mod mcp_cli;
 mod paths;
 
 use std::io::IsTerminal;
@@ -46,6 +50,30 @@ enum Command {
     /// Walk through the agent tools on the built-in demo data: search, open, summarise, list
     /// tools, run an edit (previewed and confirmed), undo.
     Demo(debrief_cli::DemoArgs),
+    /// Serve toolgate's tools over MCP on stdio (nothing but protocol on stdout).
+    Mcp(mcp_cli::McpArgs),
+    /// Serve the workbench and the MCP streamable-HTTP endpoint on 127.0.0.1.
+    Serve(mcp_cli::ServeArgs),
+    /// Install toolgate (CodeAct runner, MCP server, hook, agent) into an agent host.
+    Install(hosts_cli::InstallArgs),
+    /// Remove exactly what `toolgate install` wrote into a host.
+    Uninstall(hosts_cli::UninstallArgs),
+    /// Check that the sandbox backends and install targets are usable (non-zero on problems).
+    Doctor(hosts_cli::DoctorArgs),
+    /// Answer an agent host's hook (payload on stdin, decision on stdout).
+    Hook {
+        #[command(subcommand)]
+        command: hosts_cli::HookCommand,
+    },
+    /// Convert agent definitions (or a whole plugin) between hosts, mapping tool names.
+    Convert(convert_cli::ConvertArgs),
+    /// Chat with a model that drives the Debrief tools (the panel, in a terminal).
+    Chat(agent_cli::ChatArgs),
+    /// Evaluation: scenario replay, routing probe, token budgets, CodeAct arm comparison.
+    Eval {
+        #[command(subcommand)]
+        command: agent_cli::EvalCommand,
+    },
 }
 
 fn init_tracing() {
@@ -84,6 +112,15 @@ fn main() -> std::process::ExitCode {
             Command::Catalog { command } => debrief_cli::catalog(command),
             Command::Plot { command } => debrief_cli::plot(command).await,
             Command::Demo(args) => debrief_cli::demo(&args).await,
+            Command::Mcp(args) => mcp_cli::mcp(args).await,
+            Command::Serve(args) => mcp_cli::serve(args).await,
+            Command::Install(args) => hosts_cli::install(args).await,
+            Command::Uninstall(args) => hosts_cli::uninstall(args).await,
+            Command::Doctor(args) => hosts_cli::doctor(args).await,
+            Command::Hook { command } => hosts_cli::hook(command),
+            Command::Convert(args) => convert_cli::convert(&args),
+            Command::Chat(args) => agent_cli::chat(args).await,
+            Command::Eval { command } => agent_cli::eval(command).await,
             Command::Exec(args) => {
                 let root = args.workspace_root()?;
                 let registry = debrief_cli::codeact_registry(&root).await?;

@@ -1,0 +1,1 @@
+//! Test support: a scripted mock model server speaking OpenAI chat completions.
