@@ -1,24 +1,256 @@
 //! `toolgate mcp` (stdio) and `toolgate serve` (streamable HTTP + workbench).
 
-use anyhow::{Result, bail};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use async_trait::async_trait;
 use clap::Args;
+use serde_json::Value;
+use toolgate_core::telemetry::{JsonlSink, TelemetrySink};
+use toolgate_core::{Confirmer, Registry};
+use toolgate_mcp::upstream::{self, Upstream};
+use toolgate_mcp::{CodeRunner, McpShared, Surface};
+use toolgate_plot::agent::{Debrief, Settings};
+use toolgate_plot::session::Session;
+use toolgate_plot::store::StacStore;
+use toolgate_sandbox::{ExecRequest, PoolConfig, RegistryHost, WorkerCommand, WorkerPool};
+
+use crate::debrief_cli::{self, StoreArgs};
+use crate::paths;
+
+/// What both MCP commands share.
+#[derive(Args, Debug, Clone)]
+pub struct SurfaceArgs {
+    /// Which tools to serve: `debrief` (the four plot tools), `codeact` (run_code) or `all`.
+    #[arg(long, default_value = "all", env = "TOOLGATE_SURFACE")]
+    pub surface: Surface,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Workspace root for run_code's file tools (default: the current directory).
+    #[arg(long)]
+    pub workspace: Option<PathBuf>,
+    /// A `.mcp.json`-style file of upstream MCP servers whose tools join the registry
+    /// (namespaced `server__tool`). Default: `$TOOLGATE_MCP_SERVERS` when set.
+    #[arg(long, env = "TOOLGATE_MCP_SERVERS")]
+    pub upstream: Option<PathBuf>,
+}
 
 /// Arguments of `toolgate mcp`.
 #[derive(Args, Debug)]
-pub struct McpArgs {}
+pub struct McpArgs {
+    #[command(flatten)]
+    pub common: SurfaceArgs,
+}
 
 /// Arguments of `toolgate serve`.
 #[derive(Args, Debug)]
-pub struct ServeArgs {}
-
-pub async fn mcp(_args: McpArgs) -> Result<i32> {
-    bail!(
-        "`toolgate mcp` is not built yet (issue 5); use `toolgate exec` or `toolgate plot` meanwhile"
-    )
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub common: SurfaceArgs,
+    /// Port on 127.0.0.1 (0 picks a free one).
+    #[arg(long, default_value_t = 8765, env = "TOOLGATE_PORT")]
+    pub port: u16,
 }
 
-pub async fn serve(_args: ServeArgs) -> Result<i32> {
-    bail!(
-        "`toolgate serve` is not built yet (issue 5/8); use `toolgate exec` or `toolgate plot` meanwhile"
-    )
+/// Runs programs for `run_code` in sandbox workers, over the CodeAct registry.
+struct SandboxRunner {
+    registry: Arc<Registry>,
+    pool: WorkerPool,
+    limits: toolgate_sandbox::Limits,
+    sink: Arc<dyn TelemetrySink>,
+}
+
+#[async_trait]
+impl CodeRunner for SandboxRunner {
+    async fn run(
+        &self,
+        code: &str,
+        timeout: Option<Duration>,
+        confirmer: Arc<dyn Confirmer>,
+    ) -> Value {
+        let mut limits = self.limits.clone();
+        if let Some(t) = timeout {
+            limits.timeout = t;
+        }
+        let call_timeout = limits.timeout;
+        let req = ExecRequest::new(code)
+            .with_script_name("run_code.py")
+            .with_limits(limits);
+        let host = match RegistryHost::new(self.registry.clone(), confirmer) {
+            Ok(h) => h
+                .auto_approve_provider(crate::exec::command_tools::COMMAND_TOOLS_PROVIDER)
+                .auto_approve_provider(toolgate_sandbox::CUSTOM_TOOLS_PROVIDER)
+                .with_call_timeout(call_timeout)
+                .with_surface("mcp:run_code")
+                .with_sink(self.sink.clone())
+                .shared(),
+            Err(e) => {
+                return serde_json::json!({"success": false, "error": {"type": "SetupError", "message": e.to_string()}});
+            }
+        };
+        let envelope = self.pool.run(req, host.as_ref()).await;
+        serde_json::to_value(&envelope).unwrap_or(Value::Null)
+    }
+}
+
+/// Everything an MCP server process holds: the shared state and the upstream connections (kept
+/// alive for the process's lifetime; dropping them kills their children).
+pub struct McpSetup {
+    pub shared: Arc<McpShared>,
+    pub upstreams: Vec<Arc<Upstream>>,
+}
+
+pub async fn setup(args: &SurfaceArgs, surface_label: &str) -> Result<McpSetup> {
+    let upstreams = match &args.upstream {
+        Some(path) => {
+            let configs = upstream::read_config(path)?;
+            let (ok, errors) = upstream::connect_all(&configs).await;
+            for e in errors {
+                tracing::warn!("{e}");
+                eprintln!("warning: {e}");
+            }
+            ok
+        }
+        None => Vec::new(),
+    };
+    let sink: Arc<dyn TelemetrySink> = Arc::new(JsonlSink::new(paths::telemetry_file()));
+
+    // The analysis registry behind debrief_listTools/debrief_runTool, plus upstream tools.
+    let mut registry = debrief_cli::debrief_registry().await?;
+    for u in &upstreams {
+        registry
+            .register(u.clone())
+            .await
+            .with_context(|| format!("registering the tools of upstream server {}", u.name()))?;
+    }
+    let registry = Arc::new(registry);
+    let store: StacStore = debrief_cli::open_store(&args.store)?;
+    let label = surface_label.to_owned();
+    let factory_sink = sink.clone();
+    let new_session = Arc::new(move |identity: &str| {
+        Arc::new(Debrief::new(
+            Arc::new(Mutex::new(Session::new(vec![store.clone()]))),
+            registry.clone(),
+            factory_sink.clone(),
+            Settings {
+                surface: label.clone(),
+                active_model: identity.to_owned(),
+                ..Settings::default()
+            },
+        ))
+    });
+
+    let (code, functions): (Option<Arc<dyn CodeRunner>>, String) = if args.surface.has_codeact() {
+        let root = match &args.workspace {
+            Some(d) => d.clone(),
+            None => std::env::current_dir().context("cannot read the current directory")?,
+        };
+        let config = crate::exec::load_config(&root)?;
+        let mut codeact = debrief_cli::codeact_registry(&root).await?;
+        for u in &upstreams {
+            codeact.register(u.clone()).await.with_context(|| {
+                format!("registering the tools of upstream server {}", u.name())
+            })?;
+        }
+        let names: Vec<String> = codeact
+            .specs()
+            .map(|s| toolgate_sandbox::python_identifier(&s.id))
+            .collect();
+        let functions = function_line(&names);
+        let command = WorkerCommand::current_exe()
+            .context("cannot locate the toolgate executable to start sandbox workers")?;
+        let runner = SandboxRunner {
+            registry: Arc::new(codeact),
+            pool: WorkerPool::new(PoolConfig::new(command).with_size(2)),
+            limits: config.limits(),
+            sink: sink.clone(),
+        };
+        (Some(Arc::new(runner)), functions)
+    } else {
+        (None, String::new())
+    };
+    let shared = McpShared::new(args.surface, new_session, code, sink, functions);
+    Ok(McpSetup {
+        shared: Arc::new(shared),
+        upstreams,
+    })
+}
+
+/// `view, create, …` — the function names a program can call, bounded so the advertised tool
+/// list stays small whatever the registry size.
+fn function_line(names: &[String]) -> String {
+    const SHOWN: usize = 24;
+    let mut line = names
+        .iter()
+        .take(SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > SHOWN {
+        line.push_str(&format!(
+            ", and {} more (`toolgate tools list --markdown` lists them all)",
+            names.len() - SHOWN
+        ));
+    }
+    if !line.is_empty() {
+        line.push('.');
+    }
+    line
+}
+
+pub async fn mcp(args: McpArgs) -> Result<i32> {
+    let setup = setup(&args.common, "mcp").await?;
+    tracing::info!(upstreams = setup.upstreams.len(), surface = %args.common.surface.as_str(), "serving MCP on stdio");
+    tokio::select! {
+        r = toolgate_mcp::transport::serve_stdio(setup.shared.clone()) => r?,
+        () = shutdown_signal() => tracing::info!("signal received; shutting down"),
+    }
+    drop(setup);
+    Ok(0)
+}
+
+pub async fn serve(args: ServeArgs) -> Result<i32> {
+    let setup = setup(&args.common, "mcp-http").await?;
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let app = toolgate_mcp::transport::http_router(setup.shared.clone(), cancel.clone());
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port))
+        .await
+        .with_context(|| format!("cannot listen on 127.0.0.1:{} (use --port)", args.port))?;
+    let addr = listener.local_addr()?;
+    print_line(&format!("MCP endpoint: http://{addr}/mcp"));
+    let stop = cancel.clone();
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            shutdown_signal().await;
+            stop.cancel();
+        })
+        .await
+        .context("the HTTP server failed")?;
+    drop(setup);
+    Ok(0)
+}
+
+#[allow(clippy::print_stdout)]
+fn print_line(s: &str) {
+    use std::io::Write;
+    println!("{s}");
+    let _ = std::io::stdout().flush();
+}
+
+/// SIGINT or SIGTERM: stop serving so upstream children are killed on the way out.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        std::future::pending::<()>().await;
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
 }

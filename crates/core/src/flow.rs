@@ -26,6 +26,14 @@ pub enum Answer {
 #[async_trait]
 pub trait Confirmer: Send + Sync {
     async fn confirm(&self, preview: &Preview) -> Answer;
+
+    /// Like [`Confirmer::confirm`], with the digest of the exact call (tool, validated params,
+    /// document and version, targets). Surfaces that confirm out of band (an MCP confirmation
+    /// token, an MRTR round trip) bind the answer to this digest, so an approval can never apply
+    /// to a different call or to a document that changed since the preview.
+    async fn confirm_call(&self, preview: &Preview, _digest: &CallDigest) -> Answer {
+        self.confirm(preview).await
+    }
 }
 
 /// Always answers the same (tests, `--yes`, non-interactive refusals).
@@ -195,7 +203,7 @@ impl Gate<'_> {
             Decision::Deny { reason } => return Ended::Refused { message: reason },
             Decision::Confirm(preview) => {
                 let t = Instant::now();
-                let answer = confirmer.confirm(&preview).await;
+                let answer = confirmer.confirm_call(&preview, &digest).await;
                 rec.latency_ms.confirm = Some(ms(t));
                 match answer {
                     Answer::Approve => Confirmation::Approved,

@@ -1,1 +1,17 @@
-//! toolgate over the Model Context Protocol: server surfaces (stdio, streamable HTTP) and upstream MCP servers as a tool provider.
+//! toolgate over the Model Context Protocol (official Rust SDK `rmcp`, pinned exactly; its
+//! types stay inside this crate).
+//!
+//! - [`server`]: the MCP server for toolgate's surfaces (the four Debrief tools, `run_code`), with
+//!   confirmations by elicitation, MRTR or a token fallback ([`confirm`]).
+//! - [`transport`]: stdio (`toolgate mcp`) and streamable HTTP (`toolgate serve`).
+//! - [`upstream`]: other MCP servers as a toolgate [`toolgate_core::Provider`], namespaced
+//!   `server__tool`.
+
+pub mod confirm;
+pub mod server;
+pub mod surface;
+pub mod transport;
+pub mod upstream;
+
+pub use server::{CodeRunner, McpShared, SESSION_HEADER, SessionFactory, ToolgateServer};
+pub use surface::{RUN_CODE, Surface, surface_specs, tool_list_json};

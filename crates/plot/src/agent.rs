@@ -467,6 +467,20 @@ impl Debrief {
                 &params,
                 Value::Object(args.clone()),
                 |tool, params| {
+                    // Tools from upstream MCP servers do not operate on the plot: no target, no
+                    // subject; the approval binds to the exact call only.
+                    if tool.spec.category.starts_with("mcp:") {
+                        return Ok(Prepared {
+                            call: ToolCall::new(tool.spec.id.clone(), params),
+                            document_title: None,
+                            target: format!("the external tool {} (it does not change the plot)", tool.spec.id),
+                            context: json!({"external": tool.spec.category}),
+                            consequence: Some(format!(
+                                "The call runs on the external MCP server {}; toolgate cannot undo what it does.",
+                                tool.spec.category.trim_start_matches("mcp:")
+                            )),
+                        });
+                    }
                     let session = self.session();
                     let active = session.active_id().map(str::to_owned);
                     let plot = match (&plot_arg, &active) {

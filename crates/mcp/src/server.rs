@@ -1,0 +1,504 @@
+//! toolgate's MCP server: one handler type for stdio and streamable HTTP.
+//!
+//! Which session a call drives:
+//! - stdio, and HTTP clients on the legacy protocol (≤ 2025-11-25, one MCP session per client):
+//!   the handler instance's own session, created on first use — sessions never share state;
+//! - HTTP requests that carry an `x-toolgate-session: NAME` header: that named session (how a
+//!   stateless 2026-07-28 client keeps its open plot between requests);
+//! - other stateless (2026-07-28) HTTP requests: the server's shared session — under `toolgate
+//!   serve` that is the workbench's, so a person sees the agent's edits live and saves them.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, ErrorData,
+    Implementation, InputRequest, InputRequests, InputRequiredResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{Peer, RequestContext, RoleServer};
+use serde_json::{Map, Value, json};
+use toolgate_core::flow::Fixed;
+use toolgate_core::telemetry::{Outcome, TelemetryRecord, TelemetrySink};
+use toolgate_core::{Answer, Confirmer, Preview};
+use toolgate_plot::agent::{self, Debrief};
+
+use crate::confirm::{ApprovedDigest, ConfirmState, Recording, TokenConfirmer};
+use crate::surface::{CONFIRM_ARG, RUN_CODE, Surface, surface_specs, to_mcp_tool};
+
+/// The header a stateless HTTP client names its session with.
+pub const SESSION_HEADER: &str = "x-toolgate-session";
+
+/// The elicitation key used in MRTR input requests.
+const CONFIRM_KEY: &str = "confirm";
+
+/// Runs a CodeAct program for `run_code` (the CLI binds it to the sandbox and the registry).
+#[async_trait]
+pub trait CodeRunner: Send + Sync {
+    /// Run `code`; the result is the sandbox envelope as JSON. `confirmer` answers for the
+    /// program's mutating calls.
+    async fn run(
+        &self,
+        code: &str,
+        timeout: Option<Duration>,
+        confirmer: Arc<dyn Confirmer>,
+    ) -> Value;
+}
+
+/// Makes a private Debrief session; the argument is the client's identity (for telemetry).
+pub type SessionFactory = dyn Fn(&str) -> Arc<Debrief> + Send + Sync;
+
+/// Process-wide state every handler instance shares.
+pub struct McpShared {
+    pub surface: Surface,
+    pub new_session: Arc<SessionFactory>,
+    /// The session stateless HTTP requests drive (the workbench's under `serve`).
+    pub shared_session: OnceLock<Arc<Debrief>>,
+    named: Mutex<HashMap<String, Arc<Debrief>>>,
+    pub code: Option<Arc<dyn CodeRunner>>,
+    pub confirm: ConfirmState,
+    pub sink: Arc<dyn TelemetrySink>,
+    /// One line per function `run_code` programs can call (in its description).
+    pub run_code_functions: String,
+    /// How long a legacy elicitation may wait for the person.
+    pub elicit_timeout: Duration,
+    tools: Vec<Tool>,
+}
+
+impl McpShared {
+    pub fn new(
+        surface: Surface,
+        new_session: Arc<SessionFactory>,
+        code: Option<Arc<dyn CodeRunner>>,
+        sink: Arc<dyn TelemetrySink>,
+        run_code_functions: impl Into<String>,
+    ) -> Self {
+        let run_code_functions = run_code_functions.into();
+        let tools = surface_specs(surface, &run_code_functions)
+            .iter()
+            .map(to_mcp_tool)
+            .collect();
+        Self {
+            surface,
+            new_session,
+            shared_session: OnceLock::new(),
+            named: Mutex::new(HashMap::new()),
+            code,
+            confirm: ConfirmState::new(),
+            sink,
+            run_code_functions,
+            elicit_timeout: Duration::from_secs(600),
+            tools,
+        }
+    }
+
+    /// Use this session for stateless requests (the workbench's, under `serve`).
+    pub fn with_shared_session(self, session: Arc<Debrief>) -> Self {
+        let _ = self.shared_session.set(session);
+        self
+    }
+
+    pub fn with_elicit_timeout(mut self, timeout: Duration) -> Self {
+        self.elicit_timeout = timeout;
+        self
+    }
+
+    /// The advertised tools (fixed for the process).
+    pub fn tools(&self) -> &[Tool] {
+        &self.tools
+    }
+
+    fn named_session(&self, name: &str, identity: &str) -> Arc<Debrief> {
+        let mut named = self
+            .named
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        named
+            .entry(name.to_owned())
+            .or_insert_with(|| (self.new_session)(identity))
+            .clone()
+    }
+
+    fn shared(&self, identity: &str) -> Arc<Debrief> {
+        self.shared_session
+            .get_or_init(|| (self.new_session)(identity))
+            .clone()
+    }
+}
+
+/// One MCP handler (per stdio connection, per legacy HTTP session, per stateless request).
+#[derive(Clone)]
+pub struct ToolgateServer {
+    shared: Arc<McpShared>,
+    own: Arc<OnceLock<Arc<Debrief>>>,
+}
+
+impl ToolgateServer {
+    pub fn new(shared: Arc<McpShared>) -> Self {
+        Self {
+            shared,
+            own: Arc::new(OnceLock::new()),
+        }
+    }
+
+    fn identity(ctx: &RequestContext<RoleServer>) -> String {
+        ctx.client_info()
+            .map(|i| format!("{}/{}", i.name, i.version))
+            .unwrap_or_else(|| "unknown".to_owned())
+    }
+
+    fn is_modern(ctx: &RequestContext<RoleServer>) -> bool {
+        ctx.protocol_version()
+            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+    }
+
+    fn session_for(&self, ctx: &RequestContext<RoleServer>) -> Arc<Debrief> {
+        let identity = Self::identity(ctx);
+        if let Some(parts) = ctx.extensions.get::<axum::http::request::Parts>() {
+            if let Some(name) = parts
+                .headers
+                .get(SESSION_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .map(str::trim)
+                .filter(|n| !n.is_empty() && n.len() <= 128)
+            {
+                return self.shared.named_session(name, &identity);
+            }
+            if Self::is_modern(ctx) {
+                return self.shared.shared(&identity);
+            }
+        }
+        self.own
+            .get_or_init(|| (self.shared.new_session)(&identity))
+            .clone()
+    }
+
+    fn can_elicit(ctx: &RequestContext<RoleServer>) -> bool {
+        if Self::is_modern(ctx) {
+            ctx.client_capabilities()
+                .is_some_and(|c| c.elicitation.is_some())
+        } else {
+            ctx.peer
+                .supported_elicitation_modes()
+                .contains(&rmcp::service::ElicitationMode::Form)
+        }
+    }
+
+    fn record(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        tool: &str,
+        input: &Map<String, Value>,
+        outcome: Outcome,
+        started: Instant,
+    ) {
+        let mut rec = TelemetryRecord::now("mcp", tool, Value::Object(input.clone()));
+        rec.active_model = Self::identity(ctx);
+        rec.outcome = outcome;
+        rec.latency_ms.total = started.elapsed().as_secs_f64() * 1000.0;
+        self.shared.sink.record(&rec);
+    }
+
+    async fn run_tool(
+        &self,
+        debrief: &Debrief,
+        mut args: Map<String, Value>,
+        request_state: Option<String>,
+        responses: Option<&rmcp::model::InputResponses>,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let token = args
+            .remove(CONFIRM_ARG)
+            .and_then(|v| v.as_str().map(str::to_owned));
+        let input = Value::Object(args);
+        let confirm = &self.shared.confirm;
+
+        // MRTR retry: the sealed state says which call was previewed; the response says what
+        // the person answered.
+        if let Some(sealed) = request_state {
+            let state = match confirm.open(&sealed) {
+                Ok(s) => s,
+                Err(e) => return Ok(text_result(e.to_string(), true)),
+            };
+            let answer = responses
+                .and_then(|r| r.get(CONFIRM_KEY))
+                .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok());
+            if !confirm.consume(&state) {
+                return Ok(text_result(
+                    crate::confirm::ConfirmRejected::Replayed.to_string(),
+                    true,
+                ));
+            }
+            let approved = answer.as_ref().is_some_and(accepted);
+            if !approved {
+                let text = debrief.run_tool(&input, &Fixed(Answer::Decline)).await;
+                return Ok(text_result(text, false));
+            }
+            let confirmer = ApprovedDigest::new(state.digest);
+            let text = debrief.run_tool(&input, &confirmer).await;
+            if confirmer.mismatch.take().is_some() {
+                return Ok(text_result(
+                    crate::confirm::ConfirmRejected::Mismatch.to_string(),
+                    true,
+                ));
+            }
+            return Ok(text_result(text, false));
+        }
+
+        // Token fallback, second step.
+        if let Some(token) = token {
+            let confirmer = TokenConfirmer::new(confirm, token);
+            let text = debrief.run_tool(&input, &confirmer).await;
+            if let Some(rejected) = confirmer.rejection() {
+                let mut msg = rejected.to_string();
+                if let Some(asked) = confirmer.asked.take() {
+                    let token = confirm.mint_token(&asked.digest);
+                    msg = format!("{msg}.\n\n{}", token_request(&asked.preview, &token));
+                }
+                return Ok(text_result(msg, true));
+            }
+            return Ok(text_result(text, false));
+        }
+
+        if Self::can_elicit(ctx) {
+            if Self::is_modern(ctx) {
+                let recording = Recording::default();
+                let text = debrief.run_tool(&input, &recording).await;
+                let Some(asked) = recording.take() else {
+                    return Ok(text_result(text, false));
+                };
+                let sealed = confirm
+                    .seal(&asked.digest)
+                    .map_err(|e| ErrorData::internal_error(e, None))?;
+                let mut requests = InputRequests::new();
+                requests.insert(
+                    CONFIRM_KEY.to_owned(),
+                    InputRequest::Elicitation(ElicitRequest::new(elicit_params(&asked.preview)?)),
+                );
+                return Ok(InputRequiredResult::new(Some(requests), Some(sealed)).into());
+            }
+            let confirmer = Elicit {
+                peer: ctx.peer.clone(),
+                timeout: self.shared.elicit_timeout,
+            };
+            let text = debrief.run_tool(&input, &confirmer).await;
+            return Ok(text_result(text, false));
+        }
+
+        // No way to ask: fail closed with a preview and a single-use token.
+        let recording = Recording::default();
+        let text = debrief.run_tool(&input, &recording).await;
+        match recording.take() {
+            Some(asked) => {
+                let token = confirm.mint_token(&asked.digest);
+                Ok(text_result(token_request(&asked.preview, &token), false))
+            }
+            None => Ok(text_result(text, false)),
+        }
+    }
+
+    async fn run_code(
+        &self,
+        args: &Map<String, Value>,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let Some(runner) = &self.shared.code else {
+            return Ok(text_result(
+                "run_code is not available on this server (start it with --surface codeact or all).",
+                true,
+            ));
+        };
+        let Some(code) = args.get("code").and_then(Value::as_str) else {
+            return Ok(text_result(
+                "\"code\" is required: the Python program to run, as a string.",
+                true,
+            ));
+        };
+        let timeout = args
+            .get("timeoutSeconds")
+            .and_then(Value::as_f64)
+            .filter(|t| t.is_finite() && *t > 0.0)
+            .map(|t| Duration::from_secs_f64(t.min(600.0)));
+        // A program's mutating calls are confirmed by elicitation when the client has it (legacy
+        // protocol); otherwise they are declined — a program cannot be paused for a token.
+        let confirmer: Arc<dyn Confirmer> = if !Self::is_modern(ctx) && Self::can_elicit(ctx) {
+            Arc::new(Elicit {
+                peer: ctx.peer.clone(),
+                timeout: self.shared.elicit_timeout,
+            })
+        } else {
+            Arc::new(Fixed(Answer::Decline))
+        };
+        let envelope = runner.run(code, timeout, confirmer).await;
+        let failed = envelope.get("success").and_then(Value::as_bool) == Some(false);
+        let text = serde_json::to_string_pretty(&envelope).unwrap_or_default();
+        Ok(text_result(text, failed))
+    }
+}
+
+fn accepted(r: &ElicitResult) -> bool {
+    r.action == ElicitationAction::Accept
+        && r.content
+            .as_ref()
+            .and_then(|c| c.get("approve"))
+            .and_then(Value::as_bool)
+            != Some(false)
+}
+
+fn text_result(text: impl Into<String>, is_error: bool) -> CallToolResponse {
+    let content = vec![ContentBlock::text(text.into())];
+    if is_error {
+        CallToolResult::error(content).into()
+    } else {
+        CallToolResult::success(content).into()
+    }
+}
+
+fn preview_text(preview: &Preview) -> String {
+    format!("{}\n\n{}", preview.title, preview.body)
+}
+
+fn token_request(preview: &Preview, token: &str) -> String {
+    format!(
+        "Confirmation needed — nothing has been changed yet.\n\n{}\n\nShow this preview to the user. Only if they approve, call debrief_runTool again with exactly the same arguments plus \"confirm\": \"{token}\" (single use, valid for {} minutes, only for this exact change on this version of the plot). If they decline, do nothing.",
+        preview_text(preview),
+        crate::confirm::CONFIRM_TTL.as_secs() / 60
+    )
+}
+
+fn elicit_params(preview: &Preview) -> Result<ElicitRequestParams, ErrorData> {
+    let schema: ElicitationSchema = serde_json::from_value(json!({
+        "type": "object",
+        "properties": {
+            "approve": {"type": "boolean", "title": "Apply this change?", "default": true}
+        },
+        "required": ["approve"]
+    }))
+    .map_err(|e| ErrorData::internal_error(format!("elicitation schema: {e}"), None))?;
+    Ok(ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: preview_text(preview),
+        requested_schema: schema,
+    })
+}
+
+/// Legacy elicitation: asks over the open session and waits (bounded). Anything but an explicit
+/// approval declines (fail closed).
+struct Elicit {
+    peer: Peer<RoleServer>,
+    timeout: Duration,
+}
+
+#[async_trait]
+impl Confirmer for Elicit {
+    async fn confirm(&self, preview: &Preview) -> Answer {
+        let Ok(params) = elicit_params(preview) else {
+            return Answer::Decline;
+        };
+        match self
+            .peer
+            .create_elicitation_with_timeout(params, Some(self.timeout))
+            .await
+        {
+            Ok(result) if accepted(&result) => Answer::Approve,
+            Ok(_) => Answer::Decline,
+            Err(e) => {
+                tracing::warn!(error = %e, "elicitation failed; declining");
+                Answer::Decline
+            }
+        }
+    }
+}
+
+impl rmcp::ServerHandler for ToolgateServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("toolgate", env!("CARGO_PKG_VERSION")));
+        let mut instructions = String::new();
+        if self.shared.surface.has_debrief() {
+            instructions.push_str("Debrief plots: search (debrief_searchPlots, open:true), summarise (debrief_summarizeCurrentPlot), list tools (debrief_listTools), then run one (debrief_runTool). Edits are previewed, need the user's confirmation and stay unsaved until the user saves. ");
+        }
+        if self.shared.surface.has_codeact() {
+            instructions.push_str("run_code: write one Python program that calls tools as functions instead of many tool calls.");
+        }
+        info = info.with_instructions(instructions.trim().to_owned());
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.shared.tools.clone()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.shared.tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let started = Instant::now();
+        let name = request.name.to_string();
+        if !self.shared.tools.iter().any(|t| t.name == name) {
+            let known: Vec<&str> = self.shared.tools.iter().map(|t| t.name.as_ref()).collect();
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "Unknown tool \"{name}\". This server's tools are: {}.",
+                    known.join(", ")
+                ),
+                None,
+            ));
+        }
+        let args = request.arguments.clone().unwrap_or_default();
+        let response = if name == RUN_CODE {
+            self.run_code(&args, &context).await
+        } else {
+            let debrief = self.session_for(&context);
+            if name == agent::RUN_TOOL {
+                self.run_tool(
+                    &debrief,
+                    args.clone(),
+                    request.request_state.clone(),
+                    request.input_responses.as_ref(),
+                    &context,
+                )
+                .await
+            } else {
+                // Read tools never need a confirmation; the confirmer is never asked.
+                match debrief
+                    .call(&name, &Value::Object(args.clone()), &Fixed(Answer::Decline))
+                    .await
+                {
+                    Ok(text) => Ok(text_result(text, false)),
+                    Err(text) => Ok(text_result(text, true)),
+                }
+            }
+        };
+        let outcome = match &response {
+            Ok(CallToolResponse::Complete(r)) if r.is_error == Some(true) => {
+                Outcome::error(first_text(r))
+            }
+            Ok(_) => Outcome::ok(),
+            Err(e) => Outcome::error(e.message.to_string()),
+        };
+        let mut logged = args;
+        logged.remove(CONFIRM_ARG);
+        self.record(&context, &name, &logged, outcome, started);
+        response
+    }
+}
+
+fn first_text(r: &CallToolResult) -> String {
+    r.content
+        .iter()
+        .find_map(|c| c.as_text().map(|t| t.text.clone()))
+        .unwrap_or_default()
+}

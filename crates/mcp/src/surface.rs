@@ -1,0 +1,210 @@
+//! Which tools an MCP client sees: a fixed, small list whatever the registry size.
+//!
+//! Dynamic tools (the analysis registry, upstream servers) are reached through
+//! `debrief_listTools`/`debrief_runTool` or inside `run_code`; `tools/list` never changes, because
+//! hosts routinely ignore `notifications/tools/list_changed`.
+
+use std::sync::Arc;
+
+use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use serde_json::{Value, json};
+use toolgate_core::{Effect, ToolSpec};
+use toolgate_plot::agent::{self, agent_tool_specs};
+
+/// The CodeAct tool's name.
+pub const RUN_CODE: &str = "run_code";
+
+/// The argument a client passes to apply a change it was shown, when it cannot show a
+/// confirmation dialog (the token fallback).
+pub const CONFIRM_ARG: &str = "confirm";
+
+/// A selectable set of tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Surface {
+    /// The four Debrief agent tools over a session.
+    Debrief,
+    /// `run_code` (CodeAct).
+    Codeact,
+    /// Both.
+    All,
+}
+
+impl Surface {
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "debrief" => Ok(Self::Debrief),
+            "codeact" => Ok(Self::Codeact),
+            "all" => Ok(Self::All),
+            other => Err(format!(
+                "unknown surface \"{other}\": use debrief, codeact or all"
+            )),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Debrief => "debrief",
+            Self::Codeact => "codeact",
+            Self::All => "all",
+        }
+    }
+
+    pub fn has_debrief(self) -> bool {
+        matches!(self, Self::Debrief | Self::All)
+    }
+
+    pub fn has_codeact(self) -> bool {
+        matches!(self, Self::Codeact | Self::All)
+    }
+}
+
+impl std::str::FromStr for Surface {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s)
+    }
+}
+
+/// The `run_code` tool as toolgate describes it. `functions` is a one-line-per-function list of
+/// what a program can call (kept short: the full reference is `toolgate tools list --markdown`).
+pub fn run_code_spec(functions: &str) -> ToolSpec {
+    let mut description = String::from(
+        "Run one Python program (a safe subset: no imports of the OS, no network) in toolgate's sandbox and get one JSON result: the program's printed output and its last expression. Tools are plain Python functions called with keyword arguments; combine many calls in one program instead of many round trips. Mutating calls ask the user to confirm.",
+    );
+    if !functions.trim().is_empty() {
+        description.push_str(" Functions: ");
+        description.push_str(functions.trim());
+    }
+    ToolSpec {
+        id: RUN_CODE.to_owned(),
+        title: "Run Python (CodeAct)".to_owned(),
+        description,
+        input_schema: json!({
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["code"],
+            "properties": {
+                "code": {"type": "string", "description": "The Python program"},
+                "timeoutSeconds": {"type": "number", "minimum": 0.1, "maximum": 600, "description": "Wall-clock limit (default from config)"}
+            }
+        }),
+        output_kind: None,
+        category: "codeact".to_owned(),
+        annotations: serde_json::Map::new(),
+    }
+}
+
+/// The specs a surface advertises, in order.
+pub fn surface_specs(surface: Surface, run_code_functions: &str) -> Vec<ToolSpec> {
+    let mut specs = Vec::new();
+    if surface.has_debrief() {
+        specs.extend(agent_tool_specs());
+    }
+    if surface.has_codeact() {
+        specs.push(run_code_spec(run_code_functions));
+    }
+    specs
+}
+
+/// One spec as an MCP tool, annotated honestly. Annotations are hints: hosts may ignore them,
+/// so the gate (policy + confirmation) is what protects the plot, not these flags.
+pub fn to_mcp_tool(spec: &ToolSpec) -> Tool {
+    let mut schema = spec.input_schema.clone();
+    if spec.id == agent::RUN_TOOL
+        && let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut)
+    {
+        props.insert(
+            CONFIRM_ARG.to_owned(),
+            json!({"type": "string", "description": "Only when a previous reply asked for it: the confirmation token it gave, after the user approved the previewed change"}),
+        );
+    }
+    let schema: JsonObject = match schema {
+        Value::Object(map) => map,
+        _ => JsonObject::new(),
+    };
+    let annotations = match spec.id.as_str() {
+        // Searching can open a plot in the session (no document changes): not destructive.
+        agent::SEARCH => ToolAnnotations::with_title(spec.title.clone())
+            .read_only(false)
+            .destructive(false)
+            .idempotent(true)
+            .open_world(false),
+        agent::SUMMARIZE | agent::LIST_TOOLS => ToolAnnotations::with_title(spec.title.clone())
+            .read_only(true)
+            .open_world(false),
+        // Runs tools that may modify the open plot (confirmed, unsaved, undoable) or, through
+        // upstream servers, anything.
+        agent::RUN_TOOL | RUN_CODE => ToolAnnotations::with_title(spec.title.clone())
+            .read_only(false)
+            .destructive(true)
+            .idempotent(false)
+            .open_world(true),
+        _ => {
+            let read = spec.effect() == Effect::Read;
+            ToolAnnotations::with_title(spec.title.clone())
+                .read_only(read)
+                .destructive(!read)
+        }
+    };
+    Tool::new(spec.id.clone(), spec.description.clone(), Arc::new(schema))
+        .with_title(spec.title.clone())
+        .with_annotations(annotations)
+}
+
+/// The advertised tool list as JSON (what `tools/list` sends), for measuring its token cost.
+pub fn tool_list_json(surface: Surface, run_code_functions: &str) -> Value {
+    let tools: Vec<Tool> = surface_specs(surface, run_code_functions)
+        .iter()
+        .map(to_mcp_tool)
+        .collect();
+    json!({ "tools": tools })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn surfaces_are_fixed_and_small() {
+        let names = |s| -> Vec<String> { surface_specs(s, "").into_iter().map(|t| t.id).collect() };
+        assert_eq!(
+            names(Surface::Debrief),
+            [
+                agent::SEARCH,
+                agent::SUMMARIZE,
+                agent::LIST_TOOLS,
+                agent::RUN_TOOL
+            ]
+        );
+        assert_eq!(names(Surface::Codeact), [RUN_CODE]);
+        assert_eq!(names(Surface::All).len(), 5);
+        assert!(Surface::parse("nope").is_err());
+    }
+
+    #[test]
+    fn annotations_are_honest() {
+        for spec in surface_specs(Surface::All, "") {
+            let tool = to_mcp_tool(&spec);
+            let a = tool.annotations.clone().unwrap();
+            match spec.id.as_str() {
+                agent::SUMMARIZE | agent::LIST_TOOLS => assert_eq!(a.read_only_hint, Some(true)),
+                agent::RUN_TOOL | RUN_CODE => {
+                    assert_eq!(a.read_only_hint, Some(false));
+                    assert_eq!(a.destructive_hint, Some(true));
+                }
+                _ => assert_eq!(a.destructive_hint, Some(false)),
+            }
+            assert_eq!(tool.input_schema.get("type"), Some(&json!("object")));
+        }
+    }
+
+    #[test]
+    fn run_tool_advertises_the_confirm_token() {
+        let spec = agent_tool_specs()
+            .into_iter()
+            .find(|s| s.id == agent::RUN_TOOL)
+            .unwrap();
+        let tool = to_mcp_tool(&spec);
+        assert!(tool.input_schema["properties"].get(CONFIRM_ARG).is_some());
+    }
+}

@@ -1,0 +1,52 @@
+//! The two server transports.
+
+use std::sync::Arc;
+
+use rmcp::ServiceExt;
+use rmcp::transport::streamable_http_server::{
+    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+};
+
+use crate::server::{McpShared, ToolgateServer};
+
+/// Largest request body the HTTP endpoint accepts (bounded; larger bodies get 413).
+pub const MAX_HTTP_BODY: usize = 4 * 1024 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum TransportError {
+    #[error("the MCP stdio session could not start: {0}")]
+    Start(String),
+    #[error("the MCP stdio session ended with an error: {0}")]
+    Run(String),
+}
+
+/// Serve on stdin/stdout until the client disconnects. Nothing but protocol goes to stdout.
+pub async fn serve_stdio(shared: Arc<McpShared>) -> Result<(), TransportError> {
+    let service = ToolgateServer::new(shared)
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| TransportError::Start(e.to_string()))?;
+    service
+        .waiting()
+        .await
+        .map_err(|e| TransportError::Run(e.to_string()))?;
+    Ok(())
+}
+
+/// The streamable-HTTP MCP endpoint as an axum router (mount it at `/mcp`). Legacy clients get
+/// a session each (and their own plot session); 2026-07-28 clients are served statelessly.
+pub fn http_router(
+    shared: Arc<McpShared>,
+    cancel: tokio_util::sync::CancellationToken,
+) -> axum::Router {
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(true)
+        .with_max_request_body_bytes(MAX_HTTP_BODY)
+        .with_cancellation_token(cancel);
+    let service = StreamableHttpService::new(
+        move || Ok(ToolgateServer::new(shared.clone())),
+        LocalSessionManager::default().into(),
+        config,
+    );
+    axum::Router::new().nest_service("/mcp", service)
+}
