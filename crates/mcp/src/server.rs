@@ -23,7 +23,7 @@ use rmcp::service::{Peer, RequestContext, RoleServer};
 use serde_json::{Map, Value, json};
 use toolgate_core::flow::Fixed;
 use toolgate_core::telemetry::{Outcome, TelemetryRecord, TelemetrySink};
-use toolgate_core::{Answer, Confirmer, Preview};
+use toolgate_core::{Answer, Confirmer, ParamValidator, Preview};
 use toolgate_plot::agent::{self, Debrief};
 
 use crate::confirm::{ApprovedDigest, ConfirmState, Recording, TokenConfirmer};
@@ -66,6 +66,7 @@ pub struct McpShared {
     /// How long a legacy elicitation may wait for the person.
     pub elicit_timeout: Duration,
     tools: Vec<Tool>,
+    validators: Vec<(String, ParamValidator)>,
 }
 
 impl McpShared {
@@ -77,9 +78,17 @@ impl McpShared {
         run_code_functions: impl Into<String>,
     ) -> Self {
         let run_code_functions = run_code_functions.into();
-        let tools = surface_specs(surface, &run_code_functions)
+        let specs = surface_specs(surface, &run_code_functions);
+        let tools = specs.iter().map(to_mcp_tool).collect();
+        // The advertised schemas are checked here too, so a malformed call is an error result
+        // (isError) the model can read, whichever tool it was.
+        let validators = specs
             .iter()
-            .map(to_mcp_tool)
+            .filter_map(|s| {
+                ParamValidator::compile(&s.id, &s.input_schema)
+                    .ok()
+                    .map(|v| (s.id.clone(), v))
+            })
             .collect();
         Self {
             surface,
@@ -92,6 +101,7 @@ impl McpShared {
             run_code_functions,
             elicit_timeout: Duration::from_secs(600),
             tools,
+            validators,
         }
     }
 
@@ -458,7 +468,18 @@ impl rmcp::ServerHandler for ToolgateServer {
             ));
         }
         let args = request.arguments.clone().unwrap_or_default();
-        let response = if name == RUN_CODE {
+        let mut checked = args.clone();
+        checked.remove(CONFIRM_ARG);
+        let invalid = self
+            .shared
+            .validators
+            .iter()
+            .find(|(id, _)| *id == name)
+            .and_then(|(_, v)| v.validate(&checked).err())
+            .map(|problems| format!("Invalid arguments for {name}: {}", problems.join("; ")));
+        let response = if let Some(message) = invalid {
+            Ok(text_result(message, true))
+        } else if name == RUN_CODE {
             self.run_code(&args, &context).await
         } else {
             let debrief = self.session_for(&context);

@@ -1,0 +1,282 @@
+//! `toolgate mcp` under bad input: malformed frames, unknown methods, oversized bodies, a client
+//! that disconnects mid-call, upstream servers that hang or die. Errors, no panic, no leaked
+//! child process.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_toolgate");
+
+struct Peer {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    rx: mpsc::Receiver<String>,
+    _data: tempfile::TempDir,
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn bad_upstream_config(dir: &Path, servers: &[(&str, &str)]) -> std::path::PathBuf {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_clients/bad_upstream.py");
+    let mut map = serde_json::Map::new();
+    for (name, mode) in servers {
+        map.insert(
+            (*name).to_owned(),
+            json!({"command": "python3", "args": [script, mode],
+                   "toolgate": {"startupTimeoutSecs": 1.5, "callTimeoutSecs": 1.5}}),
+        );
+    }
+    let path = dir.join("bad.mcp.json");
+    std::fs::write(&path, json!({ "mcpServers": map }).to_string()).unwrap();
+    path
+}
+
+fn start(args: &[&str], upstream: &[(&str, &str)]) -> Peer {
+    let data = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(BIN);
+    cmd.arg("mcp").args(args);
+    if !upstream.is_empty() {
+        cmd.arg("--upstream")
+            .arg(bad_upstream_config(data.path(), upstream));
+    }
+    let mut child = cmd
+        .env("TOOLGATE_DATA_DIR", data.path())
+        .env("TOOLGATE_WORKSPACE", data.path())
+        .current_dir(data.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    Peer {
+        child,
+        stdin,
+        rx,
+        _data: data,
+    }
+}
+
+impl Peer {
+    fn send_raw(&mut self, text: &str) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(text.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn send(&mut self, v: &Value) {
+        self.send_raw(&v.to_string());
+    }
+
+    /// The next message with this id (other lines are skipped); every line must be JSON.
+    fn reply(&mut self, id: i64, within: Duration) -> Value {
+        let deadline = Instant::now() + within;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self
+                .rx
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("no reply to request {id} within {within:?}"));
+            let v: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("stdout carried a non-JSON line ({e}): {line}"));
+            if v["id"] == json!(id) {
+                return v;
+            }
+        }
+    }
+
+    fn initialize(&mut self) {
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "robustness-test", "version": "1"}}}),
+        );
+        let r = self.reply(1, Duration::from_secs(30));
+        assert_eq!(r["result"]["serverInfo"]["name"], "toolgate", "{r}");
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    }
+
+    fn call(&mut self, id: i64, name: &str, args: Value) -> Value {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": name, "arguments": args}}));
+        self.reply(id, Duration::from_secs(60))
+    }
+
+    fn still_running(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+}
+
+fn descendants(root: u32) -> Vec<u32> {
+    let mut all: Vec<(u32, u32)> = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+            continue;
+        };
+        let after = stat.rsplit(')').next().unwrap_or_default().to_owned();
+        let mut f = after.split_whitespace();
+        let state = f.next().unwrap_or("");
+        let ppid: u32 = f.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+        if state != "Z" {
+            all.push((p, ppid));
+        }
+    }
+    let mut out = vec![root];
+    let mut i = 0;
+    while i < out.len() {
+        let parent = out[i];
+        out.extend(all.iter().filter(|(_, pp)| *pp == parent).map(|(p, _)| *p));
+        i += 1;
+    }
+    out.remove(0);
+    out
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            !s.rsplit(')')
+                .next()
+                .unwrap_or_default()
+                .trim_start()
+                .starts_with('Z')
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+fn malformed_frames_and_unknown_methods_get_errors_and_the_server_lives_on() {
+    let mut p = start(&["--surface", "debrief"], &[]);
+    p.initialize();
+    p.send_raw("{this is not json");
+    p.send_raw("[1, 2, 3]");
+    p.send(&json!({"jsonrpc": "2.0", "id": 7, "method": "no/such/method", "params": {}}));
+    let r = p.reply(7, Duration::from_secs(10));
+    assert!(r["error"]["code"].is_i64(), "{r}");
+    // unknown tool: a protocol error naming the tools that exist
+    p.send(&json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "rm_rf", "arguments": {}}}));
+    let r = p.reply(8, Duration::from_secs(10));
+    let msg = r["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("Unknown tool") && msg.contains("debrief_runTool"),
+        "{r}"
+    );
+    // arguments of the wrong shape: a tool error the model can read
+    let r = p.call(9, "debrief_searchPlots", json!({"open": "yes please"}));
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    // and the server still answers properly
+    let r = p.call(10, "debrief_listTools", json!({}));
+    assert!(
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("set-track-color"),
+        "{r}"
+    );
+    assert!(p.still_running());
+}
+
+#[test]
+fn an_oversized_stdio_message_does_not_kill_the_server() {
+    let mut p = start(&["--surface", "debrief"], &[]);
+    p.initialize();
+    let huge = "x".repeat(8 * 1024 * 1024);
+    p.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "debrief_searchPlots", "arguments": {"text": huge}}}));
+    let r = p.reply(2, Duration::from_secs(60));
+    assert!(r.get("result").is_some() || r.get("error").is_some(), "{r}");
+    let r = p.call(3, "debrief_listTools", json!({}));
+    assert!(r["result"].is_object(), "{r}");
+}
+
+#[test]
+fn a_client_that_disconnects_mid_call_leaves_no_process_behind() {
+    let mut p = start(&["--surface", "codeact"], &[]);
+    p.initialize();
+    p.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "run_code", "arguments": {"code": "n = 0\nwhile True:\n    n += 1", "timeoutSeconds": 120}}}));
+    std::thread::sleep(Duration::from_millis(1500));
+    let pid = p.child.id();
+    let kids = descendants(pid);
+    // close stdin: the client is gone
+    drop(p.stdin.take());
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < deadline && p.still_running() {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        !p.still_running(),
+        "toolgate mcp should exit when its client disconnects"
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline && kids.iter().any(|k| alive(*k)) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let leaked: Vec<u32> = kids.iter().copied().filter(|k| alive(*k)).collect();
+    assert!(
+        leaked.is_empty(),
+        "leaked processes after disconnect: {leaked:?}"
+    );
+}
+
+#[test]
+fn upstream_servers_that_hang_or_die_give_errors_not_hangs() {
+    let mut p = start(
+        &["--surface", "all"],
+        &[("hangs", "hang"), ("dies", "die"), ("stalls", "slow")],
+    );
+    p.initialize();
+    // the hanging server was skipped at start-up; the others joined the registry
+    let r = p.call(2, "debrief_listTools", json!({}));
+    let text = r["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(!text.contains("hangs__"), "{text}");
+    assert!(
+        text.contains("dies__boom") && text.contains("stalls__boom"),
+        "{text}"
+    );
+    // inside run_code: mutating (unknown effect) and nobody can confirm → refused, not run
+    let r = p.call(3, "run_code", json!({"code": "stalls__boom()"}));
+    let envelope: Value =
+        serde_json::from_str(r["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(envelope["success"], false, "{envelope}");
+    assert!(p.still_running());
+    // the whole tree is killed when the client goes
+    let pid = p.child.id();
+    let kids = descendants(pid);
+    assert!(!kids.is_empty());
+    drop(p.stdin.take());
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < deadline && (p.still_running() || kids.iter().any(|k| alive(*k))) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let leaked: Vec<u32> = kids.iter().copied().filter(|k| alive(*k)).collect();
+    assert!(leaked.is_empty(), "leaked processes: {leaked:?}");
+}
