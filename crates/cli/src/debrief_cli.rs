@@ -34,6 +34,10 @@ pub enum ToolsCommand {
         /// Workspace root for the CodeAct tools (default: the current directory).
         #[arg(long, value_name = "DIR")]
         workspace: Option<PathBuf>,
+        /// A `.mcp.json`-style file of upstream MCP servers whose tools are listed too
+        /// (namespaced `server__tool`).
+        #[arg(long, value_name = "FILE", env = "TOOLGATE_MCP_SERVERS")]
+        upstream: Option<PathBuf>,
     },
 }
 
@@ -220,6 +224,7 @@ pub async fn tools(command: ToolsCommand) -> Result<i32> {
         markdown,
         surface,
         workspace,
+        upstream,
     } = command;
     let root = match workspace {
         Some(w) => w,
@@ -234,6 +239,21 @@ pub async fn tools(command: ToolsCommand) -> Result<i32> {
             .register(Arc::new(toolgate_plot::tools::NativeTools))
             .await
             .context("registering the native Debrief tools")?;
+    }
+    // Upstream servers stay connected until the listing is printed (dropping them kills them).
+    let mut _upstreams = Vec::new();
+    if let Some(path) = &upstream {
+        let configs = toolgate_mcp::upstream::read_config(path)?;
+        let (ok, errors) = toolgate_mcp::upstream::connect_all(&configs).await;
+        for e in errors {
+            eprintln!("warning: {e}");
+        }
+        for u in ok {
+            registry.register(u.clone()).await.with_context(|| {
+                format!("registering the tools of upstream server {}", u.name())
+            })?;
+            _upstreams.push(u);
+        }
     }
     let backend =
         toolgate_sandbox::detect(toolgate_sandbox::Backend::Auto, |k| std::env::var(k).ok())

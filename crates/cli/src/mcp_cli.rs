@@ -11,7 +11,7 @@ use serde_json::Value;
 use toolgate_core::telemetry::{JsonlSink, TelemetrySink};
 use toolgate_core::{Confirmer, Registry};
 use toolgate_mcp::upstream::{self, Upstream};
-use toolgate_mcp::{CodeRunner, McpShared, Surface};
+use toolgate_mcp::{CodeRunner, DirectTools, McpShared, Surface};
 use toolgate_plot::agent::{Debrief, Settings};
 use toolgate_plot::session::Session;
 use toolgate_plot::store::StacStore;
@@ -35,6 +35,10 @@ pub struct SurfaceArgs {
     /// (namespaced `server__tool`). Default: `$TOOLGATE_MCP_SERVERS` when set.
     #[arg(long, env = "TOOLGATE_MCP_SERVERS")]
     pub upstream: Option<PathBuf>,
+    /// With `codeact`/`all`: also serve the workspace tools (view, grep, edit, …) directly.
+    /// They run without asking, as in `toolgate exec`: choosing the workspace grants them.
+    #[arg(long)]
+    pub workspace_tools: bool,
 }
 
 /// Arguments of `toolgate mcp`.
@@ -95,6 +99,37 @@ impl CodeRunner for SandboxRunner {
     }
 }
 
+/// The workspace tools served directly (`--workspace-tools`), through the same host as run_code.
+struct WorkspaceDirect {
+    registry: Arc<Registry>,
+    specs: Vec<toolgate_core::ToolSpec>,
+    sink: Arc<dyn TelemetrySink>,
+}
+
+#[async_trait]
+impl DirectTools for WorkspaceDirect {
+    fn specs(&self) -> Vec<toolgate_core::ToolSpec> {
+        self.specs.clone()
+    }
+
+    async fn call(
+        &self,
+        tool: &str,
+        args: serde_json::Map<String, Value>,
+        confirmer: Arc<dyn Confirmer>,
+    ) -> Result<Value, String> {
+        let host = RegistryHost::new(self.registry.clone(), confirmer)
+            .map_err(|e| e.to_string())?
+            .with_surface("mcp")
+            .with_sink(self.sink.clone())
+            .shared();
+        use toolgate_sandbox::ToolHost;
+        host.call(&toolgate_sandbox::python_identifier(tool), args)
+            .await
+            .map_err(|e| e.to_string())
+    }
+}
+
 /// Everything an MCP server process holds: the shared state and the upstream connections (kept
 /// alive for the process's lifetime; dropping them kills their children).
 pub struct McpSetup {
@@ -142,6 +177,7 @@ pub async fn setup(args: &SurfaceArgs, surface_label: &str) -> Result<McpSetup> 
         ))
     });
 
+    let mut direct: Option<Arc<dyn DirectTools>> = None;
     let (code, functions): (Option<Arc<dyn CodeRunner>>, String) = if args.surface.has_codeact() {
         let root = match &args.workspace {
             Some(d) => d.clone(),
@@ -161,8 +197,25 @@ pub async fn setup(args: &SurfaceArgs, surface_label: &str) -> Result<McpSetup> 
         let functions = function_line(&names);
         let command = WorkerCommand::current_exe()
             .context("cannot locate the toolgate executable to start sandbox workers")?;
+        let codeact = Arc::new(codeact);
+        if args.workspace_tools {
+            let specs = codeact
+                .specs()
+                .filter(|s| {
+                    codeact
+                        .resolve(&s.id)
+                        .is_ok_and(|t| t.provider_name() == toolgate_sandbox::WORKSPACE_PROVIDER)
+                })
+                .cloned()
+                .collect();
+            direct = Some(Arc::new(WorkspaceDirect {
+                registry: codeact.clone(),
+                specs,
+                sink: sink.clone(),
+            }));
+        }
         let runner = SandboxRunner {
-            registry: Arc::new(codeact),
+            registry: codeact,
             pool: WorkerPool::new(PoolConfig::new(command).with_size(2)),
             limits: config.limits(),
             sink: sink.clone(),
@@ -171,7 +224,10 @@ pub async fn setup(args: &SurfaceArgs, surface_label: &str) -> Result<McpSetup> 
     } else {
         (None, String::new())
     };
-    let shared = McpShared::new(args.surface, new_session, code, sink, functions);
+    let mut shared = McpShared::new(args.surface, new_session, code, sink, functions);
+    if let Some(direct) = direct {
+        shared = shared.with_direct_tools(direct);
+    }
     Ok(McpSetup {
         shared: Arc::new(shared),
         upstreams,

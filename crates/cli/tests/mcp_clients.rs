@@ -435,3 +435,43 @@ fn twenty_concurrent_http_sessions_for_thirty_seconds_share_nothing() {
     );
     println!("concurrency: {stdout}");
 }
+
+#[test]
+fn tools_list_includes_upstream_tools_namespaced_and_mutating_unless_configured() {
+    let _serial = serial();
+    if !require_or_skip("server-everything", &everything_js()) {
+        return;
+    }
+    let env = Env::new();
+    let out = env
+        .cmd(Path::new(BIN))
+        .args([
+            "tools",
+            "list",
+            "--json",
+            "--surface",
+            "debrief",
+            "--upstream",
+        ])
+        .arg(&env.upstream)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let manifest: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let find = |name: &str| {
+        manifest
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} missing from {manifest}"))
+    };
+    assert_eq!(find("everything__echo")["effect"], "mutating");
+    assert_eq!(find("everything__get_sum")["effect"], "read");
+    assert!(find("set-track-color").is_object());
+}

@@ -13,5 +13,7 @@ pub mod surface;
 pub mod transport;
 pub mod upstream;
 
-pub use server::{CodeRunner, McpShared, SESSION_HEADER, SessionFactory, ToolgateServer};
+pub use server::{
+    CodeRunner, DirectTools, McpShared, SESSION_HEADER, SessionFactory, ToolgateServer,
+};
 pub use surface::{RUN_CODE, Surface, surface_specs, tool_list_json};

@@ -48,6 +48,20 @@ pub trait CodeRunner: Send + Sync {
     ) -> Value;
 }
 
+/// Tools served directly in `tools/list` next to `run_code` (the workspace tools, when the
+/// server was started with them). The CLI binds them to the CodeAct registry.
+#[async_trait]
+pub trait DirectTools: Send + Sync {
+    fn specs(&self) -> Vec<toolgate_core::ToolSpec>;
+    /// Run one tool through the registry and policy; `Err` is a message for the model.
+    async fn call(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+        confirmer: Arc<dyn Confirmer>,
+    ) -> Result<Value, String>;
+}
+
 /// Makes a private Debrief session; the argument is the client's identity (for telemetry).
 pub type SessionFactory = dyn Fn(&str) -> Arc<Debrief> + Send + Sync;
 
@@ -59,6 +73,8 @@ pub struct McpShared {
     pub shared_session: OnceLock<Arc<Debrief>>,
     named: Mutex<HashMap<String, Arc<Debrief>>>,
     pub code: Option<Arc<dyn CodeRunner>>,
+    direct: Option<Arc<dyn DirectTools>>,
+    direct_ids: Vec<String>,
     pub confirm: ConfirmState,
     pub sink: Arc<dyn TelemetrySink>,
     /// One line per function `run_code` programs can call (in its description).
@@ -96,6 +112,8 @@ impl McpShared {
             shared_session: OnceLock::new(),
             named: Mutex::new(HashMap::new()),
             code,
+            direct: None,
+            direct_ids: Vec::new(),
             confirm: ConfirmState::new(),
             sink,
             run_code_functions,
@@ -108,6 +126,22 @@ impl McpShared {
     /// Use this session for stateless requests (the workbench's, under `serve`).
     pub fn with_shared_session(self, session: Arc<Debrief>) -> Self {
         let _ = self.shared_session.set(session);
+        self
+    }
+
+    /// Also serve these tools directly (after the surface's own).
+    pub fn with_direct_tools(mut self, direct: Arc<dyn DirectTools>) -> Self {
+        for spec in direct.specs() {
+            if self.tools.iter().any(|t| t.name == spec.id.as_str()) {
+                continue;
+            }
+            if let Ok(v) = ParamValidator::compile(&spec.id, &spec.input_schema) {
+                self.validators.push((spec.id.clone(), v));
+            }
+            self.tools.push(to_mcp_tool(&spec));
+            self.direct_ids.push(spec.id);
+        }
+        self.direct = Some(direct);
         self
     }
 
@@ -481,6 +515,28 @@ impl rmcp::ServerHandler for ToolgateServer {
             Ok(text_result(message, true))
         } else if name == RUN_CODE {
             self.run_code(&args, &context).await
+        } else if let (Some(direct), true) =
+            (&self.shared.direct, self.shared.direct_ids.contains(&name))
+        {
+            let confirmer: Arc<dyn Confirmer> =
+                if !Self::is_modern(&context) && Self::can_elicit(&context) {
+                    Arc::new(Elicit {
+                        peer: context.peer.clone(),
+                        timeout: self.shared.elicit_timeout,
+                    })
+                } else {
+                    Arc::new(Fixed(Answer::Decline))
+                };
+            match direct.call(&name, args.clone(), confirmer).await {
+                Ok(v) => Ok(text_result(
+                    match v {
+                        Value::String(s) => s,
+                        other => serde_json::to_string_pretty(&other).unwrap_or_default(),
+                    },
+                    false,
+                )),
+                Err(message) => Ok(text_result(message, true)),
+            }
         } else {
             let debrief = self.session_for(&context);
             if name == agent::RUN_TOOL {

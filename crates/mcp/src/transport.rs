@@ -12,6 +12,9 @@ use crate::server::{McpShared, ToolgateServer};
 /// Largest request body the HTTP endpoint accepts (bounded; larger bodies get 413).
 pub const MAX_HTTP_BODY: usize = 4 * 1024 * 1024;
 
+/// Largest JSON-RPC line accepted on stdio (the same bound as HTTP).
+pub const MAX_STDIO_LINE: usize = MAX_HTTP_BODY;
+
 #[derive(Debug, thiserror::Error)]
 pub enum TransportError {
     #[error("the MCP stdio session could not start: {0}")]
@@ -22,8 +25,13 @@ pub enum TransportError {
 
 /// Serve on stdin/stdout until the client disconnects. Nothing but protocol goes to stdout.
 pub async fn serve_stdio(shared: Arc<McpShared>) -> Result<(), TransportError> {
+    // Non-blocking pipes when the client launched us with FIFOs (lower latency per message);
+    // lines over the cap are dropped and logged, and the connection stays open.
+    let (read, write) = rmcp::transport::stdio_pipes();
+    let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(read, write)
+        .with_max_line_length(MAX_STDIO_LINE);
     let service = ToolgateServer::new(shared)
-        .serve(rmcp::transport::stdio())
+        .serve(transport)
         .await
         .map_err(|e| TransportError::Start(e.to_string()))?;
     service

@@ -487,6 +487,9 @@ async fn drain_stderr(server: String, stderr: tokio::process::ChildStderr) {
 
 #[async_trait]
 impl Provider for Upstream {
+    // The provider's name is `mcp:<server>` (the registry names the source of a duplicate id
+    // by it); the server's own name is `Upstream::name` above.
+    #[allow(clippy::misnamed_getters)]
     fn name(&self) -> &str {
         &self.provider_name
     }
@@ -538,7 +541,6 @@ impl Provider for Upstream {
         }
         let data = result
             .structured_content
-            .clone()
             .unwrap_or_else(|| json!({ "text": text }));
         Ok(ToolOutcome {
             kind: OutputKind::new("dataset/upstream"),
