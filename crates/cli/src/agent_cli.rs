@@ -1,23 +1,664 @@
 //! `toolgate chat` and `toolgate eval`: the agent loop and the evaluation harness.
 
-use anyhow::{Result, bail};
-use clap::{Args, Subcommand};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use async_trait::async_trait;
+use clap::{Args, Subcommand, ValueEnum};
+use toolgate_agent::{
+    AgentConfig, AgentEvent, AgentLoop, Conversation, ModelConfig, Provider, build_client,
+    surface_settings,
+};
+use toolgate_core::Preview;
+use toolgate_core::flow::{Answer, Confirmer};
+use toolgate_core::telemetry::JsonlSink;
+use toolgate_eval::probe::{self, Metric, ProbeOptions};
+use toolgate_eval::{arms, replay, scenario, tokens};
+use toolgate_plot::agent::Debrief;
+use toolgate_plot::session::Session;
+
+use crate::debrief_cli::{StoreArgs, debrief_registry, open_store};
+use crate::paths;
+
+/// Exit status of `eval arms --drive` when no host CLI is installed and authenticated.
+pub const EXIT_NO_HOST: i32 = 3;
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ProviderArg {
+    /// OpenAI-compatible `/v1/chat/completions` (llama.cpp server, Ollama, vLLM, LM Studio, …).
+    Openai,
+    /// Anthropic Messages `/v1/messages`.
+    Anthropic,
+}
+
+/// How to reach the model.
+#[derive(Args, Debug, Clone)]
+pub struct ModelArgs {
+    /// Model server base URL, e.g. http://127.0.0.1:8080/v1 (OpenAI-compatible) or
+    /// https://api.anthropic.com.
+    #[arg(long, env = "TOOLGATE_MODEL_URL")]
+    pub model_url: Option<String>,
+    /// Model id to ask for.
+    #[arg(long, env = "TOOLGATE_MODEL")]
+    pub model: Option<String>,
+    #[arg(long, value_enum, default_value = "openai")]
+    pub provider: ProviderArg,
+    /// Name of the environment variable that holds the API key (the key itself is never passed
+    /// on the command line, logged or written to a transcript).
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
+    /// Seconds one model request may take.
+    #[arg(long, default_value_t = 120)]
+    pub timeout_s: u64,
+    /// Retries after 429, 5xx or connection errors (exponential backoff).
+    #[arg(long, default_value_t = 3)]
+    pub retries: u32,
+    /// Tool calls as fenced JSON in the reply, for models without native tool calling.
+    #[arg(long)]
+    pub text_tools: bool,
+    /// Model requests per utterance.
+    #[arg(long, default_value_t = 8)]
+    pub max_turns: usize,
+}
+
+impl ModelArgs {
+    fn config(&self, stream: bool) -> Result<ModelConfig> {
+        let (Some(url), Some(model)) = (&self.model_url, &self.model) else {
+            bail!(
+                "no model given: pass --model-url URL and --model ID (or set TOOLGATE_MODEL_URL and TOOLGATE_MODEL), e.g. --model-url http://127.0.0.1:8080/v1 --model qwen2.5"
+            );
+        };
+        let provider = match self.provider {
+            ProviderArg::Openai => Provider::OpenAi,
+            ProviderArg::Anthropic => Provider::Anthropic,
+        };
+        let mut c = ModelConfig::new(provider, url.clone(), model.clone());
+        c.api_key_env.clone_from(&self.api_key_env);
+        c.timeout = Duration::from_secs(self.timeout_s.max(1));
+        c.max_retries = self.retries;
+        c.stream = stream;
+        Ok(c)
+    }
+}
 
 /// Arguments of `toolgate chat`.
 #[derive(Args, Debug)]
-pub struct ChatArgs {}
+pub struct ChatArgs {
+    #[command(flatten)]
+    model: ModelArgs,
+    #[command(flatten)]
+    store: StoreArgs,
+    /// Open this plot (stac://…) before the first prompt.
+    #[arg(long)]
+    open: Option<String>,
+    /// Do not send the domain priming file as the system prompt.
+    #[arg(long)]
+    no_priming: bool,
+    /// Wait for whole replies instead of streaming them.
+    #[arg(long)]
+    no_stream: bool,
+    /// Approve every edit without asking (edits still stay unsaved until /save).
+    #[arg(long)]
+    yes: bool,
+    /// Folder for the JSONL transcript (default: <data dir>/transcripts).
+    #[arg(long)]
+    transcripts: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum PrimingArg {
+    On,
+    Off,
+    Both,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum MetricArg {
+    Strict,
+    Sequence,
+    Outcome,
+    PassK,
+}
 
 /// `toolgate eval <command>`.
 #[derive(Subcommand, Debug)]
 pub enum EvalCommand {
     /// Replay scenarios with canned tool calls against the real registry and session.
-    Replay,
+    /// Exit status 1 when any scenario fails.
+    Replay {
+        /// Folder of scenario TOML files (default: the scenarios shipped with toolgate).
+        #[arg(long)]
+        scenarios: Option<PathBuf>,
+        /// Only these scenario ids (repeatable).
+        #[arg(long = "only")]
+        only: Vec<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run the agent loop live per scenario and score strict / sequence / outcome.
+    /// Exit status 1 when the chosen metric falls below --threshold.
+    Probe {
+        #[command(flatten)]
+        model: ModelArgs,
+        #[arg(long)]
+        scenarios: Option<PathBuf>,
+        #[arg(long = "only")]
+        only: Vec<String>,
+        /// Only scenarios with this tag (e.g. routing, fail-safe, spike-replay).
+        #[arg(long)]
+        tag: Option<String>,
+        #[arg(long, value_enum, default_value = "on")]
+        priming: PrimingArg,
+        /// Runs per scenario (pass^k needs every run to reach the outcome).
+        #[arg(long, default_value_t = 1)]
+        repeat: usize,
+        /// Fail (exit 1) when the metric's rate is below this (0–1).
+        #[arg(long)]
+        threshold: Option<f64>,
+        #[arg(long, value_enum, default_value = "outcome")]
+        metric: MetricArg,
+        /// Write a JSONL transcript per run into this folder.
+        #[arg(long)]
+        transcripts: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Token budget: summary cost of 8/32/100/250-feature and demo plots against 4k/8k/32k
+    /// windows, plus the advertised tool list.
+    Tokens {
+        #[arg(long)]
+        json: bool,
+    },
+    /// CodeAct arm comparison from Copilot CLI `--output-format json` transcripts
+    /// (<prompt>.baseline.jsonl and <prompt>.codeact.jsonl in --dir). With --drive, runs the
+    /// prompts through an installed, authenticated Copilot CLI first; exit status 3 when there
+    /// is none.
+    Arms {
+        /// Folder with the transcripts (read), or where --drive writes them.
+        #[arg(long)]
+        dir: PathBuf,
+        /// Dollars per million input tokens.
+        #[arg(long, default_value_t = 2.5)]
+        price_in: f64,
+        /// Dollars per million output tokens.
+        #[arg(long, default_value_t = 15.0)]
+        price_out: f64,
+        /// Drive the host CLI: run each prompt of --prompts in both arms.
+        #[arg(long, requires = "prompts")]
+        drive: bool,
+        /// JSON array of {"id", "prompt"} (for --drive).
+        #[arg(long)]
+        prompts: Option<PathBuf>,
+        /// Workspace the host CLI runs in (for --drive; default: current directory).
+        #[arg(long)]
+        workspace: Option<PathBuf>,
+        /// Plugin folder for the CodeAct arm (`copilot --plugin-dir`).
+        #[arg(long)]
+        plugin_dir: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
-pub async fn chat(_args: ChatArgs) -> Result<i32> {
-    bail!("`toolgate chat` is not built yet (issue 7)")
+#[allow(clippy::print_stdout)]
+fn out(s: &str) {
+    println!("{s}");
 }
 
-pub async fn eval(_command: EvalCommand) -> Result<i32> {
-    bail!("`toolgate eval` is not built yet (issue 7)")
+#[allow(clippy::print_stdout)]
+fn out_inline(s: &str) {
+    print!("{s}");
+    let _ = std::io::stdout().flush();
+}
+
+fn clip(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_owned()
+    } else {
+        format!("{}…", s.chars().take(n).collect::<String>())
+    }
+}
+
+/// Lines from stdin, read on their own thread so prompts and confirmations share them.
+type Lines = Arc<tokio::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<String>>>;
+
+fn stdin_lines() -> Lines {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        let stdin = std::io::stdin();
+        let mut line = String::new();
+        loop {
+            line.clear();
+            match stdin.read_line(&mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    if tx
+                        .send(line.trim_end_matches(['\r', '\n']).to_owned())
+                        .is_err()
+                    {
+                        break;
+                    }
+                }
+            }
+        }
+    });
+    Arc::new(tokio::sync::Mutex::new(rx))
+}
+
+/// Asks inline: shows the plain-language preview and reads y/N from the same input.
+struct InlineConfirmer {
+    lines: Lines,
+    yes: bool,
+}
+
+#[async_trait]
+impl Confirmer for InlineConfirmer {
+    async fn confirm(&self, preview: &Preview) -> Answer {
+        out(&format!(
+            "\n┌ confirm ─────────────────────────────\n{}\n└──────────────────────────────────────",
+            preview
+                .plain_text()
+                .lines()
+                .map(|l| format!("│ {l}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        ));
+        if self.yes {
+            out("(approved with --yes)");
+            return Answer::Approve;
+        }
+        out_inline("Apply this change? [y/N] ");
+        let answer = self.lines.lock().await.recv().await.unwrap_or_default();
+        if matches!(answer.trim().to_lowercase().as_str(), "y" | "yes") {
+            Answer::Approve
+        } else {
+            out("Declined; nothing was changed.");
+            Answer::Decline
+        }
+    }
+}
+
+fn plots_listing(session: &Session) -> String {
+    let mut s = String::from("Catalogue:\n");
+    let active = session.active_id();
+    for store in session.stores() {
+        for item in &store.items {
+            let open = session.plot(&item.plot_id).ok();
+            s.push_str(&format!(
+                "  {} {} — {}{}\n",
+                if active == Some(item.plot_id.as_str()) {
+                    "*"
+                } else if open.is_some() {
+                    "o"
+                } else {
+                    " "
+                },
+                item.plot_id,
+                item.title,
+                match open {
+                    Some(p) if p.doc.is_dirty() => " (open, dirty: unsaved changes)",
+                    Some(_) => " (open, clean)",
+                    None => "",
+                }
+            ));
+        }
+    }
+    s.push_str("(* active, o open)");
+    s
+}
+
+/// `/undo`, `/save`, `/revert`, `/plots`, `/help`: the analyst's own actions.
+fn command(debrief: &Debrief, cmd: &str) -> String {
+    let mut session = debrief.session();
+    let active = session.active_id().map(str::to_owned);
+    let need = |a: &Option<String>| {
+        a.clone()
+            .ok_or_else(|| "No plot is open; ask the assistant to find and open one.".to_owned())
+    };
+    let r: Result<String, String> = match cmd {
+        "/plots" => Ok(plots_listing(&session)),
+        "/undo" => need(&active).and_then(|id| {
+            session
+                .undo(&id)
+                .map(|label| format!("Undid \"{label}\" on {id}."))
+                .map_err(|e| e.to_string())
+        }),
+        "/save" => need(&active).and_then(|id| {
+            session
+                .save(&id)
+                .map(|()| format!("Saved {id} to disk."))
+                .map_err(|e| e.to_string())
+        }),
+        "/revert" => need(&active).and_then(|id| {
+            session
+                .revert(&id)
+                .map(|()| format!("Reverted {id} to the saved file; unsaved changes are gone."))
+                .map_err(|e| e.to_string())
+        }),
+        _ => Ok(
+            "Commands: /plots, /undo, /save, /revert, /quit. Anything else goes to the assistant."
+                .to_owned(),
+        ),
+    };
+    r.unwrap_or_else(|e| format!("error: {e}"))
+}
+
+pub async fn chat(args: ChatArgs) -> Result<i32> {
+    let config = args.model.config(!args.no_stream)?;
+    let model_id = config.model.clone();
+    let client = build_client(config, args.model.text_tools);
+    let store = open_store(&args.store)?;
+    let mut session = Session::new(vec![store]);
+    if let Some(p) = &args.open {
+        session.open(p).with_context(|| format!("opening {p}"))?;
+    }
+    let priming = !args.no_priming;
+    let debrief = Arc::new(Debrief::new(
+        Arc::new(Mutex::new(session)),
+        Arc::new(debrief_registry().await?),
+        Arc::new(JsonlSink::new(paths::telemetry_file())),
+        surface_settings("chat", &model_id, priming),
+    ));
+    let agent = AgentLoop::new(
+        client,
+        debrief.clone(),
+        AgentConfig {
+            priming,
+            max_turns: args.model.max_turns,
+            ..AgentConfig::default()
+        },
+    );
+    let tdir = args
+        .transcripts
+        .clone()
+        .unwrap_or_else(|| paths::data_dir().join("transcripts"));
+    let id = format!("chat-{}", chrono_stamp());
+    let mut conv = Conversation::new(id)
+        .with_transcript(&tdir)
+        .with_context(|| format!("creating the transcript in {}", tdir.display()))?;
+    if let Some(p) = conv.transcript_path() {
+        eprintln!("transcript: {}", p.display());
+    }
+    out(&format!(
+        "toolgate chat — model {model_id}. Ask about your plots; /plots /undo /save /revert /quit."
+    ));
+    let lines = stdin_lines();
+    let confirmer = InlineConfirmer {
+        lines: lines.clone(),
+        yes: args.yes,
+    };
+    loop {
+        out_inline("\nyou> ");
+        let Some(line) = lines.lock().await.recv().await else {
+            out("");
+            break;
+        };
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if matches!(line, "/quit" | "/exit") {
+            break;
+        }
+        if line.starts_with('/') {
+            out(&command(&debrief, line));
+            continue;
+        }
+        let mut streamed = false;
+        out_inline("assistant> ");
+        let outcome = agent
+            .run(&mut conv, line, &confirmer, |e| match e {
+                AgentEvent::TextDelta { text } => {
+                    streamed = true;
+                    out_inline(&text);
+                }
+                AgentEvent::ToolCallStarted { tool, input } => {
+                    out(&format!("\n  → {tool} {}", clip(&input.to_string(), 300)));
+                }
+                AgentEvent::ToolCallFinished { result, .. } => {
+                    out(&format!("  ← {}", clip(&result, 300)));
+                    streamed = false;
+                }
+                AgentEvent::Final { text } => {
+                    if !streamed {
+                        out_inline(&text);
+                    }
+                    out("");
+                }
+                AgentEvent::Error { message } => out(&format!("\nerror: {message}")),
+                AgentEvent::ConfirmationAsked { .. } | AgentEvent::ConfirmationAnswered { .. } => {}
+            })
+            .await;
+        tracing::debug!(
+            turns = outcome.turns,
+            calls = outcome.calls.len(),
+            "utterance done"
+        );
+    }
+    Ok(0)
+}
+
+fn chrono_stamp() -> String {
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    format!("{}-{}", d.as_secs(), std::process::id())
+}
+
+fn load(dir: Option<&Path>, only: &[String], tag: Option<&str>) -> Result<Vec<scenario::Scenario>> {
+    let all = match dir {
+        Some(d) => scenario::load_dir(d)?,
+        None => scenario::builtin()?,
+    };
+    let picked: Vec<_> = all
+        .into_iter()
+        .filter(|s| only.is_empty() || only.contains(&s.id))
+        .filter(|s| tag.is_none_or(|t| s.tags.iter().any(|x| x == t)))
+        .collect();
+    if picked.is_empty() {
+        bail!("no scenario matched --only/--tag");
+    }
+    Ok(picked)
+}
+
+pub async fn eval(command: EvalCommand) -> Result<i32> {
+    match command {
+        EvalCommand::Replay {
+            scenarios,
+            only,
+            json,
+        } => {
+            let list = load(scenarios.as_deref(), &only, None)?;
+            let results = replay::replay_all(&list).await?;
+            if json {
+                out(&serde_json::to_string_pretty(&results)?);
+            } else {
+                out(&replay::markdown(&results));
+            }
+            Ok(i32::from(results.iter().any(|r| !r.passed)))
+        }
+        EvalCommand::Probe {
+            model,
+            scenarios,
+            only,
+            tag,
+            priming,
+            repeat,
+            threshold,
+            metric,
+            transcripts,
+            json,
+        } => {
+            let list = load(scenarios.as_deref(), &only, tag.as_deref())?;
+            let client = build_client(model.config(false)?, model.text_tools);
+            let opts = ProbeOptions {
+                priming: match priming {
+                    PrimingArg::On => vec![true],
+                    PrimingArg::Off => vec![false],
+                    PrimingArg::Both => vec![false, true],
+                },
+                repeat: repeat.max(1),
+                agent: AgentConfig {
+                    max_turns: model.max_turns,
+                    ..AgentConfig::default()
+                },
+                transcripts,
+            };
+            let report = probe::probe(&list, client, &opts).await?;
+            if json {
+                out(&serde_json::to_string_pretty(&report)?);
+            } else {
+                out(&report.markdown());
+            }
+            let metric = match metric {
+                MetricArg::Strict => Metric::Strict,
+                MetricArg::Sequence => Metric::Sequence,
+                MetricArg::Outcome => Metric::Outcome,
+                MetricArg::PassK => Metric::PassK,
+            };
+            if let Some(t) = threshold {
+                let got = report.min_rate(metric);
+                if got < t {
+                    eprintln!("below threshold: {metric:?} rate {got:.3} < {t}");
+                    return Ok(1);
+                }
+            }
+            Ok(0)
+        }
+        EvalCommand::Tokens { json } => {
+            let report = tokens::report()?;
+            if json {
+                out(&serde_json::to_string_pretty(&report)?);
+            } else {
+                out(&report.markdown());
+            }
+            Ok(0)
+        }
+        EvalCommand::Arms {
+            dir,
+            price_in,
+            price_out,
+            drive,
+            prompts,
+            workspace,
+            plugin_dir,
+            json,
+        } => {
+            if drive {
+                let code = drive_copilot(
+                    &dir,
+                    prompts.as_deref(),
+                    workspace.as_deref(),
+                    plugin_dir.as_deref(),
+                )
+                .await?;
+                if code != 0 {
+                    return Ok(code);
+                }
+            }
+            let report = arms::from_dir(
+                &dir,
+                arms::Prices {
+                    input_per_m: price_in,
+                    output_per_m: price_out,
+                },
+            )?;
+            if json {
+                out(&serde_json::to_string_pretty(&report)?);
+            } else {
+                out(&report.markdown());
+            }
+            Ok(0)
+        }
+    }
+}
+
+/// The Copilot CLI: `$TOOLGATE_TOOLS_DIR/hosts/node_modules/.bin/copilot`, `.tools/…` under the
+/// current directory, or `copilot` on PATH.
+fn find_copilot() -> Option<PathBuf> {
+    let rel = Path::new("hosts/node_modules/.bin/copilot");
+    let mut candidates = Vec::new();
+    if let Some(t) = std::env::var_os("TOOLGATE_TOOLS_DIR") {
+        candidates.push(PathBuf::from(t).join(rel));
+    }
+    if let Ok(cwd) = std::env::current_dir() {
+        candidates.push(cwd.join(".tools").join(rel));
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        candidates.extend(std::env::split_paths(&path).map(|p| p.join("copilot")));
+    }
+    candidates.into_iter().find(|p| p.is_file())
+}
+
+async fn drive_copilot(
+    dir: &Path,
+    prompts: Option<&Path>,
+    workspace: Option<&Path>,
+    plugin_dir: Option<&Path>,
+) -> Result<i32> {
+    let Some(copilot) = find_copilot() else {
+        eprintln!(
+            "no host CLI: the Copilot CLI is not installed (looked in $TOOLGATE_TOOLS_DIR/hosts, ./.tools/hosts and PATH). Compare existing transcripts with `toolgate eval arms --dir DIR`."
+        );
+        return Ok(EXIT_NO_HOST);
+    };
+    let authenticated = ["COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"]
+        .iter()
+        .any(|v| std::env::var(v).is_ok_and(|s| !s.trim().is_empty()));
+    if !authenticated {
+        eprintln!(
+            "no authenticated host CLI: {} is installed but none of COPILOT_GITHUB_TOKEN, GH_TOKEN or GITHUB_TOKEN is set, so it cannot reach a model.",
+            copilot.display()
+        );
+        return Ok(EXIT_NO_HOST);
+    }
+    let prompts = prompts.context("--drive needs --prompts FILE")?;
+    let text = std::fs::read_to_string(prompts)
+        .with_context(|| format!("reading {}", prompts.display()))?;
+    let list: Vec<serde_json::Value> = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} must be a JSON array of {{\"id\", \"prompt\"}}",
+            prompts.display()
+        )
+    })?;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let cwd = match workspace {
+        Some(w) => w.to_owned(),
+        None => std::env::current_dir()?,
+    };
+    for p in &list {
+        let (Some(id), Some(prompt)) = (p["id"].as_str(), p["prompt"].as_str()) else {
+            bail!("every prompt needs a string \"id\" and \"prompt\": {p}");
+        };
+        for arm in ["baseline", "codeact"] {
+            let mut cmd = tokio::process::Command::new(&copilot);
+            let text = if arm == "codeact" {
+                format!("{prompt} Use codeact to do this in a single sandbox run.")
+            } else {
+                prompt.to_owned()
+            };
+            cmd.args(["-p", &text, "--output-format", "json", "--yolo", "-s"])
+                .current_dir(&cwd)
+                .kill_on_drop(true);
+            if arm == "baseline" {
+                cmd.arg("--no-custom-instructions");
+            } else if let Some(pd) = plugin_dir {
+                cmd.arg("--plugin-dir").arg(pd);
+            }
+            eprintln!("running {id} ({arm})…");
+            let output = tokio::time::timeout(Duration::from_secs(300), cmd.output())
+                .await
+                .with_context(|| format!("{id} ({arm}) ran past 300 s"))?
+                .with_context(|| format!("running {}", copilot.display()))?;
+            let file = dir.join(format!("{id}.{arm}.jsonl"));
+            let tmp = dir.join(format!(".{id}.{arm}.jsonl.tmp"));
+            std::fs::write(&tmp, &output.stdout)
+                .and_then(|()| std::fs::rename(&tmp, &file))
+                .with_context(|| format!("writing {}", file.display()))?;
+        }
+    }
+    Ok(0)
 }

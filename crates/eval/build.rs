@@ -1,0 +1,36 @@
+//! Compiles the scenario files in `scenarios/` into the library (`BUILTIN_SCENARIOS`).
+
+use std::fmt::Write as _;
+
+fn main() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    println!("cargo:rerun-if-changed={}", dir.display());
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    let mut out = String::from("&[\n");
+    for f in &files {
+        println!("cargo:rerun-if-changed={}", f.display());
+        let name = f
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "    ({name:?}, include_str!({:?})),",
+            f.display().to_string()
+        );
+    }
+    out.push(']');
+    let target =
+        std::path::Path::new(&std::env::var("OUT_DIR").unwrap_or_default()).join("scenarios.rs");
+    if let Err(e) = std::fs::write(&target, out) {
+        panic!("writing {}: {e}", target.display());
+    }
+}

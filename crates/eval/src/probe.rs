@@ -1,0 +1,335 @@
+//! `eval probe`: the agent loop live, per scenario × priming × repeat, every call executed
+//! against a fresh copy of the scenario's world, scored three ways side by side — strict (first
+//! call), sequence (trajectory with a valid grounding prefix) and outcome (end state) — with
+//! pass^k over repeats, turns, tool calls, tokens and wall time.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::Serialize;
+use toolgate_agent::{
+    AgentConfig, AgentLoop, CallStatus, Conversation, ModelClient, Stop, surface_settings,
+};
+
+use crate::EvalError;
+use crate::fixture::Fixture;
+use crate::replay::ScriptedConfirmer;
+use crate::scenario::Scenario;
+use crate::score::{self, CallView, Ended};
+
+#[derive(Debug, Clone)]
+pub struct ProbeOptions {
+    /// Priming variants to run (e.g. `[true]`, `[false]`, `[false, true]`).
+    pub priming: Vec<bool>,
+    pub repeat: usize,
+    pub agent: AgentConfig,
+    /// Write a JSONL transcript per run here.
+    pub transcripts: Option<PathBuf>,
+}
+
+impl Default for ProbeOptions {
+    fn default() -> Self {
+        Self {
+            priming: vec![true],
+            repeat: 1,
+            agent: AgentConfig::default(),
+            transcripts: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ProbeRun {
+    pub scenario: String,
+    pub priming: bool,
+    pub repeat: usize,
+    pub strict: bool,
+    pub sequence: bool,
+    pub outcome: bool,
+    pub calls: Vec<String>,
+    pub turns: usize,
+    pub tool_calls: usize,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub wall_ms: f64,
+    pub stop: Stop,
+    pub failures: Vec<String>,
+}
+
+/// One scenario under one priming setting, over its repeats.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub scenario: String,
+    pub priming: bool,
+    pub runs: usize,
+    pub strict: usize,
+    pub sequence: usize,
+    pub outcome: usize,
+    /// The outcome was reached in every repeat.
+    pub pass_k: bool,
+    pub turns: usize,
+    pub tool_calls: usize,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub wall_ms: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Totals {
+    pub priming: bool,
+    pub scenarios: usize,
+    pub runs: usize,
+    pub strict: usize,
+    pub sequence: usize,
+    pub outcome: usize,
+    pub pass_k: usize,
+    pub strict_rate: f64,
+    pub sequence_rate: f64,
+    pub outcome_rate: f64,
+    pub pass_k_rate: f64,
+    pub turns: usize,
+    pub tool_calls: usize,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub wall_ms: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ProbeReport {
+    pub model: String,
+    pub repeat: usize,
+    pub rows: Vec<Row>,
+    pub totals: Vec<Totals>,
+    pub runs: Vec<ProbeRun>,
+}
+
+#[allow(clippy::cast_precision_loss)]
+fn rate(n: usize, d: usize) -> f64 {
+    if d == 0 { 0.0 } else { n as f64 / d as f64 }
+}
+
+pub async fn run_one(
+    s: &Scenario,
+    client: Arc<dyn ModelClient>,
+    priming: bool,
+    repeat: usize,
+    opts: &ProbeOptions,
+) -> Result<ProbeRun, EvalError> {
+    let fx = Fixture::build(s, surface_settings("eval", client.model_id(), priming)).await?;
+    let agent = AgentLoop::new(
+        client,
+        fx.debrief.clone(),
+        AgentConfig {
+            priming,
+            ..opts.agent
+        },
+    );
+    let id = format!(
+        "{}-{}-{repeat}",
+        s.id,
+        if priming { "primed" } else { "unprimed" }
+    );
+    let mut conv = Conversation::new(id);
+    if let Some(dir) = &opts.transcripts {
+        conv = conv.with_transcript(dir).map_err(|e| {
+            EvalError::Setup(format!("creating a transcript in {}: {e}", dir.display()))
+        })?;
+    }
+    let confirmer = ScriptedConfirmer::new(&s.confirm);
+    let out = agent.run(&mut conv, &s.utterance, &confirmer, |_| {}).await;
+    let calls: Vec<CallView> = out
+        .calls
+        .iter()
+        .map(|c| CallView {
+            tool: c.tool.clone(),
+            input: c.input.clone(),
+            dispatched: c.status == CallStatus::Dispatched,
+        })
+        .collect();
+    let results: Vec<String> = out.calls.iter().map(|c| c.result.clone()).collect();
+    let failures = score::check(
+        s,
+        &fx,
+        &Ended {
+            calls: &calls,
+            results: &results,
+            asked: confirmer.asked(),
+        },
+    );
+    Ok(ProbeRun {
+        scenario: s.id.clone(),
+        priming,
+        repeat,
+        strict: score::strict(s, &calls),
+        sequence: score::sequence_ok(s, &calls),
+        outcome: failures.is_empty(),
+        calls: calls.iter().map(|c| c.tool.clone()).collect(),
+        turns: out.turns,
+        tool_calls: out.calls.len(),
+        prompt_tokens: out.usage.prompt_tokens,
+        completion_tokens: out.usage.completion_tokens,
+        wall_ms: out.wall_ms,
+        stop: out.stop,
+        failures,
+    })
+}
+
+pub async fn probe(
+    list: &[Scenario],
+    client: Arc<dyn ModelClient>,
+    opts: &ProbeOptions,
+) -> Result<ProbeReport, EvalError> {
+    let mut runs = Vec::new();
+    let repeat = opts.repeat.max(1);
+    for &priming in &opts.priming {
+        for s in list {
+            for r in 0..repeat {
+                let run = run_one(s, client.clone(), priming, r, opts).await?;
+                tracing::info!(scenario = %s.id, priming, repeat = r, strict = run.strict, sequence = run.sequence, outcome = run.outcome, "probe run");
+                runs.push(run);
+            }
+        }
+    }
+    let mut rows = Vec::new();
+    let mut totals = Vec::new();
+    for &priming in &opts.priming {
+        let mut t = Totals {
+            priming,
+            scenarios: 0,
+            runs: 0,
+            strict: 0,
+            sequence: 0,
+            outcome: 0,
+            pass_k: 0,
+            strict_rate: 0.0,
+            sequence_rate: 0.0,
+            outcome_rate: 0.0,
+            pass_k_rate: 0.0,
+            turns: 0,
+            tool_calls: 0,
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            wall_ms: 0.0,
+        };
+        for s in list {
+            let mine: Vec<&ProbeRun> = runs
+                .iter()
+                .filter(|r| r.priming == priming && r.scenario == s.id)
+                .collect();
+            let row = Row {
+                scenario: s.id.clone(),
+                priming,
+                runs: mine.len(),
+                strict: mine.iter().filter(|r| r.strict).count(),
+                sequence: mine.iter().filter(|r| r.sequence).count(),
+                outcome: mine.iter().filter(|r| r.outcome).count(),
+                pass_k: !mine.is_empty() && mine.iter().all(|r| r.outcome),
+                turns: mine.iter().map(|r| r.turns).sum(),
+                tool_calls: mine.iter().map(|r| r.tool_calls).sum(),
+                prompt_tokens: mine.iter().map(|r| r.prompt_tokens).sum(),
+                completion_tokens: mine.iter().map(|r| r.completion_tokens).sum(),
+                wall_ms: mine.iter().map(|r| r.wall_ms).sum(),
+            };
+            t.scenarios += 1;
+            t.runs += row.runs;
+            t.strict += row.strict;
+            t.sequence += row.sequence;
+            t.outcome += row.outcome;
+            t.pass_k += usize::from(row.pass_k);
+            t.turns += row.turns;
+            t.tool_calls += row.tool_calls;
+            t.prompt_tokens += row.prompt_tokens;
+            t.completion_tokens += row.completion_tokens;
+            t.wall_ms += row.wall_ms;
+            rows.push(row);
+        }
+        t.strict_rate = rate(t.strict, t.runs);
+        t.sequence_rate = rate(t.sequence, t.runs);
+        t.outcome_rate = rate(t.outcome, t.runs);
+        t.pass_k_rate = rate(t.pass_k, t.scenarios);
+        totals.push(t);
+    }
+    Ok(ProbeReport {
+        model: client.model_id().to_owned(),
+        repeat,
+        rows,
+        totals,
+        runs,
+    })
+}
+
+/// Which score a threshold applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metric {
+    Strict,
+    Sequence,
+    Outcome,
+    PassK,
+}
+
+impl ProbeReport {
+    /// The lowest rate of `metric` over the priming variants.
+    pub fn min_rate(&self, metric: Metric) -> f64 {
+        self.totals
+            .iter()
+            .map(|t| match metric {
+                Metric::Strict => t.strict_rate,
+                Metric::Sequence => t.sequence_rate,
+                Metric::Outcome => t.outcome_rate,
+                Metric::PassK => t.pass_k_rate,
+            })
+            .fold(f64::INFINITY, f64::min)
+    }
+
+    pub fn markdown(&self) -> String {
+        let k = self.repeat;
+        let mut md = format!(
+            "# Routing probe — model `{}`, {k} repeat(s)\n\n| scenario | priming | strict | sequence | outcome | pass^{k} | turns | tool calls | prompt tok | completion tok | wall ms |\n|---|---|---:|---:|---:|:---:|---:|---:|---:|---:|---:|\n",
+            self.model
+        );
+        for r in &self.rows {
+            md.push_str(&format!(
+                "| {} | {} | {}/{} | {}/{} | {}/{} | {} | {} | {} | {} | {} | {:.0} |\n",
+                r.scenario,
+                if r.priming { "on" } else { "off" },
+                r.strict,
+                r.runs,
+                r.sequence,
+                r.runs,
+                r.outcome,
+                r.runs,
+                if r.pass_k { "yes" } else { "no" },
+                r.turns,
+                r.tool_calls,
+                r.prompt_tokens,
+                r.completion_tokens,
+                r.wall_ms
+            ));
+        }
+        md.push_str("\n| priming | strict | sequence | outcome | pass^k | turns | tool calls | prompt tok | completion tok | wall ms |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        for t in &self.totals {
+            md.push_str(&format!(
+                "| {} | {}/{} ({:.0}%) | {}/{} ({:.0}%) | {}/{} ({:.0}%) | {}/{} ({:.0}%) | {} | {} | {} | {} | {:.0} |\n",
+                if t.priming { "on" } else { "off" },
+                t.strict,
+                t.runs,
+                t.strict_rate * 100.0,
+                t.sequence,
+                t.runs,
+                t.sequence_rate * 100.0,
+                t.outcome,
+                t.runs,
+                t.outcome_rate * 100.0,
+                t.pass_k,
+                t.scenarios,
+                t.pass_k_rate * 100.0,
+                t.turns,
+                t.tool_calls,
+                t.prompt_tokens,
+                t.completion_tokens,
+                t.wall_ms
+            ));
+        }
+        md
+    }
+}
