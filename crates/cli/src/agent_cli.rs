@@ -65,7 +65,7 @@ pub struct ModelArgs {
 }
 
 impl ModelArgs {
-    fn config(&self, stream: bool) -> Result<ModelConfig> {
+    pub(crate) fn config(&self, stream: bool) -> Result<ModelConfig> {
         let (Some(url), Some(model)) = (&self.model_url, &self.model) else {
             bail!(
                 "no model given: pass --model-url URL and --model ID (or set TOOLGATE_MODEL_URL and TOOLGATE_MODEL), e.g. --model-url http://127.0.0.1:8080/v1 --model qwen2.5"

@@ -7,6 +7,7 @@ mod exec;
 mod hosts_cli;
 mod mcp_cli;
 mod paths;
+mod workbench_chat;
 
 use std::io::IsTerminal;
 

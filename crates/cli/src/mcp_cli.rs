@@ -56,6 +56,12 @@ pub struct ServeArgs {
     /// Port on 127.0.0.1 (0 picks a free one).
     #[arg(long, default_value_t = 8765, env = "TOOLGATE_PORT")]
     pub port: u16,
+    /// The model that answers the workbench's chat panel (optional).
+    #[command(flatten)]
+    pub model: crate::agent_cli::ModelArgs,
+    /// Do not send the domain priming file to the chat model.
+    #[arg(long)]
+    pub no_priming: bool,
 }
 
 /// Runs programs for `run_code` in sandbox workers, over the CodeAct registry.
@@ -135,6 +141,10 @@ impl DirectTools for WorkspaceDirect {
 pub struct McpSetup {
     pub shared: Arc<McpShared>,
     pub upstreams: Vec<Arc<Upstream>>,
+    /// The analysis registry behind the Debrief tools (with the upstream tools).
+    pub registry: Arc<Registry>,
+    pub store: StacStore,
+    pub sink: Arc<dyn TelemetrySink>,
 }
 
 pub async fn setup(args: &SurfaceArgs, surface_label: &str) -> Result<McpSetup> {
@@ -164,10 +174,11 @@ pub async fn setup(args: &SurfaceArgs, surface_label: &str) -> Result<McpSetup> 
     let store: StacStore = debrief_cli::open_store(&args.store)?;
     let label = surface_label.to_owned();
     let factory_sink = sink.clone();
+    let (factory_store, factory_registry) = (store.clone(), registry.clone());
     let new_session = Arc::new(move |identity: &str| {
         Arc::new(Debrief::new(
-            Arc::new(Mutex::new(Session::new(vec![store.clone()]))),
-            registry.clone(),
+            Arc::new(Mutex::new(Session::new(vec![factory_store.clone()]))),
+            factory_registry.clone(),
             factory_sink.clone(),
             Settings {
                 surface: label.clone(),
@@ -224,13 +235,16 @@ pub async fn setup(args: &SurfaceArgs, surface_label: &str) -> Result<McpSetup> 
     } else {
         (None, String::new())
     };
-    let mut shared = McpShared::new(args.surface, new_session, code, sink, functions);
+    let mut shared = McpShared::new(args.surface, new_session, code, sink.clone(), functions);
     if let Some(direct) = direct {
         shared = shared.with_direct_tools(direct);
     }
     Ok(McpSetup {
         shared: Arc::new(shared),
         upstreams,
+        registry,
+        store,
+        sink,
     })
 }
 
@@ -269,12 +283,50 @@ pub async fn mcp(args: McpArgs) -> Result<i32> {
 
 pub async fn serve(args: ServeArgs) -> Result<i32> {
     let setup = setup(&args.common, "mcp-http").await?;
+    // The workbench's session: what the page shows, what the chat panel drives, and what
+    // stateless MCP clients (and clients naming no session) drive — so a person sees an
+    // agent's edits live and saves them.
+    let model_id = args
+        .model
+        .model
+        .clone()
+        .unwrap_or_else(|| "none".to_owned());
+    let priming = !args.no_priming;
+    let workbench = Arc::new(Debrief::new(
+        Arc::new(Mutex::new(Session::new(vec![setup.store.clone()]))),
+        setup.registry.clone(),
+        setup.sink.clone(),
+        toolgate_agent::surface_settings("workbench", &model_id, priming),
+    ));
+    let _ = setup.shared.shared_session.set(workbench.clone());
+    let mut state = toolgate_web::WebState::new(workbench.clone());
+    if args.model.model_url.is_some() && args.model.model.is_some() {
+        let client = toolgate_agent::build_client(args.model.config(true)?, args.model.text_tools);
+        let agent = toolgate_agent::AgentLoop::new(
+            client,
+            workbench.clone(),
+            toolgate_agent::AgentConfig {
+                priming,
+                max_turns: args.model.max_turns,
+                ..toolgate_agent::AgentConfig::default()
+            },
+        );
+        let conversation =
+            toolgate_agent::Conversation::new(format!("workbench-{}", std::process::id()));
+        state = state.with_chat(Arc::new(crate::workbench_chat::AgentChat::new(
+            agent,
+            conversation,
+            model_id.clone(),
+        )));
+    }
     let cancel = tokio_util::sync::CancellationToken::new();
-    let app = toolgate_mcp::transport::http_router(setup.shared.clone(), cancel.clone());
+    let app = toolgate_mcp::transport::http_router(setup.shared.clone(), cancel.clone())
+        .merge(toolgate_web::router(state));
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port))
         .await
         .with_context(|| format!("cannot listen on 127.0.0.1:{} (use --port)", args.port))?;
     let addr = listener.local_addr()?;
+    print_line(&format!("Workbench: http://{addr}/"));
     print_line(&format!("MCP endpoint: http://{addr}/mcp"));
     let stop = cancel.clone();
     axum::serve(listener, app)

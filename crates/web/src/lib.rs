@@ -1,1 +1,799 @@
 //! The workbench: an offline web editor for plots with the natural-language panel.
+//!
+//! [`router`] serves one page (HTML, CSS and JS embedded in the binary, nothing fetched from
+//! anywhere else) and a JSON API over the workbench's [`Debrief`] — the same session MCP clients
+//! attached to the workbench drive — so a person sees, selects, undoes and saves what they and
+//! any agent did:
+//!
+//! | method + path | what |
+//! |---|---|
+//! | `GET /` | the page |
+//! | `GET /api/config` | whether a chat backend is configured, and how to configure one |
+//! | `GET /api/state` | active plot; per open plot version, dirty, undo/redo, selection |
+//! | `GET /api/events` | server-sent `state` events whenever that state changes (live updates) |
+//! | `POST /api/catalog/search` | catalogue search `{text?, startTime?, endTime?, platforms?, bbox?, limit?}` |
+//! | `POST /api/plots/open` | `{plotId}` opens (or focuses) a plot |
+//! | `GET /api/plot?plotId=&view=` | a plot's features (GeoJSON), bbox and inventory; default the active plot; `view=map` trims track positions to their times |
+//! | `POST /api/select` | `{plotId?, ids}` sets the selection the agent tools use |
+//! | `POST /api/undo`, `/api/redo`, `/api/revert`, `/api/save` | `{plotId?}`; save is a person's action only |
+//! | `GET /api/datasets` | analytical results for the Results panel |
+//! | `POST /api/chat` | `{utterance}` → server-sent [`ChatEvent`]s of one turn |
+//! | `POST /api/chat/confirm` | `{id, answer: "approve" \| "decline"}` answers a confirmation |
+//!
+//! Every error is a 4xx/5xx with `{"error": "...", "code": "..."}`.
+
+pub mod chat;
+pub mod error;
+pub mod views;
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use futures_util::Stream;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::{Notify, mpsc};
+use toolgate_core::flow::Answer;
+use toolgate_plot::agent::Debrief;
+use toolgate_plot::search::{self, SearchQuery};
+use toolgate_plot::session::Session;
+
+pub use chat::{ChatBackend, ChatEvent, Pending, WebConfirmer};
+pub use error::ApiError;
+use error::{ApiJson, ApiQuery, Shape};
+pub use views::{InventoryRow, PlotState, StateView};
+
+/// What the chat panel says when no model is configured.
+pub const DEFAULT_CHAT_HINT: &str = "No chat model is configured, so the chat panel is off (the rest of the workbench works). Start the workbench with a local OpenAI-compatible model server, e.g. `toolgate serve --model-url http://127.0.0.1:8080/v1 --model <name>`; MCP clients (VS Code, Claude Code) can also drive this plot through the MCP endpoint.";
+
+const INDEX_HTML: &str = include_str!("../assets/index.html");
+const APP_JS: &str = include_str!("../assets/app.js");
+const APP_CSS: &str = include_str!("../assets/app.css");
+const CSP: &str = "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'";
+
+/// The workbench's shared state: the session (through [`Debrief`]), the optional chat backend
+/// and the confirmations waiting on the page.
+#[derive(Clone)]
+pub struct WebState {
+    debrief: Arc<Debrief>,
+    chat: Option<Arc<dyn ChatBackend>>,
+    chat_hint: String,
+    pending: Arc<Pending>,
+    changed: Arc<Notify>,
+    turn: Arc<tokio::sync::Mutex<()>>,
+    poll: Duration,
+    confirm_timeout: Duration,
+    allowed_hosts: Vec<String>,
+    /// Serialised plot bodies, newest last.
+    plot_cache: Arc<std::sync::Mutex<Vec<CachedBody>>>,
+}
+
+type CachedBody = (CacheKey, Arc<[u8]>);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct CacheKey {
+    plot_id: String,
+    map_only: bool,
+    version: u64,
+    file_modified: Option<std::time::SystemTime>,
+}
+
+impl WebState {
+    /// A workbench over `debrief` without a chat backend.
+    pub fn new(debrief: Arc<Debrief>) -> Self {
+        Self {
+            debrief,
+            chat: None,
+            chat_hint: DEFAULT_CHAT_HINT.to_owned(),
+            pending: Arc::new(Pending::default()),
+            changed: Arc::new(Notify::new()),
+            turn: Arc::new(tokio::sync::Mutex::new(())),
+            poll: Duration::from_millis(200),
+            confirm_timeout: Duration::from_secs(600),
+            allowed_hosts: vec![
+                "127.0.0.1".to_owned(),
+                "localhost".to_owned(),
+                "[::1]".to_owned(),
+            ],
+            plot_cache: Arc::default(),
+        }
+    }
+
+    /// Answer the chat panel with `backend`.
+    #[must_use]
+    pub fn with_chat(mut self, backend: Arc<dyn ChatBackend>) -> Self {
+        self.chat = Some(backend);
+        self
+    }
+
+    /// What the panel says when no backend is configured.
+    #[must_use]
+    pub fn with_chat_hint(mut self, hint: impl Into<String>) -> Self {
+        self.chat_hint = hint.into();
+        self
+    }
+
+    /// How often the live stream looks at the session for changes made elsewhere (MCP).
+    #[must_use]
+    pub fn with_poll_interval(mut self, every: Duration) -> Self {
+        self.poll = every.max(Duration::from_millis(10));
+        self
+    }
+
+    /// How long a confirmation waits for the person before it counts as declined.
+    #[must_use]
+    pub fn with_confirm_timeout(mut self, timeout: Duration) -> Self {
+        self.confirm_timeout = timeout;
+        self
+    }
+
+    /// Also answer requests whose `Host` is `host` (default: only 127.0.0.1, localhost and
+    /// [::1], which keeps other web sites from reaching the workbench by DNS rebinding).
+    #[must_use]
+    pub fn allow_host(mut self, host: impl Into<String>) -> Self {
+        self.allowed_hosts.push(host.into().to_ascii_lowercase());
+        self
+    }
+
+    pub fn debrief(&self) -> &Arc<Debrief> {
+        &self.debrief
+    }
+
+    /// Confirmations waiting for the page.
+    pub fn pending(&self) -> &Arc<Pending> {
+        &self.pending
+    }
+
+    /// Wake the live streams now (they also notice changes on their own within the poll
+    /// interval).
+    pub fn notify_changed(&self) {
+        self.changed.notify_waiters();
+    }
+
+    fn session(&self) -> std::sync::MutexGuard<'_, Session> {
+        self.debrief.session()
+    }
+
+    /// The state the live stream sends.
+    pub fn snapshot(&self) -> StateView {
+        let datasets = self.debrief.datasets().len();
+        StateView::of(&self.session(), datasets)
+    }
+}
+
+/// The workbench's routes over `state`.
+pub fn router(state: WebState) -> Router {
+    Router::new()
+        .route("/", get(index))
+        .route("/index.html", get(index))
+        .route("/assets/app.js", get(app_js))
+        .route("/assets/app.css", get(app_css))
+        .route("/api/config", get(config))
+        .route("/api/state", get(get_state))
+        .route("/api/events", get(events))
+        .route("/api/catalog/search", post(catalog_search))
+        .route("/api/plots/open", post(open_plot))
+        .route("/api/plot", get(get_plot))
+        .route("/api/select", post(select))
+        .route("/api/undo", post(undo))
+        .route("/api/redo", post(redo))
+        .route("/api/revert", post(revert))
+        .route("/api/save", post(save))
+        .route("/api/datasets", get(datasets))
+        .route("/api/chat", post(chat))
+        .route("/api/chat/confirm", post(confirm))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn_with_state(state.clone(), guard))
+        .with_state(state)
+}
+
+/// Serve the workbench on `listener` until the process ends.
+pub async fn serve_on(listener: tokio::net::TcpListener, state: WebState) -> std::io::Result<()> {
+    axum::serve(listener, router(state)).await
+}
+
+/// Serve the workbench on `listener` until `shutdown` completes.
+pub async fn serve_until(
+    listener: tokio::net::TcpListener,
+    state: WebState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+// ------------------------------------------------------------------------------------------------
+// guards and fallbacks
+
+fn host_name(host: &str) -> &str {
+    if host.starts_with('[') {
+        // [::1]:port
+        return host.find(']').map_or(host, |i| &host[..=i]);
+    }
+    host.rsplit_once(':').map_or(host, |(h, _)| h)
+}
+
+fn origin_host(origin: &str) -> Option<&str> {
+    let rest = origin.split_once("://")?.1;
+    Some(host_name(rest.split('/').next().unwrap_or(rest)))
+}
+
+/// Refuse requests addressed to a host name other than the loopback ones (DNS rebinding), and
+/// state-changing requests sent from another site's page.
+async fn guard(State(st): State<WebState>, req: Request, next: Next) -> Response {
+    let allowed = |h: &str| {
+        let h = h.to_ascii_lowercase();
+        st.allowed_hosts.contains(&h)
+    };
+    if let Some(host) = req.headers().get(header::HOST) {
+        let ok = host.to_str().ok().is_some_and(|h| allowed(host_name(h)));
+        if !ok {
+            return ApiError::new(
+                StatusCode::FORBIDDEN,
+                "host_not_allowed",
+                "The workbench only answers requests addressed to 127.0.0.1, localhost or [::1]. Open it at the URL `toolgate serve` printed.",
+            )
+            .into_response();
+        }
+    }
+    if req.method() != Method::GET
+        && req.method() != Method::HEAD
+        && let Some(origin) = req.headers().get(header::ORIGIN)
+    {
+        let ok = origin
+            .to_str()
+            .ok()
+            .and_then(origin_host)
+            .is_some_and(allowed);
+        if !ok {
+            return ApiError::new(
+                StatusCode::FORBIDDEN,
+                "origin_not_allowed",
+                "Changes are only accepted from the workbench page itself.",
+            )
+            .into_response();
+        }
+    }
+    next.run(req).await
+}
+
+async fn not_found(req: Request) -> ApiError {
+    ApiError::not_found(format!(
+        "Nothing at {} {}. The page is at / and the API under /api/ (see GET /api/config).",
+        req.method(),
+        req.uri().path()
+    ))
+}
+
+async fn method_not_allowed(req: Request) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!(
+            "{} is not accepted at {}: reads are GET, changes are POST with a JSON body.",
+            req.method(),
+            req.uri().path()
+        ),
+    )
+}
+
+// ------------------------------------------------------------------------------------------------
+// the page
+
+fn asset(body: &'static str, content_type: &'static str) -> Response {
+    let mut res = body.into_response();
+    let h = res.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    res
+}
+
+/// The page, with the session state and the config embedded as a JSON data block (not a
+/// script: the CSP allows none inline), so an open plot's features are asked for at once.
+async fn index(State(st): State<WebState>) -> Response {
+    let boot = json!({"config": config_value(&st), "state": st.snapshot()});
+    let mut res = asset("", "text/html; charset=utf-8");
+    *res.body_mut() = axum::body::Body::from(page_with_boot(&boot));
+    res
+}
+
+/// The page with `boot` in a JSON data block; `<` is escaped so no text in it (a plot title, a
+/// feature name) can close the element.
+fn page_with_boot(boot: &Value) -> String {
+    let json = serde_json::to_string(boot)
+        .unwrap_or_else(|_| "{}".to_owned())
+        .replace('<', "\\u003c");
+    INDEX_HTML.replacen(
+        "<!--BOOT-->",
+        &format!("<script type=\"application/json\" id=\"boot\">{json}</script>"),
+        1,
+    )
+}
+
+async fn app_js() -> Response {
+    asset(APP_JS, "text/javascript; charset=utf-8")
+}
+
+async fn app_css() -> Response {
+    asset(APP_CSS, "text/css; charset=utf-8")
+}
+
+// ------------------------------------------------------------------------------------------------
+// API
+
+async fn config(State(st): State<WebState>) -> Json<Value> {
+    Json(config_value(&st))
+}
+
+fn config_value(st: &WebState) -> Value {
+    json!({
+        "name": "toolgate workbench",
+        "version": env!("CARGO_PKG_VERSION"),
+        "chat": {
+            "configured": st.chat.is_some(),
+            "description": st.chat.as_ref().map(|c| c.describe()),
+            "hint": if st.chat.is_some() { None } else { Some(st.chat_hint.clone()) },
+        },
+        "pollMs": u64::try_from(st.poll.as_millis()).unwrap_or(u64::MAX),
+    })
+}
+
+async fn get_state(State(st): State<WebState>) -> Json<StateView> {
+    Json(st.snapshot())
+}
+
+/// Live updates: a `state` event now and whenever the session's state changes — by the page,
+/// by the chat, or by an MCP client driving the same session.
+async fn events(State(st): State<WebState>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let stream = futures_util::stream::unfold((st, None::<String>), |(st, last)| async move {
+        loop {
+            if last.is_some() {
+                tokio::select! {
+                    () = tokio::time::sleep(st.poll) => {}
+                    () = st.changed.notified() => {}
+                }
+            }
+            let snap = serde_json::to_string(&st.snapshot()).unwrap_or_default();
+            if last.as_deref() != Some(snap.as_str()) {
+                let event = Event::default().event("state").data(snap.clone());
+                return Some((Ok(event), (st, Some(snap))));
+            }
+        }
+    });
+    Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct SearchBody {
+    text: Option<String>,
+    start_time: Option<String>,
+    end_time: Option<String>,
+    #[serde(default)]
+    platforms: Vec<String>,
+    bbox: Option<[f64; 4]>,
+    limit: Option<usize>,
+}
+
+impl Shape for SearchBody {
+    const SHAPE: &'static str = r#"{"text": "alpha", "startTime": "2026-03-01", "endTime": "2026-03-02", "platforms": ["NELSON"], "bbox": [-6, 49, -3, 51], "limit": 50} (every field optional)"#;
+}
+
+async fn catalog_search(
+    State(st): State<WebState>,
+    ApiJson(body): ApiJson<SearchBody>,
+) -> Result<Json<Value>, ApiError> {
+    if let Some(b) = body.bbox
+        && b.iter().any(|x| !x.is_finite())
+    {
+        return Err(ApiError::bad_request(
+            "\"bbox\" must be four finite numbers [west, south, east, north].",
+        ));
+    }
+    let query = SearchQuery {
+        text: body.text.filter(|t| !t.trim().is_empty()),
+        start_time: body.start_time.filter(|t| !t.trim().is_empty()),
+        end_time: body.end_time.filter(|t| !t.trim().is_empty()),
+        platforms: body.platforms,
+        bbox: body.bbox,
+        limit: body.limit,
+    };
+    let session = st.session();
+    let result = search::search(session.stores(), &query).map_err(ApiError::bad_request)?;
+    let open: Vec<&str> = session.open_plots().iter().map(|p| p.id.as_str()).collect();
+    let mut reply = serde_json::to_value(&result).unwrap_or(Value::Null);
+    reply["openPlots"] = json!(open);
+    Ok(Json(reply))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct OpenBody {
+    plot_id: String,
+}
+
+impl Shape for OpenBody {
+    const SHAPE: &'static str = r#"{"plotId": "stac://demo/alpha-day1/item.json"}"#;
+}
+
+async fn open_plot(
+    State(st): State<WebState>,
+    ApiJson(body): ApiJson<OpenBody>,
+) -> Result<Json<StateView>, ApiError> {
+    st.session().open(&body.plot_id)?;
+    st.notify_changed();
+    Ok(Json(st.snapshot()))
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PlotQuery {
+    plot_id: Option<String>,
+    /// `map`: track positions carry only their times (what the page draws).
+    view: Option<PlotViewKind>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum PlotViewKind {
+    Full,
+    Map,
+}
+
+impl Shape for PlotQuery {
+    const SHAPE: &'static str =
+        "?plotId=stac://demo/alpha-day1/item.json&view=full|map (both optional)";
+}
+
+impl Shape for PlotRef {
+    const SHAPE: &'static str =
+        r#"{"plotId": "stac://demo/alpha-day1/item.json"} or {} for the active plot"#;
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PlotRef {
+    plot_id: Option<String>,
+}
+
+fn target(session: &Session, plot_id: Option<String>) -> Result<String, ApiError> {
+    match plot_id {
+        Some(id) => {
+            session.plot(&id)?;
+            Ok(id)
+        }
+        None => Ok(session.active()?.id.clone()),
+    }
+}
+
+async fn get_plot(
+    State(st): State<WebState>,
+    ApiQuery(q): ApiQuery<PlotQuery>,
+) -> Result<Response, ApiError> {
+    let encode = |e: serde_json::Error| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "serialise",
+            format!("could not encode the plot: {e}"),
+        )
+    };
+    let session = st.session();
+    let id = target(&session, q.plot_id)?;
+    let plot = session.plot(&id)?;
+    // The features only change with the version: serialise them once per version (the page,
+    // a reload and a second tab all ask for the same one). A plot closed and opened again starts
+    // at version 1 once more, from its file: the file's modification time tells those apart.
+    let map_only = q.view == Some(PlotViewKind::Map);
+    let key = CacheKey {
+        plot_id: id.clone(),
+        map_only,
+        version: plot.doc.version(),
+        file_modified: std::fs::metadata(plot.doc.path())
+            .and_then(|m| m.modified())
+            .ok(),
+    };
+    let mut cache = st
+        .plot_cache
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let body = match cache.iter().find(|c| c.0 == key) {
+        Some(c) => c.1.clone(),
+        None => {
+            let body: Arc<[u8]> = views::plot_body(plot, map_only).map_err(encode)?.into();
+            cache.retain(|c| c.0.plot_id != id || c.0.map_only != map_only);
+            cache.push((key, body.clone()));
+            if cache.len() > 4 {
+                cache.remove(0);
+            }
+            body
+        }
+    };
+    drop(cache);
+    let bytes = views::plot_answer(plot, session.active_id() == Some(id.as_str()), &body)
+        .map_err(encode)?;
+    drop(session);
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        bytes,
+    )
+        .into_response())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct SelectBody {
+    plot_id: Option<String>,
+    ids: Vec<String>,
+}
+
+impl Shape for SelectBody {
+    const SHAPE: &'static str =
+        r#"{"ids": ["track-nelson", "track-contact/positions/4"], "plotId": "…" (optional)}"#;
+}
+
+async fn select(
+    State(st): State<WebState>,
+    ApiJson(body): ApiJson<SelectBody>,
+) -> Result<Json<StateView>, ApiError> {
+    {
+        let mut session = st.session();
+        let id = target(&session, body.plot_id)?;
+        let plot = session.plot(&id)?;
+        let unknown: Vec<&str> = body
+            .ids
+            .iter()
+            .filter(|s| !views::resolves(plot, s))
+            .map(String::as_str)
+            .collect();
+        if !unknown.is_empty() {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "unknown_feature",
+                format!(
+                    "No feature in \"{}\" matches {}. Select feature ids from GET /api/plot, or nested paths like <id>/positions/4.",
+                    plot.title,
+                    unknown
+                        .iter()
+                        .map(|u| format!("\"{u}\""))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
+        session.select(&id, body.ids)?;
+    }
+    st.notify_changed();
+    Ok(Json(st.snapshot()))
+}
+
+/// Run a document action on the target plot and answer with a message and the new state.
+fn act(
+    st: &WebState,
+    plot_id: Option<String>,
+    action: impl FnOnce(&mut Session, &str) -> Result<String, ApiError>,
+) -> Result<Json<Value>, ApiError> {
+    let message = {
+        let mut session = st.session();
+        let id = target(&session, plot_id)?;
+        action(&mut session, &id)?
+    };
+    st.notify_changed();
+    Ok(Json(json!({"message": message, "state": st.snapshot()})))
+}
+
+async fn undo(
+    State(st): State<WebState>,
+    ApiJson(body): ApiJson<PlotRef>,
+) -> Result<Json<Value>, ApiError> {
+    act(&st, body.plot_id, |s, id| {
+        let label = s.undo(id)?;
+        Ok(if label.is_empty() {
+            "Undid the last change.".to_owned()
+        } else {
+            format!("Undid: {label}")
+        })
+    })
+}
+
+async fn redo(
+    State(st): State<WebState>,
+    ApiJson(body): ApiJson<PlotRef>,
+) -> Result<Json<Value>, ApiError> {
+    act(&st, body.plot_id, |s, id| {
+        let label = s.redo(id)?;
+        Ok(if label.is_empty() {
+            "Redid the change.".to_owned()
+        } else {
+            format!("Redid: {label}")
+        })
+    })
+}
+
+async fn revert(
+    State(st): State<WebState>,
+    ApiJson(body): ApiJson<PlotRef>,
+) -> Result<Json<Value>, ApiError> {
+    act(&st, body.plot_id, |s, id| {
+        s.revert(id)?;
+        Ok("Reverted to the saved file; unsaved changes were discarded.".to_owned())
+    })
+}
+
+/// Save is a person's action: only this endpoint (the Save button, Ctrl/Cmd+S) writes a plot.
+/// It refuses when the file changed on disk since it was opened.
+async fn save(
+    State(st): State<WebState>,
+    ApiJson(body): ApiJson<PlotRef>,
+) -> Result<Json<Value>, ApiError> {
+    act(&st, body.plot_id, |s, id| {
+        s.save(id)?;
+        let path = s.plot(id)?.doc.path().display().to_string();
+        tracing::info!(plot = %id, %path, "saved");
+        Ok(format!("Saved to {path}."))
+    })
+}
+
+async fn datasets(State(st): State<WebState>) -> Json<Value> {
+    Json(json!({"datasets": st.debrief.datasets()}))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ChatBody {
+    utterance: String,
+}
+
+impl Shape for ChatBody {
+    const SHAPE: &'static str = r#"{"utterance": "colour the submarine track red"}"#;
+}
+
+async fn chat(
+    State(st): State<WebState>,
+    ApiJson(body): ApiJson<ChatBody>,
+) -> Result<Response, ApiError> {
+    let utterance = body.utterance.trim().to_owned();
+    if utterance.is_empty() {
+        return Err(ApiError::bad_request(
+            "\"utterance\" is empty. Type what you want done, e.g. \"colour the submarine track red\".",
+        ));
+    }
+    let Some(backend) = st.chat.clone() else {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "no_chat_backend",
+            st.chat_hint,
+        ));
+    };
+    let guard = st.turn.clone().try_lock_owned().map_err(|_| {
+        ApiError::conflict(
+            "A chat turn is still running (it may be waiting for your confirmation). Answer it or wait for it to finish, then send again.",
+        )
+    })?;
+    let (tx, rx) = mpsc::channel::<ChatEvent>(64);
+    let confirmer = Arc::new(WebConfirmer::new(
+        st.pending.clone(),
+        tx.clone(),
+        st.confirm_timeout,
+    ));
+    let changed = st.changed.clone();
+    tokio::spawn(async move {
+        let inner = tx.clone();
+        let run = tokio::spawn(async move { backend.send(utterance, confirmer, inner).await });
+        if let Err(e) = run.await {
+            tracing::error!(error = %e, "chat backend task failed");
+            let _ = tx
+                .send(ChatEvent::Error {
+                    message: "The chat backend stopped unexpectedly; see the server log. Nothing further was changed.".to_owned(),
+                })
+                .await;
+        }
+        // Release the turn before the stream ends, so a page that sees the end can send again.
+        drop(guard);
+        changed.notify_waiters();
+        drop(tx);
+    });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        let ev = rx.recv().await?;
+        let data = serde_json::to_string(&ev).unwrap_or_default();
+        let event = Event::default().event(ev.name()).data(data);
+        Some((Ok::<_, Infallible>(event), rx))
+    });
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum AnswerBody {
+    Approve,
+    Decline,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfirmBody {
+    id: String,
+    answer: AnswerBody,
+}
+
+impl Shape for ConfirmBody {
+    const SHAPE: &'static str =
+        r#"{"id": "<id from the confirmationAsked event>", "answer": "approve" | "decline"}"#;
+}
+
+async fn confirm(
+    State(st): State<WebState>,
+    ApiJson(body): ApiJson<ConfirmBody>,
+) -> Result<Json<Value>, ApiError> {
+    let answer = match body.answer {
+        AnswerBody::Approve => Answer::Approve,
+        AnswerBody::Decline => Answer::Decline,
+    };
+    if st.pending.answer(&body.id, answer) {
+        Ok(Json(
+            json!({"ok": true, "id": body.id, "approved": answer == Answer::Approve}),
+        ))
+    } else {
+        Err(ApiError::not_found(format!(
+            "No confirmation \"{}\" is waiting: it was already answered, timed out, or its chat turn ended.",
+            body.id
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_boot_block_cannot_be_closed_by_its_content() {
+        let boot = json!({"state": {"title": "</script><script>alert(1)</script>"}});
+        let html = page_with_boot(&boot);
+        assert_eq!(
+            html.matches("</script>").count(),
+            2,
+            "only the data block's and app.js's"
+        );
+        let start = html.find("id=\"boot\">").unwrap() + "id=\"boot\">".len();
+        let end = start + html[start..].find("</script>").unwrap();
+        let back: Value = serde_json::from_str(&html[start..end]).unwrap();
+        assert_eq!(back, boot);
+    }
+
+    #[test]
+    fn host_names_drop_the_port() {
+        assert_eq!(host_name("127.0.0.1:8080"), "127.0.0.1");
+        assert_eq!(host_name("localhost"), "localhost");
+        assert_eq!(host_name("[::1]:9"), "[::1]");
+        assert_eq!(origin_host("http://127.0.0.1:5/x"), Some("127.0.0.1"));
+        assert_eq!(origin_host("https://evil.example"), Some("evil.example"));
+        assert_eq!(origin_host("null"), None);
+    }
+}

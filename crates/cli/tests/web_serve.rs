@@ -1,0 +1,186 @@
+//! `toolgate serve`: the workbench and the MCP endpoint from one process, one shared session.
+//! The chat panel is answered by the agent loop against a scripted model server; an edit an MCP
+//! client makes (stateless, 2026-07-28) shows up in the workbench's state for a person to save.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{Value, json};
+use toolgate_test_support::{MockModel, Reply};
+
+const BIN: &str = env!("CARGO_BIN_EXE_toolgate");
+
+struct Serve {
+    child: Child,
+    addr: String,
+    _data: tempfile::TempDir,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(extra: &[String]) -> Serve {
+    let data = tempfile::tempdir().unwrap();
+    let mut child = Command::new(BIN)
+        .args(["serve", "--port", "0", "--surface", "debrief"])
+        .args(extra)
+        .env("TOOLGATE_DATA_DIR", data.path())
+        .env_remove("TOOLGATE_MODEL_URL")
+        .env_remove("TOOLGATE_MODEL")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let second = lines.next().unwrap().unwrap();
+    assert!(first.starts_with("Workbench: http://127.0.0.1:"), "{first}");
+    assert!(
+        second.starts_with("MCP endpoint: http://127.0.0.1:") && second.ends_with("/mcp"),
+        "{second}"
+    );
+    let addr = first
+        .trim_start_matches("Workbench: http://")
+        .trim_end_matches('/')
+        .to_owned();
+    Serve {
+        child,
+        addr,
+        _data: data,
+    }
+}
+
+/// A one-shot HTTP/1.1 request; returns (status, body).
+fn http(addr: &str, method: &str, path: &str, body: Option<&Value>) -> (u16, String) {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    let payload = body.map(Value::to_string).unwrap_or_default();
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    if body.is_some() {
+        req.push_str(&format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            payload.len()
+        ));
+    }
+    req.push_str("\r\n");
+    req.push_str(&payload);
+    s.write_all(req.as_bytes()).unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, body.to_owned())
+}
+
+fn state(addr: &str) -> Value {
+    let (status, body) = http(addr, "GET", "/api/state", None);
+    assert_eq!(status, 200, "{body}");
+    serde_json::from_str(&body).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_chat_panel_runs_the_agent_loop_on_the_workbench_session() {
+    let model = MockModel::sequence(vec![
+        Reply::tool(
+            "debrief_searchPlots",
+            json!({"text": "Alpha — Day 1", "open": true}),
+        ),
+        Reply::text("I opened Exercise Alpha — Day 1."),
+    ])
+    .await
+    .unwrap();
+    let server = serve(&[
+        "--model-url".into(),
+        model.url(),
+        "--model".into(),
+        "mock-model".into(),
+    ]);
+    let addr = server.addr.clone();
+    let (status, body) = tokio::task::spawn_blocking(move || {
+        http(
+            &addr,
+            "POST",
+            "/api/chat",
+            Some(&json!({"utterance": "open the Exercise Alpha day-1 plot"})),
+        )
+    })
+    .await
+    .unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains("toolCallStarted") && body.contains("debrief_searchPlots"),
+        "{body}"
+    );
+    assert!(body.contains("I opened Exercise Alpha"), "{body}");
+    let st = state(&server.addr);
+    assert_eq!(
+        st["activePlot"], "stac://demo/alpha-day1/item.json",
+        "the page sees what the chat opened: {st}"
+    );
+    assert_eq!(model.requests().len(), 2);
+}
+
+fn python() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools/venv/bin/python")
+}
+
+#[test]
+fn an_mcp_clients_edit_appears_in_the_workbench_unsaved() {
+    if !python().exists() {
+        assert_ne!(
+            std::env::var("TOOLGATE_REQUIRE_TEST_CLIENTS").as_deref(),
+            Ok("1"),
+            "the MCP Python SDK is missing; run .ci/install-test-clients"
+        );
+        eprintln!("SKIPPED: the MCP Python SDK is not installed (.ci/install-test-clients)");
+        return;
+    }
+    let server = serve(&[]);
+    let program = r#"
+import asyncio, sys
+from mcp import Client
+async def main():
+    async with Client(sys.argv[1], mode="auto") as c:
+        def text(r): return r.content[0].text
+        await c.call_tool("debrief_searchPlots", {"text": "Alpha — Day 1", "open": True})
+        call = {"toolId": "set-track-color", "params": {"color": "red"}, "featureNames": ["HMS Nelson"]}
+        t = text(await c.call_tool("debrief_runTool", call))
+        token = t.split('"confirm": "')[1].split('"')[0]
+        print(text(await c.call_tool("debrief_runTool", {**call, "confirm": token})))
+asyncio.run(main())
+"#;
+    let out = Command::new(python())
+        .args(["-c", program, &format!("http://{}/mcp", server.addr)])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("dirty"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let st = state(&server.addr);
+    let plots = st["plots"].as_array().unwrap();
+    let day1 = plots
+        .iter()
+        .find(|p| p["plotId"] == "stac://demo/alpha-day1/item.json")
+        .unwrap_or_else(|| panic!("the workbench does not show the plot the agent opened: {st}"));
+    assert_eq!(day1["dirty"], true, "{st}");
+    // a person saves it from the workbench
+    let (status, body) = http(
+        &server.addr,
+        "POST",
+        "/api/save",
+        Some(&json!({"plotId": "stac://demo/alpha-day1/item.json"})),
+    );
+    assert_eq!(status, 200, "{body}");
+}

@@ -1,0 +1,529 @@
+// End-to-end test of the workbench page in headless Chromium, driven by playwright-core.
+// Started by crates/web/tests/browser.rs, which runs the server (demo store, scripted chat
+// backend) and passes:
+//   WORKBENCH_URL          the workbench with the scripted chat backend
+//   WORKBENCH_URL_NO_CHAT  a second workbench without a chat backend
+//   STORE_DIR              the demo store the first one serves (to check saved files)
+//   ARTIFACTS              where screenshots and metrics.json go
+//   CHROMIUM               the browser binary (default /usr/bin/chromium)
+// Prints one line `E2E-METRICS {json}` and exits non-zero on the first failed check.
+'use strict';
+
+const { chromium } = require('playwright-core');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
+
+const BASE = process.env.WORKBENCH_URL;
+const BASE_NO_CHAT = process.env.WORKBENCH_URL_NO_CHAT;
+const STORE = process.env.STORE_DIR;
+const OUT = process.env.ARTIFACTS;
+const EXE = process.env.CHROMIUM || '/usr/bin/chromium';
+const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const ALPHA = 'stac://demo/alpha-day1/item.json';
+const BULK = 'stac://demo/bulk-tracks/item.json';
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
+const metrics = {};
+const consoleErrors = [];
+const pageErrors = [];
+const external = [];
+let expectedConsole = null; // a RegExp of one console error a step provokes on purpose
+let shot = 0;
+let currentPage = null;
+
+function log(...a) {
+  console.log('[e2e]', ...a);
+}
+
+async function screenshot(page, name) {
+  shot += 1;
+  const file = path.join(OUT, `${String(shot).padStart(2, '0')}-${name}.png`);
+  await page.screenshot({ path: file });
+  log('screenshot', file);
+  return file;
+}
+
+function stat(xs) {
+  if (!xs.length) return null;
+  const s = xs.slice().sort((a, b) => a - b);
+  const q = (p) => s[Math.min(s.length - 1, Math.floor(p * s.length))];
+  const mean = s.reduce((a, b) => a + b, 0) / s.length;
+  const r = (x) => Math.round(x * 100) / 100;
+  return { n: s.length, mean: r(mean), p50: r(q(0.5)), p95: r(q(0.95)), max: r(s[s.length - 1]) };
+}
+
+async function serverState(page) {
+  return page.evaluate(() => fetch('/api/state').then((r) => r.json()));
+}
+
+function activeOf(st) {
+  return st.plots.find((p) => p.plotId === st.activePlot);
+}
+
+async function waitFor(page, fn, arg, what, timeout = 10000) {
+  try {
+    await page.waitForFunction(fn, arg, { timeout, polling: 50 });
+  } catch (e) {
+    throw new Error(`timed out waiting for ${what}`);
+  }
+}
+
+async function openFromSearch(page, text, title, plotId) {
+  await page.fill('#search-text', text);
+  await page.press('#search-text', 'Enter');
+  const li = page.locator('#results li', { hasText: title });
+  await li.first().waitFor();
+  await li.first().getByRole('button', { name: `Open ${title}` }).click();
+  await waitFor(page, (id) => {
+    const wb = window.__workbench;
+    return wb.app.plot && wb.app.plot.plotId === id && wb.stats.openToRenderMs !== null && document.getElementById('map').dataset.plot === id;
+  }, plotId, `plot ${plotId} drawn`);
+}
+
+async function mapPoint(page, id) {
+  const p = await page.evaluate((fid) => window.__workbench.screenPointOf(fid), id);
+  assert.ok(p, `feature ${id} is on screen`);
+  const box = await page.locator('#map').boundingBox();
+  return { x: box.x + p.x, y: box.y + p.y, local: p };
+}
+
+async function colourOf(page, id) {
+  return page.evaluate((fid) => window.__workbench.drawnColor(fid), id);
+}
+
+// The most saturated red near a feature's screen point, as [r, g, b].
+async function reddest(page, id) {
+  const p = await page.evaluate((fid) => window.__workbench.screenPointOf(fid), id);
+  return page.evaluate(({ x, y }) => {
+    let best = null;
+    for (let dx = -2; dx <= 2; dx++) {
+      for (let dy = -2; dy <= 2; dy++) {
+        const [r, g, b] = window.__workbench.pixel(x + dx, y + dy);
+        const score = r - (g + b) / 2;
+        if (!best || score > best.score) best = { score, rgb: [r, g, b] };
+      }
+    }
+    return best.rgb;
+  }, p);
+}
+
+async function chat(page, text) {
+  await page.fill('#chat-input', text);
+  await page.press('#chat-input', 'Enter');
+}
+
+async function waitDialog(page) {
+  await page.locator('#confirm-dialog[open]').waitFor({ timeout: 10000 });
+  return {
+    title: await page.textContent('#confirm-title'),
+    body: await page.innerText('#confirm-body'),
+  };
+}
+
+async function waitChatIdle(page) {
+  await waitFor(page, () => !window.__workbench.app.chatBusy, null, 'the chat turn to end');
+}
+
+function featureFile() {
+  return JSON.parse(fs.readFileSync(path.join(STORE, 'alpha-day1', 'features.geojson'), 'utf8'));
+}
+
+function savedColour(id) {
+  const f = featureFile().features.find((x) => x.id === id);
+  return f.properties.style.line.color;
+}
+
+async function main() {
+  assert.ok(BASE && BASE_NO_CHAT && STORE && OUT, 'WORKBENCH_URL, WORKBENCH_URL_NO_CHAT, STORE_DIR and ARTIFACTS must be set');
+  fs.mkdirSync(OUT, { recursive: true });
+  const browser = await chromium.launch({ executablePath: EXE, headless: true, args: FLAGS });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, serviceWorkers: 'block' });
+  // The page must work offline: every request must stay on this machine.
+  await context.route('**/*', (route) => {
+    const u = new URL(route.request().url());
+    if (LOOPBACK.has(u.hostname)) return route.continue();
+    external.push(u.href);
+    return route.abort('blockedbyclient');
+  });
+  context.on('request', (req) => {
+    const u = new URL(req.url());
+    if (u.protocol !== 'data:' && !LOOPBACK.has(u.hostname)) external.push(u.href);
+  });
+  const page = await context.newPage();
+  currentPage = page;
+  page.on('console', (m) => {
+    if (m.type() !== 'error') return;
+    if (expectedConsole && expectedConsole.test(m.text())) return;
+    consoleErrors.push(m.text());
+  });
+  page.on('pageerror', (e) => pageErrors.push(e.message));
+
+  // --- load -------------------------------------------------------------------------------
+  log('load');
+  await page.goto(BASE, { waitUntil: 'load' });
+  await page.locator('#results li').first().waitFor();
+  assert.equal(await page.locator('#results li').count(), 3, 'the demo catalogue lists three plots');
+  assert.equal(await page.isDisabled('#chat-input'), false, 'chat is on with a backend');
+  await screenshot(page, 'loaded');
+  // the page's fast time reader agrees with Date.parse
+  const times = ['2026-03-01T00:00:00Z', '2026-03-01T05:07:09+00:00', '1995-12-12T05:00:00+01:30', '2026-03-01T23:59:59.250Z',
+    '2026-03-01T10:20-02:00', '2026-03-01T10:20:30.5-0230', '2026-03-01', 'not a time', '2026-03-01T10:20:30.123456Z'];
+  const parsed = await page.evaluate((ts) => ts.map((t) => [window.__workbench.isoMs(t), Date.parse(t)]), times);
+  parsed.forEach(([mine, std], i) => {
+    if (Number.isNaN(std)) assert.ok(Number.isNaN(mine), `${times[i]} is not a time`);
+    else assert.equal(mine, std, `time ${times[i]}`);
+  });
+
+  // --- the 250+ feature plot: open, first render, pan/zoom --------------------------------
+  log('open the bulk plot');
+  await openFromSearch(page, 'bulk', 'Bulk Tracks', BULK);
+  metrics.bulkFeatures = await page.evaluate(() => window.__workbench.app.drawables.length);
+  assert.ok(metrics.bulkFeatures >= 250, `bulk plot has ${metrics.bulkFeatures} features`);
+  metrics.openToRenderMs = Math.round(await page.evaluate(() => window.__workbench.stats.openToRenderMs));
+  log('open → drawn', metrics.openToRenderMs, 'ms');
+
+  // Reload with the plot open: first render measured from the start of navigation.
+  await page.reload({ waitUntil: 'load' });
+  await waitFor(page, () => window.__workbench.stats.firstRenderMs !== null, null, 'first render after reload');
+  const first = await page.evaluate(() => {
+    const nav = performance.getEntriesByType('navigation')[0];
+    return { fromNavigation: window.__workbench.stats.firstRenderMs, loadEventEnd: nav ? nav.loadEventEnd : null, last: window.__workbench.stats.lastLoad, startAt: window.__workbench.stats.startAt, stateAt: window.__workbench.stats.stateAt, dcl: nav ? nav.domContentLoadedEventEnd : null, draw: window.__workbench.stats.draws.slice(-1)[0] };
+  });
+  log('plot load breakdown', JSON.stringify(first));
+  metrics.firstRenderFromNavigationMs = Math.round(first.fromNavigation);
+  metrics.firstRenderAfterLoadEventMs = first.loadEventEnd ? Math.round(first.fromNavigation - first.loadEventEnd) : null;
+  log('first render after reload', metrics.firstRenderFromNavigationMs, 'ms from navigation start;', metrics.firstRenderAfterLoadEventMs, 'ms after the load event');
+  metrics.plotLoad = first.last;
+  // The target: the open plot drawn within 500 ms of the page's load event. Opening a plot that
+  // is not open yet also parses its file on the server (seconds in an unoptimised test build),
+  // so that number is reported and only bounded loosely.
+  assert.ok(metrics.firstRenderAfterLoadEventMs <= 500, `first render ${metrics.firstRenderAfterLoadEventMs} ms after the load event > 500 ms`);
+  assert.ok(metrics.openToRenderMs <= 15000, `open → first render ${metrics.openToRenderMs} ms`);
+
+  log('pan/zoom');
+  const box = await page.locator('#map').boundingBox();
+  const before = await page.evaluate(() => window.__workbench.stats.draws.length);
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  for (let i = 0; i < 15; i++) {
+    await page.mouse.wheel(0, -120);
+    await page.waitForTimeout(16);
+  }
+  await page.mouse.down();
+  for (let i = 0; i < 40; i++) {
+    await page.mouse.move(box.x + box.width / 2 + i * 6, box.y + box.height / 2 + i * 3);
+  }
+  await page.mouse.up();
+  for (let i = 0; i < 15; i++) {
+    await page.mouse.wheel(0, 120);
+    await page.waitForTimeout(16);
+  }
+  const draws = await page.evaluate((n) => window.__workbench.stats.draws.slice(n), before);
+  // Frame intervals while the map is redrawn every frame (zoom and pan per animation frame).
+  const intervals = await page.evaluate(async () => {
+    const wb = window.__workbench;
+    const r = document.getElementById('map').getBoundingClientRect();
+    const out = [];
+    let last = performance.now();
+    for (let i = 0; i < 90; i++) {
+      await new Promise((res) => requestAnimationFrame(res));
+      const now = performance.now();
+      out.push(now - last);
+      last = now;
+      if (i < 30) wb.zoomAt(1.06, r.width / 2, r.height / 2);
+      else if (i < 60) wb.panBy(5, 3);
+      else wb.zoomAt(1 / 1.06, r.width / 3, r.height / 3);
+    }
+    return out.slice(1);
+  });
+  metrics.panZoomDrawMs = stat(draws);
+  metrics.animationFrameIntervalMs = stat(intervals);
+  log('draw time per frame (ms)', JSON.stringify(metrics.panZoomDrawMs));
+  log('frame interval while animating (ms)', JSON.stringify(metrics.animationFrameIntervalMs));
+  assert.ok(draws.length >= 10, 'pan/zoom redrew the map');
+  await page.click('#zoom-fit');
+  await page.waitForTimeout(100);
+  await screenshot(page, 'bulk-1280x800');
+  await page.setViewportSize({ width: 1920, height: 1080 });
+  await page.waitForTimeout(200);
+  await screenshot(page, 'bulk-1920x1080');
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await page.waitForTimeout(200);
+
+  // --- Exercise Alpha: selection on the map and in the list ------------------------------
+  log('open Exercise Alpha — Day 1');
+  await openFromSearch(page, 'alpha', 'Exercise Alpha — Day 1', ALPHA);
+  const contact = await mapPoint(page, 'track-contact');
+  await page.mouse.click(contact.x, contact.y);
+  await waitFor(page, () => document.querySelector('#feature-rows tr[data-id="track-contact"]').getAttribute('aria-selected') === 'true', null, 'contact selected in the list after a map click');
+  let st = await serverState(page);
+  assert.deepEqual(activeOf(st).selectedIds, ['track-contact'], `a map click sets the shared selection (clicked ${JSON.stringify(contact)})`);
+
+  await page.click('#feature-rows tr[data-id="track-nelson"]', { modifiers: ['Shift'] });
+  await waitFor(page, () => window.__workbench.app.selected.size === 2, null, 'shift-click adds to the selection');
+  st = await serverState(page);
+  assert.deepEqual(activeOf(st).selectedIds.slice().sort(), ['track-contact', 'track-nelson']);
+
+  const nelson = await mapPoint(page, 'track-nelson');
+  await page.keyboard.down('Shift');
+  await page.mouse.click(nelson.x, nelson.y);
+  await page.keyboard.up('Shift');
+  await waitFor(page, () => window.__workbench.app.selected.size === 1, null, 'shift-click on the map toggles');
+  st = await serverState(page);
+  assert.deepEqual(activeOf(st).selectedIds, ['track-contact']);
+
+  await page.click('#feature-rows tr[data-id="track-collingwood"]');
+  await waitFor(page, () => [...window.__workbench.app.selected].join() === 'track-collingwood', null, 'a plain click in the list replaces the selection');
+  // keyboard: arrow to a row and select it with Enter
+  await page.focus('#feature-rows tr[data-id="track-collingwood"]');
+  await page.keyboard.press('ArrowUp');
+  const focusedId = await page.evaluate(() => document.activeElement.dataset.id);
+  await page.keyboard.press('Enter');
+  await waitFor(page, (id) => [...window.__workbench.app.selected].join() === id, focusedId, 'Enter on a row selects it');
+  // select the submarine on the map, as in the story
+  await page.mouse.click(contact.x, contact.y);
+  await waitFor(page, () => [...window.__workbench.app.selected].join() === 'track-contact', null, 'the contact selected on the map');
+  await screenshot(page, 'alpha-contact-selected');
+
+  // --- chat: approve ----------------------------------------------------------------------
+  log('chat: approve');
+  assert.equal(await colourOf(page, 'track-contact'), '#708090');
+  const v0 = activeOf(await serverState(page)).version;
+  await chat(page, 'colour the submarine track red');
+  let dlg = await waitDialog(page);
+  assert.match(dlg.title, /Run Set Track Color on Exercise Alpha — Day 1/);
+  assert.match(dlg.body, /Target: Contact/);
+  assert.match(dlg.body, /color: red/);
+  assert.doesNotMatch(dlg.body, /\{"/, 'the preview is plain language');
+  assert.equal(await page.locator('#chat-log .msg.tool').count() >= 1, true, 'the tool call is shown while it waits');
+  await screenshot(page, 'confirm-dialog');
+  assert.equal(activeOf(await serverState(page)).version, v0, 'nothing applied before the answer');
+  await page.click('#confirm-approve');
+  await waitFor(page, () => window.__workbench.drawnColor('track-contact') === 'red', null, 'the contact drawn red after Approve');
+  await waitFor(page, () => document.getElementById('dirty').dataset.dirty === 'true', null, 'the dirty marker');
+  await waitChatIdle(page);
+  assert.match(await page.innerText('#chat-log'), /Applied Set Track Color to 1 feature\(s\)/);
+  await page.focus('#map');
+  await page.keyboard.press('Escape'); // clear the selection so the line is not under a halo
+  await waitFor(page, () => window.__workbench.app.selected.size === 0, null, 'selection cleared');
+  const rgb = await reddest(page, 'track-contact');
+  assert.ok(rgb[0] > 200 && rgb[1] < 70 && rgb[2] < 70, `the contact is red on the canvas (got ${rgb})`);
+  assert.equal(await page.textContent('#dirty'), '● Unsaved changes');
+  await screenshot(page, 'approved-red-dirty');
+
+  // --- Undo button ------------------------------------------------------------------------
+  log('undo button');
+  await page.click('#btn-undo');
+  await waitFor(page, () => window.__workbench.drawnColor('track-contact') === '#708090', null, 'Undo restores the colour');
+  await waitFor(page, () => document.getElementById('dirty').dataset.dirty === 'false', null, 'Undo back to the saved state is clean');
+  await screenshot(page, 'undone');
+
+  // --- chat: decline ----------------------------------------------------------------------
+  log('chat: decline');
+  const vBefore = activeOf(await serverState(page)).version;
+  await chat(page, 'colour the submarine track green');
+  dlg = await waitDialog(page);
+  assert.match(dlg.body, /color: green/);
+  await page.click('#confirm-decline');
+  await waitChatIdle(page);
+  assert.match(await page.innerText('#chat-log'), /declined/);
+  st = await serverState(page);
+  assert.equal(activeOf(st).version, vBefore, 'Decline applies nothing');
+  assert.equal(activeOf(st).dirty, false);
+  assert.equal(await colourOf(page, 'track-contact'), '#708090');
+  await screenshot(page, 'declined');
+
+  // --- keyboard: Ctrl+Z, Ctrl+Shift+Z, Ctrl+S ---------------------------------------------
+  log('keyboard undo/redo/save');
+  await chat(page, 'colour the submarine track red');
+  await waitDialog(page);
+  await page.keyboard.press('Enter'); // the focused button is Approve
+  await waitFor(page, () => window.__workbench.drawnColor('track-contact') === 'red', null, 'approved with the keyboard');
+  await waitChatIdle(page);
+  await page.focus('#map');
+  await page.keyboard.press('Control+z');
+  await waitFor(page, () => window.__workbench.drawnColor('track-contact') === '#708090', null, 'Ctrl+Z undoes');
+  await page.keyboard.press('Control+Shift+z');
+  await waitFor(page, () => window.__workbench.drawnColor('track-contact') === 'red', null, 'Ctrl+Shift+Z redoes');
+  assert.equal(savedColour('track-contact'), '#708090', 'nothing is written before Save');
+  await page.keyboard.press('Control+s');
+  await waitFor(page, () => document.getElementById('dirty').dataset.dirty === 'false', null, 'Ctrl+S saves');
+  assert.equal(savedColour('track-contact'), 'red', 'Ctrl+S wrote the plot');
+
+  // --- Save button ------------------------------------------------------------------------
+  log('save button');
+  await chat(page, 'colour the submarine track blue');
+  await waitDialog(page);
+  await page.click('#confirm-approve');
+  await waitFor(page, () => window.__workbench.drawnColor('track-contact') === 'blue', null, 'blue');
+  await waitChatIdle(page);
+  assert.equal(await page.isDisabled('#btn-save'), false);
+  await page.click('#btn-save');
+  await waitFor(page, () => document.getElementById('dirty').dataset.dirty === 'false', null, 'Save clears dirty');
+  assert.equal(savedColour('track-contact'), 'blue', 'Save wrote the plot');
+  const leftovers = fs.readdirSync(path.join(STORE, 'alpha-day1')).filter((n) => n !== 'features.geojson' && n !== 'item.json');
+  assert.deepEqual(leftovers, [], 'the atomic save left no temporary file');
+  await screenshot(page, 'saved');
+
+  // --- live update from another client on the same session --------------------------------
+  log('live update');
+  await page.evaluate(() => { window.__noReload = true; });
+  const loadsBefore = await page.evaluate(() => window.__workbench.stats.plotLoads);
+  const res = await fetch(`${BASE}/test/external-edit`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ featureId: 'track-collingwood', color: 'yellow' }),
+  });
+  const reply = await res.text();
+  assert.equal(res.status, 200, reply);
+  assert.match(reply, /^Applied Set Track Color/);
+  const liveStart = Date.now();
+  await waitFor(page, () => window.__workbench.drawnColor('track-collingwood') === 'yellow', null, 'the external edit on the map');
+  metrics.liveUpdateMs = Date.now() - liveStart;
+  await waitFor(page, () => document.getElementById('dirty').dataset.dirty === 'true', null, 'the external edit marks the plot dirty');
+  assert.equal(await page.evaluate(() => window.__noReload), true, 'no page reload');
+  assert.ok((await page.evaluate(() => window.__workbench.stats.plotLoads)) > loadsBefore);
+  log('external edit visible after', metrics.liveUpdateMs, 'ms');
+  await screenshot(page, 'live-update');
+
+  // --- Revert -----------------------------------------------------------------------------
+  log('revert');
+  await page.click('#btn-revert');
+  await page.locator('#revert-dialog[open]').waitFor();
+  await page.click('#revert-ok');
+  await waitFor(page, () => window.__workbench.drawnColor('track-collingwood') === '#008000', null, 'Revert restores the file version');
+  await waitFor(page, () => document.getElementById('dirty').dataset.dirty === 'false', null, 'clean after Revert');
+
+  // --- Save refused when the file changed on disk: a message, never a stack trace --------
+  log('save conflict');
+  await chat(page, 'colour the submarine track orange');
+  await waitDialog(page);
+  await page.click('#confirm-approve');
+  await waitFor(page, () => window.__workbench.drawnColor('track-contact') === 'orange', null, 'orange');
+  await waitChatIdle(page);
+  const file = path.join(STORE, 'alpha-day1', 'features.geojson');
+  const theirs = fs.readFileSync(file, 'utf8') + '\n';
+  fs.writeFileSync(file, theirs);
+  expectedConsole = /status of 409/;
+  await page.click('#btn-save');
+  await page.locator('#toast.bad:not([hidden])').waitFor();
+  const toastText = await page.textContent('#toast');
+  assert.match(toastText, /changed on disk/);
+  assert.doesNotMatch(toastText, /\bat \S+:\d+|Error:|stack|panicked/);
+  assert.equal(fs.readFileSync(file, 'utf8'), theirs, 'the refused save wrote nothing');
+  assert.equal(await page.getAttribute('#dirty', 'data-dirty'), 'true', 'the edit is kept');
+  await screenshot(page, 'save-refused');
+  expectedConsole = null;
+  await page.click('#btn-revert');
+  await page.click('#revert-ok');
+  await waitFor(page, () => document.getElementById('dirty').dataset.dirty === 'false', null, 'clean after Revert');
+
+  // --- Results panel ------------------------------------------------------------------------
+  log('results');
+  await chat(page, 'range and bearing from Nelson to the contact');
+  await waitChatIdle(page);
+  assert.equal(await page.locator('#confirm-dialog[open]').count(), 0, 'analytical tools ask nothing');
+  await waitFor(page, () => document.querySelectorAll('#dataset-table tbody tr').length > 10, null, 'the Results table');
+  await page.locator('#dataset-chart svg path.s1').waitFor();
+  assert.match(await page.textContent('#dataset-summary'), /range-bearing/);
+  const headers = await page.locator('#dataset-table th').allTextContents();
+  assert.ok(headers.includes('range_m') && headers.includes('bearing_deg'), headers.join());
+  await screenshot(page, 'results-1280x800');
+
+  // --- layout at both sizes, keyboard focus -------------------------------------------------
+  for (const [w, h] of [[1280, 800], [1920, 1080]]) {
+    await page.setViewportSize({ width: w, height: h });
+    await page.waitForTimeout(250);
+    const layout = await page.evaluate(() => {
+      const r = (id) => document.getElementById(id).getBoundingClientRect();
+      return {
+        overflowX: document.documentElement.scrollWidth > window.innerWidth,
+        overflowY: document.documentElement.scrollHeight > window.innerHeight,
+        map: r('map'), chat: r('chat-log'), features: r('features'), results: r('dataset-table'),
+        fontPx: parseFloat(getComputedStyle(document.querySelector('.features td')).fontSize),
+      };
+    });
+    assert.equal(layout.overflowX, false, `no horizontal scrolling at ${w}×${h}`);
+    assert.equal(layout.overflowY, false, `no page scrolling at ${w}×${h}`);
+    assert.ok(layout.map.width >= 500 && layout.map.height >= 300, `map big enough at ${w}×${h}: ${JSON.stringify(layout.map)}`);
+    assert.ok(layout.chat.width >= 280, `chat readable at ${w}×${h}`);
+    assert.ok(layout.fontPx >= 12, `text at least 12px at ${w}×${h}`);
+    await screenshot(page, `alpha-${w}x${h}`);
+  }
+  await page.setViewportSize({ width: 1280, height: 800 });
+
+  log('keyboard focus');
+  await page.goto(BASE, { waitUntil: 'load' });
+  await waitFor(page, () => document.getElementById('map').dataset.plot, null, 'plot drawn after navigation');
+  const visited = [];
+  for (let i = 0; i < 40; i++) {
+    await page.keyboard.press('Tab');
+    const f = await page.evaluate(() => {
+      const el = document.activeElement;
+      const cs = getComputedStyle(el);
+      return { id: el.id || el.dataset.id || el.tagName.toLowerCase(), tag: el.tagName, outline: cs.outlineStyle, width: parseFloat(cs.outlineWidth) };
+    });
+    visited.push(f);
+  }
+  const ids = visited.map((f) => f.id);
+  for (const want of ['search-text', 'map', 'chat-input', 'zoom-in', 'feature-filter']) {
+    assert.ok(ids.includes(want), `Tab reaches ${want}: ${ids.join(' ')}`);
+  }
+  assert.ok(visited.some((f) => f.tag === 'TR'), 'Tab reaches the feature list');
+  for (const f of visited) {
+    if (f.tag === 'BODY') continue;
+    assert.ok(f.outline !== 'none' && f.width >= 2, `visible focus on ${f.id}: ${f.outline} ${f.width}px`);
+  }
+  // the map is operable from the keyboard
+  await page.focus('#map');
+  const s0 = await page.evaluate(() => window.__workbench.app.view.s);
+  await page.keyboard.press('+');
+  await page.keyboard.press('ArrowLeft');
+  const s1 = await page.evaluate(() => window.__workbench.app.view.s);
+  assert.ok(s1 > s0, 'the + key zooms in');
+  await page.focus('#search-text');
+  await screenshot(page, 'focus-visible');
+
+  // --- a workbench without a chat backend ----------------------------------------------------
+  log('no chat backend');
+  const page2 = await context.newPage();
+  page2.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(`(no-chat page) ${m.text()}`); });
+  page2.on('pageerror', (e) => pageErrors.push(`(no-chat page) ${e.message}`));
+  await page2.goto(BASE_NO_CHAT, { waitUntil: 'load' });
+  await page2.locator('#chat-log .msg.info').waitFor();
+  assert.match(await page2.innerText('#chat-log'), /toolgate serve --model-url/);
+  assert.equal(await page2.isDisabled('#chat-input'), true);
+  await page2.locator('#results li').first().waitFor();
+  await screenshot(page2, 'no-chat-backend');
+  await page2.close();
+
+  await page.close();
+  await context.close();
+  await browser.close();
+
+  metrics.externalRequests = external.length;
+  metrics.consoleErrors = consoleErrors.length;
+  metrics.pageErrors = pageErrors.length;
+  fs.writeFileSync(path.join(OUT, 'metrics.json'), JSON.stringify(metrics, null, 2));
+  console.log(`E2E-METRICS ${JSON.stringify(metrics)}`);
+  assert.deepEqual(external, [], 'no request left this machine');
+  assert.deepEqual(pageErrors, [], 'no uncaught errors in the page');
+  assert.deepEqual(consoleErrors, [], 'no console errors');
+  log('all browser checks passed');
+}
+
+main().catch(async (e) => {
+  console.error('[e2e] FAILED:', e && e.message ? e.message : e);
+  if (currentPage) {
+    try {
+      await currentPage.screenshot({ path: path.join(OUT, 'failure.png') });
+      console.error('[e2e] screenshot of the failure:', path.join(OUT, 'failure.png'));
+    } catch (_) { /* the page may be gone */ }
+  }
+  if (consoleErrors.length) console.error('[e2e] console errors:', consoleErrors);
+  if (pageErrors.length) console.error('[e2e] page errors:', pageErrors);
+  if (external.length) console.error('[e2e] external requests:', external);
+  console.log(`E2E-METRICS ${JSON.stringify(metrics)}`);
+  process.exit(1);
+});

@@ -1,0 +1,1056 @@
+//! Every workbench endpoint, through the router (and once over real TCP with `serve_on`).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+use toolgate_core::flow::{Answer, Fixed};
+use toolgate_web::{WebState, router};
+use tower::ServiceExt;
+
+use common::{ALPHA, BULK};
+
+struct Reply {
+    status: StatusCode,
+    content_type: String,
+    body: Vec<u8>,
+}
+
+impl Reply {
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+    }
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+async fn send(st: &WebState, req: Request<Body>) -> Reply {
+    let res = router(st.clone()).oneshot(req).await.unwrap();
+    let status = res.status();
+    let content_type = res
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let body = axum::body::to_bytes(res.into_body(), usize::MAX)
+        .await
+        .unwrap()
+        .to_vec();
+    Reply {
+        status,
+        content_type,
+        body,
+    }
+}
+
+async fn get(st: &WebState, path: &str) -> Reply {
+    send(st, Request::get(path).body(Body::empty()).unwrap()).await
+}
+
+async fn post(st: &WebState, path: &str, body: Value) -> Reply {
+    send(
+        st,
+        Request::post(path)
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(body.to_string()))
+            .unwrap(),
+    )
+    .await
+}
+
+async fn ok(st: &WebState, path: &str, body: Value) -> Value {
+    let r = post(st, path, body).await;
+    assert_eq!(r.status, StatusCode::OK, "{path}: {}", r.text());
+    r.json()
+}
+
+async fn plot(st: &WebState) -> Value {
+    let r = get(st, "/api/plot").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    r.json()
+}
+
+fn feature<'a>(plot: &'a Value, id: &str) -> &'a Value {
+    plot["featureCollection"]["features"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == id)
+        .unwrap_or_else(|| panic!("no feature {id}"))
+}
+
+fn line_colour(plot: &Value, id: &str) -> String {
+    feature(plot, id)["properties"]["style"]["line"]["color"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+async fn colour(st: &WebState, ids: &[&str], colour: &str) -> String {
+    st.debrief()
+        .run_tool(
+            &json!({"toolId": "set-track-color", "params": {"color": colour}, "featureIds": ids}),
+            &Fixed(Answer::Approve),
+        )
+        .await
+}
+
+#[tokio::test]
+async fn the_page_and_its_assets_are_served_and_fetch_nothing_from_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let st = common::state(dir.path(), false).await;
+    let page = get(&st, "/").await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.content_type.starts_with("text/html"));
+    let html = page.text();
+    assert!(html.contains("<canvas id=\"map\""));
+    assert!(html.contains("/assets/app.js") && html.contains("/assets/app.css"));
+    // the session state and config ride along as a JSON data block
+    let start = html
+        .find("<script type=\"application/json\" id=\"boot\">")
+        .unwrap();
+    let rest = &html[start..];
+    let json_start = rest.find('>').unwrap() + 1;
+    let json_end = rest.find("</script>").unwrap();
+    let boot: Value = serde_json::from_str(&rest[json_start..json_end]).unwrap();
+    assert_eq!(boot["state"]["activePlot"], Value::Null);
+    assert_eq!(boot["config"]["chat"]["configured"], false);
+    let html = format!("{}{}", &html[..start], &rest[json_end..]);
+    for (path, kind) in [
+        ("/assets/app.js", "text/javascript"),
+        ("/assets/app.css", "text/css"),
+    ] {
+        let r = get(&st, path).await;
+        assert_eq!(r.status, StatusCode::OK, "{path}");
+        assert!(
+            r.content_type.starts_with(kind),
+            "{path}: {}",
+            r.content_type
+        );
+    }
+    // Offline: the only absolute URL in any asset is the SVG namespace (an identifier, never
+    // fetched).
+    for text in [
+        html,
+        get(&st, "/assets/app.js").await.text(),
+        get(&st, "/assets/app.css").await.text(),
+    ] {
+        let stripped = text.replace("http://www.w3.org/2000/svg", "");
+        assert!(
+            !stripped.contains("http://")
+                && !stripped.contains("https://")
+                && !stripped.contains("//cdn"),
+            "an asset refers to another site"
+        );
+    }
+    let res = router(st.clone())
+        .oneshot(Request::get("/").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let csp = res.headers()[header::CONTENT_SECURITY_POLICY]
+        .to_str()
+        .unwrap();
+    assert!(csp.contains("default-src 'self'") && csp.contains("connect-src 'self'"));
+}
+
+#[tokio::test]
+async fn without_a_backend_the_chat_says_how_to_configure_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let st = common::state(dir.path(), false).await;
+    let c = get(&st, "/api/config").await.json();
+    assert_eq!(c["chat"]["configured"], false);
+    let hint = c["chat"]["hint"].as_str().unwrap();
+    assert!(hint.contains("toolgate serve --model-url") && hint.contains("--model"));
+    let r = post(&st, "/api/chat", json!({"utterance": "colour it red"})).await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(r.json()["code"], "no_chat_backend");
+    assert!(r.json()["error"].as_str().unwrap().contains("--model-url"));
+
+    let st = common::state(dir.path(), true).await;
+    let c = get(&st, "/api/config").await.json();
+    assert_eq!(c["chat"]["configured"], true);
+    assert_eq!(c["chat"]["description"], "scripted test backend");
+}
+
+#[tokio::test]
+async fn catalogue_search_open_and_plot_features() {
+    let dir = tempfile::tempdir().unwrap();
+    let st = common::state(dir.path(), false).await;
+    let all = ok(&st, "/api/catalog/search", json!({})).await;
+    assert_eq!(all["total"], 3);
+    let alpha = ok(&st, "/api/catalog/search", json!({"text": "alpha"})).await;
+    assert_eq!(alpha["total"], 2);
+    let day1 = ok(
+        &st,
+        "/api/catalog/search",
+        json!({"text": "alpha", "startTime": "2026-03-01", "endTime": "2026-03-01T23:00:00Z", "platforms": ["NELSON"]}),
+    )
+    .await;
+    assert_eq!(day1["matches"][0]["plotId"], ALPHA);
+    assert_eq!(day1["total"], 1);
+    let none = ok(
+        &st,
+        "/api/catalog/search",
+        json!({"text": "no-such-exercise"}),
+    )
+    .await;
+    assert_eq!(none["total"], 0);
+    assert_eq!(none["message"], "No plots matched.");
+
+    let state = get(&st, "/api/state").await.json();
+    assert_eq!(state["activePlot"], Value::Null);
+    let state = ok(&st, "/api/plots/open", json!({"plotId": ALPHA})).await;
+    assert_eq!(state["activePlot"], ALPHA);
+    assert_eq!(state["plots"][0]["dirty"], false);
+    assert_eq!(state["plots"][0]["version"], 1);
+
+    let p = plot(&st).await;
+    assert_eq!(p["plotId"], ALPHA);
+    assert_eq!(p["title"], "Exercise Alpha — Day 1");
+    assert_eq!(p["active"], true);
+    assert_eq!(p["featureCollection"]["type"], "FeatureCollection");
+    let n = p["featureCollection"]["features"].as_array().unwrap().len();
+    assert_eq!(n, 10);
+    let inv = p["inventory"].as_array().unwrap();
+    assert_eq!(inv.len(), n);
+    let nelson = inv.iter().find(|r| r["id"] == "track-nelson").unwrap();
+    assert_eq!(nelson["name"], "HMS Nelson");
+    assert_eq!(nelson["kind"], "TRACK");
+    assert_eq!(nelson["platform"], "HMS Nelson");
+    assert!(
+        nelson["start"]
+            .as_str()
+            .unwrap()
+            .starts_with("2026-03-01T00:00")
+    );
+    assert_eq!(nelson["pointCount"], 361);
+    let bbox = p["bbox"].as_array().unwrap();
+    assert_eq!(bbox.len(), 4);
+
+    // the map view: the same features, track positions cut to their times
+    let map = get(&st, "/api/plot?view=map").await.json();
+    let mp = feature(&map, "track-nelson")["properties"]["positions"][3].clone();
+    let fp = feature(&p, "track-nelson")["properties"]["positions"][3].clone();
+    assert_eq!(mp, json!({"time": fp["time"]}));
+    assert!(fp["course"].is_number());
+    assert_eq!(feature(&map, "point-datum-a"), feature(&p, "point-datum-a"));
+    assert_eq!(map["inventory"], p["inventory"]);
+    let r = get(&st, "/api/plot?view=tiny").await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.json()["code"], "invalid_query");
+
+    // a second plot becomes active; the first stays open and can be asked for by id
+    ok(&st, "/api/plots/open", json!({"plotId": BULK})).await;
+    let bulk = plot(&st).await;
+    assert!(
+        bulk["featureCollection"]["features"]
+            .as_array()
+            .unwrap()
+            .len()
+            >= 250
+    );
+    let r = get(&st, &format!("/api/plot?plotId={}", urlencode(ALPHA))).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.json()["active"], false);
+}
+
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn malformed_requests_get_a_4xx_with_a_json_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let st = common::state(dir.path(), false).await;
+    let raw = |method: &str, path: &str, ct: Option<&str>, body: &str| {
+        let mut b = Request::builder().method(method).uri(path);
+        if let Some(ct) = ct {
+            b = b.header(header::CONTENT_TYPE, ct);
+        }
+        b.body(Body::from(body.to_owned())).unwrap()
+    };
+    let json_ct = Some("application/json");
+    // (request, status, code) before any plot is open
+    let cases: Vec<(Request<Body>, u16, &str)> = vec![
+        (
+            raw("POST", "/api/catalog/search", json_ct, "{"),
+            400,
+            "malformed_json",
+        ),
+        (
+            raw("POST", "/api/catalog/search", None, "{}"),
+            415,
+            "unsupported_media_type",
+        ),
+        (
+            raw("POST", "/api/catalog/search", json_ct, r#"{"bogus": 1}"#),
+            422,
+            "invalid_body",
+        ),
+        (
+            raw("POST", "/api/catalog/search", json_ct, r#"{"text": 5}"#),
+            422,
+            "invalid_body",
+        ),
+        (
+            raw(
+                "POST",
+                "/api/catalog/search",
+                json_ct,
+                r#"{"startTime": "yesterday"}"#,
+            ),
+            400,
+            "bad_request",
+        ),
+        (
+            raw(
+                "POST",
+                "/api/catalog/search",
+                json_ct,
+                r#"{"bbox": [1, 2, 3]}"#,
+            ),
+            422,
+            "invalid_body",
+        ),
+        (
+            raw("POST", "/api/plots/open", json_ct, "{}"),
+            422,
+            "invalid_body",
+        ),
+        (
+            raw("POST", "/api/plots/open", json_ct, "[]"),
+            422,
+            "invalid_body",
+        ),
+        (
+            raw(
+                "POST",
+                "/api/plots/open",
+                json_ct,
+                r#"{"plotId": "stac://nope/x.json"}"#,
+            ),
+            404,
+            "unknown_plot",
+        ),
+        (raw("GET", "/api/plot", None, ""), 409, "no_plot_open"),
+        (
+            raw(
+                "GET",
+                "/api/plot?plotId=stac://demo/none/item.json",
+                None,
+                "",
+            ),
+            404,
+            "unknown_plot",
+        ),
+        (
+            raw("GET", "/api/plot?zoom=3", None, ""),
+            400,
+            "invalid_query",
+        ),
+        (raw("POST", "/api/undo", json_ct, "{}"), 409, "no_plot_open"),
+        (
+            raw("POST", "/api/save", json_ct, "not json"),
+            400,
+            "malformed_json",
+        ),
+        (
+            raw("POST", "/api/select", json_ct, r#"{"ids": ["a"]}"#),
+            409,
+            "no_plot_open",
+        ),
+        (
+            raw("POST", "/api/chat", json_ct, r#"{"utterance": "   "}"#),
+            400,
+            "bad_request",
+        ),
+        (
+            raw("POST", "/api/chat", json_ct, r#"{"text": "hi"}"#),
+            422,
+            "invalid_body",
+        ),
+        (
+            raw(
+                "POST",
+                "/api/chat/confirm",
+                json_ct,
+                r#"{"id": "x", "answer": "maybe"}"#,
+            ),
+            422,
+            "invalid_body",
+        ),
+        (
+            raw(
+                "POST",
+                "/api/chat/confirm",
+                json_ct,
+                r#"{"id": "x", "answer": "approve"}"#,
+            ),
+            404,
+            "not_found",
+        ),
+        (raw("GET", "/api/nothing-here", None, ""), 404, "not_found"),
+        (raw("GET", "/etc/passwd", None, ""), 404, "not_found"),
+        (
+            raw("DELETE", "/api/save", None, ""),
+            405,
+            "method_not_allowed",
+        ),
+        (raw("GET", "/api/save", None, ""), 405, "method_not_allowed"),
+        (
+            raw("POST", "/api/state", json_ct, "{}"),
+            405,
+            "method_not_allowed",
+        ),
+    ];
+    for (req, status, code) in cases {
+        let what = format!("{} {}", req.method(), req.uri());
+        let r = send(&st, req).await;
+        assert_error(&r, status, code, &what);
+    }
+    // with a plot open
+    ok(&st, "/api/plots/open", json!({"plotId": ALPHA})).await;
+    let cases: Vec<(Request<Body>, u16, &str)> = vec![
+        (
+            raw("POST", "/api/undo", json_ct, "{}"),
+            409,
+            "nothing_to_do",
+        ),
+        (
+            raw("POST", "/api/redo", json_ct, "{}"),
+            409,
+            "nothing_to_do",
+        ),
+        (
+            raw(
+                "POST",
+                "/api/undo",
+                json_ct,
+                r#"{"plotId": "stac://demo/bulk-tracks/item.json"}"#,
+            ),
+            404,
+            "unknown_plot",
+        ),
+        (
+            raw("POST", "/api/select", json_ct, r#"{"ids": "track-nelson"}"#),
+            422,
+            "invalid_body",
+        ),
+        (
+            raw(
+                "POST",
+                "/api/select",
+                json_ct,
+                r#"{"ids": ["track-nelson", "no-such-track", "nope/positions/1"]}"#,
+            ),
+            422,
+            "unknown_feature",
+        ),
+    ];
+    for (req, status, code) in cases {
+        let what = format!("{} {}", req.method(), req.uri());
+        let r = send(&st, req).await;
+        assert_error(&r, status, code, &what);
+        if code == "unknown_feature" {
+            let msg = r.json()["error"].as_str().unwrap().to_owned();
+            assert!(
+                msg.contains("\"no-such-track\"") && msg.contains("\"nope/positions/1\""),
+                "{msg}"
+            );
+            assert!(!msg.contains("\"track-nelson\""), "{msg}");
+        }
+    }
+    // the selection was not changed by the refused request
+    assert_eq!(
+        get(&st, "/api/state").await.json()["plots"][0]["selection"],
+        json!([])
+    );
+}
+
+fn assert_error(r: &Reply, status: u16, code: &str, what: &str) {
+    assert_eq!(r.status.as_u16(), status, "{what}: {}", r.text());
+    assert!(
+        r.content_type.starts_with("application/json"),
+        "{what}: {}",
+        r.content_type
+    );
+    let v = r.json();
+    assert_eq!(v["code"], code, "{what}: {v}");
+    let msg = v["error"].as_str().unwrap();
+    assert!(!msg.trim().is_empty(), "{what}");
+    for bad in ["panicked", "stack backtrace", "RUST_BACKTRACE", "src/"] {
+        assert!(!msg.contains(bad), "{what}: {msg}");
+    }
+}
+
+#[tokio::test]
+async fn other_sites_cannot_reach_the_workbench() {
+    let dir = tempfile::tempdir().unwrap();
+    let st = common::state(dir.path(), false).await;
+    let r = send(
+        &st,
+        Request::get("/api/state")
+            .header(header::HOST, "evil.example:8080")
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_error(&r, 403, "host_not_allowed", "DNS-rebound host");
+    let r = send(
+        &st,
+        Request::post("/api/plots/open")
+            .header(header::HOST, "127.0.0.1:8080")
+            .header(header::ORIGIN, "https://evil.example")
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(json!({"plotId": ALPHA}).to_string()))
+            .unwrap(),
+    )
+    .await;
+    assert_error(&r, 403, "origin_not_allowed", "cross-site POST");
+    assert_eq!(
+        get(&st, "/api/state").await.json()["activePlot"],
+        Value::Null
+    );
+    // the page itself (same origin, loopback host) is served
+    let r = send(
+        &st,
+        Request::post("/api/plots/open")
+            .header(header::HOST, "localhost:8080")
+            .header(header::ORIGIN, "http://localhost:8080")
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(json!({"plotId": ALPHA}).to_string()))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    let allowed = st.clone().allow_host("workbench.lan");
+    let r = send(
+        &allowed,
+        Request::get("/api/state")
+            .header(header::HOST, "workbench.lan:80")
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn the_selection_is_the_one_the_agent_tools_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let st = common::state(dir.path(), false).await;
+    ok(&st, "/api/plots/open", json!({"plotId": ALPHA})).await;
+    let s = ok(
+        &st,
+        "/api/select",
+        json!({"ids": ["track-nelson", "track-contact/positions/4", "track-nelson/positions/9"]}),
+    )
+    .await;
+    assert_eq!(
+        s["plots"][0]["selection"],
+        json!([
+            "track-nelson",
+            "track-contact/positions/4",
+            "track-nelson/positions/9"
+        ])
+    );
+    assert_eq!(
+        s["plots"][0]["selectedIds"],
+        json!(["track-nelson", "track-contact"])
+    );
+    // the agent tool with no names or ids works on that selection
+    let reply = st
+        .debrief()
+        .run_tool(
+            &json!({"toolId": "set-track-color", "params": {"color": "orange"}}),
+            &Fixed(Answer::Approve),
+        )
+        .await;
+    assert!(
+        reply.starts_with("Applied Set Track Color to 2 feature(s)"),
+        "{reply}"
+    );
+    let p = plot(&st).await;
+    assert_eq!(line_colour(&p, "track-nelson"), "orange");
+    assert_eq!(line_colour(&p, "track-contact"), "orange");
+    assert_eq!(line_colour(&p, "track-collingwood"), "#008000");
+    // the summary tool sees it too
+    let summary: Value =
+        serde_json::from_str(&st.debrief().summarize(&json!({"selectionOnly": true}))).unwrap();
+    assert_eq!(summary["listed"], 2, "{summary}");
+    // clearing
+    let s = ok(&st, "/api/select", json!({"ids": [], "plotId": ALPHA})).await;
+    assert_eq!(s["plots"][0]["selectedIds"], json!([]));
+}
+
+#[tokio::test]
+async fn undo_redo_revert_and_save() {
+    let dir = tempfile::tempdir().unwrap();
+    let st = common::state(dir.path(), false).await;
+    ok(&st, "/api/plots/open", json!({"plotId": ALPHA})).await;
+    let file = dir.path().join("alpha-day1").join("features.geojson");
+    let original = std::fs::read(&file).unwrap();
+
+    let reply = colour(&st, &["track-contact"], "red").await;
+    assert!(reply.starts_with("Applied"), "{reply}");
+    let s = get(&st, "/api/state").await.json();
+    assert_eq!(s["plots"][0]["dirty"], true);
+    assert_eq!(s["plots"][0]["canUndo"], true);
+    assert_eq!(s["plots"][0]["version"], 2);
+    assert_eq!(line_colour(&plot(&st).await, "track-contact"), "red");
+    // the agent's edit did not touch the file
+    assert_eq!(std::fs::read(&file).unwrap(), original);
+
+    let r = ok(&st, "/api/undo", json!({})).await;
+    assert!(r["message"].as_str().unwrap().starts_with("Undid"), "{r}");
+    assert_eq!(r["state"]["plots"][0]["dirty"], false);
+    assert_eq!(r["state"]["plots"][0]["canRedo"], true);
+    assert_eq!(line_colour(&plot(&st).await, "track-contact"), "#708090");
+
+    let r = ok(&st, "/api/redo", json!({"plotId": ALPHA})).await;
+    assert!(r["message"].as_str().unwrap().starts_with("Redid"), "{r}");
+    assert_eq!(r["state"]["plots"][0]["dirty"], true);
+    assert_eq!(line_colour(&plot(&st).await, "track-contact"), "red");
+
+    let r = ok(&st, "/api/save", json!({})).await;
+    assert!(
+        r["message"].as_str().unwrap().starts_with("Saved to "),
+        "{r}"
+    );
+    assert_eq!(r["state"]["plots"][0]["dirty"], false);
+    let saved: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let contact = saved["features"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "track-contact")
+        .unwrap();
+    assert_eq!(contact["properties"]["style"]["line"]["color"], "red");
+    // atomic write: no temp file left beside the plot
+    let leftovers: Vec<_> = std::fs::read_dir(file.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "features.geojson" && n != "item.json")
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+
+    // revert discards an unsaved edit and goes back to the saved file
+    colour(&st, &["track-nelson"], "yellow").await;
+    assert_eq!(line_colour(&plot(&st).await, "track-nelson"), "yellow");
+    let r = ok(&st, "/api/revert", json!({})).await;
+    assert_eq!(r["state"]["plots"][0]["dirty"], false);
+    let p = plot(&st).await;
+    assert_eq!(line_colour(&p, "track-nelson"), "#0000FF");
+    assert_eq!(line_colour(&p, "track-contact"), "red");
+}
+
+#[tokio::test]
+async fn a_plot_closed_and_opened_again_is_not_served_from_a_stale_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let st = common::state(dir.path(), false).await;
+    ok(&st, "/api/plots/open", json!({"plotId": ALPHA})).await;
+    assert_eq!(line_colour(&plot(&st).await, "track-nelson"), "#0000FF");
+    colour(&st, &["track-nelson"], "red").await;
+    st.debrief().session().save(ALPHA).unwrap();
+    st.debrief().session().close(ALPHA).unwrap();
+    ok(&st, "/api/plots/open", json!({"plotId": ALPHA})).await;
+    let p = plot(&st).await;
+    assert_eq!(p["version"], 1);
+    assert_eq!(line_colour(&p, "track-nelson"), "red");
+}
+
+#[tokio::test]
+async fn save_refuses_when_the_file_changed_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let st = common::state(dir.path(), false).await;
+    ok(&st, "/api/plots/open", json!({"plotId": ALPHA})).await;
+    colour(&st, &["track-nelson"], "red").await;
+    let file = dir.path().join("alpha-day1").join("features.geojson");
+    let mut theirs = std::fs::read(&file).unwrap();
+    theirs.extend_from_slice(b"\n");
+    std::fs::write(&file, &theirs).unwrap();
+
+    let r = post(&st, "/api/save", json!({})).await;
+    assert_error(&r, 409, "changed_on_disk", "save over a changed file");
+    assert!(
+        r.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("changed on disk")
+    );
+    // nothing written, nothing lost
+    assert_eq!(std::fs::read(&file).unwrap(), theirs);
+    let s = get(&st, "/api/state").await.json();
+    assert_eq!(s["plots"][0]["dirty"], true);
+    assert_eq!(line_colour(&plot(&st).await, "track-nelson"), "red");
+}
+
+/// Read server-sent events from a response body until `want` accepts one (or time runs out).
+async fn next_event(
+    stream: &mut (impl futures_util::Stream<Item = Result<axum::body::Bytes, axum::Error>> + Unpin),
+    buf: &mut String,
+    want: impl Fn(&str, &Value) -> bool,
+) -> (String, Value) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        while let Some(cut) = buf.find("\n\n") {
+            let block: String = buf.drain(..cut + 2).collect();
+            let mut name = String::from("message");
+            let mut data = String::new();
+            for line in block.lines() {
+                if let Some(n) = line.strip_prefix("event:") {
+                    name = n.trim().to_owned();
+                } else if let Some(d) = line.strip_prefix("data:") {
+                    data.push_str(d.strip_prefix(' ').unwrap_or(d));
+                }
+            }
+            if data.is_empty() {
+                continue;
+            }
+            let v: Value = serde_json::from_str(&data).unwrap();
+            if want(&name, &v) {
+                return (name, v);
+            }
+        }
+        let chunk = tokio::time::timeout_at(deadline, stream.next())
+            .await
+            .expect("timed out waiting for an event")
+            .expect("the stream ended")
+            .unwrap();
+        buf.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_updates_follow_changes_made_directly_on_the_shared_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let st = common::state(dir.path(), false).await;
+    let res = router(st.clone())
+        .oneshot(Request::get("/api/events").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(
+        res.headers()[header::CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    let mut stream = res.into_body().into_data_stream();
+    let mut buf = String::new();
+    let (name, first) = next_event(&mut stream, &mut buf, |_, _| true).await;
+    assert_eq!(name, "state");
+    assert_eq!(first["activePlot"], Value::Null);
+
+    // An MCP client on the same session opens a plot and edits it: no web request involved.
+    let d = st.debrief().clone();
+    let reply = d
+        .search_plots(&json!({"text": "alpha", "open": true, "startTime": "2026-03-01", "endTime": "2026-03-01T12:00:00Z"}));
+    assert!(reply.contains("\"opened\""), "{reply}");
+    let (_, opened) = next_event(&mut stream, &mut buf, |_, v| v["activePlot"] == ALPHA).await;
+    assert_eq!(opened["plots"][0]["version"], 1);
+    assert_eq!(opened["plots"][0]["dirty"], false);
+
+    let reply = colour(&st, &["track-collingwood"], "purple").await;
+    assert!(reply.starts_with("Applied"), "{reply}");
+    let (_, edited) = next_event(&mut stream, &mut buf, |_, v| v["plots"][0]["version"] == 2).await;
+    assert_eq!(edited["plots"][0]["dirty"], true);
+    assert_eq!(edited["plots"][0]["canUndo"], true);
+
+    // a selection change made on the session arrives too
+    d.session()
+        .select(ALPHA, vec!["track-contact".to_owned()])
+        .unwrap();
+    let (_, selected) = next_event(&mut stream, &mut buf, |_, v| {
+        v["plots"][0]["selectedIds"] == json!(["track-contact"])
+    })
+    .await;
+    assert_eq!(selected["plots"][0]["version"], 2);
+
+    // and an analytical result bumps the Results panel's count
+    let reply = d
+        .run_tool(
+            &json!({"toolId": "range-bearing", "featureIds": ["track-nelson", "track-contact"]}),
+            &Fixed(Answer::Decline),
+        )
+        .await;
+    assert!(reply.starts_with("Ran Range Bearing"), "{reply}");
+    let (_, ds) = next_event(&mut stream, &mut buf, |_, v| v["datasets"] == 1).await;
+    assert_eq!(ds["plots"][0]["version"], 2);
+}
+
+#[tokio::test]
+async fn datasets_for_the_results_panel() {
+    let dir = tempfile::tempdir().unwrap();
+    let st = common::state(dir.path(), false).await;
+    assert_eq!(
+        get(&st, "/api/datasets").await.json()["datasets"],
+        json!([])
+    );
+    ok(&st, "/api/plots/open", json!({"plotId": ALPHA})).await;
+    let reply = st
+        .debrief()
+        .run_tool(
+            &json!({"toolId": "range-bearing", "featureIds": ["track-nelson", "track-contact"]}),
+            &Fixed(Answer::Decline),
+        )
+        .await;
+    assert!(reply.contains("Results panel as result-1"), "{reply}");
+    let ds = get(&st, "/api/datasets").await.json();
+    let d = &ds["datasets"][0];
+    assert_eq!(d["id"], "result-1");
+    assert_eq!(d["toolId"], "range-bearing");
+    assert_eq!(d["plotId"], ALPHA);
+    let series = d["data"]["series"].as_array().unwrap();
+    assert!(series.len() > 100);
+    assert!(series[0]["range_m"].is_number() && series[0]["bearing_deg"].is_number());
+    assert!(series[0]["time"].is_string());
+    assert_eq!(get(&st, "/api/state").await.json()["datasets"], 1);
+}
+
+async fn chat(st: &WebState, utterance: &str) -> axum::response::Response {
+    router(st.clone())
+        .oneshot(
+            Request::post("/api/chat")
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(json!({"utterance": utterance}).to_string()))
+                .unwrap(),
+        )
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_streams_tool_calls_and_asks_before_an_edit() {
+    let dir = tempfile::tempdir().unwrap();
+    let st = common::state(dir.path(), true).await;
+    ok(&st, "/api/plots/open", json!({"plotId": ALPHA})).await;
+    ok(&st, "/api/select", json!({"ids": ["track-contact"]})).await;
+
+    // Approve
+    let res = chat(&st, "colour the submarine track red").await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let mut stream = res.into_body().into_data_stream();
+    let mut buf = String::new();
+    let (name, delta) = next_event(&mut stream, &mut buf, |_, _| true).await;
+    assert_eq!(
+        (name.as_str(), delta["type"].as_str()),
+        ("textDelta", Some("textDelta"))
+    );
+    let (_, started) = next_event(&mut stream, &mut buf, |n, _| n == "toolCallStarted").await;
+    assert_eq!(started["tool"], "debrief_runTool");
+    assert_eq!(started["input"]["toolId"], "set-track-color");
+    let (_, asked) = next_event(&mut stream, &mut buf, |n, _| n == "confirmationAsked").await;
+    let id = asked["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        asked["preview"]["title"],
+        "Run Set Track Color on Exercise Alpha — Day 1"
+    );
+    let body = asked["preview"]["body"].as_str().unwrap();
+    assert!(
+        body.contains("- Target: Contact") && body.contains("- color: red"),
+        "{body}"
+    );
+    assert!(!body.contains("{\""), "plain language, not JSON: {body}");
+    // nothing applied while the person reads
+    assert_eq!(
+        get(&st, "/api/state").await.json()["plots"][0]["version"],
+        1
+    );
+    // a second turn is refused while this one waits
+    let busy = chat(&st, "colour it blue").await;
+    assert_eq!(busy.status(), StatusCode::CONFLICT);
+    let r = ok(
+        &st,
+        "/api/chat/confirm",
+        json!({"id": id, "answer": "approve"}),
+    )
+    .await;
+    assert_eq!(r["approved"], true);
+    let (_, closed) = next_event(&mut stream, &mut buf, |n, _| n == "confirmationClosed").await;
+    assert_eq!(closed["approved"], true);
+    let (_, finished) = next_event(&mut stream, &mut buf, |n, _| n == "toolCallFinished").await;
+    assert!(
+        finished["result"]
+            .as_str()
+            .unwrap()
+            .starts_with("Applied Set Track Color to 1 feature(s)"),
+        "{finished}"
+    );
+    let (_, fin) = next_event(&mut stream, &mut buf, |n, _| n == "final").await;
+    assert!(fin["text"].as_str().unwrap().contains("dirty"));
+    assert!(
+        stream.next().await.is_none(),
+        "the stream ends with the turn"
+    );
+    let s = get(&st, "/api/state").await.json();
+    assert_eq!(s["plots"][0]["dirty"], true);
+    assert_eq!(s["plots"][0]["version"], 2);
+    assert_eq!(line_colour(&plot(&st).await, "track-contact"), "red");
+    // answering again is a 404: the confirmation is gone
+    let r = post(
+        &st,
+        "/api/chat/confirm",
+        json!({"id": id, "answer": "approve"}),
+    )
+    .await;
+    assert_error(&r, 404, "not_found", "stale confirmation");
+
+    // Decline: nothing applied, and the model is told so
+    let res = chat(&st, "colour the submarine track green").await;
+    let mut stream = res.into_body().into_data_stream();
+    let mut buf = String::new();
+    let (_, asked) = next_event(&mut stream, &mut buf, |n, _| n == "confirmationAsked").await;
+    let id = asked["id"].as_str().unwrap().to_owned();
+    ok(
+        &st,
+        "/api/chat/confirm",
+        json!({"id": id, "answer": "decline"}),
+    )
+    .await;
+    let (_, finished) = next_event(&mut stream, &mut buf, |n, _| n == "toolCallFinished").await;
+    assert!(
+        finished["result"].as_str().unwrap().contains("declined"),
+        "{finished}"
+    );
+    next_event(&mut stream, &mut buf, |n, _| n == "final").await;
+    assert!(stream.next().await.is_none());
+    let s = get(&st, "/api/state").await.json();
+    assert_eq!(s["plots"][0]["version"], 2);
+    assert_eq!(line_colour(&plot(&st).await, "track-contact"), "red");
+
+    // A refusal reaches the page as the model sees it
+    ok(&st, "/api/select", json!({"ids": []})).await;
+    let res = chat(&st, "colour the selected track blue").await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let mut stream = res.into_body().into_data_stream();
+    let mut buf = String::new();
+    let (_, finished) = next_event(&mut stream, &mut buf, |n, _| n == "toolCallFinished").await;
+    assert!(
+        finished["result"]
+            .as_str()
+            .unwrap()
+            .starts_with("Nothing is selected"),
+        "{finished}"
+    );
+    while stream.next().await.is_some() {}
+
+    // An analytical call runs without a dialog and fills the Results panel
+    let res = chat(&st, "range and bearing from Nelson to the contact").await;
+    let mut stream = res.into_body().into_data_stream();
+    let mut buf = String::new();
+    let (_, finished) = next_event(&mut stream, &mut buf, |n, _| {
+        n == "toolCallFinished" || n == "confirmationAsked"
+    })
+    .await;
+    assert_eq!(finished["type"], "toolCallFinished");
+    assert!(
+        finished["result"]
+            .as_str()
+            .unwrap()
+            .starts_with("Ran Range Bearing"),
+        "{finished}"
+    );
+    assert_eq!(
+        get(&st, "/api/datasets").await.json()["datasets"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    while stream.next().await.is_some() {}
+
+    // A backend that dies mid-turn becomes an error event, and the next turn can start
+    let res = chat(&st, "crash please").await;
+    let mut stream = res.into_body().into_data_stream();
+    let mut buf = String::new();
+    let (_, err) = next_event(&mut stream, &mut buf, |n, _| n == "error").await;
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("stopped unexpectedly")
+    );
+    assert!(!err["message"].as_str().unwrap().contains("panicked"));
+    assert!(stream.next().await.is_none());
+    let res = chat(&st, "hello").await;
+    assert_eq!(res.status(), StatusCode::OK);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_that_goes_away_declines_its_confirmation() {
+    let dir = tempfile::tempdir().unwrap();
+    let st = common::state(dir.path(), true).await;
+    ok(&st, "/api/plots/open", json!({"plotId": ALPHA})).await;
+    ok(&st, "/api/select", json!({"ids": ["track-nelson"]})).await;
+    let res = chat(&st, "colour it yellow").await;
+    let mut stream = res.into_body().into_data_stream();
+    let mut buf = String::new();
+    next_event(&mut stream, &mut buf, |n, _| n == "confirmationAsked").await;
+    assert_eq!(st.pending().waiting_ids().len(), 1);
+    drop(stream);
+    // nobody can answer any more: the confirmation ends as a decline, at once
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !st.pending().waiting_ids().is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "still waiting for a gone page"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // and the turn ended, so a new one can start
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let r = chat(&st, "hello").await;
+        if r.status() == StatusCode::OK {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the turn never ended"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let s = get(&st, "/api/state").await.json();
+    assert_eq!(s["plots"][0]["version"], 1);
+    assert_eq!(s["plots"][0]["dirty"], false);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_on_answers_over_tcp() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let st = common::state(dir.path(), false).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(toolgate_web::serve_until(listener, st, async move {
+        let _ = stopped.await;
+    }));
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(
+        format!("GET /api/state HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .await
+    .unwrap();
+    let mut out = String::new();
+    tcp.read_to_string(&mut out).await.unwrap();
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    assert!(out.contains("\"activePlot\":null"), "{out}");
+    stop.send(()).unwrap();
+    server.await.unwrap().unwrap();
+}

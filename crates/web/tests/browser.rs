@@ -1,0 +1,164 @@
+//! The workbench in a real browser: starts two workbenches on 127.0.0.1:0 over a temporary demo
+//! store (one with the scripted chat backend, one without) and runs `e2e/workbench.e2e.js`
+//! (playwright-core driving Debian's headless Chromium) against them.
+//!
+//! Needs `node`, `crates/web/e2e/node_modules/playwright-core` (`npm ci` in crates/web/e2e) and
+//! `/usr/bin/chromium` (`apt-get install -y chromium`; another binary via `TOOLGATE_CHROMIUM`).
+//! When one is missing the test says so loudly and passes, unless
+//! `TOOLGATE_REQUIRE_TEST_CLIENTS=1`, when it fails.
+//!
+//! Screenshots and `metrics.json` are left in `<target>/tmp/web-e2e/`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::routing::post;
+use axum::{Json, Router};
+use serde_json::{Value, json};
+use toolgate_core::flow::{Answer, Fixed};
+use toolgate_plot::agent::{self, Debrief};
+
+fn missing(what: &str) {
+    let required = std::env::var("TOOLGATE_REQUIRE_TEST_CLIENTS").is_ok_and(|v| v == "1");
+    let msg = format!(
+        "\n\n!!!!!!!! SKIPPING the workbench browser test: {what}.\n!!!!!!!! Install: `apt-get install -y chromium` and `npm ci --prefix crates/web/e2e`.\n"
+    );
+    if required {
+        panic!("{msg}TOOLGATE_REQUIRE_TEST_CLIENTS=1, so this is a failure.");
+    }
+    eprintln!("{msg}");
+}
+
+/// Stands in for another MCP client editing the same session: the agent tool call an MCP
+/// server makes for `tools/call debrief_runTool`, approved on that client's side.
+async fn external_edit(State(debrief): State<Arc<Debrief>>, Json(body): Json<Value>) -> String {
+    let input = json!({
+        "toolId": "set-track-color",
+        "params": {"color": body["color"]},
+        "featureIds": [body["featureId"]],
+        "utterance": "external MCP client",
+    });
+    match debrief
+        .call(agent::RUN_TOOL, &input, &Fixed(Answer::Approve))
+        .await
+    {
+        Ok(text) | Err(text) => text,
+    }
+}
+
+async fn start(state: toolgate_web::WebState, extra: Option<Router>) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut app = toolgate_web::router(state);
+    if let Some(extra) = extra {
+        app = app.merge(extra);
+    }
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://127.0.0.1:{}", addr.port())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_workbench_in_headless_chromium() {
+    let e2e = Path::new(env!("CARGO_MANIFEST_DIR")).join("e2e");
+    let chromium =
+        std::env::var("TOOLGATE_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".to_owned());
+    if !Path::new(&chromium).exists() {
+        return missing(&format!("no Chromium at {chromium}"));
+    }
+    if !e2e
+        .join("node_modules/playwright-core/package.json")
+        .exists()
+    {
+        return missing("crates/web/e2e/node_modules/playwright-core is not installed");
+    }
+    if std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        return missing("node is not on PATH");
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let other = tempfile::tempdir().unwrap();
+    let state = common::state(dir.path(), true).await;
+    let hook = Router::new()
+        .route("/test/external-edit", post(external_edit))
+        .with_state(state.debrief().clone());
+    let url = start(state.clone(), Some(hook)).await;
+    let url_no_chat = start(common::state(other.path(), false).await, None).await;
+
+    let artifacts = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("web-e2e");
+    let _ = std::fs::remove_dir_all(&artifacts);
+    std::fs::create_dir_all(&artifacts).unwrap();
+
+    let run = tokio::process::Command::new("node")
+        .arg(e2e.join("workbench.e2e.js"))
+        .current_dir(&e2e)
+        .env("WORKBENCH_URL", &url)
+        .env("WORKBENCH_URL_NO_CHAT", &url_no_chat)
+        .env("STORE_DIR", dir.path())
+        .env("ARTIFACTS", &artifacts)
+        .env("CHROMIUM", &chromium)
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(300), run)
+        .await
+        .expect("the browser test ran over 5 minutes")
+        .expect("node could not be started");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("{stdout}\n{stderr}");
+    assert!(
+        out.status.success(),
+        "the browser checks failed:\n{stdout}\n{stderr}"
+    );
+
+    let metrics: Value = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("E2E-METRICS "))
+        .map(|m| serde_json::from_str(m).unwrap())
+        .expect("the browser test printed its metrics");
+    eprintln!(
+        "workbench metrics: {}\nartifacts: {}",
+        serde_json::to_string_pretty(&metrics).unwrap(),
+        artifacts.display()
+    );
+    assert!(metrics["bulkFeatures"].as_u64().unwrap() >= 250);
+    assert!(metrics["firstRenderAfterLoadEventMs"].as_u64().unwrap() <= 500);
+    assert_eq!(metrics["externalRequests"], 0);
+    assert_eq!(metrics["consoleErrors"], 0);
+    for name in [
+        "bulk-1280x800",
+        "bulk-1920x1080",
+        "confirm-dialog",
+        "approved-red-dirty",
+        "live-update",
+        "alpha-1920x1080",
+    ] {
+        let found = std::fs::read_dir(&artifacts)
+            .unwrap()
+            .any(|e| e.unwrap().file_name().to_string_lossy().contains(name));
+        assert!(found, "screenshot {name} missing");
+    }
+    // The session the browser drove is the one the server holds: the last save is on disk.
+    let session = state.debrief().session();
+    let plot = session.active().unwrap();
+    assert!(!plot.doc.is_dirty());
+    let saved: Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join("alpha-day1").join("features.geojson")).unwrap(),
+    )
+    .unwrap();
+    let contact = saved["features"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "track-contact")
+        .unwrap();
+    assert_eq!(contact["properties"]["style"]["line"]["color"], "blue");
+}
