@@ -213,9 +213,14 @@ fn debrief(store: StacStore, registry: Registry, mode: toolgate_core::Mode) -> D
     )
 }
 
-#[allow(clippy::print_stdout)]
+/// One line to stdout. A closed pipe (`toolgate tools list | head`) ends the output quietly
+/// instead of panicking the way `println!` does.
 fn out(s: &str) {
-    println!("{s}");
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    if writeln!(stdout, "{s}").is_err() {
+        std::process::exit(0);
+    }
 }
 
 pub async fn tools(command: ToolsCommand) -> Result<i32> {

@@ -93,6 +93,10 @@ fn main() -> std::process::ExitCode {
     if std::env::args().nth(1).as_deref() == Some(toolgate_sandbox::WORKER_SUBCOMMAND) {
         return std::process::ExitCode::from(u8::try_from(exec::worker()).unwrap_or(1));
     }
+    // A host waits for its hook's answer: no tracing, no async runtime.
+    if std::env::args().nth(1).as_deref() == Some("hook") {
+        return std::process::ExitCode::from(u8::try_from(hosts_cli::hook_main()).unwrap_or(1));
+    }
     init_tracing();
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()

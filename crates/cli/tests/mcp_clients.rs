@@ -4,7 +4,7 @@
 //!
 //! The clients are installed by `.ci/install-test-clients` into `.tools/`. Without them these
 //! tests say so and pass, unless `TOOLGATE_REQUIRE_TEST_CLIENTS=1` (CI), where they fail.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

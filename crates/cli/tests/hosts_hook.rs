@@ -1,0 +1,180 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! `toolgate hook pre-tool-use` as a process: what hosts see on stdout, and exact counting under
+//! many simultaneous invocations for one session.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_toolgate");
+
+fn hook(mode: &str, state: &Path, extra: &[&str], payload: &str) -> (String, String, i32) {
+    let mut child = Command::new(BIN)
+        .args(["hook", "pre-tool-use"])
+        .args(extra)
+        .env("TOOLGATE_MODE", mode)
+        .env_remove("CODEACT_MODE")
+        .env("TOOLGATE_HOOK_STATE_DIR", state)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(payload.as_bytes())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    (
+        String::from_utf8(o.stdout).unwrap(),
+        String::from_utf8(o.stderr).unwrap(),
+        o.status.code().unwrap_or(-1),
+    )
+}
+
+#[test]
+fn answers_each_host_in_its_own_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = std::fs::canonicalize(BIN).unwrap();
+    // Copilot CLI, toolArgs as a JSON string: the codeact call passes (no output = default).
+    let ok = r#"{"sessionId":"a","timestamp":1,"cwd":"/r","toolName":"bash","toolArgs":"{\"command\":\"toolgate exec --raw --code 'print(1)'\"}"}"#;
+    assert_eq!(
+        hook("exclusive", dir.path(), &[], ok),
+        (String::new(), String::new(), 0)
+    );
+    let (out, _, code) = hook(
+        "exclusive",
+        dir.path(),
+        &["--tools", "view,glob"],
+        r#"{"sessionId":"a","timestamp":1,"cwd":"/r","toolName":"view","toolArgs":{"path":"x"}}"#,
+    );
+    assert_eq!(code, 0);
+    assert!(
+        out.ends_with("}\n") && out.lines().count() == 1,
+        "compact: {out}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["permissionDecision"], "deny");
+    let reason = v["permissionDecisionReason"].as_str().unwrap();
+    assert!(
+        reason.contains(&format!(
+            "{} exec --workspace /r --raw --code '<your python>'",
+            exe.display()
+        )),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("Sandbox tools (Python functions, keyword arguments): view, glob."),
+        "{reason}"
+    );
+    // Claude Code.
+    let (out, _, _) = hook(
+        "exclusive",
+        dir.path(),
+        &[],
+        r#"{"session_id":"c","cwd":"/r","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":"/r/x"}}"#,
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny");
+    assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PreToolUse");
+    // CODEACT_MODE is honoured when TOOLGATE_MODE is unset.
+    let o = Command::new(BIN)
+        .args(["hook", "pre-tool-use"])
+        .env_remove("TOOLGATE_MODE")
+        .env("CODEACT_MODE", "exclusive")
+        .env("TOOLGATE_HOOK_STATE_DIR", dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut o = o;
+    o.stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"toolName":"view","toolArgs":{}}"#)
+        .unwrap();
+    let o = o.wait_with_output().unwrap();
+    assert!(String::from_utf8_lossy(&o.stdout).contains("CODEACT_MODE=exclusive"));
+}
+
+#[test]
+fn off_by_default_and_fails_open() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(
+        hook("off", dir.path(), &[], r#"{"toolName":"view"}"#),
+        (String::new(), String::new(), 0)
+    );
+    let (out, err, code) = hook("nudge", dir.path(), &[], "definitely not json");
+    assert_eq!((out.as_str(), code), ("", 0));
+    assert!(
+        err.contains("toolgate hook: warning: the hook payload is not JSON"),
+        "{err}"
+    );
+    // State directory unusable (a file where the folder should be): allowed, warned.
+    let blocked = dir.path().join("blocked");
+    std::fs::write(&blocked, "").unwrap();
+    let (out, err, code) = hook(
+        "nudge",
+        &blocked,
+        &[],
+        r#"{"sessionId":"s","toolName":"view","toolArgs":{}}"#,
+    );
+    assert_eq!((out.as_str(), code), ("", 0));
+    assert!(err.contains("allowing the call"), "{err}");
+}
+
+/// Start `n` hook processes at once for one session, then feed them all.
+fn storm(n: usize, state: &Path, extra: &[&str]) -> usize {
+    let payload = br#"{"sessionId":"storm","timestamp":1,"cwd":"/r","toolName":"view","toolArgs":"{\"path\":\"a\"}"}"#;
+    let mut children: Vec<_> = (0..n)
+        .map(|_| {
+            Command::new(BIN)
+                .args(["hook", "pre-tool-use"])
+                .args(extra)
+                .env("TOOLGATE_MODE", "nudge")
+                .env("TOOLGATE_HOOK_STATE_DIR", state)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in &mut children {
+        c.stdin.take().unwrap().write_all(payload).unwrap();
+    }
+    let mut denied = 0;
+    for c in children {
+        let o = c.wait_with_output().unwrap();
+        assert!(o.status.success());
+        assert!(
+            o.stderr.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        if !o.stdout.is_empty() {
+            denied += 1;
+        }
+    }
+    denied
+}
+
+#[test]
+fn concurrent_hooks_for_one_session_count_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    // N = 3: every fourth read-only call in a row is denied; 48 calls → exactly 12 denials.
+    assert_eq!(storm(48, dir.path(), &["--nudge-after", "3"]), 12);
+    // With a threshold never reached, the stored count is exactly the number of calls.
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(storm(40, dir.path(), &["--nudge-after", "1000"]), 0);
+    let state: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    assert_eq!(state.len(), 1, "one state file per session");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&state[0]).unwrap()).unwrap();
+    assert_eq!(v["consecutive_read_only"], 40);
+}

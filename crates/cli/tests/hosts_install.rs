@@ -1,0 +1,385 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! `toolgate install / uninstall / doctor` end to end, with a temporary HOME and repository.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_toolgate");
+
+struct Env {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+    repo: PathBuf,
+}
+
+impl Env {
+    fn new() -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&repo).unwrap();
+        Env {
+            home: home.canonicalize().unwrap(),
+            repo: repo.canonicalize().unwrap(),
+            _dir: dir,
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(BIN)
+            .args(args)
+            .current_dir(&self.repo)
+            .env("HOME", &self.home)
+            .env("XDG_CONFIG_HOME", self.home.join(".config"))
+            .env("XDG_DATA_HOME", self.home.join(".local/share"))
+            .env_remove("TOOLGATE_DATA_DIR")
+            .env_remove("TOOLGATE_CONFIG")
+            .env_remove("TOOLGATE_VSCODE_USER_DIR")
+            .env_remove("TOOLGATE_BACKEND")
+            .env_remove("CODEACT_BACKEND")
+            .env_remove("TOOLGATE_MODE")
+            .env_remove("CODEACT_MODE")
+            .output()
+            .unwrap()
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let o = self.run(args);
+        assert!(
+            o.status.success(),
+            "toolgate {args:?} failed:\n{}\n{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8(o.stdout).unwrap()
+    }
+
+    fn write(&self, rel: &str, text: &str) {
+        let p = self.repo.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+}
+
+/// Every file and directory under `root`, with file bytes.
+fn tree(root: &Path) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let rel = p.strip_prefix(root).unwrap().to_path_buf();
+            if p.is_dir() {
+                out.insert(rel, None);
+                stack.push(p);
+            } else {
+                out.insert(rel, Some(std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out
+}
+
+const USER_MCP: &str = "{\n    \"inputs\": [],\n    \"servers\": {\n        \"github\": {\"type\": \"http\", \"url\": \"https://api.githubcopilot.com/mcp/\"}\n    }\n}\n";
+const USER_MARKETPLACE: &str = r#"{"name": "team-tools", "owner": {"name": "team"}, "plugins": [{"name": "lint", "source": "./plugins/lint", "description": "ours"}]}"#;
+
+#[test]
+fn install_twice_then_uninstall_restores_the_tree_byte_for_byte() {
+    let env = Env::new();
+    env.write(".vscode/mcp.json", USER_MCP);
+    env.write(".github/plugin/marketplace.json", USER_MARKETPLACE);
+    env.write(".github/copilot-instructions.md", "Be brief.\n");
+    env.write("src/main.rs", "fn main() {}\n");
+    let before = tree(&env.repo);
+    let home_before = tree(&env.home);
+    for host in ["copilot", "claude", "vscode"] {
+        let out = env.ok(&["install", host]);
+        assert!(
+            out.contains(&format!("toolgate installed into {host}")),
+            "{out}"
+        );
+    }
+    let installed = tree(&env.repo);
+    // The user's entries are kept, in their order, next to toolgate's.
+    let mcp: serde_json::Value =
+        serde_json::from_slice(installed[Path::new(".vscode/mcp.json")].as_ref().unwrap()).unwrap();
+    let keys: Vec<&String> = mcp["servers"].as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["github", "toolgate"]);
+    assert_eq!(mcp["inputs"], serde_json::json!([]));
+    let market: serde_json::Value = serde_json::from_slice(
+        installed[Path::new(".github/plugin/marketplace.json")]
+            .as_ref()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(market["name"], "team-tools");
+    let names: Vec<&str> = market["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["lint", "toolgate"]);
+    assert_eq!(
+        installed[Path::new(".github/copilot-instructions.md")].as_deref(),
+        Some(&b"Be brief.\n"[..]),
+        "a file toolgate does not own is untouched"
+    );
+    // Idempotent: a second run changes nothing, byte for byte.
+    for host in ["copilot", "claude", "vscode"] {
+        let out = env.ok(&["install", host]);
+        assert!(out.contains("nothing changed"), "{host}: {out}");
+        let dry = env.ok(&["install", host, "--dry-run"]);
+        assert!(dry.contains("nothing would change"), "{host}: {dry}");
+    }
+    assert_eq!(
+        tree(&env.repo),
+        installed,
+        "second install changed the tree"
+    );
+    for host in ["vscode", "claude", "copilot"] {
+        let out = env.ok(&["uninstall", host]);
+        assert!(
+            out.contains(&format!("toolgate uninstalled from {host}")),
+            "{out}"
+        );
+    }
+    let after = tree(&env.repo);
+    for (p, v) in &before {
+        assert_eq!(
+            after.get(p),
+            Some(v),
+            "{} differs after uninstall",
+            p.display()
+        );
+    }
+    assert_eq!(after, before, "uninstall left something behind");
+    assert_eq!(
+        tree(&env.home),
+        home_before,
+        "a project install touched HOME"
+    );
+    let again = env.ok(&["uninstall", "copilot"]);
+    assert!(again.contains("nothing removed"), "{again}");
+}
+
+#[test]
+fn dry_run_prints_a_diff_and_writes_nothing() {
+    let env = Env::new();
+    env.write(".vscode/mcp.json", USER_MCP);
+    let before = tree(&env.repo);
+    let out = env.ok(&["install", "vscode", "--dry-run"]);
+    assert!(
+        out.contains("--- a/.vscode/mcp.json\n+++ b/.vscode/mcp.json\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("+        \"toolgate\": {") || out.contains("+    \"toolgate\": {"),
+        "{out}"
+    );
+    assert!(
+        out.contains("--- /dev/null\n+++ b/.github/agents/codeact.agent.md\n"),
+        "{out}"
+    );
+    assert!(out.contains("+applyTo: \"**\""), "{out}");
+    assert_eq!(tree(&env.repo), before);
+}
+
+#[test]
+fn refuses_to_overwrite_a_file_it_does_not_own() {
+    let env = Env::new();
+    env.write(
+        ".github/instructions/codeact.instructions.md",
+        "my own rules\n",
+    );
+    let before = tree(&env.repo);
+    let o = env.run(&["install", "copilot"]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("codeact.instructions.md already exists and toolgate did not write it"),
+        "{err}"
+    );
+    assert_eq!(tree(&env.repo), before, "nothing written");
+}
+
+#[test]
+fn uninstall_keeps_files_edited_since_install() {
+    let env = Env::new();
+    env.ok(&["install", "claude"]);
+    let agent = ".claude-plugin/toolgate/agents/codeact.md";
+    env.write(agent, "my edits\n");
+    // A reinstall will not overwrite the edit either.
+    let o = env.run(&["install", "claude"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("changed since toolgate installed it"));
+    let out = env.ok(&["uninstall", "claude"]);
+    assert!(
+        out.contains("kept      .claude-plugin/toolgate/agents/codeact.md"),
+        "{out}"
+    );
+    let left: Vec<PathBuf> = tree(&env.repo)
+        .into_iter()
+        .filter(|(_, v)| v.is_some())
+        .map(|(p, _)| p)
+        .collect();
+    assert_eq!(left, [PathBuf::from(agent)]);
+}
+
+#[test]
+fn global_copilot_install_writes_where_copilot_loads_instructions() {
+    let env = Env::new();
+    let home_before = tree(&env.home);
+    let repo_before = tree(&env.repo);
+    let out = env.ok(&["install", "copilot", "--global"]);
+    let instr = env
+        .home
+        .join(".copilot/instructions/codeact.instructions.md");
+    assert!(instr.is_file(), "{out}");
+    assert!(!env.home.join(".copilot/codeact.instructions.md").exists());
+    let market = env
+        .home
+        .join(".local/share/toolgate/hosts/copilot/.github/plugin/marketplace.json");
+    assert!(market.is_file());
+    assert!(
+        env.home
+            .join(".local/share/toolgate/receipts/copilot-global.json")
+            .is_file()
+    );
+    assert!(
+        out.contains(&format!(
+            "copilot plugin marketplace add {}",
+            market
+                .parent()
+                .unwrap()
+                .parent()
+                .unwrap()
+                .parent()
+                .unwrap()
+                .display()
+        )),
+        "{out}"
+    );
+    assert_eq!(
+        tree(&env.repo),
+        repo_before,
+        "a global install touched the project"
+    );
+    assert!(
+        env.ok(&["install", "copilot", "--global"])
+            .contains("nothing changed")
+    );
+    env.ok(&["uninstall", "copilot", "--global"]);
+    assert_eq!(tree(&env.home), home_before);
+}
+
+#[test]
+fn global_vscode_install_edits_only_its_entry_in_user_mcp_json() {
+    let env = Env::new();
+    let user = env.home.join(".config/Code/User");
+    std::fs::create_dir_all(&user).unwrap();
+    std::fs::write(user.join("mcp.json"), USER_MCP).unwrap();
+    std::fs::write(user.join("settings.json"), "{\"editor.fontSize\": 13}\n").unwrap();
+    let before = tree(&env.home);
+    env.ok(&["install", "vscode", "--global"]);
+    let mcp: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(user.join("mcp.json")).unwrap()).unwrap();
+    assert_eq!(
+        mcp["servers"]["toolgate"]["args"],
+        serde_json::json!(["mcp", "--surface", "all"])
+    );
+    assert!(user.join("prompts/codeact.instructions.md").is_file());
+    env.ok(&["uninstall", "vscode", "--global"]);
+    assert_eq!(tree(&env.home), before);
+}
+
+#[test]
+fn installed_files_list_the_tools_of_the_manifest() {
+    let env = Env::new();
+    env.ok(&["install", "copilot", "--surface", "codeact"]);
+    let manifest: serde_json::Value =
+        serde_json::from_str(&env.ok(&["tools", "list", "--json", "--surface", "codeact"]))
+            .unwrap();
+    let instr = std::fs::read_to_string(
+        env.repo
+            .join(".github/instructions/codeact.instructions.md"),
+    )
+    .unwrap();
+    let line = instr
+        .lines()
+        .find(|l| l.starts_with("Sandbox tools: "))
+        .unwrap();
+    let listed: Vec<&str> = line["Sandbox tools: ".len()..]
+        .trim_end_matches('.')
+        .split("), ")
+        .map(|s| s.split('(').next().unwrap())
+        .collect();
+    let names: Vec<&str> = manifest
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["python"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, names);
+    let exe = std::fs::canonicalize(BIN).unwrap();
+    assert!(
+        instr.contains(&format!(
+            "{} exec --backend monty --workspace . --raw --code '<python>'",
+            exe.display()
+        )),
+        "{instr}"
+    );
+    let mcp: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(env.repo.join(".github/plugin/toolgate/.mcp.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        mcp["mcpServers"]["toolgate"]["args"],
+        serde_json::json!(["mcp", "--surface", "codeact"])
+    );
+    // The exec command the files give really runs.
+    let o = Command::new(&exe)
+        .args([
+            "exec",
+            "--backend",
+            "monty",
+            "--workspace",
+            ".",
+            "--raw",
+            "--code",
+            "print(len(glob(pattern=\"**/*.md\")) > 0)",
+        ])
+        .current_dir(&env.repo)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        "True",
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn preflight_rejects_an_unusable_backend_and_writes_nothing() {
+    let env = Env::new();
+    let before = tree(&env.repo);
+    let o = env.run(&["install", "copilot", "--backend", "hyperlight"]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("PROBLEM backend hyperlight"), "{err}");
+    assert!(err.contains("nothing was written"), "{err}");
+    assert_eq!(tree(&env.repo), before);
+    let doctor = env.run(&["doctor", "--backend", "hyperlight"]);
+    assert_eq!(doctor.status.code(), Some(1));
+    let doctor = env.run(&["doctor"]);
+    let text = String::from_utf8_lossy(&doctor.stdout);
+    assert_eq!(doctor.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("ok      backend monty: ran a program through `toolgate exec`"),
+        "{text}"
+    );
+    assert!(text.contains("no problems found"), "{text}");
+}

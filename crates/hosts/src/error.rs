@@ -1,0 +1,56 @@
+//! Errors of the host integration, each with the file it concerns and what would work.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum HostsError {
+    #[error("unknown host \"{0}\": use copilot, claude or vscode")]
+    UnknownHost(String),
+
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error(
+        "{path}: not valid JSON ({source}); fix or remove the file, then run the command again"
+    )]
+    Json {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+
+    #[error("{path}: {message}")]
+    JsonShape { path: PathBuf, message: String },
+
+    #[error(
+        "{path} already exists and toolgate did not write it; move it away (or merge it by hand) and run the install again"
+    )]
+    Conflict { path: PathBuf },
+
+    #[error(
+        "{path} was changed since toolgate installed it; toolgate will not overwrite your edits: move it away and run the install again"
+    )]
+    ModifiedSinceInstall { path: PathBuf },
+
+    #[error("{path} lies outside the install locations ({allowed}); refusing to touch it")]
+    OutsideRoots { path: PathBuf, allowed: String },
+
+    #[error("{path}: unreadable receipt ({message}); remove the files it lists by hand")]
+    BadReceipt { path: PathBuf, message: String },
+
+    #[error("the tools manifest is not usable: {0}")]
+    Manifest(String),
+}
+
+impl HostsError {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        HostsError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,458 @@
+//! Plan, apply and undo an install.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::fsutil::{confine, create_parents, normalize, read_opt, sha256_hex, write_atomic};
+use crate::receipt::{FileRecord, JsonRecord, RECEIPT_VERSION, Receipt};
+use crate::render::{self, layout};
+use crate::{Host, HostsError, InstallOptions, Locations, jsonedit};
+
+/// Where in a shared JSON file toolgate's entry sits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryKey {
+    /// `container[name]` in an object.
+    Object(String),
+    /// The element of the `container` array whose `"name"` is this.
+    ArrayName(String),
+}
+
+/// One entry toolgate adds to a JSON file, and the document to start from when the file is
+/// missing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JsonEntry {
+    pub container: Vec<String>,
+    pub key: EntryKey,
+    pub value: Value,
+    pub skeleton: Value,
+}
+
+/// What rendering produced.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// A file toolgate owns, whole.
+    File { path: PathBuf, content: String },
+    /// One entry in a file the user may share.
+    Json { path: PathBuf, entry: JsonEntry },
+}
+
+impl Action {
+    pub fn path(&self) -> &Path {
+        match self {
+            Action::File { path, .. } | Action::Json { path, .. } => path,
+        }
+    }
+}
+
+/// One file's before and after.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    pub path: PathBuf,
+    /// `None`: the file does not exist yet.
+    pub old: Option<String>,
+    /// `None`: the file is removed (left over from an earlier install).
+    pub new: Option<String>,
+}
+
+impl Change {
+    pub fn is_noop(&self) -> bool {
+        self.old == self.new
+    }
+}
+
+/// Everything an install would do; nothing is written until [`apply`].
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub host: Host,
+    pub global: bool,
+    pub receipt_path: PathBuf,
+    /// The project root (paths in diffs and reports are shown relative to it).
+    pub display_root: PathBuf,
+    pub changes: Vec<Change>,
+    /// The rendered actions (for inspection and snapshots).
+    pub actions: Vec<Action>,
+    roots: Vec<PathBuf>,
+    receipt: Receipt,
+    old_receipt: Option<Receipt>,
+}
+
+/// Render the install and compare it with what is on disk. Refuses (before writing anything)
+/// when a file toolgate would write exists and is not toolgate's, or was edited since install.
+pub fn plan(opts: &InstallOptions, loc: &Locations) -> Result<Plan, HostsError> {
+    let lay = layout(opts.host, opts.global, loc);
+    let receipt_path = confine(&lay.receipt, &lay.roots)?;
+    let old_receipt = Receipt::load(&receipt_path)?;
+    let actions = render::actions(opts, loc);
+    let mut changes = Vec::new();
+    let mut files = Vec::new();
+    let mut json_entries = Vec::new();
+    let old_file = |p: &Path| {
+        old_receipt
+            .as_ref()
+            .and_then(|r| r.files.iter().find(|f| f.path == p))
+    };
+    let old_json = |p: &Path| {
+        old_receipt
+            .as_ref()
+            .and_then(|r| r.json_entries.iter().find(|j| j.path == p))
+    };
+    for action in &actions {
+        let path = confine(action.path(), &lay.roots)?;
+        let current = read_opt(&path)?;
+        match action {
+            Action::File { content, .. } => {
+                let current_text = current.as_deref().map(text).transpose()?;
+                if let Some(cur) = &current
+                    && cur.as_slice() != content.as_bytes()
+                {
+                    match old_file(&path) {
+                        Some(rec) if rec.sha256 != sha256_hex(cur) => {
+                            return Err(HostsError::ModifiedSinceInstall { path });
+                        }
+                        Some(_) => {}
+                        None => return Err(HostsError::Conflict { path }),
+                    }
+                }
+                // A file that already holds exactly this text and is not in the receipt belongs
+                // to someone else (another host's install, or the user): leave it unrecorded so
+                // that uninstall does not take it away.
+                let foreign_identical = current.is_some() && old_file(&path).is_none();
+                if !foreign_identical {
+                    files.push(FileRecord {
+                        path: path.clone(),
+                        sha256: sha256_hex(content.as_bytes()),
+                    });
+                }
+                changes.push(Change {
+                    path,
+                    old: current_text,
+                    new: Some(content.clone()),
+                });
+            }
+            Action::Json { entry, .. } => {
+                let current_text = current.as_deref().map(text).transpose()?;
+                let mut doc = match &current_text {
+                    Some(t) => {
+                        serde_json::from_str::<Value>(t).map_err(|source| HostsError::Json {
+                            path: path.clone(),
+                            source,
+                        })?
+                    }
+                    None => entry.skeleton.clone(),
+                };
+                let prior = old_json(&path);
+                let existing = jsonedit::get(&doc, &entry.container, &entry.key).cloned();
+                let new_text = if existing.as_ref() == Some(&entry.value) && current_text.is_some()
+                {
+                    current_text.clone().unwrap_or_default()
+                } else {
+                    if let Some(existing) = &existing {
+                        match prior {
+                            None => return Err(HostsError::Conflict { path }),
+                            Some(rec) if rec.value_sha256 != value_hash(existing) => {
+                                return Err(HostsError::ModifiedSinceInstall { path });
+                            }
+                            Some(_) => {}
+                        }
+                    }
+                    jsonedit::set(&mut doc, &entry.container, &entry.key, entry.value.clone())
+                        .map_err(|message| HostsError::JsonShape {
+                            path: path.clone(),
+                            message: format!(
+                                "{message}; toolgate cannot add its entry (fix the file, or remove it to let toolgate create it)"
+                            ),
+                        })?;
+                    pretty(&doc)
+                };
+                let original = match prior {
+                    Some(rec) => rec.original.clone(),
+                    None => current_text.clone(),
+                };
+                json_entries.push(JsonRecord {
+                    path: path.clone(),
+                    container: entry.container.clone(),
+                    key: entry.key.clone(),
+                    value_sha256: value_hash(&entry.value),
+                    original,
+                    installed_sha256: sha256_hex(new_text.as_bytes()),
+                });
+                changes.push(Change {
+                    path,
+                    old: current_text,
+                    new: Some(new_text),
+                });
+            }
+        }
+    }
+    // Files of an earlier install that this one no longer writes.
+    if let Some(old) = &old_receipt {
+        for rec in &old.files {
+            if files.iter().any(|f| f.path == rec.path) {
+                continue;
+            }
+            let path = confine(&rec.path, &lay.roots)?;
+            if let Some(cur) = read_opt(&path)? {
+                if sha256_hex(&cur) != rec.sha256 {
+                    return Err(HostsError::ModifiedSinceInstall { path });
+                }
+                changes.push(Change {
+                    path,
+                    old: Some(text(&cur)?),
+                    new: None,
+                });
+            }
+        }
+    }
+    let receipt = Receipt {
+        version: RECEIPT_VERSION,
+        host: opts.host,
+        global: opts.global,
+        toolgate_version: render::VERSION.to_owned(),
+        backend: opts.backend,
+        surface: opts.surface,
+        files,
+        json_entries,
+        dirs_created: old_receipt
+            .as_ref()
+            .map(|r| r.dirs_created.clone())
+            .unwrap_or_default(),
+    };
+    Ok(Plan {
+        host: opts.host,
+        global: opts.global,
+        receipt_path,
+        display_root: if opts.global {
+            loc.home.clone()
+        } else {
+            loc.target.clone()
+        },
+        changes,
+        actions,
+        roots: lay.roots,
+        receipt,
+        old_receipt,
+    })
+}
+
+fn text(bytes: &[u8]) -> Result<String, HostsError> {
+    String::from_utf8(bytes.to_vec()).map_err(|_| HostsError::JsonShape {
+        path: PathBuf::from("(file)"),
+        message: "not UTF-8 text".to_owned(),
+    })
+}
+
+fn pretty(v: &Value) -> String {
+    let mut s = serde_json::to_string_pretty(v).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+fn value_hash(v: &Value) -> String {
+    sha256_hex(serde_json::to_string(v).unwrap_or_default().as_bytes())
+}
+
+/// What [`apply`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ApplyReport {
+    pub written: Vec<PathBuf>,
+    pub unchanged: Vec<PathBuf>,
+    pub removed: Vec<PathBuf>,
+    pub receipt: PathBuf,
+    /// Whether anything on disk changed (the receipt included).
+    pub changed: bool,
+}
+
+/// Write the plan: every file atomically, then the receipt.
+pub fn apply(plan: &Plan) -> Result<ApplyReport, HostsError> {
+    let mut report = ApplyReport {
+        receipt: plan.receipt_path.clone(),
+        ..ApplyReport::default()
+    };
+    let mut receipt = plan.receipt.clone();
+    let note_dirs = |dirs: Vec<PathBuf>, receipt: &mut Receipt| {
+        for d in dirs {
+            if !receipt.dirs_created.contains(&d) {
+                receipt.dirs_created.push(d);
+            }
+        }
+    };
+    for change in &plan.changes {
+        if change.is_noop() {
+            report.unchanged.push(change.path.clone());
+            continue;
+        }
+        match &change.new {
+            Some(new) => {
+                let dirs = create_parents(&change.path)?;
+                note_dirs(dirs, &mut receipt);
+                write_atomic(&change.path, new.as_bytes())?;
+                report.written.push(change.path.clone());
+            }
+            None => {
+                fs::remove_file(&change.path).map_err(|e| HostsError::io(&change.path, e))?;
+                report.removed.push(change.path.clone());
+            }
+        }
+    }
+    let dirs = create_parents(&plan.receipt_path)?;
+    note_dirs(dirs, &mut receipt);
+    let bytes = receipt.to_bytes();
+    let receipt_changed = read_opt(&plan.receipt_path)?.as_deref() != Some(bytes.as_slice());
+    if receipt_changed {
+        write_atomic(&plan.receipt_path, &bytes)?;
+    }
+    report.changed = receipt_changed || !report.written.is_empty() || !report.removed.is_empty();
+    Ok(report)
+}
+
+/// The plan as a unified diff (what `--dry-run` prints). Empty when nothing would change.
+pub fn unified_diff(plan: &Plan) -> String {
+    let mut out = String::new();
+    for change in plan.changes.iter().filter(|c| !c.is_noop()) {
+        let shown = change
+            .path
+            .strip_prefix(&plan.display_root)
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|_| change.path.clone());
+        let a = if change.old.is_some() {
+            format!("a/{}", shown.display())
+        } else {
+            "/dev/null".to_owned()
+        };
+        let b = if change.new.is_some() {
+            format!("b/{}", shown.display())
+        } else {
+            "/dev/null".to_owned()
+        };
+        let old = change.old.as_deref().unwrap_or("");
+        let new = change.new.as_deref().unwrap_or("");
+        let diff = similar::TextDiff::from_lines(old, new);
+        out.push_str(
+            &diff
+                .unified_diff()
+                .context_radius(3)
+                .header(&a, &b)
+                .to_string(),
+        );
+    }
+    out
+}
+
+/// What [`uninstall`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UninstallReport {
+    /// `false`: there was no receipt, so nothing was touched.
+    pub receipt_found: bool,
+    pub receipt: PathBuf,
+    pub removed: Vec<PathBuf>,
+    /// Shared JSON files put back as they were, or with toolgate's entry taken out.
+    pub restored: Vec<PathBuf>,
+    /// Files (or entries) changed since install: left in place.
+    pub kept_modified: Vec<PathBuf>,
+    /// Recorded but already gone.
+    pub missing: Vec<PathBuf>,
+}
+
+/// Remove exactly what the receipt of (host, scope) lists.
+pub fn uninstall(host: Host, global: bool, loc: &Locations) -> Result<UninstallReport, HostsError> {
+    let lay = layout(host, global, loc);
+    let receipt_path = confine(&lay.receipt, &lay.roots)?;
+    let mut report = UninstallReport {
+        receipt: receipt_path.clone(),
+        ..UninstallReport::default()
+    };
+    let Some(receipt) = Receipt::load(&receipt_path)? else {
+        return Ok(report);
+    };
+    report.receipt_found = true;
+    // A tampered receipt must not reach outside the install locations.
+    for p in receipt
+        .files
+        .iter()
+        .map(|f| &f.path)
+        .chain(receipt.json_entries.iter().map(|j| &j.path))
+    {
+        confine(p, &lay.roots)?;
+    }
+    // Directories may also be a root itself or one of its ancestors (a global install creates
+    // e.g. ~/.local/share/toolgate); only empty ones are ever removed.
+    for d in &receipt.dirs_created {
+        let inside = confine(d, &lay.roots).is_ok();
+        let above = normalize(d).is_some_and(|d| lay.roots.iter().any(|r| r.starts_with(&d)));
+        if !inside && !above {
+            confine(d, &lay.roots)?;
+        }
+    }
+    for rec in &receipt.files {
+        match read_opt(&rec.path)? {
+            None => report.missing.push(rec.path.clone()),
+            Some(cur) if sha256_hex(&cur) == rec.sha256 => {
+                fs::remove_file(&rec.path).map_err(|e| HostsError::io(&rec.path, e))?;
+                report.removed.push(rec.path.clone());
+            }
+            Some(_) => report.kept_modified.push(rec.path.clone()),
+        }
+    }
+    for rec in &receipt.json_entries {
+        let Some(cur) = read_opt(&rec.path)? else {
+            report.missing.push(rec.path.clone());
+            continue;
+        };
+        if sha256_hex(&cur) == rec.installed_sha256 {
+            match &rec.original {
+                Some(orig) => {
+                    write_atomic(&rec.path, orig.as_bytes())?;
+                    report.restored.push(rec.path.clone());
+                }
+                None => {
+                    fs::remove_file(&rec.path).map_err(|e| HostsError::io(&rec.path, e))?;
+                    report.removed.push(rec.path.clone());
+                }
+            }
+            continue;
+        }
+        // Edited since install: take out only toolgate's entry, if it is still as written.
+        let mut doc: Value = match serde_json::from_slice(&cur) {
+            Ok(d) => d,
+            Err(_) => {
+                report.kept_modified.push(rec.path.clone());
+                continue;
+            }
+        };
+        match jsonedit::get(&doc, &rec.container, &rec.key) {
+            Some(v) if value_hash(v) == rec.value_sha256 => {
+                jsonedit::remove(&mut doc, &rec.container, &rec.key);
+                write_atomic(&rec.path, pretty(&doc).as_bytes())?;
+                report.restored.push(rec.path.clone());
+            }
+            Some(_) => report.kept_modified.push(rec.path.clone()),
+            None => report.missing.push(rec.path.clone()),
+        }
+    }
+    fs::remove_file(&receipt_path).map_err(|e| HostsError::io(&receipt_path, e))?;
+    for d in receipt.dirs_created.iter().rev() {
+        // Only empty directories go; anything the user added keeps its folder.
+        let _ = fs::remove_dir(d);
+    }
+    Ok(report)
+}
+
+impl Plan {
+    /// Whether applying would change anything on disk.
+    pub fn is_noop(&self) -> bool {
+        self.changes.iter().all(Change::is_noop)
+            && self.old_receipt.as_ref().is_some_and(|r| {
+                let mut r2 = self.receipt.clone();
+                r2.dirs_created.clone_from(&r.dirs_created);
+                &r2 == r
+            })
+    }
+
+    pub fn roots(&self) -> &[PathBuf] {
+        &self.roots
+    }
+}

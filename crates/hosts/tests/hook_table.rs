@@ -1,0 +1,300 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! The hook over real payload shapes of both hosts, in every mode.
+
+use serde_json::{Value, json};
+use toolgate_hosts::hook::{self, HookConfig, Kind, Mode, answer, classify};
+
+fn cfg(mode: Mode, dir: &std::path::Path) -> HookConfig {
+    HookConfig {
+        mode,
+        mode_var: "TOOLGATE_MODE".into(),
+        nudge_after: 3,
+        exe: "/usr/local/bin/toolgate".into(),
+        tools: vec!["view".into(), "glob".into()],
+        state_dir: dir.to_path_buf(),
+    }
+}
+
+const EXEC: &str = "toolgate exec --raw --code 'print(len(glob(pattern=\"**/*.rs\")))'";
+
+/// Copilot CLI camelCase payload with toolArgs as a JSON string (older reference).
+fn copilot_string(tool: &str, args: Value, session: &str) -> String {
+    json!({"sessionId": session, "timestamp": 1_704_614_600_000_u64, "cwd": "/work/repo",
+           "toolName": tool, "toolArgs": args.to_string()})
+    .to_string()
+}
+/// Copilot CLI camelCase payload with toolArgs as an object (newer reference).
+fn copilot_object(tool: &str, args: Value, session: &str) -> String {
+    json!({"sessionId": session, "timestamp": 1_704_614_600_000_u64, "cwd": "/work/repo",
+           "toolName": tool, "toolArgs": args})
+    .to_string()
+}
+/// snake_case without an event name.
+fn copilot_snake(tool: &str, args: Value, session: &str) -> String {
+    json!({"session_id": session, "cwd": "/work/repo", "tool_name": tool, "tool_args": args})
+        .to_string()
+}
+/// Claude Code PreToolUse.
+fn claude(tool: &str, input: Value, session: &str) -> String {
+    json!({"session_id": session, "transcript_path": "/home/u/.claude/projects/x.jsonl",
+           "cwd": "/work/repo", "permission_mode": "default", "hook_event_name": "PreToolUse",
+           "tool_name": tool, "tool_input": input, "tool_use_id": "toolu_01"})
+    .to_string()
+}
+
+#[derive(Debug, PartialEq, Clone)]
+enum Out {
+    Empty,
+    CopilotDeny,
+    ClaudeDeny,
+}
+
+fn shape(stdout: &str) -> Out {
+    if stdout.is_empty() {
+        return Out::Empty;
+    }
+    assert!(!stdout.contains('\n'), "compact JSON on one line: {stdout}");
+    let v: Value = serde_json::from_str(stdout).unwrap();
+    if let Some(h) = v.get("hookSpecificOutput") {
+        assert_eq!(h["hookEventName"], "PreToolUse");
+        assert_eq!(h["permissionDecision"], "deny");
+        let reason = h["permissionDecisionReason"].as_str().unwrap();
+        assert!(
+            reason.contains("/usr/local/bin/toolgate exec --workspace /work/repo --raw --code '"),
+            "{reason}"
+        );
+        Out::ClaudeDeny
+    } else {
+        assert_eq!(v["permissionDecision"], "deny");
+        let reason = v["permissionDecisionReason"].as_str().unwrap();
+        assert!(
+            reason.contains("/usr/local/bin/toolgate exec --workspace /work/repo --raw --code '"),
+            "{reason}"
+        );
+        assert!(reason.contains("view, glob"), "{reason}");
+        Out::CopilotDeny
+    }
+}
+
+#[test]
+fn exclusive_mode_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = cfg(Mode::Exclusive, dir.path());
+    let cmd = json!({"command": EXEC, "description": "count"});
+    let rows: Vec<(String, Out)> = vec![
+        // §7.5: the codeact call itself must pass, whichever field carries the arguments.
+        (copilot_string("bash", cmd.clone(), "s"), Out::Empty),
+        (copilot_object("bash", cmd.clone(), "s"), Out::Empty),
+        (copilot_object("powershell", cmd.clone(), "s"), Out::Empty),
+        (copilot_snake("shell", cmd.clone(), "s"), Out::Empty),
+        (claude("Bash", cmd, "s"), Out::Empty),
+        // Everything else is denied, in the host's own answer shape.
+        (
+            copilot_string("view", json!({"path": "a.rs"}), "s"),
+            Out::CopilotDeny,
+        ),
+        (
+            copilot_object("edit", json!({"path": "a.rs"}), "s"),
+            Out::CopilotDeny,
+        ),
+        (
+            copilot_snake("grep", json!({"pattern": "x"}), "s"),
+            Out::CopilotDeny,
+        ),
+        (
+            copilot_string("bash", json!({"command": "ls -la"}), "s"),
+            Out::CopilotDeny,
+        ),
+        (
+            copilot_string(
+                "bash",
+                json!({"command": format!("{EXEC} && rm -rf /")}),
+                "s",
+            ),
+            Out::CopilotDeny,
+        ),
+        (
+            claude("Read", json!({"file_path": "/work/repo/a.rs"}), "s"),
+            Out::ClaudeDeny,
+        ),
+        (
+            claude("Bash", json!({"command": "cat a.rs"}), "s"),
+            Out::ClaudeDeny,
+        ),
+        (
+            claude("WebFetch", json!({"url": "https://x"}), "s"),
+            Out::ClaudeDeny,
+        ),
+        // Bookkeeping and toolgate's own MCP tools pass.
+        (
+            copilot_object("report_intent", json!({"intent": "x"}), "s"),
+            Out::Empty,
+        ),
+        (
+            claude("mcp__toolgate__debrief_listTools", json!({}), "s"),
+            Out::Empty,
+        ),
+        (
+            copilot_object("toolgate-debrief_runTool", json!({}), "s"),
+            Out::Empty,
+        ),
+    ];
+    for (payload, expected) in rows {
+        let a = answer(&payload, &c);
+        assert_eq!(shape(&a.stdout), expected, "{payload}");
+        assert!(a.warnings.is_empty(), "{:?}", a.warnings);
+    }
+}
+
+#[test]
+fn nudge_mode_table() {
+    for make in [copilot_string, copilot_object, copilot_snake, claude] {
+        let dir = tempfile::tempdir().unwrap();
+        let c = cfg(Mode::Nudge, dir.path());
+        let deny = if make("x", json!({}), "s").contains("hook_event_name") {
+            Out::ClaudeDeny
+        } else {
+            Out::CopilotDeny
+        };
+        let read = |s: &str| {
+            make(
+                if deny == Out::ClaudeDeny {
+                    "Read"
+                } else {
+                    "view"
+                },
+                json!({"path": "a"}),
+                s,
+            )
+        };
+        let steps: Vec<(String, Out)> = vec![
+            (read("s1"), Out::Empty),
+            (read("s1"), Out::Empty),
+            (read("s1"), Out::Empty),
+            // The fourth read in a row is denied, and the count starts again.
+            (read("s1"), deny.clone()),
+            (read("s1"), Out::Empty),
+            (read("s1"), Out::Empty),
+            // A codeact call resets the count (§7.5: it used to be invisible).
+            (
+                make(
+                    if deny == Out::ClaudeDeny {
+                        "Bash"
+                    } else {
+                        "bash"
+                    },
+                    json!({"command": EXEC}),
+                    "s1",
+                ),
+                Out::Empty,
+            ),
+            (read("s1"), Out::Empty),
+            (read("s1"), Out::Empty),
+            (read("s1"), Out::Empty),
+            // Another session has its own count.
+            (read("s2"), Out::Empty),
+            (read("s1"), deny.clone()),
+            // Any other tool resets too.
+            (read("s1"), Out::Empty),
+            (make("edit", json!({"path": "a"}), "s1"), Out::Empty),
+            (read("s1"), Out::Empty),
+            (read("s1"), Out::Empty),
+            (read("s1"), Out::Empty),
+            (read("s1"), deny.clone()),
+        ];
+        for (i, (payload, expected)) in steps.into_iter().enumerate() {
+            let a = answer(&payload, &c);
+            assert_eq!(shape(&a.stdout), expected, "step {i}: {payload}");
+        }
+    }
+}
+
+#[test]
+fn off_mode_and_other_events_say_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let off = cfg(Mode::Off, dir.path());
+    assert_eq!(
+        answer(&copilot_string("view", json!({}), "s"), &off).stdout,
+        ""
+    );
+    assert_eq!(answer("not json", &off), hook::Answer::default());
+    let ex = cfg(Mode::Exclusive, dir.path());
+    let post = json!({"hook_event_name": "PostToolUse", "session_id": "s", "tool_name": "Read", "tool_input": {}});
+    assert_eq!(answer(&post.to_string(), &ex).stdout, "");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "no state written"
+    );
+}
+
+#[test]
+fn fails_open_on_bad_input_and_bad_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = cfg(Mode::Exclusive, dir.path());
+    let a = answer("{not json", &c);
+    assert_eq!(a.stdout, "");
+    assert!(a.warnings[0].contains("not JSON"), "{:?}", a.warnings);
+    // Corrupt state: allowed with a warning, then counting works again.
+    let c = cfg(Mode::Nudge, dir.path());
+    let st = hook::SessionState::new(dir.path(), "session:s");
+    std::fs::write(&st.path, "garbage").unwrap();
+    let a = answer(&copilot_object("view", json!({}), "s"), &c);
+    assert_eq!(a.stdout, "");
+    assert!(a.warnings[0].contains("unusable"), "{:?}", a.warnings);
+    for _ in 0..3 {
+        assert_eq!(
+            answer(&copilot_object("view", json!({}), "s"), &c).stdout,
+            ""
+        );
+    }
+    assert!(answer(&copilot_object("view", json!({}), "s"), &c).denied);
+    // An unusable state directory (a file in its place): allowed, with a warning.
+    let blocked = dir.path().join("file");
+    std::fs::write(&blocked, "x").unwrap();
+    let c = cfg(Mode::Nudge, &blocked);
+    let a = answer(&copilot_object("view", json!({}), "s"), &c);
+    assert!(!a.denied);
+    assert!(!a.warnings.is_empty());
+    // No session id: counted per working directory, with a warning.
+    let c = cfg(Mode::Nudge, dir.path());
+    let a = answer(&json!({"toolName": "view", "cwd": "/w"}).to_string(), &c);
+    assert!(a.warnings[0].contains("no session id"), "{:?}", a.warnings);
+}
+
+#[test]
+fn modes_from_the_environment() {
+    let env = |pairs: &'static [(&'static str, &'static str)]| {
+        move |k: &str| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    };
+    assert_eq!(Mode::from_env(env(&[])).0, Mode::Off);
+    assert_eq!(
+        Mode::from_env(env(&[("CODEACT_MODE", "nudge")])).0,
+        Mode::Nudge
+    );
+    let (m, var, _) = Mode::from_env(env(&[
+        ("TOOLGATE_MODE", "exclusive"),
+        ("CODEACT_MODE", "nudge"),
+    ]));
+    assert_eq!((m, var.as_str()), (Mode::Exclusive, "TOOLGATE_MODE"));
+    let (m, _, warn) = Mode::from_env(env(&[("TOOLGATE_MODE", "loud")]));
+    assert_eq!(m, Mode::Off);
+    assert!(warn.unwrap().contains("off, nudge or exclusive"));
+}
+
+#[test]
+fn classification() {
+    assert_eq!(classify("Bash", &json!({"command": EXEC})), Kind::Codeact);
+    assert_eq!(classify("bash", &json!(EXEC)), Kind::Codeact);
+    assert_eq!(
+        classify("bash", &json!({"command": "python codeact.py"})),
+        Kind::Other
+    );
+    assert_eq!(classify("Grep", &json!({})), Kind::ReadOnly);
+    assert_eq!(classify("Write", &json!({})), Kind::Other);
+}
