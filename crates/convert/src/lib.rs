@@ -1,1 +1,58 @@
-//! Agent-definition conversion between hosts (Claude Code, Copilot CLI, VS Code, OpenCode, Codex) with tool-name mapping.
+//! Agent-definition conversion between hosts (Claude Code, Copilot CLI, VS Code, OpenCode, Codex)
+//! with tool-name mapping.
+//!
+//! The source is a Claude Code agent file (`*.md` with YAML frontmatter), a directory of them, or a
+//! whole Claude Code plugin (`.claude-plugin/plugin.json`, `agents/`, `skills/`, `commands/`,
+//! `.mcp.json`, `hooks/`). [`plan`] reads and converts everything in memory (every error surfaces
+//! there, before anything is written); [`convert`] then writes the result into a temporary sibling
+//! of the destination and renames it into place.
+//!
+//! Tool names follow the tables in the project's agent-conversion reference: `Read`→`read`,
+//! `Grep`/`Glob`→`search`, `Bash`→`execute`, `Write`/`Edit`/`MultiEdit`→`edit`,
+//! `WebFetch`/`WebSearch`→`web`, `Task`→`agent`, `Todo*`→`todo`, `mcp__srv__tool`→`srv/tool` (where
+//! the target can name MCP tools; dropped with a warning elsewhere), de-duplicated in order.
+
+pub mod agent;
+pub mod error;
+pub mod frontmatter;
+pub mod plan;
+pub mod target;
+pub mod tools;
+mod write;
+
+use std::path::Path;
+
+pub use agent::{Agent, AgentReport, ConvertedAgent, normalize_name, parse_agent};
+pub use error::{ConvertError, Result};
+pub use plan::{FileContent, Options, Plan, PlannedFile, Report, SourceKind, plan};
+pub use target::{Source, Target};
+pub use tools::{DroppedTool, MappedTools, map_tools, split_tool_list};
+
+/// Convert `src` into `dst` and report what was written. On error nothing is written (and an
+/// existing destination is left as it was).
+pub fn convert(src: &Path, dst: &Path, options: &Options) -> Result<Report> {
+    let plan = plan::plan(src, options)?;
+    write_plan(plan, dst, options.force)
+}
+
+/// Write a planned conversion to `dst` (see [`convert`]).
+pub fn write_plan(plan: Plan, dst: &Path, force: bool) -> Result<Report> {
+    let mut report = plan.report.clone();
+    if report.kind == SourceKind::AgentFile {
+        let written = write::write_single(&plan, dst, force)?;
+        report.destination = written.display().to_string();
+        report.files = vec![written.display().to_string()];
+    } else {
+        write::write_tree(&plan, dst, force)?;
+        report.destination = dst.display().to_string();
+        report.files = plan
+            .files
+            .iter()
+            .map(|f| f.path.display().to_string())
+            .collect();
+    }
+    for w in report.all_warnings() {
+        tracing::warn!(target: "toolgate::convert", "{w}");
+    }
+    Ok(report)
+}

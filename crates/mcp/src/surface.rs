@@ -69,7 +69,7 @@ impl std::str::FromStr for Surface {
 /// what a program can call (kept short: the full reference is `toolgate tools list --markdown`).
 pub fn run_code_spec(functions: &str) -> ToolSpec {
     let mut description = String::from(
-        "Run one Python program (a safe subset: no imports of the OS, no network) in toolgate's sandbox and get one JSON result: the program's printed output and its last expression. Tools are plain Python functions called with keyword arguments; combine many calls in one program instead of many round trips. Mutating calls ask the user to confirm.",
+        "Run one Python program (safe subset, no OS or network access) in a sandbox; returns its output and last expression as JSON. Tools are Python functions with keyword arguments: combine many calls in one program. Mutating calls need the user's confirmation.",
     );
     if !functions.trim().is_empty() {
         description.push_str(" Functions: ");
@@ -85,7 +85,7 @@ pub fn run_code_spec(functions: &str) -> ToolSpec {
             "required": ["code"],
             "properties": {
                 "code": {"type": "string", "description": "The Python program"},
-                "timeoutSeconds": {"type": "number", "minimum": 0.1, "maximum": 600, "description": "Wall-clock limit (default from config)"}
+                "timeoutSeconds": {"type": "number", "minimum": 0.1, "maximum": 600}
             }
         }),
         output_kind: None,
@@ -115,37 +115,30 @@ pub fn to_mcp_tool(spec: &ToolSpec) -> Tool {
     {
         props.insert(
             CONFIRM_ARG.to_owned(),
-            json!({"type": "string", "description": "Only when a previous reply asked for it: the confirmation token it gave, after the user approved the previewed change"}),
+            json!({"type": "string", "description": "Token a previous reply gave, once the user approved its preview"}),
         );
     }
     let schema: JsonObject = match schema {
         Value::Object(map) => map,
         _ => JsonObject::new(),
     };
-    let annotations = match spec.id.as_str() {
+    // Only the two hints hosts act on; the title is the tool's own `title` (not repeated here),
+    // so the advertised list stays small.
+    let (read_only, destructive) = match spec.id.as_str() {
         // Searching can open a plot in the session (no document changes): not destructive.
-        agent::SEARCH => ToolAnnotations::with_title(spec.title.clone())
-            .read_only(false)
-            .destructive(false)
-            .idempotent(true)
-            .open_world(false),
-        agent::SUMMARIZE | agent::LIST_TOOLS => ToolAnnotations::with_title(spec.title.clone())
-            .read_only(true)
-            .open_world(false),
+        agent::SEARCH => (false, false),
+        agent::SUMMARIZE | agent::LIST_TOOLS => (true, false),
         // Runs tools that may modify the open plot (confirmed, unsaved, undoable) or, through
         // upstream servers, anything.
-        agent::RUN_TOOL | RUN_CODE => ToolAnnotations::with_title(spec.title.clone())
-            .read_only(false)
-            .destructive(true)
-            .idempotent(false)
-            .open_world(true),
+        agent::RUN_TOOL | RUN_CODE => (false, true),
         _ => {
             let read = spec.effect() == Effect::Read;
-            ToolAnnotations::with_title(spec.title.clone())
-                .read_only(read)
-                .destructive(!read)
+            (read, !read)
         }
     };
+    let annotations = ToolAnnotations::new()
+        .read_only(read_only)
+        .destructive(destructive);
     Tool::new(spec.id.clone(), spec.description.clone(), Arc::new(schema))
         .with_title(spec.title.clone())
         .with_annotations(annotations)
@@ -195,6 +188,17 @@ mod tests {
                 _ => assert_eq!(a.destructive_hint, Some(false)),
             }
             assert_eq!(tool.input_schema.get("type"), Some(&json!("object")));
+        }
+    }
+
+    #[test]
+    fn the_whole_advertised_list_stays_under_a_thousand_tokens() {
+        let counter = toolgate_core::TokenCounter::default();
+        let functions = "view, create, edit, glob, grep, bash, sql, web_fetch, github_api.";
+        for surface in [Surface::Debrief, Surface::Codeact, Surface::All] {
+            let tokens = counter.count(&tool_list_json(surface, functions).to_string());
+            eprintln!("tools/list ({}): {tokens} tokens (o200k)", surface.as_str());
+            assert!(tokens <= 1000, "{}: {tokens} tokens", surface.as_str());
         }
     }
 

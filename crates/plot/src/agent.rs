@@ -70,7 +70,7 @@ pub fn agent_tool_specs() -> Vec<ToolSpec> {
         spec(
             SEARCH,
             "Search Debrief plots",
-            "Search the local plot catalogue by free text (title, description, tags), time range, platform (name, id, type, role) and/or bbox. Returns id, title, time span, platforms and extent per match. open:true opens the plot when exactly one matches.",
+            "Search the plot catalogue by text (title, description, tags), time range, platform (name, id, type, role) and/or bbox; each match gives id, title, time span, platforms, extent. open:true opens the plot when exactly one matches.",
             Some("search/plots"),
             json!({"type": "object", "additionalProperties": false, "properties": {
                 "text": {"type": "string", "description": "Words to find in title, description or tags"},

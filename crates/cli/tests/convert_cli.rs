@@ -1,0 +1,294 @@
+//! `toolgate convert` driven through the real binary: reports, JSON, and bad input (clear error on
+//! stderr, non-zero exit, nothing written).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value as Json;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../convert/tests/fixtures/ce-agents")
+}
+
+fn toolgate(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(args)
+        .env("TOOLGATE_LOG", "warn")
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A Claude Code plugin with the 43 fixture agents.
+fn make_plugin(dir: &Path) -> PathBuf {
+    let root = dir.join("ce");
+    fs::create_dir_all(root.join(".claude-plugin")).unwrap();
+    fs::create_dir_all(root.join("agents")).unwrap();
+    fs::write(
+        root.join(".claude-plugin/plugin.json"),
+        r#"{"name": "compound-engineering", "version": "2.0.0", "description": "CE agents"}"#,
+    )
+    .unwrap();
+    let mut n = 0;
+    for e in fs::read_dir(fixtures()).unwrap() {
+        let p = e.unwrap().path();
+        if p.file_name().unwrap().to_string_lossy().starts_with("ce-") {
+            fs::copy(&p, root.join("agents").join(p.file_name().unwrap())).unwrap();
+            n += 1;
+        }
+    }
+    assert_eq!(n, 43);
+    fs::copy(fixtures().join("LICENSE"), root.join("LICENSE")).unwrap();
+    root
+}
+
+#[test]
+fn converts_a_plugin_and_prints_a_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = make_plugin(tmp.path());
+    let dst = tmp.path().join("out");
+    let out = toolgate(&[
+        "convert",
+        "--from",
+        "claude",
+        "--to",
+        "copilot",
+        src.to_str().unwrap(),
+        dst.to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert!(
+        stdout.starts_with(&format!(
+            "Converted plugin {} -> copilot (compound-engineering): 45 file(s) written to {}",
+            src.display(),
+            dst.display()
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("agents: 43, skills: 0, commands: 0"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "ce-best-practices-researcher -> agents/ce-best-practices-researcher.agent.md: \
+             [Read, Grep, Glob, Bash, WebFetch, WebSearch, mcp__context7__*] -> \
+             [read, search, execute, web, context7/*]"
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains("No warnings."), "{stdout}");
+    assert_eq!(fs::read_dir(dst.join("agents")).unwrap().count(), 43);
+    assert!(dst.join("plugin.json").is_file());
+}
+
+#[test]
+fn json_report_lists_every_agent_with_its_tools() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = make_plugin(tmp.path());
+    let dst = tmp.path().join("out");
+    let out = toolgate(&[
+        "convert",
+        "--to",
+        "claude",
+        "--marketplace",
+        "ce-local",
+        "--json",
+        src.to_str().unwrap(),
+        dst.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report: Json = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["kind"], "plugin");
+    assert_eq!(report["target"], "claude");
+    assert_eq!(report["marketplace"], "ce-local");
+    let agents = report["agents"].as_array().unwrap();
+    assert_eq!(agents.len(), 43);
+    let coherence = agents
+        .iter()
+        .find(|a| a["name"] == "ce-coherence-reviewer")
+        .unwrap();
+    assert_eq!(
+        coherence["tools_out"],
+        serde_json::json!(["Read", "Grep", "Glob"])
+    );
+    assert_eq!(
+        coherence["output"],
+        "plugins/compound-engineering/agents/ce-coherence-reviewer.md"
+    );
+    assert!(dst.join(".claude-plugin/marketplace.json").is_file());
+    assert!(dst.join(".github/plugin/marketplace.json").is_file());
+    assert!(
+        dst.join("plugins/compound-engineering/.claude-plugin/plugin.json")
+            .is_file()
+    );
+}
+
+#[test]
+fn converts_one_agent_file_into_a_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dst = tmp.path().join("agents");
+    let src = fixtures().join("ce-issue-intelligence-analyst.md");
+    let out = toolgate(&[
+        "convert",
+        "--to",
+        "vscode",
+        src.to_str().unwrap(),
+        dst.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let written = fs::read_to_string(dst.join("ce-issue-intelligence-analyst.agent.md")).unwrap();
+    assert!(
+        written.contains("\ntools: [read, search, execute, github/*]\n"),
+        "{written}"
+    );
+}
+
+#[test]
+fn warnings_go_to_stdout_report_and_stderr_log() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("a.md");
+    fs::write(
+        &src,
+        "---\nname: a\ndescription: d\ntools: Read, mcp__github__*, Frobnicate\n---\nBody\n",
+    )
+    .unwrap();
+    let out = toolgate(&[
+        "convert",
+        "--to",
+        "codex",
+        src.to_str().unwrap(),
+        tmp.path().join("out").to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let stdout = text(&out.stdout);
+    let stderr = text(&out.stderr);
+    assert!(stdout.contains("2 warning(s):"), "{stdout}");
+    assert!(
+        stdout.contains("dropped tool mcp__github__*: codex agents cannot name MCP tools"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("WARN"), "{stderr}");
+    assert!(stderr.contains("Frobnicate"), "{stderr}");
+}
+
+#[test]
+fn malformed_frontmatter_exits_non_zero_naming_file_and_line_and_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = make_plugin(tmp.path());
+    let bad = src.join("agents/ce-broken.md");
+    fs::write(
+        &bad,
+        "---\nname: ce-broken\ndescription: @oops\n---\nBody\n",
+    )
+    .unwrap();
+    let dst = tmp.path().join("out");
+    let out = toolgate(&[
+        "convert",
+        "--to",
+        "claude",
+        src.to_str().unwrap(),
+        dst.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.starts_with(&format!("error: {}:3:", bad.display())),
+        "{stderr}"
+    );
+    assert!(stderr.contains("malformed YAML frontmatter"), "{stderr}");
+    assert!(out.stdout.is_empty());
+    assert!(!dst.exists());
+    let mut left: Vec<String> = fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["ce"]);
+}
+
+#[test]
+fn missing_plugin_json_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = make_plugin(tmp.path());
+    fs::remove_file(src.join(".claude-plugin/plugin.json")).unwrap();
+    let dst = tmp.path().join("out");
+    let out = toolgate(&[
+        "convert",
+        "--to",
+        "copilot",
+        src.to_str().unwrap(),
+        dst.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(".claude-plugin/plugin.json is missing"),
+        "{stderr}"
+    );
+    assert!(!dst.exists());
+}
+
+#[test]
+fn unknown_target_is_refused_by_the_argument_parser() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dst = tmp.path().join("out");
+    let out = toolgate(&[
+        "convert",
+        "--to",
+        "cursor",
+        fixtures().to_str().unwrap(),
+        dst.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(
+            "unknown target `cursor`; expected one of: copilot, vscode, opencode, codex, claude"
+        ),
+        "{stderr}"
+    );
+    assert!(!dst.exists());
+}
+
+#[test]
+fn an_existing_destination_needs_force() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = make_plugin(tmp.path());
+    let dst = tmp.path().join("out");
+    fs::create_dir(&dst).unwrap();
+    fs::write(dst.join("keep.txt"), "x").unwrap();
+    let args = |force: bool| {
+        let mut v = vec![
+            "convert".to_string(),
+            "--to".into(),
+            "opencode".into(),
+            src.display().to_string(),
+            dst.display().to_string(),
+        ];
+        if force {
+            v.push("--force".into());
+        }
+        v
+    };
+    let a = args(false);
+    let out = toolgate(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("already exists"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(dst.join("keep.txt").is_file());
+    let a = args(true);
+    let out = toolgate(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!dst.join("keep.txt").exists());
+    assert_eq!(fs::read_dir(dst.join("agents")).unwrap().count(), 43);
+}

@@ -1,0 +1,142 @@
+//! The hosts an agent definition can be converted to.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::Serialize;
+
+use crate::error::ConvertError;
+
+/// A conversion target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Target {
+    /// GitHub Copilot CLI: `agents/<name>.agent.md` with GitHub tool aliases; plugins with a root
+    /// `plugin.json`.
+    Copilot,
+    /// VS Code custom agents: `<name>.agent.md` with VS Code tool sets (same plugin layout as
+    /// Copilot, which VS Code reads).
+    Vscode,
+    /// OpenCode: `agents/<name>.md` subagents; tools become `permissions` rules.
+    Opencode,
+    /// Codex: `agents/<name>.toml` custom agents (`name`, `description`, `developer_instructions`).
+    Codex,
+    /// Claude Code itself: a normalised copy (tools re-emitted canonically, YAML re-quoted).
+    Claude,
+}
+
+impl Target {
+    /// Every target, in the order the CLI lists them.
+    pub const ALL: [Target; 5] = [
+        Target::Copilot,
+        Target::Vscode,
+        Target::Opencode,
+        Target::Codex,
+        Target::Claude,
+    ];
+
+    /// The CLI name.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Copilot => "copilot",
+            Target::Vscode => "vscode",
+            Target::Opencode => "opencode",
+            Target::Codex => "codex",
+            Target::Claude => "claude",
+        }
+    }
+
+    /// The agent file extension, with its leading dot.
+    #[must_use]
+    pub fn agent_extension(self) -> &'static str {
+        match self {
+            Target::Copilot | Target::Vscode => ".agent.md",
+            Target::Opencode | Target::Claude => ".md",
+            Target::Codex => ".toml",
+        }
+    }
+
+    /// Whether the target's agent `tools` can name MCP tools (`server/tool`, `server/*`).
+    #[must_use]
+    pub fn supports_mcp_tool_refs(self) -> bool {
+        matches!(self, Target::Copilot | Target::Vscode | Target::Claude)
+    }
+
+    /// Whether `--marketplace` can wrap this target's plugin output.
+    #[must_use]
+    pub fn has_plugin_marketplace(self) -> bool {
+        matches!(self, Target::Copilot | Target::Vscode | Target::Claude)
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Target {
+    type Err = ConvertError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let lower = s.trim().to_ascii_lowercase();
+        Target::ALL
+            .into_iter()
+            .find(|t| t.name() == lower)
+            .or(match lower.as_str() {
+                "vs-code" | "vscode-copilot" => Some(Target::Vscode),
+                "copilot-cli" | "github-copilot" => Some(Target::Copilot),
+                "claude-code" => Some(Target::Claude),
+                _ => None,
+            })
+            .ok_or_else(|| ConvertError::UnknownTarget(s.to_string()))
+    }
+}
+
+/// The source format (only Claude Code for now).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    /// Claude Code agents (`*.md` with frontmatter) and plugins (`.claude-plugin/plugin.json`).
+    Claude,
+}
+
+impl FromStr for Source {
+    type Err = ConvertError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "claude" | "claude-code" => Ok(Source::Claude),
+            _ => Err(ConvertError::UnknownSource(s.to_string())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_target_name() {
+        for t in Target::ALL {
+            assert_eq!(t.name().parse::<Target>().unwrap(), t);
+            assert_eq!(t.name().to_uppercase().parse::<Target>().unwrap(), t);
+        }
+    }
+
+    #[test]
+    fn unknown_target_lists_the_valid_ones() {
+        let err = "cursor".parse::<Target>().unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "unknown target `cursor`; expected one of: copilot, vscode, opencode, codex, claude"
+        );
+    }
+
+    #[test]
+    fn unknown_source_is_rejected() {
+        assert!("gemini".parse::<Source>().is_err());
+        assert_eq!("Claude".parse::<Source>().unwrap(), Source::Claude);
+    }
+}

@@ -1,0 +1,290 @@
+//! The 43 real Compound Engineering agents convert to VS Code and Copilot with exactly the tool
+//! sets of the reference's acceptance table (§7.3), none dropped, and every converted file — for
+//! every target — parses back with an independent YAML parser.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::fs;
+
+use common::{fixture_agents, fixtures_dir, judge_yaml, make_ce_plugin, raw_frontmatter};
+use serde_json::{Value as Json, json};
+use toolgate_convert::{Options, SourceKind, Target, convert, parse_agent, plan};
+
+/// Source `tools` groups of the LAST-AGENTS population and what VS Code / Copilot must get.
+struct Group {
+    source: Option<&'static [&'static str]>,
+    expected: Option<&'static [&'static str]>,
+    members: &'static [&'static str],
+}
+
+const RGGB: &[&str] = &["Read", "Grep", "Glob", "Bash"];
+
+const GROUPS: &[Group] = &[
+    Group {
+        source: Some(RGGB),
+        expected: Some(&["read", "search", "execute"]),
+        members: &[
+            "ce-adversarial-document-reviewer",
+            "ce-design-lens-reviewer",
+            "ce-feasibility-reviewer",
+            "ce-product-lens-reviewer",
+            "ce-scope-guardian-reviewer",
+            "ce-security-lens-reviewer",
+            "ce-git-history-analyzer",
+            "ce-learnings-researcher",
+            "ce-repo-research-analyst",
+            "ce-agent-native-reviewer",
+            "ce-architecture-strategist",
+            "ce-code-simplicity-reviewer",
+            "ce-data-integrity-guardian",
+            "ce-deployment-verification-agent",
+            "ce-pattern-recognition-specialist",
+            "ce-performance-oracle",
+            "ce-security-sentinel",
+            "ce-spec-flow-analyzer",
+        ],
+    },
+    Group {
+        source: Some(&["Read", "Grep", "Glob", "Bash", "Write"]),
+        expected: Some(&["read", "search", "execute", "edit"]),
+        members: &[
+            "ce-adversarial-reviewer",
+            "ce-api-contract-reviewer",
+            "ce-correctness-reviewer",
+            "ce-data-migration-reviewer",
+            "ce-julik-frontend-races-reviewer",
+            "ce-maintainability-reviewer",
+            "ce-performance-reviewer",
+            "ce-previous-comments-reviewer",
+            "ce-project-standards-reviewer",
+            "ce-reliability-reviewer",
+            "ce-security-reviewer",
+            "ce-swift-ios-reviewer",
+            "ce-testing-reviewer",
+        ],
+    },
+    Group {
+        source: Some(&["Read", "Grep", "Glob"]),
+        expected: Some(&["read", "search"]),
+        members: &["ce-coherence-reviewer"],
+    },
+    Group {
+        source: Some(&[
+            "Read",
+            "Grep",
+            "Glob",
+            "Bash",
+            "WebFetch",
+            "WebSearch",
+            "mcp__context7__*",
+        ]),
+        // MCP tool references are mapped (the reference's "plus `context7/*`" option).
+        expected: Some(&["read", "search", "execute", "web", "context7/*"]),
+        members: &[
+            "ce-best-practices-researcher",
+            "ce-framework-docs-researcher",
+        ],
+    },
+    Group {
+        source: Some(&["Read", "Grep", "Glob", "Bash", "mcp__github__*"]),
+        expected: Some(&["read", "search", "execute", "github/*"]),
+        members: &["ce-issue-intelligence-analyst"],
+    },
+    Group {
+        source: None,
+        expected: None,
+        members: &[
+            "ce-ankane-readme-writer",
+            "ce-design-implementation-reviewer",
+            "ce-design-iterator",
+            "ce-figma-design-sync",
+            "ce-pr-comment-resolver",
+            "ce-session-historian",
+            "ce-slack-researcher",
+            "ce-web-researcher",
+        ],
+    },
+];
+
+fn expected_by_name() -> BTreeMap<&'static str, &'static Group> {
+    let mut m = BTreeMap::new();
+    for g in GROUPS {
+        for name in g.members {
+            assert!(m.insert(*name, g).is_none(), "{name} listed twice");
+        }
+    }
+    m
+}
+
+#[test]
+fn the_table_covers_exactly_the_43_fixtures_with_the_reference_counts() {
+    let table = expected_by_name();
+    assert_eq!(table.len(), 43);
+    let counts: Vec<usize> = GROUPS.iter().map(|g| g.members.len()).collect();
+    assert_eq!(counts, [18, 13, 1, 2, 1, 8]);
+    let files: Vec<String> = fixture_agents()
+        .iter()
+        .map(|p| p.file_stem().unwrap().to_string_lossy().to_string())
+        .collect();
+    assert_eq!(files.len(), 43);
+    assert_eq!(
+        files,
+        table.keys().map(|s| (*s).to_string()).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn every_fixture_declares_the_tools_its_group_says() {
+    let table = expected_by_name();
+    for path in fixture_agents() {
+        let text = fs::read_to_string(&path).unwrap();
+        let agent = parse_agent(&path, &text).unwrap();
+        let group = table[agent.name.as_str()];
+        let declared: Option<Vec<&str>> = agent
+            .tools
+            .as_ref()
+            .map(|t| t.iter().map(String::as_str).collect());
+        assert_eq!(declared.as_deref(), group.source, "{}", agent.name);
+    }
+}
+
+fn frontmatter_json(text: &str) -> Json {
+    let (yaml, _) = raw_frontmatter(text);
+    judge_yaml(yaml)
+}
+
+#[test]
+fn vscode_and_copilot_get_exactly_the_expected_tool_sets() {
+    let table = expected_by_name();
+    for target in [Target::Vscode, Target::Copilot] {
+        for path in fixture_agents() {
+            let text = fs::read_to_string(&path).unwrap();
+            let agent = parse_agent(&path, &text).unwrap();
+            let out = agent.convert(target).unwrap();
+            let group = table[agent.name.as_str()];
+            assert_eq!(out.file_name, format!("{}.agent.md", agent.name));
+            let fm = frontmatter_json(&out.content);
+            let expected = group.expected.map(|e| json!(e));
+            assert_eq!(
+                fm.get("tools").cloned(),
+                expected,
+                "{target} {}: {}",
+                agent.name,
+                out.content.lines().take(8).collect::<Vec<_>>().join("\n")
+            );
+            // No raw model alias, no color, nothing but what the host reads.
+            assert!(fm.get("model").is_none(), "{}", agent.name);
+            assert!(fm.get("color").is_none(), "{}", agent.name);
+            assert_eq!(fm["name"], json!(agent.name));
+            assert_eq!(fm["description"], json!(agent.description.clone().unwrap()));
+            assert!(
+                out.report.dropped_tools.is_empty(),
+                "{:?}",
+                out.report.dropped_tools
+            );
+            assert!(out.report.warnings.is_empty(), "{:?}", out.report.warnings);
+        }
+    }
+}
+
+#[test]
+fn the_whole_plugin_converts_with_none_dropped_for_each_plugin_target() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = make_ce_plugin(tmp.path());
+    let table = expected_by_name();
+    for target in [Target::Copilot, Target::Vscode] {
+        let dst = tmp.path().join(format!("out-{target}"));
+        let report = convert(&src, &dst, &Options::new(target)).unwrap();
+        assert_eq!(report.kind, SourceKind::Plugin);
+        assert_eq!(report.agents.len(), 43);
+        let mut written: Vec<String> = fs::read_dir(dst.join("agents"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .collect();
+        written.sort();
+        let want: Vec<String> = table.keys().map(|n| format!("{n}.agent.md")).collect();
+        assert_eq!(written, want);
+        for a in &report.agents {
+            let expected: Option<Vec<String>> = table[a.name.as_str()]
+                .expected
+                .map(|e| e.iter().map(|s| (*s).to_string()).collect());
+            assert_eq!(a.tools_out, expected, "{}", a.name);
+        }
+        let manifest: Json =
+            serde_json::from_str(&fs::read_to_string(dst.join("plugin.json")).unwrap()).unwrap();
+        assert_eq!(manifest["name"], "compound-engineering");
+        assert!(dst.join("LICENSE").is_file() && dst.join("NOTICE.md").is_file());
+        assert!(
+            report.all_warnings().is_empty(),
+            "{:?}",
+            report.all_warnings()
+        );
+    }
+}
+
+#[test]
+fn the_fixture_directory_converts_as_an_agents_directory_skipping_the_notice() {
+    let report = plan(&fixtures_dir(), &Options::new(Target::Vscode))
+        .unwrap()
+        .report;
+    assert_eq!(report.kind, SourceKind::AgentDirectory);
+    assert_eq!(report.agents.len(), 43);
+    assert_eq!(report.warnings.len(), 1, "{:?}", report.warnings);
+    assert!(report.warnings[0].contains("NOTICE.md: skipped: no YAML frontmatter"));
+}
+
+/// Every target's output for every agent parses back with yaml-rust2 (Markdown targets) or a
+/// TOML parser (Codex), and keeps the description and body exactly.
+#[test]
+fn every_output_parses_back_with_an_independent_parser() {
+    for target in Target::ALL {
+        for path in fixture_agents() {
+            let text = fs::read_to_string(&path).unwrap();
+            let agent = parse_agent(&path, &text).unwrap();
+            let out = agent.convert(target).unwrap();
+            let description = json!(agent.description.clone().unwrap());
+            if target == Target::Codex {
+                let t: toml::Table = toml::from_str(&out.content).unwrap();
+                assert_eq!(t["description"].as_str(), description.as_str());
+                assert_eq!(
+                    t["developer_instructions"].as_str().unwrap(),
+                    agent.body.trim()
+                );
+                continue;
+            }
+            let (yaml, body) = raw_frontmatter(&out.content);
+            let judged = judge_yaml(yaml);
+            assert_eq!(
+                judged["description"], description,
+                "{target} {}",
+                agent.name
+            );
+            assert_eq!(body, agent.body, "{target} {}", agent.name);
+            // The converter's own parser reads the same values.
+            let ours = toolgate_convert::frontmatter::parse_document(&path, &out.content)
+                .unwrap()
+                .frontmatter
+                .unwrap();
+            assert_eq!(
+                common::ours_as_json(&ours),
+                judged,
+                "{target} {}",
+                agent.name
+            );
+        }
+    }
+}
+
+#[test]
+fn claude_identity_keeps_every_key_and_value() {
+    for path in fixture_agents() {
+        let text = fs::read_to_string(&path).unwrap();
+        let agent = parse_agent(&path, &text).unwrap();
+        let out = agent.convert(Target::Claude).unwrap();
+        let (src_yaml, _) = raw_frontmatter(&text);
+        let (out_yaml, _) = raw_frontmatter(&out.content);
+        assert_eq!(judge_yaml(out_yaml), judge_yaml(src_yaml), "{}", agent.name);
+    }
+}
