@@ -407,11 +407,7 @@ pub async fn uninstall(args: UninstallArgs) -> Result<i32> {
     let loc = locations(target.clone());
     let host: Host = args.host.into();
     let report = toolgate_hosts::uninstall(host, args.global, &loc)?;
-    let root = if args.global {
-        loc.home
-    } else {
-        target
-    };
+    let root = if args.global { loc.home } else { target };
     if !report.receipt_found {
         out(&format!(
             "{host}: no toolgate install recorded at {}; nothing removed",
