@@ -3,7 +3,10 @@
 use std::fmt::Write as _;
 
 fn main() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    // Read at run time, not `env!`: a build script binary can be shared between checkouts that
+    // use one target folder, and must list the scenarios of the crate it is building.
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".to_owned());
+    let dir = std::path::Path::new(&manifest).join("scenarios");
     println!("cargo:rerun-if-changed={}", dir.display());
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .map(|rd| {

@@ -1,23 +1,30 @@
 //! A scenario's initial state, freshly built in a temporary folder: the store (the spike's
 //! replay fixture or the demo store), open plots, the selection, and the Debrief surface over
-//! them with the real registry (native tools), policy and session.
+//! them with the real registry (the native tools, or a broken or failing external tool server as
+//! the scenario's `initial.registry` says), policy and session.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 use serde_json::json;
 use toolgate_core::Registry;
 use toolgate_core::telemetry::MemorySink;
 use toolgate_plot::agent::{Debrief, Settings};
+use toolgate_plot::calc_stdio::StdioToolServer;
 use toolgate_plot::session::Session;
 use toolgate_plot::store::StacStore;
 use toolgate_plot::tools::NativeTools;
 
 use crate::EvalError;
-use crate::scenario::{Scenario, StoreKind};
+use crate::scenario::{RegistryKind, Scenario, StoreKind};
 
 /// The spike's replay plot (reference §8.1 / §11.4).
 pub const SPIKE_PLOT: &str = "stac://store-1/items/alpha-day1/item.json";
+
+/// A plot in the spike store with no features at all (for the "scope `all` on an empty plot"
+/// fail-safe, reference §3).
+pub const EMPTY_PLOT: &str = "stac://store-1/items/harbour-drill/item.json";
 
 /// The spike's replay store: `store-1`, item `items/alpha-day1` "Exercise Alpha — Day 1" with
 /// `track-1` (HMS Nelson / NELSON, a submarine, 3 positions) and `point-1` (label "Datum A").
@@ -48,7 +55,92 @@ pub fn spike_store(dir: &Path) -> Result<StacStore, EvalError> {
         "assets": {"features": {"href": "./features.geojson", "type": "application/geo+json", "roles": ["data"]}}
     });
     store.add_item("items/alpha-day1", &item, &features)?;
+    let empty = json!({"type": "FeatureCollection", "features": []});
+    let item = json!({
+        "type": "Feature", "stac_version": "1.0.0", "id": "harbour-drill",
+        "geometry": {"type": "Polygon", "coordinates": [[[1.0, 60.0], [2.0, 60.0], [2.0, 61.0], [1.0, 61.0], [1.0, 60.0]]]},
+        "bbox": [1.0, 60.0, 2.0, 61.0],
+        "properties": {"title": "Harbour drill (nothing recorded)", "description": "A drill whose recording came back empty.",
+            "datetime": "2025-06-01T00:00:00Z", "start_datetime": "2025-06-01T00:00:00Z", "end_datetime": "2025-06-01T02:00:00Z",
+            "debrief:platforms": [], "debrief:tags": ["drill"]},
+        "links": [],
+        "assets": {"features": {"href": "./features.geojson", "type": "application/geo+json", "roles": ["data"]}}
+    });
+    store.add_item("items/harbour-drill", &item, &empty)?;
     Ok(store)
+}
+
+/// The one tool of the failing tool server ([`RegistryKind::Failing`]): a mutating tool whose
+/// every call fails the way a Python handler exception reaches toolgate.
+pub const FAILING_TOOL: &str = "py-smooth-track";
+
+/// The error text [`FAILING_TOOL`] answers with (debrief-calc's handler-exception format).
+pub const FAILING_TOOL_ERROR: &str =
+    "Tool 'py-smooth-track' execution failed: float division by zero";
+
+/// The analysis tools a run gets. `dir` is a scratch folder outside the store.
+async fn registry(kind: RegistryKind, dir: &Path) -> Result<Registry, EvalError> {
+    let mut registry = Registry::new().with_discovery_hint("Call debrief_listTools first.");
+    if kind != RegistryKind::Unavailable {
+        registry
+            .register(Arc::new(NativeTools))
+            .await
+            .map_err(|e| EvalError::Setup(format!("registering the native tools: {e}")))?;
+    }
+    match kind {
+        RegistryKind::Native => {}
+        RegistryKind::Unavailable => {
+            // The tool server's interpreter is missing: listing fails, nothing is registered.
+            let broken = StdioToolServer {
+                name: "python-calc".to_owned(),
+                list_command: vec![dir.join("missing-python").to_string_lossy().into_owned()],
+                call_command: vec![dir.join("missing-python").to_string_lossy().into_owned()],
+                timeout: Duration::from_secs(20),
+                env: Vec::new(),
+            };
+            match registry.register(Arc::new(broken)).await {
+                Ok(n) => {
+                    return Err(EvalError::Setup(format!(
+                        "the broken tool server listed {n} tool(s); it should not start at all"
+                    )));
+                }
+                Err(e) => tracing::warn!("tool server unavailable (as the scenario sets up): {e}"),
+            }
+        }
+        RegistryKind::Failing => {
+            let listing = dir.join("failing-tools.json");
+            let response = dir.join("failing-response.json");
+            let tools = json!([{
+                "name": FAILING_TOOL, "description": "Smooth a track (python).",
+                "inputSchema": {"type": "object", "properties": {"features": {"type": "array"},
+                    "params": {"type": "object", "properties": {"window": {"type": "number"}}}}},
+                "annotations": {"debrief:outputKind": "mutation/track/smoothed", "debrief:category": "track"}
+            }]);
+            let answer = json!({"error": {"code": -32000, "message": FAILING_TOOL_ERROR,
+                "data": {"debrief:errorCategory": "algorithm_failure"}}});
+            for (path, v) in [(&listing, tools), (&response, answer)] {
+                std::fs::write(path, v.to_string())
+                    .map_err(|e| EvalError::Setup(format!("writing {}: {e}", path.display())))?;
+            }
+            // One process per call, as debrief-calc: read the request, print the error, exit 1.
+            let server = StdioToolServer {
+                name: "python-calc".to_owned(),
+                list_command: vec!["cat".to_owned(), listing.to_string_lossy().into_owned()],
+                call_command: vec![
+                    "sh".to_owned(),
+                    "-c".to_owned(),
+                    "cat >/dev/null; cat \"$0\"; exit 1".to_owned(),
+                    response.to_string_lossy().into_owned(),
+                ],
+                timeout: Duration::from_secs(20),
+                env: Vec::new(),
+            };
+            registry.register(Arc::new(server)).await.map_err(|e| {
+                EvalError::Setup(format!("registering the failing tool server: {e}"))
+            })?;
+        }
+    }
+    Ok(registry)
 }
 
 /// The demo store is generated once per process and copied for each run.
@@ -151,11 +243,7 @@ impl Fixture {
             .active()
             .ok()
             .map(|p| (p.id.clone(), p.doc.to_bytes()));
-        let mut registry = Registry::new().with_discovery_hint("Call debrief_listTools first.");
-        registry
-            .register(Arc::new(NativeTools))
-            .await
-            .map_err(|e| EvalError::Setup(format!("registering the native tools: {e}")))?;
+        let registry = registry(s.initial.registry, dir.path()).await?;
         let sink = Arc::new(MemorySink::default());
         let debrief = Arc::new(Debrief::new(
             Arc::new(Mutex::new(session)),

@@ -8,6 +8,7 @@
 //! store = "demo"                                  # "spike" (the spike's replay fixture) or "demo"
 //! open = ["stac://demo/alpha-day1/item.json"]     # opened in order; the last is active
 //! selection = ["track-contact"]                   # on the active plot
+//! registry = "native"                             # "native" (default), "unavailable" or "failing"
 //! [[accept]]                                      # acceptable trajectories: ordered tools, the
 //! tools = ["debrief_summarizeCurrentPlot", "debrief_listTools", "debrief_runTool"]
 //! terminal_input = { toolId = "set-track-color" } # last = terminal; earlier ones are optional grounding
@@ -50,10 +51,27 @@ pub struct ScenarioError {
 #[serde(rename_all = "lowercase")]
 pub enum StoreKind {
     /// The spike's replay fixture: `stac://store-1/items/alpha-day1/item.json` with `track-1`
-    /// (HMS Nelson) and `point-1` (Datum A).
+    /// (HMS Nelson) and `point-1` (Datum A), and `stac://store-1/items/harbour-drill/item.json`
+    /// with no features.
     Spike,
     /// The built-in demo store (Exercise Alpha day 1 and 2, and a 260-feature bulk plot).
     Demo,
+}
+
+/// Which tool providers the run's registry has.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RegistryKind {
+    /// The native Debrief tools.
+    #[default]
+    Native,
+    /// The only provider is a tool server whose command cannot start, so its listing fails and
+    /// the registry is empty (reference §3 "Registry unavailable").
+    Unavailable,
+    /// The native tools plus an external (stdio) tool server whose one tool,
+    /// [`crate::fixture::FAILING_TOOL`], always answers with an error (reference §3 "Python or
+    /// tool failure").
+    Failing,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -61,6 +79,7 @@ pub struct Initial {
     pub store: StoreKind,
     pub open: Vec<String>,
     pub selection: Vec<String>,
+    pub registry: RegistryKind,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -144,6 +163,7 @@ struct RawInitial {
     open: Vec<Spanned<String>>,
     #[serde(default)]
     selection: Vec<Spanned<String>>,
+    registry: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -198,10 +218,13 @@ pub fn catalogue(kind: StoreKind) -> &'static [(String, Vec<String>)] {
     };
     match kind {
         StoreKind::Spike => SPIKE.get_or_init(|| {
-            vec![(
-                crate::fixture::SPIKE_PLOT.to_owned(),
-                vec!["track-1".to_owned(), "point-1".to_owned()],
-            )]
+            vec![
+                (
+                    crate::fixture::SPIKE_PLOT.to_owned(),
+                    vec!["track-1".to_owned(), "point-1".to_owned()],
+                ),
+                (crate::fixture::EMPTY_PLOT.to_owned(), Vec::new()),
+            ]
         }),
         StoreKind::Demo => DEMO.get_or_init(|| {
             vec![
@@ -334,6 +357,23 @@ pub fn parse(file: &Path, src: &str) -> Result<Scenario, ScenarioError> {
         selection.push(s.get_ref().clone());
     }
     let _ = initial_span;
+    let registry = match initial
+        .registry
+        .as_ref()
+        .map(|s| (s.get_ref().as_str(), s.span().start))
+    {
+        None | Some(("native", _)) => RegistryKind::Native,
+        Some(("unavailable", _)) => RegistryKind::Unavailable,
+        Some(("failing", _)) => RegistryKind::Failing,
+        Some((other, at)) => {
+            return Err(err(
+                at,
+                format!(
+                    "unknown registry \"{other}\"; use \"native\", \"unavailable\" or \"failing\""
+                ),
+            ));
+        }
+    };
     // trajectories
     let raw_accept = match raw.accept {
         Some(a) if !a.get_ref().is_empty() => a.into_inner(),
@@ -453,6 +493,33 @@ pub fn parse(file: &Path, src: &str) -> Result<Scenario, ScenarioError> {
             format!("impossible: datasets come only from {RUN_TOOL}, and no trajectory ends in it"),
         ));
     }
+    if registry == RegistryKind::Unavailable {
+        let no_tool_runs = "impossible: with registry = \"unavailable\" no tool can run";
+        if let Some(d) = &e.dirty
+            && *d.get_ref()
+        {
+            return Err(err(
+                d.span().start,
+                format!("{no_tool_runs}, so nothing can make the plot dirty"),
+            ));
+        }
+        if let Some(a) = &e.asked
+            && *a.get_ref() > 0
+        {
+            return Err(err(
+                a.span().start,
+                format!("{no_tool_runs}, so nothing asks for confirmation"),
+            ));
+        }
+        if let Some(a) = &e.datasets
+            && *a.get_ref() > 0
+        {
+            return Err(err(
+                a.span().start,
+                format!("{no_tool_runs}, so no dataset can appear"),
+            ));
+        }
+    }
     if let Some(p) = &e.active_plot
         && !cat.iter().any(|(id, _)| id == p.get_ref())
     {
@@ -537,6 +604,7 @@ pub fn parse(file: &Path, src: &str) -> Result<Scenario, ScenarioError> {
             store,
             open,
             selection,
+            registry,
         },
         accept,
         replay,
@@ -695,6 +763,63 @@ dirty = true
             "{ toolId = \"track-stats\" }",
         ));
         assert!(e.message.contains("do not follow any [[accept]]"), "{e}");
+    }
+
+    #[test]
+    fn the_registry_option_is_validated() {
+        assert_eq!(
+            parse(Path::new("x.toml"), GOOD).unwrap().initial.registry,
+            RegistryKind::Native
+        );
+        let with = |r: &str| GOOD.replace("[[accept]]", &format!("registry = \"{r}\"\n[[accept]]"));
+        let s = parse(Path::new("x.toml"), &with("failing")).unwrap();
+        assert_eq!(s.initial.registry, RegistryKind::Failing);
+        let e = bad(&with("broken"));
+        assert_eq!(e.line, 6, "{e}");
+        assert!(e.message.starts_with("unknown registry \"broken\""), "{e}");
+        // nothing can run with no registry: dirty, a question or a dataset is impossible
+        let e = bad(&with("unavailable"));
+        assert!(e.message.contains("nothing can make the plot dirty"), "{e}");
+        let e = bad(&with("unavailable").replace(
+            "dirty = true",
+            "result_contains = [\"toolsUnavailable\"]\nasked = 1",
+        ));
+        assert!(e.message.contains("asks for confirmation"), "{e}");
+        let e = bad(&with("unavailable").replace(
+            "dirty = true",
+            "result_contains = [\"toolsUnavailable\"]\ndatasets = 1",
+        ));
+        assert!(e.message.contains("no dataset"), "{e}");
+        let s = parse(
+            Path::new("x.toml"),
+            &with("unavailable").replace(
+                "dirty = true",
+                "result_contains = [\"toolsUnavailable\"]\nasked = 0",
+            ),
+        )
+        .unwrap();
+        assert_eq!(s.initial.registry, RegistryKind::Unavailable);
+    }
+
+    #[test]
+    fn the_spike_store_has_an_empty_plot() {
+        let cat = catalogue(StoreKind::Spike);
+        assert!(
+            cat.iter()
+                .any(|(id, f)| id == crate::fixture::EMPTY_PLOT && f.is_empty())
+        );
+        let src = GOOD
+            .replace("store = \"demo\"", "store = \"spike\"")
+            .replace(
+                "stac://demo/alpha-day1/item.json",
+                crate::fixture::EMPTY_PLOT,
+            )
+            .replace("dirty = true", "result_contains = [\"no features\"]");
+        parse(Path::new("x.toml"), &src).unwrap();
+        let e = bad(&format!(
+            "{src}[[expect.feature]]\nid = \"track-1\"\npointer = \"/id\"\nequals = \"x\"\n"
+        ));
+        assert!(e.message.contains("feature \"track-1\""), "{e}");
     }
 
     #[test]

@@ -109,3 +109,77 @@ fn a_bad_file_in_a_folder_is_reported_with_file_and_line() {
     assert!(e.to_string().contains("b.toml:"), "{e}");
     assert!(e.message.starts_with("impossible"), "{e}");
 }
+
+/// The fail-safe scenarios with the fail-safe's cause removed: each must then fail, so their
+/// assertions really check the fail-safe.
+#[tokio::test]
+async fn the_fail_safe_scenarios_fail_when_the_cause_is_removed() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+    let cases = [
+        // the empty plot swapped for one with features: the colour is applied
+        (
+            "own-f14-empty-plot-all.toml",
+            read("own-f14-empty-plot-all.toml")
+                .replace(
+                    "open = [\"stac://store-1/items/harbour-drill/item.json\"]",
+                    "open = [\"stac://store-1/items/alpha-day1/item.json\"]",
+                )
+                .replace(
+                    "active_plot = \"stac://store-1/items/harbour-drill/item.json\"\n",
+                    "",
+                ),
+        ),
+        // a working registry: the tools are listed
+        (
+            "own-f15-registry-unavailable.toml",
+            read("own-f15-registry-unavailable.toml")
+                .replace("registry = \"unavailable\"", "registry = \"native\""),
+        ),
+        // no failing tool server: the id is unknown, so the error text is not the tool's
+        (
+            "own-f16-tool-failure.toml",
+            read("own-f16-tool-failure.toml")
+                .replace("registry = \"failing\"", "registry = \"native\""),
+        ),
+    ];
+    for (name, src) in cases {
+        let s = scenario::parse(Path::new(name), &src).unwrap();
+        let r = replay::replay_one(&s).await.unwrap();
+        assert!(!r.passed, "{name} still passed without its cause");
+    }
+    // and as shipped, each passes with the exact texts
+    let list = scenario::builtin().unwrap();
+    for id in [
+        "own-f14-empty-plot-all",
+        "own-f15-registry-unavailable",
+        "own-f16-tool-failure",
+    ] {
+        let s = list.iter().find(|s| s.id == id).unwrap();
+        assert!(s.tags.iter().any(|t| t == "fail-safe"), "{id}");
+        let r = replay::replay_one(s).await.unwrap();
+        assert!(r.passed, "{id}: {:?}", r.failures);
+    }
+    let empty = list
+        .iter()
+        .find(|s| s.id == "own-f14-empty-plot-all")
+        .unwrap();
+    assert!(
+        empty
+            .expect
+            .result_contains
+            .iter()
+            .any(|t| t == toolgate_plot::targeting::EMPTY_PLOT)
+    );
+    let failing = list
+        .iter()
+        .find(|s| s.id == "own-f16-tool-failure")
+        .unwrap();
+    assert!(
+        failing
+            .expect
+            .result_contains
+            .iter()
+            .any(|t| t == toolgate_eval::fixture::FAILING_TOOL_ERROR)
+    );
+}
