@@ -140,6 +140,8 @@ pub struct Registry {
     index: HashMap<String, usize>,
     filter: ToolFilter,
     discovery_hint: String,
+    /// Providers that could not list their tools: (provider, reason).
+    unavailable: Vec<(String, String)>,
 }
 
 impl Default for Registry {
@@ -156,6 +158,7 @@ impl Registry {
             index: HashMap::new(),
             filter: ToolFilter::allow_all(),
             discovery_hint: String::new(),
+            unavailable: Vec::new(),
         }
     }
 
@@ -175,9 +178,23 @@ impl Registry {
 
     /// List a provider's tools and add them. Either every tool is added or none is: a
     /// malformed schema or a duplicate id rejects the whole provider with the reason.
+    /// A provider that cannot list its tools is remembered with the reason
+    /// ([`Registry::unavailable_providers`]), so a listing can say why it is short.
     pub async fn register(&mut self, provider: Arc<dyn Provider>) -> Result<usize, RegistryError> {
-        let specs = provider.list_tools().await?;
+        let specs = match provider.list_tools().await {
+            Ok(specs) => specs,
+            Err(e) => {
+                self.unavailable
+                    .push((provider.name().to_owned(), e.message.clone()));
+                return Err(e.into());
+            }
+        };
         self.register_specs(provider, specs)
+    }
+
+    /// Providers whose tools could not be listed, with the reason: (provider, reason).
+    pub fn unavailable_providers(&self) -> &[(String, String)] {
+        &self.unavailable
     }
 
     /// As [`Registry::register`], with the specs already listed.

@@ -378,19 +378,32 @@ impl Debrief {
             Err(msg) => return msg,
         };
         let listing = self.registry.listing();
-        let reply = if listing.is_empty() {
-            text_of(&json!({
-                "toolsUnavailable": true,
-                "reason": "The Debrief tool registry is empty: no tool provider is configured, so no tools can be listed or run."
-            }))
+        let broken = self.registry.unavailable_providers();
+        let (reply, outcome) = if listing.is_empty() {
+            let reason = if broken.is_empty() {
+                "The Debrief tool registry is empty: no tool provider is configured, so no tools can be listed or run.".to_owned()
+            } else {
+                let why: Vec<String> = broken.iter().map(|(p, e)| format!("{p}: {e}")).collect();
+                format!(
+                    "The Debrief tool registry is unavailable ({}). The tool server may be broken — no tools can be listed or run until it recovers.",
+                    why.join("; ")
+                )
+            };
+            let outcome = Outcome::error(reason.clone());
+            (
+                text_of(&json!({"toolsUnavailable": true, "reason": reason})),
+                outcome,
+            )
         } else {
-            text_of(&listing)
+            // Providers that failed next to working ones are logged at registration; the
+            // listing keeps its shape (an array of tools).
+            (text_of(&listing), Outcome::ok())
         };
         self.record(
             LIST_TOOLS,
             Value::Object(args),
             Validation::accepted(),
-            Outcome::ok(),
+            outcome,
             started,
         );
         reply

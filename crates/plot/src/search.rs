@@ -115,6 +115,28 @@ pub fn describe(q: &SearchQuery) -> Vec<String> {
 }
 
 /// Search every store. Bad dates are errors (the spike silently matched nothing).
+/// The words of a text: runs of letters and digits ("Day-1" → "day", "1").
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+}
+
+/// Free-text match (both sides lower-cased): the query as one phrase anywhere in the haystack,
+/// or every word of the query starting a word of the haystack, in any order. The second form is
+/// how people (and models) write titles back: "Alpha day-1" for "Exercise Alpha — Day 1", which a
+/// plain substring test misses.
+fn text_matches(hay: &str, query: &str) -> bool {
+    if hay.contains(query) {
+        return true;
+    }
+    let mut wanted = words(query).peekable();
+    if wanted.peek().is_none() {
+        return false;
+    }
+    let hay_words: Vec<&str> = words(hay).collect();
+    wanted.all(|w| hay_words.iter().any(|h| h.starts_with(w)))
+}
+
 pub fn search(stores: &[StacStore], q: &SearchQuery) -> Result<SearchResult, String> {
     let qs = q
         .start_time
@@ -154,7 +176,7 @@ pub fn search(stores: &[StacStore], q: &SearchQuery) -> Result<SearchResult, Str
                 entry.feature_tags.join(" ")
             )
             .to_lowercase();
-            if !hay.contains(t.as_str()) {
+            if !text_matches(&hay, t) {
                 continue;
             }
         }
@@ -213,4 +235,24 @@ pub fn search(stores: &[StacStore], q: &SearchQuery) -> Result<SearchResult, Str
         more,
         criteria_applied: describe(q),
     })
+}
+
+#[cfg(test)]
+mod text_tests {
+    use super::text_matches;
+
+    #[test]
+    fn phrases_and_words_in_any_order_match() {
+        let hay = "exercise alpha — day 1 day one of exercise alpha. exercise western-approaches";
+        assert!(text_matches(hay, "alpha — day 1"));
+        assert!(text_matches(hay, "alpha day 1"));
+        assert!(text_matches(hay, "alpha day-1"));
+        assert!(text_matches(hay, "day 1 alpha"));
+        assert!(text_matches(hay, "western approaches"));
+        assert!(text_matches(hay, "alph"));
+        assert!(!text_matches(hay, "alpha day 2"));
+        assert!(!text_matches(hay, "bravo"));
+        // a word must start a word: "ha" is inside "alpha" but starts no word
+        assert!(!text_matches(hay, "ha day"));
+    }
 }
