@@ -129,6 +129,18 @@ fn run_host(bin: &Path, home: &Path, args: &[&str]) -> HostRun {
     run
 }
 
+/// The host's binary, a scratch folder and a fresh HOME inside it, with the host's version
+/// printed; `None` (the test returns) when the host is not installed and not required.
+#[allow(clippy::print_stdout)] // the host's version belongs in the test output
+fn host_with_home(name: &str) -> Option<(PathBuf, tempfile::TempDir, PathBuf)> {
+    let bin = host(name)?;
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    fs::create_dir_all(&home).unwrap();
+    println!("host: {name} {}", version(&bin, &home));
+    Some((bin, tmp, home))
+}
+
 fn version(bin: &Path, home: &Path) -> String {
     let v = run_host(bin, home, &["--version"]);
     v.stdout
@@ -227,13 +239,9 @@ fn claude_validate(claude: &Path, home: &Path, dir: &Path) -> (HostRun, Json) {
 
 #[test]
 fn claude_code_installs_the_converted_plugin_and_reports_43_agents() {
-    let Some(claude) = host("claude") else {
+    let Some((claude, tmp, home)) = host_with_home("claude") else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let home = tmp.path().join("home");
-    fs::create_dir_all(&home).unwrap();
-    println!("host: claude {}", version(&claude, &home));
     let (src, names) = make_plugin(tmp.path());
     let market = tmp.path().join("market");
     toolgate_convert(&[
@@ -312,13 +320,9 @@ fn claude_code_installs_the_converted_plugin_and_reports_43_agents() {
 
 #[test]
 fn claude_code_rejects_a_broken_converted_agent() {
-    let Some(claude) = host("claude") else {
+    let Some((claude, tmp, home)) = host_with_home("claude") else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let home = tmp.path().join("home");
-    fs::create_dir_all(&home).unwrap();
-    println!("host: claude {}", version(&claude, &home));
     let (src, _) = make_plugin(tmp.path());
     let out = tmp.path().join("out");
     toolgate_convert(&[
@@ -377,13 +381,9 @@ fn copilot_list(copilot: &Path, home: &Path, pre: &[&str]) -> (HostRun, Vec<Json
 
 #[test]
 fn copilot_cli_installs_the_converted_plugin() {
-    let Some(copilot) = host("copilot") else {
+    let Some((copilot, tmp, home)) = host_with_home("copilot") else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let home = tmp.path().join("home");
-    fs::create_dir_all(&home).unwrap();
-    println!("host: copilot {}", version(&copilot, &home));
     let (src, names) = make_plugin(tmp.path());
     let plugin = tmp.path().join("copilot-plugin");
     toolgate_convert(&[
@@ -506,13 +506,9 @@ fn copilot_cli_installs_the_converted_plugin() {
 
 #[test]
 fn copilot_cli_rejects_or_under_reports_a_broken_converted_plugin() {
-    let Some(copilot) = host("copilot") else {
+    let Some((copilot, tmp, home)) = host_with_home("copilot") else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let home = tmp.path().join("home");
-    fs::create_dir_all(&home).unwrap();
-    println!("host: copilot {}", version(&copilot, &home));
     let (src, _) = make_plugin(tmp.path());
     let plugin = tmp.path().join("broken");
     toolgate_convert(&[

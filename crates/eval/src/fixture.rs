@@ -20,41 +20,16 @@ use crate::EvalError;
 use crate::scenario::{RegistryKind, Scenario, StoreKind};
 
 /// The spike's replay plot (reference §8.1 / §11.4).
-pub const SPIKE_PLOT: &str = "stac://store-1/items/alpha-day1/item.json";
+pub const SPIKE_PLOT: &str = toolgate_plot::demo::SPIKE_PLOT;
 
 /// A plot in the spike store with no features at all (for the "scope `all` on an empty plot"
 /// fail-safe, reference §3).
 pub const EMPTY_PLOT: &str = "stac://store-1/items/harbour-drill/item.json";
 
-/// The spike's replay store: `store-1`, item `items/alpha-day1` "Exercise Alpha — Day 1" with
-/// `track-1` (HMS Nelson / NELSON, a submarine, 3 positions) and `point-1` (label "Datum A").
+/// The spike's replay store ([`toolgate_plot::demo::spike_replay_store`]) plus an empty plot,
+/// `items/harbour-drill` ([`EMPTY_PLOT`]).
 pub fn spike_store(dir: &Path) -> Result<StacStore, EvalError> {
-    let mut store = StacStore::create("store-1", dir, "Spike store")?;
-    let features = json!({"type": "FeatureCollection", "features": [
-        {"type": "Feature", "id": "track-1",
-         "geometry": {"type": "LineString", "coordinates": [[-4.0, 51.0], [-3.9, 51.05], [-3.8, 51.1]]},
-         "properties": {"kind": "TRACK", "platform_id": "NELSON", "platform_name": "HMS Nelson", "track_type": "SOLUTION",
-            "start_time": "2026-03-01T00:00:00+00:00", "end_time": "2026-03-01T06:00:00+00:00",
-            "positions": [
-                {"time": "2026-03-01T00:00:00+00:00", "course": 50.0, "speed": 4.0},
-                {"time": "2026-03-01T03:00:00+00:00", "course": 50.0, "speed": 3.0},
-                {"time": "2026-03-01T06:00:00+00:00", "course": 50.0, "speed": 6.0}],
-            "style": {"line": {"color": "#0000FF"}}}},
-        {"type": "Feature", "id": "point-1", "geometry": {"type": "Point", "coordinates": [-2.5, 52.5]},
-         "properties": {"kind": "POINT", "label": "Datum A"}}
-    ]});
-    let item = json!({
-        "type": "Feature", "stac_version": "1.0.0", "id": "exercise-alpha-day1",
-        "geometry": {"type": "Polygon", "coordinates": [[[-5.0, 50.0], [0.0, 50.0], [0.0, 55.0], [-5.0, 55.0], [-5.0, 50.0]]]},
-        "bbox": [-5.0, 50.0, 0.0, 55.0],
-        "properties": {"title": "Exercise Alpha — Day 1", "description": "Day one of Exercise Alpha.",
-            "datetime": "2026-03-01T00:00:00Z", "start_datetime": "2026-03-01T00:00:00Z", "end_datetime": "2026-03-01T12:00:00Z",
-            "debrief:platforms": [{"id": "NELSON", "name": "HMS Nelson", "vessel_role": "submarine"}],
-            "debrief:tags": ["exercise"]},
-        "links": [],
-        "assets": {"features": {"href": "./features.geojson", "type": "application/geo+json", "roles": ["data"]}}
-    });
-    store.add_item("items/alpha-day1", &item, &features)?;
+    let mut store = toolgate_plot::demo::spike_replay_store(dir)?;
     let empty = json!({"type": "FeatureCollection", "features": []});
     let item = json!({
         "type": "Feature", "stac_version": "1.0.0", "id": "harbour-drill",

@@ -360,6 +360,43 @@ pub fn ensure_demo_store(dir: &Path) -> Result<StacStore, StoreError> {
     Ok(store)
 }
 
+/// The spike's replay plot id (reference §8.1 / §11.4).
+pub const SPIKE_PLOT: &str = "stac://store-1/items/alpha-day1/item.json";
+
+/// The spike's replay store (reference §8.1 / §11.4), shared by the plot, agent and eval tests
+/// and the eval harness: store `store-1`, item `items/alpha-day1` "Exercise Alpha — Day 1" with
+/// `track-1` (HMS Nelson / NELSON, a submarine, 3 positions) and `point-1` (label "Datum A").
+pub fn spike_replay_store(dir: &Path) -> Result<StacStore, StoreError> {
+    let mut store = StacStore::create("store-1", dir, "Spike store")?;
+    let features = json!({"type": "FeatureCollection", "features": [
+        {"type": "Feature", "id": "track-1",
+         "geometry": {"type": "LineString", "coordinates": [[-4.0, 51.0], [-3.9, 51.05], [-3.8, 51.1]]},
+         "properties": {"kind": "TRACK", "platform_id": "NELSON", "platform_name": "HMS Nelson", "track_type": "SOLUTION",
+            "start_time": "2026-03-01T00:00:00+00:00", "end_time": "2026-03-01T06:00:00+00:00",
+            "positions": [
+                {"time": "2026-03-01T00:00:00+00:00", "course": 50.0, "speed": 4.0},
+                {"time": "2026-03-01T03:00:00+00:00", "course": 50.0, "speed": 3.0},
+                {"time": "2026-03-01T06:00:00+00:00", "course": 50.0, "speed": 6.0}],
+            "style": {"line": {"color": "#0000FF"}, "point": {"shape": "circle", "radius": 3.0, "fill_color": "#0000FF", "color": "#0000FF"}},
+            "default_position_style": {"show_symbol": false, "symbol": "circle", "show_label": false}}},
+        {"type": "Feature", "id": "point-1", "geometry": {"type": "Point", "coordinates": [-2.5, 52.5]},
+         "properties": {"kind": "POINT", "label": "Datum A"}}
+    ]});
+    let item = json!({
+        "type": "Feature", "stac_version": "1.0.0", "id": "exercise-alpha-day1",
+        "geometry": {"type": "Polygon", "coordinates": [[[-5.0, 50.0], [0.0, 50.0], [0.0, 55.0], [-5.0, 55.0], [-5.0, 50.0]]]},
+        "bbox": [-5.0, 50.0, 0.0, 55.0],
+        "properties": {"title": "Exercise Alpha — Day 1", "description": "Day one of Exercise Alpha.",
+            "datetime": "2026-03-01T00:00:00Z", "start_datetime": "2026-03-01T00:00:00Z", "end_datetime": "2026-03-01T12:00:00Z",
+            "debrief:platforms": [{"id": "NELSON", "name": "HMS Nelson", "vessel_role": "submarine"}],
+            "debrief:tags": ["exercise"]},
+        "links": [],
+        "assets": {"features": {"href": "./features.geojson", "type": "application/geo+json", "roles": ["data"]}}
+    });
+    store.add_item("items/alpha-day1", &item, &features)?;
+    Ok(store)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

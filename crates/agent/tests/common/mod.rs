@@ -6,7 +6,6 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use serde_json::json;
 use toolgate_agent::surface_settings;
 use toolgate_core::flow::{Answer, Confirmer};
 use toolgate_core::telemetry::MemorySink;
@@ -16,38 +15,11 @@ use toolgate_plot::session::Session;
 use toolgate_plot::store::StacStore;
 use toolgate_plot::tools::NativeTools;
 
-pub const PLOT: &str = "stac://store-1/items/alpha-day1/item.json";
+pub const PLOT: &str = toolgate_plot::demo::SPIKE_PLOT;
 
+/// The spike's replay store (`toolgate_plot::demo::spike_replay_store`).
 pub fn spike_store(dir: &Path) -> StacStore {
-    let mut store = StacStore::create("store-1", dir, "Spike store").unwrap();
-    let features = json!({"type": "FeatureCollection", "features": [
-        {"type": "Feature", "id": "track-1",
-         "geometry": {"type": "LineString", "coordinates": [[-4.0, 51.0], [-3.9, 51.05], [-3.8, 51.1]]},
-         "properties": {"kind": "TRACK", "platform_id": "NELSON", "platform_name": "HMS Nelson", "track_type": "SOLUTION",
-            "start_time": "2026-03-01T00:00:00+00:00", "end_time": "2026-03-01T06:00:00+00:00",
-            "positions": [
-                {"time": "2026-03-01T00:00:00+00:00", "course": 50.0, "speed": 4.0},
-                {"time": "2026-03-01T03:00:00+00:00", "course": 50.0, "speed": 3.0},
-                {"time": "2026-03-01T06:00:00+00:00", "course": 50.0, "speed": 6.0}],
-            "style": {"line": {"color": "#0000FF"}}}},
-        {"type": "Feature", "id": "point-1", "geometry": {"type": "Point", "coordinates": [-2.5, 52.5]},
-         "properties": {"kind": "POINT", "label": "Datum A"}}
-    ]});
-    let item = json!({
-        "type": "Feature", "stac_version": "1.0.0", "id": "exercise-alpha-day1",
-        "geometry": {"type": "Polygon", "coordinates": [[[-5.0, 50.0], [0.0, 50.0], [0.0, 55.0], [-5.0, 55.0], [-5.0, 50.0]]]},
-        "bbox": [-5.0, 50.0, 0.0, 55.0],
-        "properties": {"title": "Exercise Alpha — Day 1", "description": "Day one of Exercise Alpha.",
-            "datetime": "2026-03-01T00:00:00Z", "start_datetime": "2026-03-01T00:00:00Z", "end_datetime": "2026-03-01T12:00:00Z",
-            "debrief:platforms": [{"id": "NELSON", "name": "HMS Nelson", "vessel_role": "submarine"}],
-            "debrief:tags": ["exercise"]},
-        "links": [],
-        "assets": {"features": {"href": "./features.geojson", "type": "application/geo+json", "roles": ["data"]}}
-    });
-    store
-        .add_item("items/alpha-day1", &item, &features)
-        .unwrap();
-    store
+    toolgate_plot::demo::spike_replay_store(dir).unwrap()
 }
 
 pub struct Harness {
