@@ -433,6 +433,12 @@ pub async fn uninstall(args: UninstallArgs) -> Result<i32> {
             show(p, &root)
         ));
     }
+    for p in &report.kept_shared {
+        out(&format!(
+            "kept      {} (another host's toolgate install uses it too)",
+            show(p, &root)
+        ));
+    }
     out(&format!("toolgate uninstalled from {host}."));
     Ok(0)
 }

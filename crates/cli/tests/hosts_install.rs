@@ -166,6 +166,38 @@ fn install_twice_then_uninstall_restores_the_tree_byte_for_byte() {
 }
 
 #[test]
+fn a_file_two_hosts_install_stays_until_the_last_of_them_is_uninstalled() {
+    let env = Env::new();
+    env.write("src/main.rs", "fn main() {}\n");
+    let before = tree(&env.repo);
+    let shared = Path::new(".github/instructions/codeact.instructions.md");
+    env.ok(&["install", "copilot"]);
+    let out = env.ok(&["install", "vscode"]);
+    assert!(out.contains("toolgate installed into vscode"), "{out}");
+    let installed = tree(&env.repo);
+    assert!(installed.contains_key(shared), "both hosts read {shared:?}");
+    // Copilot goes first: VS Code still reads the instructions, so they stay.
+    let out = env.ok(&["uninstall", "copilot"]);
+    assert!(
+        out.contains("another host's toolgate install uses it too"),
+        "{out}"
+    );
+    assert_eq!(
+        tree(&env.repo).get(shared),
+        installed.get(shared),
+        "uninstalling copilot took away what the vscode install needs"
+    );
+    assert!(env.ok(&["install", "vscode"]).contains("nothing changed"));
+    let out = env.ok(&["uninstall", "vscode"]);
+    assert!(out.contains("removed"), "{out}");
+    assert_eq!(
+        tree(&env.repo),
+        before,
+        "the last uninstall leaves the tree as it was"
+    );
+}
+
+#[test]
 fn dry_run_prints_a_diff_and_writes_nothing() {
     let env = Env::new();
     env.write(".vscode/mcp.json", USER_MCP);

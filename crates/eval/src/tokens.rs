@@ -111,6 +111,10 @@ pub fn report() -> Result<TokenReport, EvalError> {
             &format!("synthetic {} features", t + p),
             &counter,
         )?);
+        // Each plot is measured alone: with several open the reply also lists them all.
+        session
+            .close(&id)
+            .map_err(|e| EvalError::Setup(e.to_string()))?;
     }
     for (id, label) in [
         (
@@ -123,6 +127,9 @@ pub fn report() -> Result<TokenReport, EvalError> {
             .open(id)
             .map_err(|e| EvalError::Setup(e.to_string()))?;
         plots.push(cost(&session, id, label, &counter)?);
+        session
+            .close(id)
+            .map_err(|e| EvalError::Setup(e.to_string()))?;
     }
     let specs = agent_tool_specs();
     let as_sent: Vec<Value> = specs

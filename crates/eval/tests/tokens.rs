@@ -22,10 +22,11 @@ fn token_report_matches_the_summary_and_stays_within_budget() {
             "the default cap is 200 entries"
         );
         assert_eq!(p.truncated, p.features > 200);
-        // The plot issue's goal: at most 12 tokens per feature at scale (the spike spent ~38–41).
-        if p.features >= 100 {
-            assert!(p.tokens_per_feature <= 12.5, "{p:?}");
-        }
+        // The plot issue's goal: at most 12 tokens per feature (the spike spent ~38–41). It holds
+        // from 32 features up; on the 8-feature plot the per-plot header (title, span, counts,
+        // the two type headers: ~60 tokens) alone is 7.5 per feature, so that one is held to 16.
+        let limit = if p.features >= 32 { 12.0 } else { 16.0 };
+        assert!(p.tokens_per_feature <= limit, "{p:?}");
         #[allow(clippy::cast_precision_loss)]
         let pct4k = (p.tokens as f64 * 1000.0 / 4096.0).round() / 10.0;
         assert!((p.window_pct[0] - pct4k).abs() < 1e-9);
@@ -46,8 +47,8 @@ fn token_report_matches_the_summary_and_stays_within_budget() {
         r.priming_tokens,
         TokenCounter::default().count(toolgate_agent::PRIMING)
     );
-    // The same numbers crates/plot/examples/summary_tokens.rs measures (at this writing 183, 493,
-    // 1230 and 2408 tokens), recomputed here the way the example does.
+    // The same numbers crates/plot/examples/summary_tokens.rs measures (at this writing 127, 340,
+    // 936 and 1459 tokens), recomputed here the way the example does.
     let dir = tempfile::tempdir().unwrap();
     let mut store = StacStore::create("probe", dir.path(), "probe").unwrap();
     for (t, p) in tokens::SIZES {
@@ -73,6 +74,7 @@ fn token_report_matches_the_summary_and_stays_within_budget() {
             &TokenCounter::default(),
         );
         assert_eq!(reported.tokens, view.tokens, "{}", reported.plot);
+        session.close(&id).unwrap();
     }
     let md = r.markdown();
     assert!(

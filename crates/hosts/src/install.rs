@@ -1,5 +1,6 @@
 //! Plan, apply and undo an install.
 
+use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -86,6 +87,7 @@ pub fn plan(opts: &InstallOptions, loc: &Locations) -> Result<Plan, HostsError> 
     let lay = layout(opts.host, opts.global, loc);
     let receipt_path = confine(&lay.receipt, &lay.roots)?;
     let old_receipt = Receipt::load(&receipt_path)?;
+    let shared = co_owned(&receipt_path);
     let actions = render::actions(opts, loc);
     let mut changes = Vec::new();
     let mut files = Vec::new();
@@ -118,9 +120,12 @@ pub fn plan(opts: &InstallOptions, loc: &Locations) -> Result<Plan, HostsError> 
                     }
                 }
                 // A file that already holds exactly this text and is not in the receipt belongs
-                // to someone else (another host's install, or the user): leave it unrecorded so
-                // that uninstall does not take it away.
-                let foreign_identical = current.is_some() && old_file(&path).is_none();
+                // to the user: leave it unrecorded so that uninstall does not take it away. If
+                // another host's toolgate install wrote it (the Copilot and VS Code installs share
+                // the instructions file), it is co-owned: recorded here too, and uninstall
+                // removes it only with the last receipt that lists it.
+                let foreign_identical =
+                    current.is_some() && old_file(&path).is_none() && !shared.contains(&path);
                 if !foreign_identical {
                     files.push(FileRecord {
                         path: path.clone(),
@@ -191,7 +196,7 @@ pub fn plan(opts: &InstallOptions, loc: &Locations) -> Result<Plan, HostsError> 
     // Files of an earlier install that this one no longer writes.
     if let Some(old) = &old_receipt {
         for rec in &old.files {
-            if files.iter().any(|f| f.path == rec.path) {
+            if files.iter().any(|f| f.path == rec.path) || shared.contains(&rec.path) {
                 continue;
             }
             let path = confine(&rec.path, &lay.roots)?;
@@ -355,6 +360,33 @@ pub struct UninstallReport {
     pub kept_modified: Vec<PathBuf>,
     /// Recorded but already gone.
     pub missing: Vec<PathBuf>,
+    /// Also listed by another host's install receipt: left for that install.
+    pub kept_shared: Vec<PathBuf>,
+}
+
+/// Files recorded by the other receipts beside `receipt_path` (the other hosts' installs in the
+/// same scope). An unreadable sibling receipt is skipped with a warning: it cannot claim a file,
+/// and refusing every install or uninstall because of it would leave the user stuck.
+fn co_owned(receipt_path: &Path) -> HashSet<PathBuf> {
+    let mut out = HashSet::new();
+    let Some(dir) = receipt_path.parent() else {
+        return out;
+    };
+    let Ok(entries) = fs::read_dir(dir) else {
+        return out;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path == receipt_path || path.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        match Receipt::load(&path) {
+            Ok(Some(r)) => out.extend(r.files.into_iter().map(|f| f.path)),
+            Ok(None) => {}
+            Err(e) => tracing::warn!("ignoring another install's receipt: {e}"),
+        }
+    }
+    out
 }
 
 /// Remove exactly what the receipt of (host, scope) lists.
@@ -387,7 +419,12 @@ pub fn uninstall(host: Host, global: bool, loc: &Locations) -> Result<UninstallR
             confine(d, &lay.roots)?;
         }
     }
+    let shared = co_owned(&receipt_path);
     for rec in &receipt.files {
+        if shared.contains(&rec.path) {
+            report.kept_shared.push(rec.path.clone());
+            continue;
+        }
         match read_opt(&rec.path)? {
             None => report.missing.push(rec.path.clone()),
             Some(cur) if sha256_hex(&cur) == rec.sha256 => {
@@ -438,7 +475,48 @@ pub fn uninstall(host: Host, global: bool, loc: &Locations) -> Result<UninstallR
         // Only empty directories go; anything the user added keeps its folder.
         let _ = fs::remove_dir(d);
     }
+    hand_over_dirs(&receipt_path, &receipt.dirs_created)?;
     Ok(report)
+}
+
+/// Directories this install created that are still there because another host's install keeps
+/// files (or its receipt) inside them are handed to that install's receipt, so the last uninstall
+/// removes them instead of leaving empty folders behind.
+fn hand_over_dirs(receipt_path: &Path, created: &[PathBuf]) -> Result<(), HostsError> {
+    let left: Vec<&PathBuf> = created.iter().filter(|d| d.is_dir()).collect();
+    if left.is_empty() {
+        return Ok(());
+    }
+    let Some(dir) = receipt_path.parent() else {
+        return Ok(());
+    };
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Ok(());
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let Ok(Some(mut other)) = Receipt::load(&path) else {
+            continue;
+        };
+        let mut changed = false;
+        for d in &left {
+            let inside = |p: &Path| p.starts_with(d.as_path());
+            let needed = inside(&path) || other.files.iter().any(|f| inside(&f.path));
+            if needed && !other.dirs_created.contains(d) {
+                other.dirs_created.push((*d).clone());
+                changed = true;
+            }
+        }
+        if changed {
+            // Outermost first, as the receipt keeps them.
+            other.dirs_created.sort_by_key(|d| d.components().count());
+            write_atomic(&path, &other.to_bytes())?;
+        }
+    }
+    Ok(())
 }
 
 impl Plan {

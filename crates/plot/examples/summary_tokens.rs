@@ -55,5 +55,7 @@ fn main() {
         if t + p == 8 {
             println!("{text}");
         }
+        // Measured alone: with several plots open the reply also lists them all.
+        session.close(&id).unwrap();
     }
 }

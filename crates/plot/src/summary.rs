@@ -3,7 +3,7 @@
 //! `tokens` — the real o200k count of exactly the payload returned.
 
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use toolgate_core::TokenCounter;
 
 use crate::model;
@@ -38,21 +38,32 @@ pub struct OpenPlotView {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SummaryView {
-    pub plot_id: String,
+    /// The summarised plot's id, sent only when more than one plot is open: with one plot open
+    /// every tool defaults to it, and the id (~15 tokens) would be the reply's largest field.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plot_id: Option<String>,
     pub title: String,
-    /// `start/end` (ISO-8601 interval), UTC.
-    pub time_span: Option<String>,
+    /// The plot's time span in UTC to the minute: `YYYY-MM-DD HH:MM-HH:MM` when it starts and
+    /// ends on one day, else `YYYY-MM-DD HH:MM/YYYY-MM-DD HH:MM`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub span: Option<String>,
     /// Present (true) only when the plot has unsaved edits.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub dirty: bool,
-    /// Per feature type: a header line of `|`-separated column names (plus the values every row
-    /// shares), then one row per feature.
-    pub features: Map<String, Value>,
+    /// One section per feature type: a line `TYPE col|col|…` (plus, in brackets, the values every
+    /// row of that type shares), then one `|`-separated row per feature.
+    pub features: String,
+    /// Features in the inventory (all of them, or the selected ones).
     pub total: usize,
-    pub listed: usize,
-    /// Present (true) only when rows were cut (then `listed` < `total`).
+    /// Present (true) only when rows were cut by the cap or a token budget.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
+    /// Rows actually listed (equals `total` unless truncated).
+    #[serde(skip)]
+    pub listed: usize,
+    /// `listed` as sent: only when truncated.
+    #[serde(rename = "listed", skip_serializing_if = "Option::is_none")]
+    listed_when_truncated: Option<usize>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub shed: Vec<String>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -135,33 +146,72 @@ fn hhmm(iso: &str) -> &str {
     iso.get(11..16).unwrap_or(iso)
 }
 
+fn day(iso: &str) -> &str {
+    iso.get(..10).unwrap_or(iso)
+}
+
+/// `YYYY-MM-DD HH:MM-HH:MM` within one day, else `YYYY-MM-DD HH:MM/YYYY-MM-DD HH:MM` (UTC, to the
+/// minute). Half the tokens of two full RFC 3339 stamps: o200k splits every digit run apart.
+fn span_text(s: &str, e: &str) -> String {
+    if day(s) == day(e) {
+        format!("{} {}-{}", day(s), hhmm(s), hhmm(e))
+    } else {
+        format!("{} {}/{} {}", day(s), hhmm(s), day(e), hhmm(e))
+    }
+}
+
+/// A row's span relative to the plot's: `=` for the whole span, `HH:MM-HH:MM` (or one `HH:MM`
+/// for an instant) on the plot's start day, else a dated span.
 fn span_cell(span: Option<(String, String)>, plot: Option<&(String, String)>) -> String {
     let Some((s, e)) = span else {
         return String::new();
     };
     if let Some((ps, pe)) = plot {
-        if hhmm(&s) == hhmm(ps)
-            && hhmm(&e) == hhmm(pe)
-            && s.get(..10) == ps.get(..10)
-            && e.get(..10) == pe.get(..10)
-        {
+        let same_minute = |a: &str, b: &str| day(a) == day(b) && hhmm(a) == hhmm(b);
+        if same_minute(&s, ps) && same_minute(&e, pe) {
             return "=".to_owned();
         }
-        let day = ps.get(..10);
-        if s.get(..10) == day && e.get(..10) == day {
-            return format!("{}-{}", hhmm(&s), hhmm(&e));
+        if day(&s) == day(ps) && day(&e) == day(ps) {
+            return if hhmm(&s) == hhmm(&e) {
+                hhmm(&s).to_owned()
+            } else {
+                format!("{}-{}", hhmm(&s), hhmm(&e))
+            };
         }
     }
-    format!(
-        "{}/{}",
-        s.get(..16).unwrap_or(&s),
-        e.get(..16).unwrap_or(&e)
-    )
+    span_text(&s, &e)
+}
+
+/// Whether a feature's name can be left out because the id spells it: the same text, or the
+/// name in lower case with hyphens for its single spaces (`Track 1` → `track-1`). Names with any
+/// other character are always shown, so reading the id back never invents a name.
+fn name_implied(id: &str, name: &str) -> bool {
+    if name == id {
+        return true;
+    }
+    let plain = !name.is_empty()
+        && !name.starts_with(' ')
+        && !name.ends_with(' ')
+        && !name.contains("  ")
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == ' ');
+    plain
+        && id.len() == name.len()
+        && id.chars().zip(name.chars()).all(|(i, n)| {
+            if n == ' ' {
+                i == '-'
+            } else {
+                i == n.to_ascii_lowercase()
+            }
+        })
 }
 
 struct Row {
     cells: [String; 7],
 }
+
+const ID: usize = 0;
+const NAME: usize = 1;
+const TYPE: usize = 2;
 
 fn row(
     f: &Value,
@@ -179,25 +229,25 @@ fn row(
         .filter(|p| !p.is_empty() && !p.eq_ignore_ascii_case(&name))
         .map(str::to_owned)
         .or_else(|| model::platform(f))
+        .filter(|p| p != &name)
         .unwrap_or_default();
+    let kind = model::kind(f);
     Row {
         cells: [
             id.clone(),
-            if name == id {
+            if name_implied(&id, &name) {
                 String::new()
             } else {
-                name.clone()
+                name
             },
-            model::kind(f).to_owned(),
-            if platform == name {
-                String::new()
-            } else {
-                platform
-            },
+            kind.to_owned(),
+            platform,
             span_cell(model::time_span(f), plot_span),
-            model::point_count(f)
-                .map(|n| n.to_string())
-                .unwrap_or_default(),
+            // A POINT is one point by definition: the column would only repeat that.
+            match model::point_count(f) {
+                Some(n) if kind != "POINT" => n.to_string(),
+                _ => String::new(),
+            },
             match (plot_bbox, fbox) {
                 (Some(p), Some(b)) => spatial_digest(p, b),
                 _ => String::new(),
@@ -206,18 +256,18 @@ fn row(
     }
 }
 
-/// Group rows by feature type (first-seen order, panel order within a type). Per type, columns
+/// One section per feature type (first-seen order, panel order within a type). Per type, columns
 /// empty in every row are dropped and columns with one value in every row are stated once in the
-/// header (`span: = for all`), so a row carries only what distinguishes it.
-fn render(rows: &[Row], keep: &[bool; 7]) -> Map<String, Value> {
-    const TYPE: usize = 2;
+/// header (`(all: span =)`), so a row carries only what distinguishes it. The id always stays a
+/// column: it is what a model targets with.
+fn render(rows: &[Row], keep: &[bool; 7]) -> String {
     let mut kinds: Vec<&str> = Vec::new();
     for r in rows {
         if !kinds.contains(&r.cells[TYPE].as_str()) {
             kinds.push(&r.cells[TYPE]);
         }
     }
-    let mut out = Map::new();
+    let mut text = String::new();
     for kind in kinds {
         let group: Vec<&Row> = rows.iter().filter(|r| r.cells[TYPE] == kind).collect();
         let mut cols: Vec<usize> = Vec::new();
@@ -228,20 +278,29 @@ fn render(rows: &[Row], keep: &[bool; 7]) -> Map<String, Value> {
             }
             let first = &group[0].cells[i];
             let all_same = group.iter().all(|r| &r.cells[i] == first);
-            // id and name always stay columns: they are what a model targets with.
-            if i > 1 && all_same {
-                if !first.is_empty() {
+            if i != ID && all_same {
+                // An empty name means "spelled by the id"; other shared values are stated once.
+                if !first.is_empty() && i != NAME {
                     constants.push(format!("{name} {first}"));
+                } else if !first.is_empty() {
+                    cols.push(i);
                 }
                 continue;
             }
             cols.push(i);
         }
-        let mut text = cols
-            .iter()
-            .map(|&i| COLUMNS[i])
-            .collect::<Vec<_>>()
-            .join("|");
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(if kind.is_empty() { "UNKNOWN" } else { kind });
+        text.push(' ');
+        text.push_str(
+            &cols
+                .iter()
+                .map(|&i| COLUMNS[i])
+                .collect::<Vec<_>>()
+                .join("|"),
+        );
         if !constants.is_empty() {
             text.push_str(" (all: ");
             text.push_str(&constants.join(", "));
@@ -249,30 +308,20 @@ fn render(rows: &[Row], keep: &[bool; 7]) -> Map<String, Value> {
         }
         for r in &group {
             text.push('\n');
-            let mut first = true;
-            for &i in &cols {
-                if !first {
+            for (n, &i) in cols.iter().enumerate() {
+                if n > 0 {
                     text.push('|');
                 }
-                first = false;
                 text.push_str(&r.cells[i]);
             }
         }
-        out.insert(
-            if kind.is_empty() {
-                "UNKNOWN".to_owned()
-            } else {
-                kind.to_owned()
-            },
-            Value::String(text),
-        );
     }
-    out
+    text
 }
 
-/// How to read the tables. It is part of the summarize tool's description (static, seen once with
+/// How to read the reply. It is part of the summarize tool's description (static, seen once with
 /// the tool list), not of every reply.
-pub const LEGEND: &str = "features holds a table per feature type: a header of |-separated columns (values shared by every row are stated once in brackets), then one row per feature. Empty name = same as id; platform = platform id; span '=' = the plot's time span, HH:MM-HH:MM = UTC on the plot's start date; where = compass sector in the plot plus extent (local, wide; none = a point).";
+pub const LEGEND: &str = "Times UTC. features: per type a line `TYPE col|col…` (values all rows share in brackets), then a |-separated row per feature. Empty name = the id, hyphens as spaces; platform = platform id; span = is the plot's span, HH:MM on its first day; where = compass sector plus extent (local or wide; none for a point).";
 
 /// Serialise compactly and set `tokens` to the count of exactly that text.
 ///
@@ -342,23 +391,25 @@ pub fn summarize(
         .take(cap)
         .map(|(f, b)| row(f, *b, bbox, plot_span.as_ref()))
         .collect();
+    let several_open = session.open_plots().len() > 1;
     let mut keep = [true; 7];
     let mut shed = Vec::new();
     let build = |rows: &[Row], keep: &[bool; 7], shed: &[String]| {
-        let tables = render(rows, keep);
+        let truncated = rows.len() < total;
         SummaryView {
-            plot_id: plot.id.clone(),
+            plot_id: several_open.then(|| plot.id.clone()),
             title: plot.title.clone(),
-            time_span: plot_span.as_ref().map(|(s, e)| format!("{s}/{e}")),
+            span: plot_span.as_ref().map(|(s, e)| span_text(s, e)),
             dirty: plot.doc.is_dirty(),
-            features: tables,
+            features: render(rows, keep),
             total,
+            truncated,
             listed: rows.len(),
-            truncated: rows.len() < total,
+            listed_when_truncated: truncated.then_some(rows.len()),
             shed: shed.to_vec(),
             selection_only: req.selection_only,
             tokens: 0,
-            open_plots: if session.open_plots().len() > 1 {
+            open_plots: if several_open {
                 open_plots(session)
             } else {
                 Vec::new()
@@ -423,7 +474,35 @@ mod tests {
                 Some(("2026-03-02T00:00:00Z".into(), "2026-03-02T06:00:00Z".into())),
                 Some(&plot)
             ),
-            "2026-03-02T00:00/2026-03-02T06:00"
+            "2026-03-02 00:00-06:00"
         );
+        assert_eq!(
+            span_cell(
+                Some(("2026-03-01T00:05:30Z".into(), "2026-03-01T00:05:30Z".into())),
+                Some(&plot)
+            ),
+            "00:05",
+            "an instant on the plot's day is one time"
+        );
+        assert_eq!(
+            span_text("2026-03-01T23:00:00Z", "2026-03-02T01:30:00Z"),
+            "2026-03-01 23:00/2026-03-02 01:30"
+        );
+    }
+
+    #[test]
+    fn a_name_is_left_out_only_when_the_id_spells_it() {
+        assert!(name_implied("track-1", "Track 1"));
+        assert!(name_implied("NELSON", "NELSON"));
+        assert!(name_implied("datum-a", "DATUM A"));
+        assert!(!name_implied("track-nelson", "HMS Nelson"));
+        assert!(
+            !name_implied("track-1", "Track-1"),
+            "a hyphen in the name is shown"
+        );
+        assert!(!name_implied("a-b", "A  B"));
+        assert!(!name_implied("point-1", "Datum 1"));
+        assert!(!name_implied("x", ""));
+        assert!(!name_implied("cafe", "Café"));
     }
 }

@@ -591,7 +591,7 @@ async fn the_selection_is_the_one_the_agent_tools_use() {
     // the summary tool sees it too
     let summary: Value =
         serde_json::from_str(&st.debrief().summarize(&json!({"selectionOnly": true}))).unwrap();
-    assert_eq!(summary["listed"], 2, "{summary}");
+    assert_eq!(summary["total"], 2, "{summary}");
     // clearing
     let s = ok(&st, "/api/select", json!({"ids": [], "plotId": ALPHA})).await;
     assert_eq!(s["plots"][0]["selectedIds"], json!([]));
