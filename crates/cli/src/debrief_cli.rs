@@ -268,26 +268,7 @@ pub async fn tools(command: ToolsCommand) -> Result<i32> {
     if json {
         let manifest: Vec<Value> = registry
             .specs()
-            .map(|s| {
-                let workspace_tool = s.category == "workspace";
-                json!({
-                    "name": s.id,
-                    "python": toolgate_sandbox::python_identifier(&s.id),
-                    "title": s.title,
-                    "description": s.description,
-                    "parameters": s.input_schema,
-                    "returns": s.annotations.get("returns").cloned().unwrap_or_else(|| json!(s.output_kind.as_ref().map(|k| k.as_str()))),
-                    "outputKind": s.output_kind.as_ref().map(|k| k.as_str()),
-                    "effect": s.effect(),
-                    "risk": match (s.effect().is_mutating(), workspace_tool) {
-                        (false, _) => "read-only",
-                        (true, true) => "workspace-side-effect",
-                        (true, false) => "modifies-plot",
-                    },
-                    "category": s.category,
-                    "backend": backend.to_string(),
-                })
-            })
+            .map(|s| toolgate_sandbox::manifest_entry(s, backend))
             .collect();
         out(&serde_json::to_string_pretty(&manifest)?);
     } else if markdown && surface == Surface::Codeact {

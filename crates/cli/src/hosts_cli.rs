@@ -12,7 +12,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use serde_json::{Value, json};
+use serde_json::Value;
 use toolgate_hosts::hook::{self, HookConfig, Mode};
 use toolgate_hosts::preflight::{Check, Level, Report, check_writable};
 use toolgate_hosts::{Host, InstallOptions, Locations, Surface};
@@ -279,19 +279,7 @@ async fn discover(target: &Path, backend: toolgate_hosts::Backend) -> Result<(Ve
     };
     let manifest = registry
         .specs()
-        .map(|s| {
-            json!({
-                "name": s.id,
-                "python": toolgate_sandbox::python_identifier(&s.id),
-                "title": s.title,
-                "description": s.description,
-                "parameters": s.input_schema,
-                "effect": s.effect(),
-                "risk": if s.effect().is_mutating() { "workspace-side-effect" } else { "read-only" },
-                "category": s.category,
-                "backend": sb.to_string(),
-            })
-        })
+        .map(|s| toolgate_sandbox::manifest_entry(s, sb))
         .collect();
     let specs: Vec<_> = registry.specs().cloned().collect();
     Ok((manifest, toolgate_sandbox::markdown_reference(&specs, sb)))

@@ -61,5 +61,5 @@ pub use limits::{
 };
 pub use pool::{PoolConfig, WORKER_SUBCOMMAND, WorkerCommand, WorkerPool};
 pub use registry_host::{RegistryHost, WORKSPACE_PROVIDER, call_error_to_host, calling_host};
-pub use stubs::{markdown_reference, python_identifier, python_signatures};
+pub use stubs::{manifest_entry, markdown_reference, python_identifier, python_signatures};
 pub use worker::worker_main;

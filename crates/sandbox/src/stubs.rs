@@ -295,6 +295,31 @@ fn example_call(spec: &ToolSpec) -> String {
     format!("{}({})", python_identifier(&spec.id), args.join(", "))
 }
 
+/// One tool as `toolgate tools list --json` prints it and the host installers render it: the one
+/// definition both read, so an installed plugin always describes the tools the binary lists.
+pub fn manifest_entry(spec: &ToolSpec, backend: Backend) -> Value {
+    let risk = match (spec.effect().is_mutating(), spec.category == "workspace") {
+        (false, _) => "read-only",
+        (true, true) => "workspace-side-effect",
+        (true, false) => "modifies-plot",
+    };
+    serde_json::json!({
+        "name": spec.id,
+        "python": python_identifier(&spec.id),
+        "title": spec.title,
+        "description": spec.description,
+        "parameters": spec.input_schema,
+        "returns": spec.annotations.get("returns").cloned().unwrap_or_else(
+            || serde_json::json!(spec.output_kind.as_ref().map(|k| k.as_str()))
+        ),
+        "outputKind": spec.output_kind.as_ref().map(|k| k.as_str()),
+        "effect": spec.effect(),
+        "risk": risk,
+        "category": spec.category,
+        "backend": backend.to_string(),
+    })
+}
+
 /// An LLM-ready reference: how to call tools, their signatures, idiomatic examples, the limits,
 /// and what the monty Python subset does not support.
 pub fn markdown_reference(specs: &[ToolSpec], backend: Backend) -> String {
