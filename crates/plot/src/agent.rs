@@ -183,6 +183,11 @@ impl Debrief {
         self.datasets.lock().map(|d| d.clone()).unwrap_or_default()
     }
 
+    /// How many analytical results are kept, without copying them (the workbench polls it).
+    pub fn dataset_count(&self) -> usize {
+        self.datasets.lock().map(|d| d.len()).unwrap_or_default()
+    }
+
     fn record(
         &self,
         tool: &str,

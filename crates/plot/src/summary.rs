@@ -209,6 +209,21 @@ struct Row {
     cells: [String; 7],
 }
 
+/// A text cell that cannot break the table: `|` is escaped as `\|` and `\` as `\\` (as in
+/// Markdown tables), and line breaks and other control characters become spaces.
+fn cell(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '|' => out.push_str("\\|"),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 const ID: usize = 0;
 const NAME: usize = 1;
 const TYPE: usize = 2;
@@ -234,14 +249,14 @@ fn row(
     let kind = model::kind(f);
     Row {
         cells: [
-            id.clone(),
+            cell(&id),
             if name_implied(&id, &name) {
                 String::new()
             } else {
-                name
+                cell(&name)
             },
-            kind.to_owned(),
-            platform,
+            cell(kind),
+            cell(&platform),
             span_cell(model::time_span(f), plot_span),
             // A POINT is one point by definition: the column would only repeat that.
             match model::point_count(f) {

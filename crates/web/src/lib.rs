@@ -165,7 +165,7 @@ impl WebState {
 
     /// The state the live stream sends.
     pub fn snapshot(&self) -> StateView {
-        let datasets = self.debrief.datasets().len();
+        let datasets = self.debrief.dataset_count();
         StateView::of(&self.session(), datasets)
     }
 }
