@@ -128,6 +128,11 @@ fn run_script(env: &Env, mode: &str, confirm: &str, target: &[String]) {
         out.status.success() && stdout.contains("\"done\": true"),
         "python SDK ({mode}, {confirm}) failed:\n{stdout}\n{stderr}"
     );
+    // Closing a legacy HTTP session is a DELETE the SDK expects to see answered 200 or 204.
+    assert!(
+        !stderr.contains("Session termination failed"),
+        "python SDK ({mode}, {confirm}): {stderr}"
+    );
     println!(
         "python SDK {mode}/{confirm}: {} checks passed",
         stdout.matches("\"ok\": true").count()

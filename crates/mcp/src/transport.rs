@@ -56,5 +56,23 @@ pub fn http_router(
         LocalSessionManager::default().into(),
         config,
     );
-    axum::Router::new().nest_service("/mcp", service)
+    axum::Router::new()
+        .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn(session_delete_answers_no_content))
+}
+
+/// rmcp answers a session's `DELETE` with 202 Accepted; clients (the official Python SDK among
+/// them) expect 200 or 204 and log "Session termination failed: 202" otherwise. The session is
+/// gone when the answer is sent, so 204 No Content is the truthful status.
+async fn session_delete_answers_no_content(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let delete = req.method() == axum::http::Method::DELETE;
+    let mut res = next.run(req).await;
+    if delete && res.status() == axum::http::StatusCode::ACCEPTED {
+        *res.status_mut() = axum::http::StatusCode::NO_CONTENT;
+        *res.body_mut() = axum::body::Body::empty();
+    }
+    res
 }
