@@ -168,3 +168,42 @@ fn nested_selection_paths_resolve_to_their_feature() {
     .unwrap();
     assert_eq!(t.description, "Contact, RV Point");
 }
+
+#[test]
+fn with_several_plots_open_the_summary_names_its_plot_and_lists_the_others() {
+    let (_d, s) = store();
+    let mut session = Session::new(vec![s]);
+    let day1 = "stac://demo/alpha-day1/item.json";
+    let day2 = "stac://demo/alpha-day2/item.json";
+    session.open(day1).unwrap();
+    let counter = TokenCounter::default();
+    let (alone, text) = summarize(
+        &session,
+        session.plot(day1).unwrap(),
+        &SummaryRequest::default(),
+        &counter,
+    );
+    assert!(
+        alone.plot_id.is_none() && alone.open_plots.is_empty(),
+        "{text}"
+    );
+    session.open(day2).unwrap();
+    // The summary of the plot that is not active still says which plot it describes.
+    let (view, text) = summarize(
+        &session,
+        session.plot(day1).unwrap(),
+        &SummaryRequest::default(),
+        &counter,
+    );
+    assert_eq!(view.plot_id.as_deref(), Some(day1), "{text}");
+    let listed: Vec<(&str, bool)> = view
+        .open_plots
+        .iter()
+        .map(|p| (p.plot_id.as_str(), p.active))
+        .collect();
+    assert_eq!(listed, [(day1, false), (day2, true)]);
+    let reply: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(reply["plotId"], day1);
+    assert_eq!(reply["openPlots"].as_array().unwrap().len(), 2);
+    assert_eq!(view.tokens, counter.count(&text));
+}
