@@ -42,7 +42,11 @@ impl Default for Settings {
     }
 }
 
-/// An analytical result kept for the Results panel (the reply carries only a summary).
+/// [`Dataset::kind`] of the entry a failed tool run leaves in the Results panel.
+pub const ERROR_KIND: &str = "error";
+
+/// An analytical result kept for the Results panel (the reply carries only a summary), or the
+/// error of a tool run that failed (`kind` = [`ERROR_KIND`]).
 #[derive(Debug, Clone, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Dataset {
@@ -593,7 +597,27 @@ impl Debrief {
                     )
                 }
             },
-            Ended::Refused { message } | Ended::Failed { message } => message,
+            Ended::Failed { message } => {
+                // As in the spike, a tool that ran and failed also leaves an error entry in the
+                // Results panel, so the analyst sees it next to the results; the model gets the
+                // error text unchanged.
+                let plot_id = prepared.map(|p| p.0).unwrap_or_default();
+                let mut ds = self
+                    .datasets
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let id = format!("result-{}", ds.len() + 1);
+                ds.push(Dataset {
+                    id,
+                    tool_id: tool_id.clone(),
+                    plot_id,
+                    kind: ERROR_KIND.to_owned(),
+                    summary: message.clone(),
+                    data: json!({"error": message}),
+                });
+                message
+            }
+            Ended::Refused { message } => message,
             Ended::Declined { .. } => format!(
                 "The analyst declined {title}; nothing was run or changed. Do not retry unless they ask again."
             ),

@@ -144,4 +144,21 @@ async fn a_hung_process_is_killed_and_stderr_is_reported() {
         r.contains("exit status 3") && r.contains("ValueError: boom in py-crash"),
         "{r}"
     );
+    // Both failures are also error entries in the Results panel, with the model's error text.
+    let errors: Vec<(String, String, String)> = d
+        .datasets()
+        .into_iter()
+        .map(|x| (x.tool_id, x.kind, x.summary))
+        .collect();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert_eq!(
+        (errors[0].0.as_str(), errors[0].1.as_str()),
+        ("py-hang", toolgate_plot::agent::ERROR_KIND)
+    );
+    assert_eq!(
+        errors[0].2,
+        "Tool \"py-hang\" timed out after 1.5 s and was stopped."
+    );
+    assert_eq!(errors[1].0, "py-crash");
+    assert_eq!(errors[1].2, r);
 }

@@ -1065,7 +1065,7 @@
       sel.replaceChildren(...r.datasets.map((d) => {
         const o = document.createElement('option');
         o.value = d.id;
-        o.textContent = `${d.id} · ${d.toolId}`;
+        o.textContent = `${d.id} · ${d.toolId}${d.kind === 'error' ? ' (failed)' : ''}`;
         return o;
       }));
       if (!r.datasets.length) {
@@ -1104,11 +1104,18 @@
     const chart = $('dataset-chart');
     chart.replaceChildren();
     if (!d) {
+      $('dataset-summary').classList.remove('is-error');
       $('dataset-summary').textContent = 'Analytical tools (e.g. range-bearing) put their results here.';
       table.replaceChildren();
       return;
     }
-    $('dataset-summary').textContent = `${d.toolId}: ${d.summary}`;
+    const failed = d.kind === 'error';
+    $('dataset-summary').classList.toggle('is-error', failed);
+    $('dataset-summary').textContent = failed ? `${d.toolId} failed: ${d.summary}` : `${d.toolId}: ${d.summary}`;
+    if (failed) {
+      table.replaceChildren();
+      return;
+    }
     const series = findSeries(d.data);
     let head, rows;
     if (series) {
