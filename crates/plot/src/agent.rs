@@ -187,6 +187,31 @@ impl Debrief {
         self.datasets.lock().map(|d| d.clone()).unwrap_or_default()
     }
 
+    /// Keep a result (or a failed run's error) for the Results panel; returns its id.
+    fn keep_result(
+        &self,
+        tool_id: &str,
+        plot_id: String,
+        kind: &str,
+        summary: &str,
+        data: Value,
+    ) -> String {
+        let mut ds = self
+            .datasets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let id = format!("result-{}", ds.len() + 1);
+        ds.push(Dataset {
+            id: id.clone(),
+            tool_id: tool_id.to_owned(),
+            plot_id,
+            kind: kind.to_owned(),
+            summary: summary.to_owned(),
+            data,
+        });
+        id
+    }
+
     /// How many analytical results are kept, without copying them (the workbench polls it).
     pub fn dataset_count(&self) -> usize {
         self.datasets.lock().map(|d| d.len()).unwrap_or_default()
@@ -577,19 +602,13 @@ impl Debrief {
                 Some(_) => format!("{title} ran but produced no editable change."),
                 None => {
                     let (plot_id, _, _, _) = prepared.unwrap_or_default();
-                    let mut ds = self
-                        .datasets
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
-                    let id = format!("result-{}", ds.len() + 1);
-                    ds.push(Dataset {
-                        id: id.clone(),
-                        tool_id: tool_id.clone(),
+                    let id = self.keep_result(
+                        &tool_id,
                         plot_id,
-                        kind: outcome.kind.as_str().to_owned(),
-                        summary: outcome.summary.clone(),
-                        data: outcome.data,
-                    });
+                        outcome.kind.as_str(),
+                        &outcome.summary,
+                        outcome.data,
+                    );
                     let summary = outcome.summary.trim();
                     let stop = if summary.ends_with('.') { "" } else { "." };
                     format!(
@@ -602,19 +621,8 @@ impl Debrief {
                 // Results panel, so the analyst sees it next to the results; the model gets the
                 // error text unchanged.
                 let plot_id = prepared.map(|p| p.0).unwrap_or_default();
-                let mut ds = self
-                    .datasets
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                let id = format!("result-{}", ds.len() + 1);
-                ds.push(Dataset {
-                    id,
-                    tool_id: tool_id.clone(),
-                    plot_id,
-                    kind: ERROR_KIND.to_owned(),
-                    summary: message.clone(),
-                    data: json!({"error": message}),
-                });
+                let data = json!({ "error": message });
+                self.keep_result(&tool_id, plot_id, ERROR_KIND, &message, data);
                 message
             }
             Ended::Refused { message } => message,
