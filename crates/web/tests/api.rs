@@ -1054,3 +1054,33 @@ async fn serve_on_answers_over_tcp() {
     stop.send(()).unwrap();
     server.await.unwrap().unwrap();
 }
+
+#[tokio::test]
+async fn a_tool_that_fails_leaves_an_error_entry_in_the_results_panel() {
+    let dir = tempfile::tempdir().unwrap();
+    let st = common::state(dir.path(), false).await;
+    ok(&st, "/api/plots/open", json!({"plotId": ALPHA})).await;
+    let before = get(&st, "/api/state").await.json();
+    assert_eq!(before["datasets"], 0);
+    // track-stats measures a track; a reference point makes it fail when it runs.
+    let reply = st
+        .debrief()
+        .run_tool(
+            &json!({"toolId": "track-stats", "featureIds": ["point-rv"]}),
+            &Fixed(Answer::Approve),
+        )
+        .await;
+    assert!(!reply.starts_with("Ran "), "{reply}");
+    let after = get(&st, "/api/state").await.json();
+    assert_eq!(after["datasets"], 1, "{after}");
+    let ds = get(&st, "/api/datasets").await.json();
+    let entry = &ds["datasets"][0];
+    assert_eq!(entry["kind"], "error", "{entry}");
+    assert_eq!(entry["toolId"], "track-stats");
+    assert_eq!(
+        entry["summary"],
+        reply.as_str(),
+        "the panel shows the model's error text"
+    );
+    assert_eq!(entry["plotId"], ALPHA);
+}
