@@ -198,6 +198,41 @@ fn a_file_two_hosts_install_stays_until_the_last_of_them_is_uninstalled() {
 }
 
 #[test]
+fn a_shared_file_with_other_content_names_the_install_that_wrote_it() {
+    let env = Env::new();
+    env.ok(&["install", "copilot"]);
+    // As if the copilot install had been made by another toolgate (other content, recorded).
+    let rel = ".github/instructions/codeact.instructions.md";
+    let other = "Other instructions.\n";
+    env.write(rel, other);
+    let receipt_path = env.repo.join(".toolgate/receipts/copilot.json");
+    let mut receipt: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&receipt_path).unwrap()).unwrap();
+    let sha: String = {
+        use sha2::Digest;
+        sha2::Sha256::digest(other.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    };
+    for f in receipt["files"].as_array_mut().unwrap() {
+        if f["path"].as_str().unwrap().ends_with(rel) {
+            f["sha256"] = serde_json::json!(sha);
+        }
+    }
+    std::fs::write(&receipt_path, serde_json::to_vec_pretty(&receipt).unwrap()).unwrap();
+    let before = tree(&env.repo);
+    let out = env.run(&["install", "vscode"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("was written by toolgate's copilot install with other content"),
+        "{err}"
+    );
+    assert_eq!(tree(&env.repo), before, "a refused install writes nothing");
+}
+
+#[test]
 fn dry_run_prints_a_diff_and_writes_nothing() {
     let env = Env::new();
     env.write(".vscode/mcp.json", USER_MCP);

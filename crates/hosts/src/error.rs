@@ -32,6 +32,11 @@ pub enum HostsError {
     Conflict { path: PathBuf },
 
     #[error(
+        "{path} was written by toolgate's {owner} install with other content (another backend or toolgate version); install with the same options as that one, or uninstall {owner} first"
+    )]
+    SharedDiffers { path: PathBuf, owner: String },
+
+    #[error(
         "{path} was changed since toolgate installed it; toolgate will not overwrite your edits: move it away and run the install again"
     )]
     ModifiedSinceInstall { path: PathBuf },

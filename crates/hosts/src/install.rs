@@ -1,6 +1,6 @@
 //! Plan, apply and undo an install.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -116,7 +116,15 @@ pub fn plan(opts: &InstallOptions, loc: &Locations) -> Result<Plan, HostsError> 
                             return Err(HostsError::ModifiedSinceInstall { path });
                         }
                         Some(_) => {}
-                        None => return Err(HostsError::Conflict { path }),
+                        None => {
+                            return Err(match shared.get(&path) {
+                                Some(owner) => HostsError::SharedDiffers {
+                                    path,
+                                    owner: owner.to_string(),
+                                },
+                                None => HostsError::Conflict { path },
+                            });
+                        }
                     }
                 }
                 // A file that already holds exactly this text and is not in the receipt belongs
@@ -125,7 +133,7 @@ pub fn plan(opts: &InstallOptions, loc: &Locations) -> Result<Plan, HostsError> 
                 // the instructions file), it is co-owned: recorded here too, and uninstall
                 // removes it only with the last receipt that lists it.
                 let foreign_identical =
-                    current.is_some() && old_file(&path).is_none() && !shared.contains(&path);
+                    current.is_some() && old_file(&path).is_none() && !shared.contains_key(&path);
                 if !foreign_identical {
                     files.push(FileRecord {
                         path: path.clone(),
@@ -196,7 +204,7 @@ pub fn plan(opts: &InstallOptions, loc: &Locations) -> Result<Plan, HostsError> 
     // Files of an earlier install that this one no longer writes.
     if let Some(old) = &old_receipt {
         for rec in &old.files {
-            if files.iter().any(|f| f.path == rec.path) || shared.contains(&rec.path) {
+            if files.iter().any(|f| f.path == rec.path) || shared.contains_key(&rec.path) {
                 continue;
             }
             let path = confine(&rec.path, &lay.roots)?;
@@ -365,10 +373,11 @@ pub struct UninstallReport {
 }
 
 /// Files recorded by the other receipts beside `receipt_path` (the other hosts' installs in the
-/// same scope). An unreadable sibling receipt is skipped with a warning: it cannot claim a file,
-/// and refusing every install or uninstall because of it would leave the user stuck.
-fn co_owned(receipt_path: &Path) -> HashSet<PathBuf> {
-    let mut out = HashSet::new();
+/// same scope), with the host whose receipt lists them. An unreadable sibling receipt is skipped
+/// with a warning: it cannot claim a file, and refusing every install or uninstall because of it
+/// would leave the user stuck.
+fn co_owned(receipt_path: &Path) -> HashMap<PathBuf, Host> {
+    let mut out = HashMap::new();
     let Some(dir) = receipt_path.parent() else {
         return out;
     };
@@ -381,7 +390,7 @@ fn co_owned(receipt_path: &Path) -> HashSet<PathBuf> {
             continue;
         }
         match Receipt::load(&path) {
-            Ok(Some(r)) => out.extend(r.files.into_iter().map(|f| f.path)),
+            Ok(Some(r)) => out.extend(r.files.into_iter().map(|f| (f.path, r.host))),
             Ok(None) => {}
             Err(e) => tracing::warn!("ignoring another install's receipt: {e}"),
         }
@@ -421,7 +430,7 @@ pub fn uninstall(host: Host, global: bool, loc: &Locations) -> Result<UninstallR
     }
     let shared = co_owned(&receipt_path);
     for rec in &receipt.files {
-        if shared.contains(&rec.path) {
+        if shared.contains_key(&rec.path) {
             report.kept_shared.push(rec.path.clone());
             continue;
         }
