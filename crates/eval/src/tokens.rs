@@ -42,6 +42,10 @@ pub struct TokenReport {
     pub windows: Vec<usize>,
     pub plots: Vec<PlotCost>,
     pub tools: Vec<ToolCost>,
+    /// Summary cost split from the untruncated probe plots (8 and 100 features): tokens each
+    /// added feature costs, and the per-plot part (title, span, counts, type headers).
+    pub marginal_tokens_per_feature: f64,
+    pub per_plot_tokens: f64,
     /// The four tools as an OpenAI `tools` array.
     pub tool_list_tokens: usize,
     pub priming_tokens: usize,
@@ -144,7 +148,19 @@ pub fn report() -> Result<TokenReport, EvalError> {
             tokens: counter.count(&v.to_string()),
         })
         .collect();
+    // A straight line through the 8- and 100-feature probes (both untruncated).
+    #[allow(clippy::cast_precision_loss)]
+    let (marginal, per_plot) = match (plots.first(), plots.get(2)) {
+        (Some(a), Some(b)) if b.features > a.features => {
+            let slope =
+                (b.tokens as f64 - a.tokens as f64) / (b.features as f64 - a.features as f64);
+            (slope, a.tokens as f64 - slope * a.features as f64)
+        }
+        _ => (0.0, 0.0),
+    };
     Ok(TokenReport {
+        marginal_tokens_per_feature: (marginal * 10.0).round() / 10.0,
+        per_plot_tokens: per_plot.round(),
         encoding: "o200k_base".to_owned(),
         windows: WINDOWS.to_vec(),
         plots,
@@ -174,6 +190,10 @@ impl TokenReport {
                 p.window_pct[2]
             ));
         }
+        md.push_str(&format!(
+            "\nSummary cost: {:.1} tokens per added feature plus about {:.0} per plot (title, span, counts, type headers), from the 8- and 100-feature plots.\n",
+            self.marginal_tokens_per_feature, self.per_plot_tokens
+        ));
         md.push_str("\n| advertised tool | tokens |\n|---|---:|\n");
         for t in &self.tools {
             md.push_str(&format!("| `{}` | {} |\n", t.name, t.tokens));

@@ -76,7 +76,16 @@ fn token_report_matches_the_summary_and_stays_within_budget() {
         assert_eq!(reported.tokens, view.tokens, "{}", reported.plot);
         session.close(&id).unwrap();
     }
+    // The line through the 8- and 100-feature plots reproduces them.
+    let line = |n: f64| r.per_plot_tokens + r.marginal_tokens_per_feature * n;
+    assert!((line(8.0) - r.plots[0].tokens as f64).abs() < 8.0, "{r:?}");
+    assert!(
+        (line(100.0) - r.plots[2].tokens as f64).abs() < 8.0,
+        "{r:?}"
+    );
+    assert!(r.marginal_tokens_per_feature > 0.0 && r.marginal_tokens_per_feature <= 12.0);
     let md = r.markdown();
+    assert!(md.contains("tokens per added feature plus about"), "{md}");
     assert!(
         md.contains("| synthetic 250 features | 250 | 200 | yes |"),
         "{md}"
