@@ -47,6 +47,55 @@ impl Confirmer for Fixed {
     }
 }
 
+/// Answers from a script in order, then `then` (decline, unless changed) once the script has run
+/// out; records every preview it was shown. For replays, scripted runs and tests.
+#[derive(Debug)]
+pub struct Scripted {
+    answers: std::sync::Mutex<std::collections::VecDeque<Answer>>,
+    then: Answer,
+    asked: std::sync::Mutex<Vec<Preview>>,
+}
+
+impl Scripted {
+    pub fn new(answers: impl IntoIterator<Item = Answer>) -> Self {
+        Self {
+            answers: std::sync::Mutex::new(answers.into_iter().collect()),
+            then: Answer::Decline,
+            asked: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The answer once the script has run out.
+    #[must_use]
+    pub fn then(mut self, answer: Answer) -> Self {
+        self.then = answer;
+        self
+    }
+
+    /// Every preview shown so far, in order.
+    pub fn asked(&self) -> Vec<Preview> {
+        self.asked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
+
+#[async_trait]
+impl Confirmer for Scripted {
+    async fn confirm(&self, preview: &Preview) -> Answer {
+        self.asked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(preview.clone());
+        self.answers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .pop_front()
+            .unwrap_or(self.then)
+    }
+}
+
 /// What the domain resolved before anything is asked or run.
 #[derive(Debug, Clone)]
 pub struct Prepared {
@@ -245,5 +294,34 @@ impl Gate<'_> {
             outcome,
             confirmation,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn preview(n: u32) -> Preview {
+        Preview {
+            title: format!("Run tool {n}"),
+            body: String::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn scripted_answers_in_order_then_falls_back_and_records_every_preview() {
+        let s = Scripted::new([Answer::Approve, Answer::Decline]);
+        assert_eq!(s.confirm(&preview(1)).await, Answer::Approve);
+        assert_eq!(s.confirm(&preview(2)).await, Answer::Decline);
+        assert_eq!(
+            s.confirm(&preview(3)).await,
+            Answer::Decline,
+            "declines by default"
+        );
+        let titles: Vec<String> = s.asked().into_iter().map(|p| p.title).collect();
+        assert_eq!(titles, ["Run tool 1", "Run tool 2", "Run tool 3"]);
+        let eager = Scripted::new([Answer::Decline]).then(Answer::Approve);
+        assert_eq!(eager.confirm(&preview(1)).await, Answer::Decline);
+        assert_eq!(eager.confirm(&preview(2)).await, Answer::Approve);
     }
 }

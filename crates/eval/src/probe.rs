@@ -13,7 +13,7 @@ use toolgate_agent::{
 
 use crate::EvalError;
 use crate::fixture::Fixture;
-use crate::replay::ScriptedConfirmer;
+use crate::replay::scripted_confirmer;
 use crate::scenario::Scenario;
 use crate::score::{self, CallView, Ended};
 
@@ -135,7 +135,7 @@ pub async fn run_one(
             EvalError::Setup(format!("creating a transcript in {}: {e}", dir.display()))
         })?;
     }
-    let confirmer = ScriptedConfirmer::new(&s.confirm);
+    let confirmer = scripted_confirmer(&s.confirm);
     let out = agent.run(&mut conv, &s.utterance, &confirmer, |_| {}).await;
     let calls: Vec<CallView> = out
         .calls
@@ -153,7 +153,7 @@ pub async fn run_one(
         &Ended {
             calls: &calls,
             results: &results,
-            asked: confirmer.asked(),
+            asked: confirmer.asked().len(),
         },
     );
     Ok(ProbeRun {

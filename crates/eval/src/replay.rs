@@ -1,12 +1,8 @@
 //! `eval replay`: each scenario's canned calls against the real registry, policy and session,
 //! then its end-state expectations. Deterministic; no model involved.
 
-use std::sync::Mutex;
-
-use async_trait::async_trait;
 use serde::Serialize;
-use toolgate_core::Preview;
-use toolgate_core::flow::{Answer, Confirmer};
+use toolgate_core::flow::{Answer, Scripted};
 use toolgate_plot::agent::Settings;
 
 use crate::EvalError;
@@ -14,35 +10,9 @@ use crate::fixture::Fixture;
 use crate::scenario::Scenario;
 use crate::score::{self, CallView, Ended};
 
-/// Answers confirmations from a list (approve once it runs out) and counts them.
-pub struct ScriptedConfirmer {
-    answers: Mutex<Vec<Answer>>,
-    asked: Mutex<usize>,
-}
-
-impl ScriptedConfirmer {
-    pub fn new(answers: &[Answer]) -> Self {
-        Self {
-            answers: Mutex::new(answers.to_vec()),
-            asked: Mutex::new(0),
-        }
-    }
-    pub fn asked(&self) -> usize {
-        self.asked.lock().map(|a| *a).unwrap_or(0)
-    }
-}
-
-#[async_trait]
-impl Confirmer for ScriptedConfirmer {
-    async fn confirm(&self, _preview: &Preview) -> Answer {
-        if let Ok(mut a) = self.asked.lock() {
-            *a += 1;
-        }
-        match self.answers.lock() {
-            Ok(mut a) if !a.is_empty() => a.remove(0),
-            _ => Answer::Approve,
-        }
-    }
+/// Answers confirmations from the scenario's list, approving once it runs out.
+pub fn scripted_confirmer(answers: &[Answer]) -> Scripted {
+    Scripted::new(answers.iter().copied()).then(Answer::Approve)
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -64,7 +34,7 @@ pub async fn replay_one(s: &Scenario) -> Result<ReplayResult, EvalError> {
         },
     )
     .await?;
-    let confirmer = ScriptedConfirmer::new(&s.confirm);
+    let confirmer = scripted_confirmer(&s.confirm);
     let mut calls = Vec::new();
     let mut results = Vec::new();
     for (tool, input) in &s.replay {
@@ -89,7 +59,7 @@ pub async fn replay_one(s: &Scenario) -> Result<ReplayResult, EvalError> {
         &Ended {
             calls: &calls,
             results: &results,
-            asked: confirmer.asked(),
+            asked: confirmer.asked().len(),
         },
     ));
     if !failures.is_empty() {

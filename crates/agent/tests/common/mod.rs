@@ -5,11 +5,9 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use async_trait::async_trait;
 use toolgate_agent::surface_settings;
-use toolgate_core::flow::{Answer, Confirmer};
+use toolgate_core::Registry;
 use toolgate_core::telemetry::MemorySink;
-use toolgate_core::{Preview, Registry};
 use toolgate_plot::agent::Debrief;
 use toolgate_plot::session::Session;
 use toolgate_plot::store::StacStore;
@@ -48,32 +46,7 @@ pub async fn harness(model: &str, open: bool) -> Harness {
 }
 
 /// Answers from a script (decline when it runs out) and records what it was shown.
-pub struct Scripted {
-    answers: Mutex<Vec<Answer>>,
-    pub asked: Mutex<Vec<Preview>>,
-}
-
-impl Scripted {
-    pub fn new(answers: Vec<Answer>) -> Self {
-        Self {
-            answers: Mutex::new(answers),
-            asked: Mutex::new(Vec::new()),
-        }
-    }
-}
-
-#[async_trait]
-impl Confirmer for Scripted {
-    async fn confirm(&self, preview: &Preview) -> Answer {
-        self.asked.lock().unwrap().push(preview.clone());
-        let mut a = self.answers.lock().unwrap();
-        if a.is_empty() {
-            Answer::Decline
-        } else {
-            a.remove(0)
-        }
-    }
-}
+pub use toolgate_core::flow::Scripted;
 
 /// Hash of every file under a directory, names and contents.
 pub fn hash_tree(root: &Path) -> Vec<(String, Vec<u8>)> {

@@ -7,10 +7,9 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use serde_json::Value;
-use toolgate_core::flow::{Answer, Confirmer};
 use toolgate_core::telemetry::MemorySink;
 use toolgate_core::{
-    CallError, Preview, Provider, ProviderError, Registry, ToolCall, ToolOutcome, ToolSpec,
+    CallError, Provider, ProviderError, Registry, ToolCall, ToolOutcome, ToolSpec,
 };
 use toolgate_plot::agent::{Debrief, Settings};
 use toolgate_plot::session::Session;
@@ -44,36 +43,7 @@ impl Provider for Counting {
     }
 }
 
-/// Answers from a script and records every preview it was shown.
-pub struct Scripted {
-    pub answers: Mutex<Vec<Answer>>,
-    pub asked: Mutex<Vec<Preview>>,
-}
-
-impl Scripted {
-    pub fn new(answers: Vec<Answer>) -> Self {
-        Self {
-            answers: Mutex::new(answers),
-            asked: Mutex::new(Vec::new()),
-        }
-    }
-    pub fn asked(&self) -> Vec<Preview> {
-        self.asked.lock().unwrap().clone()
-    }
-}
-
-#[async_trait]
-impl Confirmer for Scripted {
-    async fn confirm(&self, preview: &Preview) -> Answer {
-        self.asked.lock().unwrap().push(preview.clone());
-        let mut a = self.answers.lock().unwrap();
-        if a.is_empty() {
-            Answer::Decline
-        } else {
-            a.remove(0)
-        }
-    }
-}
+pub use toolgate_core::flow::Scripted;
 
 pub struct Harness {
     pub debrief: Debrief,
