@@ -2,7 +2,6 @@
 //! the inline confirmation, /plots, /undo, /save, and the transcript.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -27,26 +26,18 @@ async fn chat(mock: &MockModel, data: &Path, input: &str, extra: &[&str]) -> Run
     let data = data.to_owned();
     let input = input.to_owned();
     tokio::task::spawn_blocking(move || {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
-            .args(&args)
-            .env("HOME", data.join("home"))
-            .env("XDG_CONFIG_HOME", data.join("home/.config"))
-            .env("TOOLGATE_DATA_DIR", data.join("data"))
-            .env("TOOLGATE_TELEMETRY", data.join("telemetry.jsonl"))
-            .env_remove("TOOLGATE_STORE")
-            .env_remove("TOOLGATE_MODEL_URL")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
+        let out = toolgate_test_support::run_with_input(
+            Command::new(env!("CARGO_BIN_EXE_toolgate"))
+                .args(&args)
+                .env("HOME", data.join("home"))
+                .env("XDG_CONFIG_HOME", data.join("home/.config"))
+                .env("TOOLGATE_DATA_DIR", data.join("data"))
+                .env("TOOLGATE_TELEMETRY", data.join("telemetry.jsonl"))
+                .env_remove("TOOLGATE_STORE")
+                .env_remove("TOOLGATE_MODEL_URL"),
+            &input,
+        )
+        .unwrap();
         Run {
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -75,12 +66,7 @@ fn contact_colour(data: &Path) -> String {
     let text =
         std::fs::read_to_string(data.join("data/demo-store/alpha-day1/features.geojson")).unwrap();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    v["features"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["id"] == "track-contact")
-        .unwrap()["properties"]["style"]["line"]["color"]
+    toolgate_test_support::feature_by_id(&v, "track-contact").unwrap()["properties"]["style"]["line"]["color"]
         .as_str()
         .unwrap()
         .to_owned()

@@ -238,12 +238,7 @@ fn plot_run_saves_only_when_a_person_says_so() {
     );
     assert!(o.status.success(), "{:?}", text(&o));
     let saved: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
-    let contact = saved["features"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["id"] == "track-contact")
-        .unwrap();
+    let contact = toolgate_test_support::feature_by_id(&saved, "track-contact").unwrap();
     assert_eq!(contact["properties"]["style"]["line"]["color"], "red");
 
     // telemetry was written for every call, declines included

@@ -9,24 +9,16 @@ use std::process::{Command, Stdio};
 const BIN: &str = env!("CARGO_BIN_EXE_toolgate");
 
 fn hook(mode: &str, state: &Path, extra: &[&str], payload: &str) -> (String, String, i32) {
-    let mut child = Command::new(BIN)
-        .args(["hook", "pre-tool-use"])
-        .args(extra)
-        .env("TOOLGATE_MODE", mode)
-        .env_remove("CODEACT_MODE")
-        .env("TOOLGATE_HOOK_STATE_DIR", state)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(payload.as_bytes())
-        .unwrap();
-    let o = child.wait_with_output().unwrap();
+    let o = toolgate_test_support::run_with_input(
+        Command::new(BIN)
+            .args(["hook", "pre-tool-use"])
+            .args(extra)
+            .env("TOOLGATE_MODE", mode)
+            .env_remove("CODEACT_MODE")
+            .env("TOOLGATE_HOOK_STATE_DIR", state),
+        payload,
+    )
+    .unwrap();
     (
         String::from_utf8(o.stdout).unwrap(),
         String::from_utf8(o.stderr).unwrap(),

@@ -486,6 +486,33 @@ async fn anthropic(State(shared): State<Arc<Shared>>, headers: HeaderMap, raw: S
     sse(events)
 }
 
+/// Runs `cmd` with piped stdio, writes `input` to its stdin, closes it and waits: how the tests
+/// drive the real binary as a host or a person at a pipe would.
+pub fn run_with_input(
+    cmd: &mut std::process::Command,
+    input: &str,
+) -> std::io::Result<std::process::Output> {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(input.as_bytes())?;
+    }
+    child.wait_with_output()
+}
+
+/// The feature with this id in a GeoJSON FeatureCollection (e.g. a saved `features.geojson`).
+pub fn feature_by_id<'a>(collection: &'a Value, id: &str) -> Option<&'a Value> {
+    collection["features"]
+        .as_array()?
+        .iter()
+        .find(|f| f["id"] == id)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

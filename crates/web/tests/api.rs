@@ -633,12 +633,7 @@ async fn undo_redo_revert_and_save() {
     );
     assert_eq!(r["state"]["plots"][0]["dirty"], false);
     let saved: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
-    let contact = saved["features"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["id"] == "track-contact")
-        .unwrap();
+    let contact = toolgate_test_support::feature_by_id(&saved, "track-contact").unwrap();
     assert_eq!(contact["properties"]["style"]["line"]["color"], "red");
     // atomic write: no temp file left beside the plot
     let leftovers: Vec<_> = std::fs::read_dir(file.parent().unwrap())

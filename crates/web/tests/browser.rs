@@ -154,11 +154,6 @@ async fn the_workbench_in_headless_chromium() {
         &std::fs::read(dir.path().join("alpha-day1").join("features.geojson")).unwrap(),
     )
     .unwrap();
-    let contact = saved["features"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["id"] == "track-contact")
-        .unwrap();
+    let contact = toolgate_test_support::feature_by_id(&saved, "track-contact").unwrap();
     assert_eq!(contact["properties"]["style"]["line"]["color"], "blue");
 }
