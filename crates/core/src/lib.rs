@@ -11,6 +11,7 @@
 //! 6. [`policy::guard`] — a change set from a call that was not confirmed is refused.
 //! 7. [`telemetry`] — one record per invocation, declines included.
 
+pub mod access;
 pub mod digest;
 pub mod filter;
 pub mod flow;
@@ -23,6 +24,7 @@ pub mod telemetry;
 pub mod tokens;
 pub mod validate;
 
+pub use access::{AccessToken, AccessTokenError};
 pub use digest::CallDigest;
 pub use filter::{FilterError, ToolFilter};
 pub use flow::{Answer, Confirmer, Ended, Gate, Prepared};
