@@ -13,7 +13,7 @@ use toolgate_core::{OutputKind, Registry, TokenCounter, ToolCall, ToolSpec};
 
 use crate::model;
 use crate::search::{self, SearchQuery};
-use crate::session::Session;
+use crate::session::{self, Session, SessionError};
 use crate::summary::{self, NoPlot, SummaryRequest};
 use crate::targeting::{self, Scope, TargetRequest};
 
@@ -135,6 +135,7 @@ pub struct Debrief {
     settings: Settings,
     validators: Vec<(String, ParamValidator)>,
     datasets: Mutex<Vec<Dataset>>,
+    store_read_timeout: std::time::Duration,
 }
 
 fn text_of(v: &impl serde::Serialize) -> String {
@@ -165,7 +166,52 @@ impl Debrief {
             settings,
             validators,
             datasets: Mutex::new(Vec::new()),
+            store_read_timeout: session::STORE_READ_TIMEOUT,
         }
+    }
+
+    /// How long opening or reverting a plot may wait for its file (default
+    /// [`session::STORE_READ_TIMEOUT`]).
+    pub fn with_store_read_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.store_read_timeout = timeout;
+        self
+    }
+
+    /// Open a plot (or focus it when open) and make it active. The file is read off the async
+    /// runtime, bounded in time, and without the session lock held, so a slow or blocking file
+    /// (a FIFO in the catalogue) delays only this call.
+    pub async fn open_plot(&self, plot_id: &str) -> Result<(), SessionError> {
+        let loader = {
+            let mut s = self.session();
+            if s.focus_if_open(plot_id) {
+                return Ok(());
+            }
+            s.loader(plot_id)?
+        };
+        let path = loader
+            .features_path()
+            .map(ToOwned::to_owned)
+            .unwrap_or_default();
+        let loaded =
+            session::off_runtime(path, self.store_read_timeout, move || loader.load()).await?;
+        self.session().open_loaded(loaded);
+        Ok(())
+    }
+
+    /// Discard a plot's unsaved edits by reloading its file (read as in [`Debrief::open_plot`]).
+    pub async fn revert_plot(&self, plot_id: &str) -> Result<(), SessionError> {
+        let loader = {
+            let s = self.session();
+            s.plot(plot_id)?;
+            s.loader(plot_id)?
+        };
+        let path = loader
+            .features_path()
+            .map(ToOwned::to_owned)
+            .unwrap_or_default();
+        let loaded =
+            session::off_runtime(path, self.store_read_timeout, move || loader.load()).await?;
+        self.session().revert_loaded(loaded)
     }
 
     pub fn session(&self) -> MutexGuard<'_, Session> {
@@ -273,7 +319,7 @@ impl Debrief {
         confirmer: &dyn Confirmer,
     ) -> Result<String, String> {
         match tool {
-            SEARCH => Ok(self.search_plots(input)),
+            SEARCH => Ok(self.search_plots(input).await),
             SUMMARIZE => Ok(self.summarize(input)),
             LIST_TOOLS => Ok(self.list_tools(input)),
             RUN_TOOL => Ok(self.run_tool(input, confirmer).await),
@@ -283,7 +329,7 @@ impl Debrief {
         }
     }
 
-    pub fn search_plots(&self, input: &Value) -> String {
+    pub async fn search_plots(&self, input: &Value) -> String {
         let started = std::time::Instant::now();
         let args = match self.accept(SEARCH, input, "Invalid search input: ", started) {
             Ok(a) => a,
@@ -311,8 +357,8 @@ impl Debrief {
             bbox,
             limit: None,
         };
-        let mut session = self.session();
-        let result = match search::search(session.stores(), &query) {
+        let searched = search::search(self.session().stores(), &query);
+        let result = match searched {
             Ok(r) => r,
             Err(e) => {
                 let msg = format!("Invalid search input: {e}");
@@ -330,7 +376,7 @@ impl Debrief {
         if args.get("open").and_then(Value::as_bool) == Some(true) {
             if result.matches.len() == 1 && result.total == 1 {
                 let id = result.matches[0].plot_id.clone();
-                match session.open(&id) {
+                match self.open_plot(&id).await {
                     Ok(_) => reply["opened"] = Value::String(id),
                     Err(e) => reply["openError"] = Value::String(e.to_string()),
                 }
@@ -341,7 +387,6 @@ impl Debrief {
                 ));
             }
         }
-        drop(session);
         self.record(
             SEARCH,
             Value::Object(args),

@@ -5,7 +5,10 @@
 //! Saving is a method a *person's* surface calls (CLI with a TTY or `--save`, the workbench's
 //! Save button); no agent tool maps to it.
 
-use std::path::PathBuf;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
+use std::time::Duration;
 
 use serde_json::Value;
 use toolgate_core::{ChangeSet, Edit};
@@ -38,6 +41,17 @@ pub enum SessionError {
     MissingFeature(String),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(
+        "Reading the plot file {path} did not finish within {} s, so nothing was opened. The file may be a FIFO, a device or on a stalled network mount: replace it with a regular file, or choose another plot.",
+        .after.as_secs()
+    )]
+    ReadTimedOut { path: PathBuf, after: Duration },
+    #[error(
+        "The catalogue is busy: {0} plot files are still being read (a file that never finishes reading, such as a FIFO, holds a reader). Try again shortly, or check the catalogue's files."
+    )]
+    StoreBusy(usize),
+    #[error("internal: the plot reader stopped unexpectedly ({0}); try again")]
+    Reader(String),
     #[error("could not save {path}: {source}")]
     Write {
         path: PathBuf,
@@ -61,11 +75,43 @@ struct Step {
     state_after: u64,
 }
 
+/// A features file as parsed: what sessions that opened the same file version share until one of
+/// them edits it (copy on write), so N sessions viewing a large plot hold one copy, not N.
+#[derive(Debug, Clone)]
+pub struct Content {
+    head: Head,
+    features: Vec<Value>,
+}
+
+impl Content {
+    fn from_collection(collection: Value) -> Self {
+        let mut members = match collection {
+            Value::Object(m) => m,
+            _ => serde_json::Map::new(),
+        };
+        let features_at = members
+            .keys()
+            .position(|k| k == "features")
+            .unwrap_or(members.len());
+        let features = match members.shift_remove("features") {
+            Some(Value::Array(a)) => a,
+            _ => Vec::new(),
+        };
+        Self {
+            head: Head {
+                members,
+                features_at,
+            },
+            features,
+        }
+    }
+}
+
 /// One plot's editable state.
 #[derive(Debug, Clone)]
 pub struct Document {
-    head: Head,
-    features: Vec<Value>,
+    /// Shared with other sessions' documents of the same file version until the first edit.
+    content: Arc<Content>,
     path: PathBuf,
     disk_sha256: String,
     version: u64,
@@ -113,24 +159,16 @@ fn position(features: &[Value], id: &str) -> Option<usize> {
 
 impl Document {
     pub fn new(collection: Value, path: PathBuf, disk_sha256: String) -> Self {
-        let mut members = match collection {
-            Value::Object(m) => m,
-            _ => serde_json::Map::new(),
-        };
-        let features_at = members
-            .keys()
-            .position(|k| k == "features")
-            .unwrap_or(members.len());
-        let features = match members.shift_remove("features") {
-            Some(Value::Array(a)) => a,
-            _ => Vec::new(),
-        };
+        Self::from_content(
+            Arc::new(Content::from_collection(collection)),
+            path,
+            disk_sha256,
+        )
+    }
+
+    fn from_content(content: Arc<Content>, path: PathBuf, disk_sha256: String) -> Self {
         Self {
-            head: Head {
-                members,
-                features_at,
-            },
-            features,
+            content,
             path,
             disk_sha256,
             version: 1,
@@ -143,7 +181,12 @@ impl Document {
     }
 
     pub fn features(&self) -> &[Value] {
-        &self.features
+        &self.content.features
+    }
+
+    /// True when both documents hold the same (unedited, shared) copy of their file's content.
+    pub fn shares_content_with(&self, other: &Document) -> bool {
+        Arc::ptr_eq(&self.content, &other.content)
     }
 
     pub fn feature(&self, id: &str) -> Option<&Value> {
@@ -180,8 +223,8 @@ impl Document {
     /// The document as it would be saved.
     pub fn to_bytes(&self) -> Vec<u8> {
         let collection = Collection {
-            head: &self.head,
-            features: &self.features,
+            head: &self.content.head,
+            features: &self.content.features,
         };
         // Serialising plain JSON values cannot fail.
         let mut bytes = serde_json::to_vec_pretty(&collection).unwrap_or_default();
@@ -209,8 +252,8 @@ impl Document {
                 }
             }
         }
-        // apply
-        let features = &mut self.features;
+        // apply (the first edit makes this document's own copy; other sessions keep theirs)
+        let features = &mut Arc::make_mut(&mut self.content).features;
         let mut changes = Vec::with_capacity(cs.edits.len());
         for e in &cs.edits {
             match e {
@@ -297,7 +340,10 @@ impl Document {
     /// Undo the last applied change set. Returns its label.
     pub fn undo(&mut self) -> Option<String> {
         let step = self.undo.pop()?;
-        Self::revert_changes(&mut self.features, &step.changes);
+        Self::revert_changes(
+            &mut Arc::make_mut(&mut self.content).features,
+            &step.changes,
+        );
         self.state = step.state_before;
         self.version += 1;
         let label = step.label.clone();
@@ -307,7 +353,10 @@ impl Document {
 
     pub fn redo(&mut self) -> Option<String> {
         let step = self.redo.pop()?;
-        Self::replay_changes(&mut self.features, &step.changes);
+        Self::replay_changes(
+            &mut Arc::make_mut(&mut self.content).features,
+            &step.changes,
+        );
         self.state = step.state_after;
         self.version += 1;
         let label = step.label.clone();
@@ -422,24 +471,57 @@ impl Session {
             .find_map(|s| s.item(plot_id).map(|i| (s, i)))
     }
 
-    /// Open a plot (or focus it when already open) and make it active.
+    /// Open a plot (or focus it when already open) and make it active. This reads the file:
+    /// async surfaces use [`Session::loader`] under the lock, [`PlotLoader::load`] off the runtime
+    /// without it, then [`Session::open_loaded`] (what [`crate::agent::Debrief::open_plot`] does).
     pub fn open(&mut self, plot_id: &str) -> Result<&OpenPlot, SessionError> {
-        if !self.plots.iter().any(|p| p.id == plot_id) {
-            let (store, entry) = self
-                .find_item(plot_id)
-                .ok_or_else(|| SessionError::UnknownPlot(plot_id.to_owned()))?;
-            let loaded = store.load_features(entry)?;
-            let plot = OpenPlot {
-                id: plot_id.to_owned(),
-                title: entry.title.clone(),
-                entry: entry.clone(),
-                doc: Document::new(loaded.collection, loaded.path, loaded.sha256),
-                selection: Vec::new(),
-            };
-            self.plots.push(plot);
+        if !self.focus_if_open(plot_id) {
+            let loaded = self.loader(plot_id)?.load()?;
+            self.open_loaded(loaded);
         }
-        self.active = Some(plot_id.to_owned());
         self.plot(plot_id)
+    }
+
+    /// Make an open plot active; false when it is not open.
+    pub fn focus_if_open(&mut self, plot_id: &str) -> bool {
+        if self.plots.iter().any(|p| p.id == plot_id) {
+            self.active = Some(plot_id.to_owned());
+            true
+        } else {
+            false
+        }
+    }
+
+    /// What reading `plot_id`'s file needs, so the read can happen without the session lock.
+    pub fn loader(&self, plot_id: &str) -> Result<PlotLoader, SessionError> {
+        let (store, entry) = self
+            .find_item(plot_id)
+            .ok_or_else(|| SessionError::UnknownPlot(plot_id.to_owned()))?;
+        Ok(PlotLoader {
+            store: store.clone(),
+            entry: entry.clone(),
+        })
+    }
+
+    /// Add a loaded plot and make it active. When it was opened meanwhile (another call on this
+    /// session), the open one is kept — it may have edits — and focused.
+    pub fn open_loaded(&mut self, loaded: LoadedPlot) -> &OpenPlot {
+        let id = loaded.entry.plot_id.clone();
+        let at = match self.plots.iter().position(|p| p.id == id) {
+            Some(i) => i,
+            None => {
+                self.plots.push(OpenPlot {
+                    id: id.clone(),
+                    title: loaded.entry.title.clone(),
+                    entry: loaded.entry,
+                    doc: Document::from_content(loaded.content, loaded.path, loaded.sha256),
+                    selection: Vec::new(),
+                });
+                self.plots.len() - 1
+            }
+        };
+        self.active = Some(id);
+        &self.plots[at]
     }
 
     /// Close a plot, discarding unsaved edits (a surface asks the person first).
@@ -523,13 +605,16 @@ impl Session {
 
     /// Discard unsaved edits: reload the file as it is on disk now.
     pub fn revert(&mut self, plot_id: &str) -> Result<(), SessionError> {
-        let (store, entry) = self
-            .find_item(plot_id)
-            .ok_or_else(|| SessionError::UnknownPlot(plot_id.to_owned()))?;
-        let loaded = store.load_features(entry)?;
-        let plot = self.plot_mut(plot_id)?;
+        self.plot(plot_id)?;
+        let loaded = self.loader(plot_id)?.load()?;
+        self.revert_loaded(loaded)
+    }
+
+    /// Replace an open plot's document with a fresh load of its file (see [`Session::revert`]).
+    pub fn revert_loaded(&mut self, loaded: LoadedPlot) -> Result<(), SessionError> {
+        let plot = self.plot_mut(&loaded.entry.plot_id)?;
         let version = plot.doc.version() + 1;
-        plot.doc = Document::new(loaded.collection, loaded.path, loaded.sha256);
+        plot.doc = Document::from_content(loaded.content, loaded.path, loaded.sha256);
         plot.doc.version = version;
         plot.selection.retain(|_| true);
         Ok(())
@@ -538,6 +623,224 @@ impl Session {
     /// Save a plot to disk. Only people's surfaces call this.
     pub fn save(&mut self, plot_id: &str) -> Result<(), SessionError> {
         self.plot_mut(plot_id)?.doc.save()
+    }
+}
+
+/// A plot's catalogue entry and store, taken out of the session so its file is read without the
+/// session lock held.
+#[derive(Debug, Clone)]
+pub struct PlotLoader {
+    store: StacStore,
+    entry: ItemEntry,
+}
+
+/// A features file read (or shared from another session) for [`Session::open_loaded`].
+#[derive(Debug, Clone)]
+pub struct LoadedPlot {
+    entry: ItemEntry,
+    content: Arc<Content>,
+    path: PathBuf,
+    sha256: String,
+}
+
+impl LoadedPlot {
+    pub fn plot_id(&self) -> &str {
+        &self.entry.plot_id
+    }
+}
+
+impl PlotLoader {
+    pub fn plot_id(&self) -> &str {
+        &self.entry.plot_id
+    }
+
+    pub fn features_path(&self) -> Option<&Path> {
+        self.entry.features_path.as_deref()
+    }
+
+    /// Read the features file, or share the copy another session already holds of this exact
+    /// file version. Blocking (file I/O and parsing): async code runs it through [`off_runtime`].
+    pub fn load(&self) -> Result<LoadedPlot, SessionError> {
+        let (content, path, sha256) = CACHE.load(&self.store, &self.entry)?;
+        Ok(LoadedPlot {
+            entry: self.entry.clone(),
+            content,
+            path,
+            sha256,
+        })
+    }
+}
+
+/// What identifies one version of a file without reading it: a later write, rename or
+/// replacement changes at least one of these.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FileStamp {
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+    #[cfg(unix)]
+    unix: (u64, u64, i64, i64),
+}
+
+impl FileStamp {
+    /// `stat` only: never opens the file, so it cannot block on a FIFO.
+    fn of(path: &Path) -> Option<Self> {
+        let m = std::fs::metadata(path).ok()?;
+        #[cfg(unix)]
+        let unix = {
+            use std::os::unix::fs::MetadataExt;
+            (m.dev(), m.ino(), m.ctime(), m.ctime_nsec())
+        };
+        Some(Self {
+            len: m.len(),
+            modified: m.modified().ok(),
+            #[cfg(unix)]
+            unix,
+        })
+    }
+}
+
+struct CacheEntry {
+    stamp: FileStamp,
+    sha256: String,
+    /// Weak: the copy lives only as long as some session holds it unedited.
+    content: Weak<Content>,
+}
+
+/// The per-process table of parsed features files, keyed by path and file version.
+#[derive(Default)]
+struct PlotCache {
+    entries: Mutex<HashMap<PathBuf, CacheEntry>>,
+    /// One reader per path at a time, so sessions opening the same plot together parse it once.
+    reading: Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>,
+}
+
+static CACHE: LazyLock<PlotCache> = LazyLock::new(PlotCache::default);
+
+impl PlotCache {
+    fn load(
+        &self,
+        store: &StacStore,
+        entry: &ItemEntry,
+    ) -> Result<(Arc<Content>, PathBuf, String), SessionError> {
+        let Some(path) = entry.features_path.clone() else {
+            // The store reports the missing features link.
+            let loaded = store.load_features(entry)?;
+            return Ok((
+                Arc::new(Content::from_collection(loaded.collection)),
+                loaded.path,
+                loaded.sha256,
+            ));
+        };
+        let gate = self.reader_for(&path);
+        let result = {
+            let _one_reader = gate.lock().unwrap_or_else(PoisonError::into_inner);
+            self.load_locked(store, entry, &path)
+        };
+        drop(gate);
+        self.forget_idle_reader(&path);
+        result
+    }
+
+    fn load_locked(
+        &self,
+        store: &StacStore,
+        entry: &ItemEntry,
+        path: &Path,
+    ) -> Result<(Arc<Content>, PathBuf, String), SessionError> {
+        let before = FileStamp::of(path);
+        if let Some(stamp) = &before
+            && let Some(hit) = self.lookup(path, stamp)
+        {
+            return Ok(hit);
+        }
+        // Every real read goes through the store (its confinement and file-type checks).
+        let loaded = store.load_features(entry)?;
+        let content = Arc::new(Content::from_collection(loaded.collection));
+        // Shared only when the file did not change while it was read.
+        if let Some(stamp) = before
+            && FileStamp::of(&loaded.path).as_ref() == Some(&stamp)
+        {
+            let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+            entries.retain(|_, e| e.content.strong_count() > 0);
+            entries.insert(
+                loaded.path.clone(),
+                CacheEntry {
+                    stamp,
+                    sha256: loaded.sha256.clone(),
+                    content: Arc::downgrade(&content),
+                },
+            );
+        }
+        Ok((content, loaded.path, loaded.sha256))
+    }
+
+    fn lookup(&self, path: &Path, stamp: &FileStamp) -> Option<(Arc<Content>, PathBuf, String)> {
+        let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        let e = entries.get(path).filter(|e| &e.stamp == stamp)?;
+        let content = e.content.upgrade()?;
+        Some((content, path.to_owned(), e.sha256.clone()))
+    }
+
+    fn reader_for(&self, path: &Path) -> Arc<Mutex<()>> {
+        self.reading
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(path.to_owned())
+            .or_default()
+            .clone()
+    }
+
+    fn forget_idle_reader(&self, path: &Path) {
+        let mut reading = self.reading.lock().unwrap_or_else(PoisonError::into_inner);
+        if reading.get(path).is_some_and(|g| Arc::strong_count(g) == 1) {
+            reading.remove(path);
+        }
+    }
+}
+
+/// How long a store read may take before the call gives up and says why.
+pub const STORE_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Store reads in progress at once, process-wide. A read that never ends (a FIFO nobody writes)
+/// keeps its slot, so at most this many threads can be stuck, and later reads are refused with
+/// [`SessionError::StoreBusy`] instead of piling up.
+pub const MAX_STORE_READS: usize = 4;
+
+static STORE_READS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(MAX_STORE_READS);
+
+/// Run a blocking store read off the async runtime (on tokio's blocking pool), bounded by
+/// `timeout`; `path` names the file in the timeout message. Outside a runtime it runs inline.
+pub async fn off_runtime<T, F>(path: PathBuf, timeout: Duration, read: F) -> Result<T, SessionError>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T, SessionError> + Send + 'static,
+{
+    if tokio::runtime::Handle::try_current().is_err() {
+        return read();
+    }
+    let timed_out = || SessionError::ReadTimedOut {
+        path: path.clone(),
+        after: timeout,
+    };
+    let started = tokio::time::Instant::now();
+    let permit = match tokio::time::timeout(timeout, STORE_READS.acquire()).await {
+        Ok(Ok(p)) => p,
+        Ok(Err(_closed)) => return Err(SessionError::StoreBusy(MAX_STORE_READS)),
+        Err(_) => return Err(SessionError::StoreBusy(MAX_STORE_READS)),
+    };
+    // The permit travels with the read: a read that outlives the timeout still holds it.
+    let task = tokio::task::spawn_blocking(move || {
+        let _slot = permit;
+        read()
+    });
+    let left = timeout.saturating_sub(started.elapsed());
+    match tokio::time::timeout(left, task).await {
+        Ok(Ok(result)) => result,
+        Ok(Err(join)) => Err(SessionError::Reader(join.to_string())),
+        Err(_) => {
+            tracing::warn!(path = %path.display(), "a store read did not finish in time");
+            Err(timed_out())
+        }
     }
 }
 
@@ -590,6 +893,104 @@ mod tests {
         d.redo();
         assert_eq!(d.to_bytes(), edited);
         assert!(d.is_dirty());
+    }
+
+    const BULK: &str = "stac://demo/bulk-tracks/item.json";
+
+    fn recolour(id: &str) -> ChangeSet {
+        ChangeSet {
+            label: "recolour".into(),
+            edits: vec![Edit::Upsert {
+                id: id.into(),
+                item: json!({"type": "Feature", "id": id, "properties": {"kind": "TRACK", "stroke": "#123456"}}),
+            }],
+        }
+    }
+
+    #[test]
+    fn sessions_opening_the_same_file_share_one_copy_until_one_edits_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::demo::ensure_demo_store(dir.path()).unwrap();
+        let mut a = Session::new(vec![store.clone()]);
+        let mut b = Session::new(vec![store.clone()]);
+        a.open(BULK).unwrap();
+        b.open(BULK).unwrap();
+        let shared = |a: &Session, b: &Session| {
+            a.plot(BULK)
+                .unwrap()
+                .doc
+                .shares_content_with(&b.plot(BULK).unwrap().doc)
+        };
+        assert!(
+            shared(&a, &b),
+            "two sessions viewing one file hold one copy"
+        );
+        let pristine = b.plot(BULK).unwrap().doc.to_bytes();
+
+        let first = model::feature_id(&a.plot(BULK).unwrap().doc.features()[0]);
+        a.apply(BULK, &recolour(&first), 1).unwrap();
+        assert!(!shared(&a, &b), "the edit made a private copy");
+        assert_eq!(
+            b.plot(BULK).unwrap().doc.to_bytes(),
+            pristine,
+            "the other session does not see the edit"
+        );
+        assert_ne!(a.plot(BULK).unwrap().doc.to_bytes(), pristine);
+
+        // A third session still gets the unedited shared copy; undo keeps a's copy private.
+        let mut c = Session::new(vec![store]);
+        c.open(BULK).unwrap();
+        assert!(shared(&b, &c));
+        a.undo(BULK).unwrap();
+        assert_eq!(a.plot(BULK).unwrap().doc.to_bytes(), pristine);
+        assert!(!shared(&a, &c));
+    }
+
+    #[test]
+    fn a_file_changed_on_disk_is_read_again_not_shared() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::demo::ensure_demo_store(dir.path()).unwrap();
+        let mut a = Session::new(vec![store.clone()]);
+        a.open(BULK).unwrap();
+        let path = a.plot(BULK).unwrap().doc.path().to_owned();
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        let first = model::feature_id(&a.plot(BULK).unwrap().doc.features()[0]);
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let mut v2 = v.clone();
+        v2["features"].as_array_mut().unwrap().remove(0);
+        text = serde_json::to_string_pretty(&v2).unwrap();
+        std::fs::write(&path, &text).unwrap();
+
+        let mut b = Session::new(vec![store]);
+        b.open(BULK).unwrap();
+        let (da, db) = (&a.plot(BULK).unwrap().doc, &b.plot(BULK).unwrap().doc);
+        assert!(!da.shares_content_with(db));
+        assert!(da.feature(&first).is_some());
+        assert!(db.feature(&first).is_none(), "b read the file as it is now");
+    }
+
+    #[tokio::test]
+    async fn a_read_that_never_finishes_times_out_and_leaves_the_runtime_free() {
+        let started = std::time::Instant::now();
+        let slow = off_runtime(
+            PathBuf::from("/catalogue/fifo.geojson"),
+            Duration::from_millis(200),
+            || {
+                std::thread::sleep(Duration::from_secs(1));
+                Ok(())
+            },
+        );
+        // Meanwhile the runtime (one thread in this test) runs other work.
+        let other = async {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            started.elapsed()
+        };
+        let (slow, other) = tokio::join!(slow, other);
+        assert!(other < Duration::from_millis(150), "{other:?}");
+        let err = slow.unwrap_err();
+        assert!(matches!(err, SessionError::ReadTimedOut { .. }), "{err}");
+        assert!(err.to_string().contains("/catalogue/fifo.geojson"), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(2));
     }
 
     #[test]

@@ -443,7 +443,8 @@ async fn open_plot(
     State(st): State<WebState>,
     ApiJson(body): ApiJson<OpenBody>,
 ) -> Result<Json<StateView>, ApiError> {
-    st.session().open(&body.plot_id)?;
+    // Read off the runtime and without the session lock (a FIFO must not freeze the server).
+    st.debrief.open_plot(&body.plot_id).await?;
     st.notify_changed();
     Ok(Json(st.snapshot()))
 }
@@ -639,10 +640,14 @@ async fn revert(
     State(st): State<WebState>,
     ApiJson(body): ApiJson<PlotRef>,
 ) -> Result<Json<Value>, ApiError> {
-    act(&st, body.plot_id, |s, id| {
-        s.revert(id)?;
-        Ok("Reverted to the saved file; unsaved changes were discarded.".to_owned())
-    })
+    let id = target(&st.session(), body.plot_id)?;
+    // The file is read off the runtime and without the session lock, as for opening.
+    st.debrief.revert_plot(&id).await?;
+    st.notify_changed();
+    Ok(Json(json!({
+        "message": "Reverted to the saved file; unsaved changes were discarded.",
+        "state": st.snapshot()
+    })))
 }
 
 /// Save is a person's action: only this endpoint (the Save button, Ctrl/Cmd+S) writes a plot.

@@ -754,7 +754,8 @@ async fn live_updates_follow_changes_made_directly_on_the_shared_session() {
     // An MCP client on the same session opens a plot and edits it: no web request involved.
     let d = st.debrief().clone();
     let reply = d
-        .search_plots(&json!({"text": "alpha", "open": true, "startTime": "2026-03-01", "endTime": "2026-03-01T12:00:00Z"}));
+        .search_plots(&json!({"text": "alpha", "open": true, "startTime": "2026-03-01", "endTime": "2026-03-01T12:00:00Z"}))
+        .await;
     assert!(reply.contains("\"opened\""), "{reply}");
     let (_, opened) = next_event(&mut stream, &mut buf, |_, v| v["activePlot"] == ALPHA).await;
     assert_eq!(opened["plots"][0]["version"], 1);
