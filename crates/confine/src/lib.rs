@@ -1,0 +1,279 @@
+//! OS confinement for every child process toolgate starts on behalf of a program or a model:
+//! `bash`, command tools, external tool servers, upstream MCP servers.
+//!
+//! A confined child is started through toolgate's own binary in two stages (see
+//! [`launcher`]), so that no `unsafe` `pre_exec` code runs between `fork` and `exec`:
+//!
+//! 1. `toolgate __confine POLICY -- PROGRAM ARGS…` (the *guard*) enters a new PID namespace (and
+//!    a new user namespace when it is not root), then starts stage 2 as the namespace's first
+//!    process and waits.
+//!    It kills stage 2 when its own parent dies.
+//! 2. `toolgate __confine-exec POLICY -- PROGRAM ARGS…` (PID 1 of the namespace) asks for a
+//!    `SIGKILL` when the guard dies, sets `PR_SET_NO_NEW_PRIVS`, restricts itself with Landlock
+//!    (files: reads only in the system's read-only directories and the policy's, writes only in
+//!    the workspace and a private tmp/home; no TCP; no signals or abstract sockets outside) and a
+//!    seccomp filter (no sockets unless the network is allowed, no ptrace, no io_uring, no
+//!    namespace or mount games), then `exec`s the program.
+//!
+//! When PID 1 of a namespace exits the kernel kills every process left in it, so nothing a
+//! program starts — `setsid` daemons and double forks included — outlives the call: the caller
+//! kills the guard's process group when the call ends or times out; the guard's death kills
+//! PID 1; PID 1's death empties the namespace. Where a PID namespace cannot be made (a kernel
+//! or distribution that forbids unprivileged user namespaces), the guard is a child subreaper
+//! and kills every process left below it instead.
+//!
+//! Linux only. Elsewhere [`Confiner::detect`] says confinement is unavailable, and the callers
+//! turn process-starting tools off unless the user configured them unconfined on purpose.
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+pub mod launcher;
+#[cfg(target_os = "linux")]
+mod linux;
+
+/// The hidden subcommand of the guard (stage 1).
+pub const GUARD_SUBCOMMAND: &str = "__confine";
+/// The hidden subcommand of stage 2 (PID 1 of the namespace).
+pub const EXEC_SUBCOMMAND: &str = "__confine-exec";
+
+/// Exit code of a guard or stage 2 that could not confine the program (nothing ran).
+pub const CONFINE_FAILED: i32 = 126;
+
+/// Why confinement is not available here.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Unavailable {
+    #[error(
+        "Landlock is not available on this kernel ({detail}); it needs Linux 5.13 or later with Landlock enabled (lsm=landlock)"
+    )]
+    NoLandlock { detail: String },
+    #[error("seccomp filters are not available ({detail})")]
+    NoSeccomp { detail: String },
+    #[error("OS confinement is implemented for Linux only (this is {os})")]
+    NotLinux { os: &'static str },
+    #[error("the confinement launcher {} cannot be used: {detail}", path.display())]
+    Launcher { path: PathBuf, detail: String },
+}
+
+/// What confinement this machine gives a child process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Level {
+    /// The Landlock ABI version the kernel offers (0 = none).
+    pub landlock_abi: u8,
+    /// Whether a seccomp filter can be installed.
+    pub seccomp: bool,
+    /// Whether a PID namespace can be made (else: a child subreaper that kills what is left).
+    pub pid_namespace: bool,
+}
+
+impl Level {
+    /// One line for `toolgate doctor`.
+    pub fn describe(&self) -> String {
+        let reaping = if self.pid_namespace {
+            "PID namespace (nothing outlives a call)"
+        } else {
+            "child subreaper (no PID namespace here)"
+        };
+        let abi = if self.landlock_abi >= 6 {
+            "6 or later".to_owned()
+        } else {
+            self.landlock_abi.to_string()
+        };
+        format!(
+            "Landlock ABI {abi} (files: workspace and private tmp only; no TCP; signals scoped) + seccomp (no sockets, no ptrace, no namespaces); processes: {reaping}"
+        )
+    }
+}
+
+/// What one confined child may touch. Built with [`Policy::new`]; the system's read-only
+/// directories are added by the launcher itself.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Policy {
+    /// Directories (and files) the child may read and write: the workspace, its private tmp
+    /// and home.
+    pub read_write: Vec<PathBuf>,
+    /// Extra directories (and files) the child may read and execute, beyond the system's.
+    pub read_only: Vec<PathBuf>,
+    /// Whether the child may use the network (sockets, TCP). Off unless the user's config says.
+    pub network: bool,
+    /// The private `HOME` the child sees.
+    pub home: PathBuf,
+    /// The private `TMPDIR` the child sees.
+    pub tmp: PathBuf,
+}
+
+/// A private home and tmp for one child, removed when dropped.
+#[derive(Debug)]
+pub struct PrivateDirs {
+    dir: tempfile::TempDir,
+}
+
+impl PrivateDirs {
+    /// Make `home/` and `tmp/` in a new 0700 directory under the system's temp dir.
+    pub fn new() -> std::io::Result<Self> {
+        let dir = tempfile::Builder::new()
+            .prefix("toolgate-child-")
+            .tempdir()?;
+        std::fs::create_dir(dir.path().join("home"))?;
+        std::fs::create_dir(dir.path().join("tmp"))?;
+        Ok(Self { dir })
+    }
+
+    pub fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
+    pub fn tmp(&self) -> PathBuf {
+        self.dir.path().join("tmp")
+    }
+}
+
+impl Policy {
+    /// Read-write access to `workspace` (when given) and the private dirs; no network.
+    pub fn new(workspace: Option<&Path>, dirs: &PrivateDirs) -> Self {
+        let mut read_write: Vec<PathBuf> = workspace.map(Path::to_path_buf).into_iter().collect();
+        read_write.push(dirs.home());
+        read_write.push(dirs.tmp());
+        Self {
+            read_write,
+            read_only: Vec::new(),
+            network: false,
+            home: dirs.home(),
+            tmp: dirs.tmp(),
+        }
+    }
+
+    /// Allow the network (the user's config said so).
+    #[must_use]
+    pub fn with_network(mut self, network: bool) -> Self {
+        self.network = network;
+        self
+    }
+
+    /// Also allow reading (and executing) beneath `path`.
+    #[must_use]
+    pub fn with_read_only(mut self, path: impl Into<PathBuf>) -> Self {
+        self.read_only.push(path.into());
+        self
+    }
+
+    fn encode(&self) -> String {
+        // A policy is plain paths and a bool: serialising it cannot fail.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    fn decode(text: &str) -> Result<Self, String> {
+        serde_json::from_str(text).map_err(|e| format!("bad confinement policy: {e}"))
+    }
+}
+
+/// Starts confined children through a launcher binary (toolgate itself).
+#[derive(Debug, Clone)]
+pub struct Confiner {
+    launcher: PathBuf,
+    level: Level,
+}
+
+impl Confiner {
+    /// Check that this machine can confine children, and that `launcher` (a binary that
+    /// dispatches [`GUARD_SUBCOMMAND`] and [`EXEC_SUBCOMMAND`] to [`launcher::main`]) exists.
+    /// Cheap: a few system calls, no process is started.
+    pub fn detect(launcher: impl Into<PathBuf>) -> Result<Self, Unavailable> {
+        let launcher = launcher.into();
+        if !launcher.is_file() {
+            return Err(Unavailable::Launcher {
+                path: launcher,
+                detail: "it is not a file".to_owned(),
+            });
+        }
+        let level = probe()?;
+        Ok(Self { launcher, level })
+    }
+
+    /// The confinement level found by [`Confiner::detect`].
+    pub fn level(&self) -> &Level {
+        &self.level
+    }
+
+    /// A command that runs `program args…` under `policy`. The caller sets the environment
+    /// (cleared first, preferably), stdio, the working directory (inside the policy's
+    /// read-write paths) and a new process group, and kills that group when the call ends.
+    pub fn command<I, S>(&self, policy: &Policy, program: &OsStr, args: I) -> std::process::Command
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut cmd = std::process::Command::new(&self.launcher);
+        cmd.arg(GUARD_SUBCOMMAND)
+            .arg(policy.encode())
+            .arg("--")
+            .arg(program)
+            .args(args);
+        cmd
+    }
+}
+
+/// The confinement this machine offers, or why there is none.
+pub fn probe() -> Result<Level, Unavailable> {
+    #[cfg(target_os = "linux")]
+    {
+        linux::probe()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Err(Unavailable::NotLinux {
+            os: std::env::consts::OS,
+        })
+    }
+}
+
+/// Split `POLICY -- PROGRAM ARGS…` as the launcher receives it.
+fn split_args(args: &[OsString]) -> Result<(Policy, OsString, Vec<OsString>), String> {
+    let [policy, sep, program, rest @ ..] = args else {
+        return Err("usage: toolgate __confine POLICY -- PROGRAM [ARGS…]".to_owned());
+    };
+    if sep != "--" {
+        return Err("usage: toolgate __confine POLICY -- PROGRAM [ARGS…]".to_owned());
+    }
+    let policy = Policy::decode(&policy.to_string_lossy())?;
+    Ok((policy, program.clone(), rest.to_vec()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_policy_survives_the_command_line() {
+        let dirs = PrivateDirs::new().unwrap();
+        let p = Policy::new(Some(Path::new("/w")), &dirs)
+            .with_network(true)
+            .with_read_only("/opt/x");
+        let args: Vec<OsString> = vec![
+            p.encode().into(),
+            "--".into(),
+            "/bin/sh".into(),
+            "-c".into(),
+            "echo hi".into(),
+        ];
+        let (back, program, rest) = split_args(&args).unwrap();
+        assert_eq!(back, p);
+        assert_eq!(program, "/bin/sh");
+        assert_eq!(rest, vec![OsString::from("-c"), OsString::from("echo hi")]);
+        assert!(split_args(&args[..2]).is_err());
+        let mut bad = args;
+        bad[1] = "x".into();
+        assert!(split_args(&bad).is_err());
+    }
+
+    #[test]
+    fn private_dirs_exist_and_go_away() {
+        let dirs = PrivateDirs::new().unwrap();
+        let (home, tmp) = (dirs.home(), dirs.tmp());
+        assert!(home.is_dir() && tmp.is_dir());
+        drop(dirs);
+        assert!(!home.exists() && !tmp.exists());
+    }
+}

@@ -1,0 +1,386 @@
+//! The Linux mechanisms: Landlock rules, the seccomp filter, namespaces, reaping.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, RulesetAttr, RulesetCreatedAttr,
+    RulesetStatus, Scope, path_beneath_rules,
+};
+use nix::sched::CloneFlags;
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
+
+use crate::{Level, Policy, Unavailable};
+
+/// The newest Landlock ABI these rules were written and tested for. Newer kernels get exactly
+/// these rights (the crate's advice: never build rules from a runtime-detected ABI).
+const TESTED_ABI: ABI = ABI::V7;
+
+/// The system's directories a child may read and execute (never write). `/etc` is added entry
+/// by entry, without the files that hold secrets (see [`etc_entries`]).
+const SYSTEM_READ_ONLY: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt",
+];
+
+/// Device files every program expects; readable and writable, nothing else in `/dev`.
+const DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+];
+
+/// Entries of `/etc` that hold secrets or credentials: password hashes, host keys, private
+/// TLS keys, sudo rules, stored network passwords, Kerberos keys. Everything else in `/etc`
+/// is readable (programs need it: ld.so.cache, passwd, nsswitch.conf, locale, bash.bashrc…).
+const ETC_SECRETS: &[&str] = &[
+    "shadow",
+    "shadow-",
+    "gshadow",
+    "gshadow-",
+    "sudoers",
+    "sudoers.d",
+    "ssh",
+    "ssl",
+    "pki",
+    "security",
+    "credstore",
+    "credstore.encrypted",
+    "krb5.keytab",
+    "NetworkManager",
+    "wireguard",
+    "ppp",
+    "ipsec.secrets",
+    "ipsec.d",
+    "letsencrypt",
+    "docker",
+    "containerd",
+    "kubernetes",
+    ".pwd.lock",
+];
+
+/// Public certificate stores inside otherwise-secret `/etc` directories.
+const ETC_PUBLIC: &[&str] = &["/etc/ssl/certs", "/etc/pki/tls/certs", "/etc/pki/ca-trust"];
+
+pub fn probe() -> Result<Level, Unavailable> {
+    let abi = landlock_abi();
+    if abi == 0 {
+        return Err(Unavailable::NoLandlock {
+            detail: "a Landlock ruleset could not be created".to_owned(),
+        });
+    }
+    if let Err(e) = filters(false) {
+        return Err(Unavailable::NoSeccomp { detail: e });
+    }
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    if !status.lines().any(|l| l.starts_with("Seccomp:")) {
+        return Err(Unavailable::NoSeccomp {
+            detail: "this kernel reports no seccomp support".to_owned(),
+        });
+    }
+    let userns = nix::unistd::geteuid().is_root()
+        || std::fs::read_to_string("/proc/sys/user/max_user_namespaces")
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .is_some_and(|n| n > 0);
+    Ok(Level {
+        landlock_abi: abi,
+        seccomp: true,
+        pid_namespace: userns,
+    })
+}
+
+/// The highest Landlock ABI (1–6) the kernel fully supports, 0 for none. ABI 7 only adds audit
+/// logging flags, which the rules do not depend on, so 6 stands for "6 or later".
+fn landlock_abi() -> u8 {
+    let supports = |abi: ABI, scoped: bool| -> bool {
+        let ruleset = landlock::Ruleset::default()
+            .set_compatibility(CompatLevel::HardRequirement)
+            .handle_access(AccessFs::from_all(abi));
+        let ruleset = match (ruleset, scoped) {
+            (Ok(r), true) => r.scope(Scope::from_all(abi)),
+            (r, false) => r,
+            (Err(e), true) => Err(e),
+        };
+        ruleset.and_then(landlock::Ruleset::create).is_ok()
+    };
+    if supports(ABI::V6, true) {
+        6
+    } else if supports(ABI::V5, false) {
+        5
+    } else if supports(ABI::V3, false) {
+        3
+    } else if supports(ABI::V2, false) {
+        2
+    } else if supports(ABI::V1, false) {
+        1
+    } else {
+        0
+    }
+}
+
+/// Enter a new PID namespace for the guard's children (and a user namespace when not root, so
+/// that it is allowed). Returns whether it was made; without it the caller reaps as a
+/// subreaper instead. No network namespace: seccomp already refuses every `socket()` when the
+/// network is off, and Landlock every TCP bind/connect, and a network namespace would add
+/// milliseconds to every call.
+pub fn enter_namespaces() -> bool {
+    let mut flags = CloneFlags::CLONE_NEWPID;
+    let uid = nix::unistd::geteuid();
+    let gid = nix::unistd::getegid();
+    if !uid.is_root() {
+        flags |= CloneFlags::CLONE_NEWUSER;
+    }
+    match nix::sched::unshare(flags) {
+        Ok(()) => {
+            if !uid.is_root() {
+                // Map the caller to itself inside the new user namespace; without a map the
+                // child would run as the overflow id and could not read its own files.
+                let _ = std::fs::write("/proc/self/setgroups", "deny");
+                let _ = std::fs::write("/proc/self/uid_map", format!("{uid} {uid} 1"));
+                let _ = std::fs::write("/proc/self/gid_map", format!("{gid} {gid} 1"));
+            }
+            true
+        }
+        Err(e) => {
+            tracing::debug!("no PID/network namespace ({e}); reaping as a subreaper instead");
+            let _ = nix::sys::prctl::set_child_subreaper(true);
+            false
+        }
+    }
+}
+
+/// Restrict the calling process (stage 2, just before `exec`): no new privileges, Landlock,
+/// seccomp. Every failure is fatal to the call: nothing runs unconfined by accident.
+pub fn restrict(policy: &Policy) -> Result<(), String> {
+    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+        .map_err(|e| format!("PR_SET_PDEATHSIG: {e}"))?;
+    nix::sys::prctl::set_no_new_privs().map_err(|e| format!("PR_SET_NO_NEW_PRIVS: {e}"))?;
+    landlock(policy)?;
+    for filter in filters(policy.network)? {
+        seccompiler::apply_filter(&filter).map_err(|e| format!("seccomp: {e}"))?;
+    }
+    Ok(())
+}
+
+fn landlock(policy: &Policy) -> Result<(), String> {
+    let abi = TESTED_ABI;
+    let err = |e: landlock::RulesetError| format!("Landlock: {e}");
+    let mut ruleset = landlock::Ruleset::default()
+        .handle_access(AccessFs::from_all(abi))
+        .map_err(err)?
+        .scope(Scope::from_all(abi))
+        .map_err(err)?;
+    if !policy.network {
+        // Handled with no rule: every TCP bind and connect is denied.
+        ruleset = ruleset
+            .handle_access(AccessNet::from_all(abi))
+            .map_err(err)?;
+    }
+    let read = AccessFs::from_read(abi);
+    let device = read | AccessFs::WriteFile | AccessFs::Truncate;
+    let status = ruleset
+        .create()
+        .map_err(err)?
+        .add_rules(path_beneath_rules(SYSTEM_READ_ONLY, read))
+        .map_err(err)?
+        .add_rules(path_beneath_rules(etc_entries(), read))
+        .map_err(err)?
+        .add_rules(path_beneath_rules(ETC_PUBLIC, read))
+        .map_err(err)?
+        .add_rules(path_beneath_rules(path_dirs(&policy.home), read))
+        .map_err(err)?
+        .add_rules(path_beneath_rules(&policy.read_only, read))
+        .map_err(err)?
+        .add_rules(path_beneath_rules(DEVICES, device))
+        .map_err(err)?
+        .add_rules(path_beneath_rules(
+            &policy.read_write,
+            AccessFs::from_all(abi),
+        ))
+        .map_err(err)?
+        .restrict_self()
+        .map_err(err)?;
+    if status.ruleset == RulesetStatus::NotEnforced {
+        return Err("Landlock: this kernel enforced none of the rules".to_owned());
+    }
+    Ok(())
+}
+
+/// `/etc`'s entries minus [`ETC_SECRETS`], and minus links that lead out of the system's
+/// directories (e.g. `/etc/mtab` → `/proc/self/mounts`).
+fn etc_entries() -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir("/etc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| !ETC_SECRETS.iter().any(|s| e.file_name() == *s))
+        .map(|e| e.path())
+        .filter(|p| {
+            let Ok(target) = p.canonicalize() else {
+                return false;
+            };
+            target.starts_with("/etc") || target.starts_with("/usr") || target.starts_with("/lib")
+        })
+        .collect()
+}
+
+/// The directories on the child's `PATH` (so that tools installed outside `/usr`, e.g. a
+/// pyenv's shims, can be run), read-only; never the home directory itself or one above it,
+/// never a relative entry, never `/`.
+fn path_dirs(private_home: &Path) -> Vec<PathBuf> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let Some(path) = std::env::var_os("PATH") else {
+        return Vec::new();
+    };
+    std::env::split_paths(&path)
+        .filter(|p| p.is_absolute() && p != Path::new("/"))
+        .filter_map(|p| p.canonicalize().ok())
+        .filter(|p| p.as_path() != Path::new("/"))
+        .filter(|p| !home.as_ref().is_some_and(|h| h.starts_with(p)))
+        .filter(|p| !private_home.starts_with(p))
+        .collect()
+}
+
+/// The seccomp filters: one that answers `EPERM` to the system calls a confined program has no
+/// business making, and one that answers `ENOSYS` to `clone3` (its flags live in memory a
+/// filter cannot read, so glibc is made to fall back to `clone`, whose flags the first filter
+/// checks).
+fn filters(network: bool) -> Result<Vec<BpfProgram>, String> {
+    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
+    let e = |e: seccompiler::BackendError| e.to_string();
+    let mut denied: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    for nr in [
+        libc::SYS_ptrace,
+        libc::SYS_process_vm_readv,
+        libc::SYS_process_vm_writev,
+        libc::SYS_io_uring_setup,
+        libc::SYS_io_uring_enter,
+        libc::SYS_io_uring_register,
+        libc::SYS_bpf,
+        libc::SYS_perf_event_open,
+        libc::SYS_keyctl,
+        libc::SYS_add_key,
+        libc::SYS_request_key,
+        libc::SYS_mount,
+        libc::SYS_umount2,
+        libc::SYS_pivot_root,
+        libc::SYS_chroot,
+        libc::SYS_setns,
+        libc::SYS_unshare,
+        libc::SYS_kexec_load,
+        libc::SYS_init_module,
+        libc::SYS_finit_module,
+        libc::SYS_delete_module,
+        libc::SYS_open_by_handle_at,
+        libc::SYS_name_to_handle_at,
+        libc::SYS_userfaultfd,
+        libc::SYS_fsopen,
+        libc::SYS_fsmount,
+        libc::SYS_move_mount,
+        libc::SYS_open_tree,
+        libc::SYS_swapon,
+        libc::SYS_swapoff,
+        libc::SYS_reboot,
+    ] {
+        denied.insert(nr, Vec::new());
+    }
+    if !network {
+        // No socket at all: pathname UNIX sockets outside the workspace (a Docker socket, an
+        // agent's) are not covered by Landlock before ABI 9. socketpair stays allowed.
+        denied.insert(libc::SYS_socket, Vec::new());
+    }
+    // clone() with a namespace flag: a new user namespace is the usual first step of an escape.
+    let mut clone_rules = Vec::new();
+    for flag in [
+        libc::CLONE_NEWUSER,
+        libc::CLONE_NEWNS,
+        libc::CLONE_NEWNET,
+        libc::CLONE_NEWPID,
+        libc::CLONE_NEWIPC,
+        libc::CLONE_NEWUTS,
+        libc::CLONE_NEWCGROUP,
+    ] {
+        let flag = u64::from(flag.unsigned_abs());
+        clone_rules.push(
+            SeccompRule::new(vec![
+                SeccompCondition::new(
+                    0,
+                    SeccompCmpArgLen::Qword,
+                    SeccompCmpOp::MaskedEq(flag),
+                    flag,
+                )
+                .map_err(e)?,
+            ])
+            .map_err(e)?,
+        );
+    }
+    denied.insert(libc::SYS_clone, clone_rules);
+    let eperm = SeccompFilter::new(
+        denied,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM.unsigned_abs()),
+        arch,
+    )
+    .map_err(e)?;
+    let mut clone3 = BTreeMap::new();
+    clone3.insert(libc::SYS_clone3, Vec::new());
+    let enosys = SeccompFilter::new(
+        clone3,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::ENOSYS.unsigned_abs()),
+        arch,
+    )
+    .map_err(e)?;
+    Ok(vec![
+        BpfProgram::try_from(eperm).map_err(e)?,
+        BpfProgram::try_from(enosys).map_err(e)?,
+    ])
+}
+
+/// Kill (SIGKILL) and reap every process left below this one, for a guard without a PID
+/// namespace: orphans are re-parented to it (it is a child subreaper), so it keeps killing its
+/// children until none is left. Bounded, in case something keeps forking.
+pub fn reap_all() {
+    use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+    let me = std::process::id();
+    for _ in 0..1000 {
+        for pid in children_of(me) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::StillAlive) => std::thread::sleep(std::time::Duration::from_millis(1)),
+            Ok(_) => {}
+            Err(_) => return, // ECHILD: nothing is left.
+        }
+    }
+}
+
+/// The processes whose parent is `parent` (from `/proc/*/stat`).
+fn children_of(parent: u32) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| {
+                    // Field 4 is the parent; the command name (field 2) may hold spaces and
+                    // parentheses, so count from the last ')'.
+                    let rest = &s[s.rfind(')')? + 1..];
+                    rest.split_whitespace().nth(1)?.parse::<u32>().ok()
+                })
+                == Some(parent)
+        })
+        .collect()
+}
