@@ -2,6 +2,7 @@
 //! the parent's environment through /proc, a 127.0.0.1 listener, a daemon that outlives the
 //! call, children left running when the call is killed. Each must fail.
 #![cfg(target_os = "linux")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::Read;
 use std::net::TcpListener;
