@@ -16,6 +16,8 @@ const path = require('node:path');
 
 const BASE = process.env.WORKBENCH_URL;
 const BASE_NO_CHAT = process.env.WORKBENCH_URL_NO_CHAT;
+// Both workbenches answer only requests with this token; the first visit swaps it for a cookie.
+const TOKEN = process.env.WORKBENCH_TOKEN;
 const STORE = process.env.STORE_DIR;
 const OUT = process.env.ARTIFACTS;
 const EXE = process.env.CHROMIUM || '/usr/bin/chromium';
@@ -136,7 +138,7 @@ function savedColour(id) {
 }
 
 async function main() {
-  assert.ok(BASE && BASE_NO_CHAT && STORE && OUT, 'WORKBENCH_URL, WORKBENCH_URL_NO_CHAT, STORE_DIR and ARTIFACTS must be set');
+  assert.ok(BASE && BASE_NO_CHAT && TOKEN && STORE && OUT, 'WORKBENCH_URL, WORKBENCH_URL_NO_CHAT, WORKBENCH_TOKEN, STORE_DIR and ARTIFACTS must be set');
   fs.mkdirSync(OUT, { recursive: true });
   const browser = await chromium.launch({ executablePath: EXE, headless: true, args: FLAGS });
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, serviceWorkers: 'block' });
@@ -162,7 +164,8 @@ async function main() {
 
   // --- load -------------------------------------------------------------------------------
   log('load');
-  await page.goto(BASE, { waitUntil: 'load' });
+  await page.goto(`${BASE}/?token=${TOKEN}`, { waitUntil: 'load' });
+  assert.equal(new URL(page.url()).search, '', 'the token is gone from the address bar');
   await page.locator('#results li').first().waitFor();
   assert.equal(await page.locator('#results li').count(), 3, 'the demo catalogue lists three plots');
   assert.equal(await page.isDisabled('#chat-input'), false, 'chat is on with a backend');
@@ -490,7 +493,7 @@ async function main() {
   const page2 = await context.newPage();
   page2.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(`(no-chat page) ${m.text()}`); });
   page2.on('pageerror', (e) => pageErrors.push(`(no-chat page) ${e.message}`));
-  await page2.goto(BASE_NO_CHAT, { waitUntil: 'load' });
+  await page2.goto(`${BASE_NO_CHAT}/?token=${TOKEN}`, { waitUntil: 'load' });
   await page2.locator('#chat-log .msg.info').waitFor();
   assert.match(await page2.innerText('#chat-log'), /toolgate serve --model-url/);
   assert.equal(await page2.isDisabled('#chat-input'), true);

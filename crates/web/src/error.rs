@@ -41,6 +41,16 @@ impl ApiError {
     pub fn conflict(message: impl Into<String>) -> Self {
         Self::new(StatusCode::CONFLICT, "conflict", message)
     }
+
+    /// A request without the server's access token (or with a wrong one). The message says how
+    /// to get in; it never echoes what was presented.
+    pub fn unauthorized() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "This workbench needs its access token. Open the workbench URL `toolgate serve` printed (http://127.0.0.1:PORT/?token=…; it sets a cookie), or send `Authorization: Bearer <token>`. Set TOOLGATE_TOKEN before starting the server to choose the token.",
+        )
+    }
 }
 
 impl IntoResponse for ApiError {

@@ -21,6 +21,12 @@
 //! | `POST /api/chat/confirm` | `{id, answer: "approve" \| "decline"}` answers a confirmation |
 //!
 //! Every error is a 4xx/5xx with `{"error": "...", "code": "..."}`.
+//!
+//! Every request — the page, its assets, the API and the live stream — must carry the server's
+//! [`AccessToken`]: as `Authorization: Bearer <token>`, or as the cookie a visit to
+//! `/?token=<token>` sets (HttpOnly, SameSite=Strict; the visit is redirected to the same URL
+//! without the token, so it does not stay in the address bar or the history). Anything else
+//! gets 401 `{"code": "unauthorized"}`.
 
 pub mod chat;
 pub mod error;
@@ -42,6 +48,7 @@ use futures_util::Stream;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
+use toolgate_core::AccessToken;
 use toolgate_core::flow::Answer;
 use toolgate_plot::agent::Debrief;
 use toolgate_plot::search::{self, SearchQuery};
@@ -73,6 +80,8 @@ pub struct WebState {
     poll: Duration,
     confirm_timeout: Duration,
     allowed_hosts: Vec<String>,
+    /// What every request must present.
+    token: AccessToken,
     /// Serialised plot bodies, newest last.
     plot_cache: Arc<std::sync::Mutex<Vec<CachedBody>>>,
 }
@@ -88,8 +97,9 @@ struct CacheKey {
 }
 
 impl WebState {
-    /// A workbench over `debrief` without a chat backend.
-    pub fn new(debrief: Arc<Debrief>) -> Self {
+    /// A workbench over `debrief` without a chat backend, answering only requests that present
+    /// `token`.
+    pub fn new(debrief: Arc<Debrief>, token: AccessToken) -> Self {
         Self {
             debrief,
             chat: None,
@@ -104,6 +114,7 @@ impl WebState {
                 "localhost".to_owned(),
                 "[::1]".to_owned(),
             ],
+            token,
             plot_cache: Arc::default(),
         }
     }
@@ -229,8 +240,98 @@ fn origin_host(origin: &str) -> Option<&str> {
     Some(host_name(rest.split('/').next().unwrap_or(rest)))
 }
 
-/// Refuse requests addressed to a host name other than the loopback ones (DNS rebinding), and
-/// state-changing requests sent from another site's page.
+/// The cookie that carries the token after the first visit. Cookies do not separate ports, so
+/// the port is part of the name: two servers on one machine keep their own.
+const COOKIE_PREFIX: &str = "toolgate_token";
+
+fn cookie_name(host: Option<&str>) -> String {
+    let port = host
+        .and_then(|h| h.rsplit_once(':'))
+        .map(|(_, p)| p)
+        .filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    match port {
+        Some(port) => format!("{COOKIE_PREFIX}_{port}"),
+        None => COOKIE_PREFIX.to_owned(),
+    }
+}
+
+/// Whether the request carries the token in an `Authorization: Bearer` header or a cookie.
+fn presents_token(token: &AccessToken, req: &Request) -> bool {
+    let headers = req.headers();
+    let bearer = headers
+        .get_all(header::AUTHORIZATION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| token.matches_bearer(v));
+    bearer
+        || headers
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .filter_map(|pair| pair.trim().split_once('='))
+            .any(|(name, value)| name.starts_with(COOKIE_PREFIX) && token.matches(value.trim()))
+}
+
+/// `(token, the rest of the query)` when the query has a `token=` parameter.
+fn query_token(query: Option<&str>) -> Option<(&str, String)> {
+    let query = query?;
+    let mut found = None;
+    let mut rest = Vec::new();
+    for pair in query.split('&') {
+        match pair.strip_prefix("token=") {
+            Some(t) if found.is_none() => found = Some(t),
+            _ if pair == "token" || pair.starts_with("token=") => {}
+            _ => rest.push(pair),
+        }
+    }
+    Some((found?, rest.join("&")))
+}
+
+/// The answer to a visit of `…?token=<the token>`: the cookie, and a redirect to the same URL
+/// without the token.
+fn token_redirect(st: &WebState, req: &Request, rest: &str) -> Response {
+    // "//host/…" would be a redirect to another site.
+    let path = req.uri().path();
+    let path = if path.starts_with('/') && !path.starts_with("//") {
+        path
+    } else {
+        "/"
+    };
+    let location = if rest.is_empty() {
+        path.to_owned()
+    } else {
+        format!("{path}?{rest}")
+    };
+    let host = req.headers().get(header::HOST).and_then(|h| h.to_str().ok());
+    let cookie = format!(
+        "{}={}; Path=/; HttpOnly; SameSite=Strict",
+        cookie_name(host),
+        st.token.reveal()
+    );
+    let mut res = StatusCode::SEE_OTHER.into_response();
+    let h = res.headers_mut();
+    if let (Ok(location), Ok(cookie)) = (
+        HeaderValue::from_str(&location),
+        HeaderValue::from_str(&cookie),
+    ) {
+        h.insert(header::LOCATION, location);
+        h.insert(header::SET_COOKIE, cookie);
+    } else {
+        return ApiError::bad_request("That URL cannot be redirected; open / with ?token=….")
+            .into_response();
+    }
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    res
+}
+
+/// Refuse requests addressed to a host name other than the loopback ones (DNS rebinding),
+/// state-changing requests sent from another site's page, and every request without the access
+/// token.
 async fn guard(State(st): State<WebState>, req: Request, next: Next) -> Response {
     let allowed = |h: &str| {
         let h = h.to_ascii_lowercase();
@@ -265,6 +366,24 @@ async fn guard(State(st): State<WebState>, req: Request, next: Next) -> Response
             .into_response();
         }
     }
+    // A token in the URL is only taken from a visit (GET/HEAD), and only to swap it for the
+    // cookie: changes never authenticate by URL.
+    if (req.method() == Method::GET || req.method() == Method::HEAD)
+        && let Some((presented, rest)) = query_token(req.uri().query())
+    {
+        if st.token.matches(presented) {
+            return token_redirect(&st, &req, &rest);
+        }
+        return ApiError::unauthorized().into_response();
+    }
+    if !presents_token(&st.token, &req) {
+        return ApiError::unauthorized().into_response();
+    }
+    // No handler needs the credentials; dropping them here keeps them out of anything that
+    // might log a request further in.
+    let mut req = req;
+    req.headers_mut().remove(header::AUTHORIZATION);
+    req.headers_mut().remove(header::COOKIE);
     next.run(req).await
 }
 

@@ -31,8 +31,16 @@ impl Reply {
     }
 }
 
+/// `req` with the workbench's access token (every request needs it; `tests/auth.rs` checks
+/// what happens without).
+fn authed(mut req: Request<Body>) -> Request<Body> {
+    req.headers_mut()
+        .insert(header::AUTHORIZATION, common::bearer().parse().unwrap());
+    req
+}
+
 async fn send(st: &WebState, req: Request<Body>) -> Reply {
-    let res = router(st.clone()).oneshot(req).await.unwrap();
+    let res = router(st.clone()).oneshot(authed(req)).await.unwrap();
     let status = res.status();
     let content_type = res
         .headers()
@@ -151,7 +159,7 @@ async fn the_page_and_its_assets_are_served_and_fetch_nothing_from_elsewhere() {
         );
     }
     let res = router(st.clone())
-        .oneshot(Request::get("/").body(Body::empty()).unwrap())
+        .oneshot(authed(Request::get("/").body(Body::empty()).unwrap()))
         .await
         .unwrap();
     let csp = res.headers()[header::CONTENT_SECURITY_POLICY]
@@ -735,7 +743,9 @@ async fn live_updates_follow_changes_made_directly_on_the_shared_session() {
     let dir = tempfile::tempdir().unwrap();
     let st = common::state(dir.path(), false).await;
     let res = router(st.clone())
-        .oneshot(Request::get("/api/events").body(Body::empty()).unwrap())
+        .oneshot(authed(
+            Request::get("/api/events").body(Body::empty()).unwrap(),
+        ))
         .await
         .unwrap();
     assert_eq!(res.status(), StatusCode::OK);
@@ -820,12 +830,12 @@ async fn datasets_for_the_results_panel() {
 
 async fn chat(st: &WebState, utterance: &str) -> axum::response::Response {
     router(st.clone())
-        .oneshot(
+        .oneshot(authed(
             Request::post("/api/chat")
                 .header(header::CONTENT_TYPE, "application/json")
                 .body(Body::from(json!({"utterance": utterance}).to_string()))
                 .unwrap(),
-        )
+        ))
         .await
         .unwrap()
 }
@@ -1039,7 +1049,11 @@ async fn serve_on_answers_over_tcp() {
     }));
     let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
     tcp.write_all(
-        format!("GET /api/state HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+        format!(
+            "GET /api/state HTTP/1.1\r\nHost: {addr}\r\nAuthorization: {}\r\nConnection: close\r\n\r\n",
+            common::bearer()
+        )
+        .as_bytes(),
     )
     .await
     .unwrap();

@@ -102,6 +102,7 @@ async fn the_workbench_in_headless_chromium() {
         .current_dir(&e2e)
         .env("WORKBENCH_URL", &url)
         .env("WORKBENCH_URL_NO_CHAT", &url_no_chat)
+        .env("WORKBENCH_TOKEN", common::TOKEN)
         .env("STORE_DIR", dir.path())
         .env("ARTIFACTS", &artifacts)
         .env("CHROMIUM", &chromium)

@@ -54,9 +54,18 @@ pub async fn debrief(dir: &std::path::Path) -> Arc<Debrief> {
     ))
 }
 
+/// The access token the test workbenches answer to.
+pub const TOKEN: &str = "workbench-test-token-0123456789";
+
+/// `Authorization: Bearer <TOKEN>`.
+pub fn bearer() -> String {
+    format!("Bearer {TOKEN}")
+}
+
 pub async fn state(dir: &std::path::Path, chat: bool) -> WebState {
     let d = debrief(dir).await;
-    let mut st = WebState::new(d.clone())
+    let token = toolgate_core::AccessToken::new(TOKEN).unwrap();
+    let mut st = WebState::new(d.clone(), token)
         .with_poll_interval(Duration::from_millis(25))
         .with_confirm_timeout(Duration::from_secs(60));
     if chat {
