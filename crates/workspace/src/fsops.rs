@@ -1,17 +1,20 @@
 //! view, create, edit.
 
-use std::fs::{self, File, Permissions};
-use std::io::{self, BufRead, BufReader, Read, Write};
-use std::os::unix::fs::PermissionsExt;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::os::fd::AsFd;
 use std::path::Path;
+
+use rustix::fs::{Dir, FileType, Mode, OFlags, fstat, openat};
 
 use serde_json::{Map, Value};
 use toolgate_core::{CallError, ToolOutcome};
 
 use crate::cap::{cap_bytes, cap_str};
+use crate::guard::{Opened, check_readable, write_in};
 use crate::params::Params;
 use crate::specs::kinds;
-use crate::{Inner, outcome};
+use crate::{GuardError, Inner, outcome};
 
 /// Map an I/O error on a (workspace-relative) path to a call error.
 pub(crate) fn io_error(rel: &str, action: &str, e: &io::Error) -> CallError {
@@ -32,27 +35,22 @@ pub fn view(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, Call
     let p = Params::new("view", map);
     let user_path = p.str_req("path")?;
     let range = p.int_pair_opt("view_range")?;
-    let path = inner.guard.resolve(user_path)?;
-    let rel = inner.guard.relative(&path);
-    let meta = fs::metadata(&path).map_err(|e| io_error(&rel, "read", &e))?;
-    if meta.is_dir() {
-        return view_dir(inner, &path, &rel);
+    // Opened beneath the workspace root's descriptor; what is read is what was checked.
+    let opened = inner.guard.open_read(user_path)?;
+    let rel = opened.rel.clone();
+    match opened.file_type() {
+        FileType::Directory => return view_dir(inner, &opened),
+        FileType::RegularFile => {}
+        _ => {
+            return Err(CallError::invalid(format!(
+                "\"{rel}\" is not a regular file (a device, FIFO or socket); view reads files and directories only."
+            )));
+        }
     }
-    if !meta.is_file() {
-        return Err(CallError::invalid(format!(
-            "\"{rel}\" is not a regular file (a device, FIFO or socket); view reads files and directories only."
-        )));
-    }
-    let file = File::open(&path).map_err(|e| io_error(&rel, "read", &e))?;
-    // Re-check the opened handle: the path could have been swapped since the check.
-    let meta = file.metadata().map_err(|e| io_error(&rel, "read", &e))?;
-    if !meta.is_file() {
-        return Err(CallError::invalid(format!(
-            "\"{rel}\" is not a regular file; view reads files and directories only."
-        )));
-    }
+    let size = u64::try_from(opened.stat.st_size).unwrap_or(0);
+    let file = File::from(opened.fd);
     let cap = inner.config.read_cap_bytes;
-    let mut reader = BufReader::new(file);
+    let mut reader = BufReader::with_capacity(64 * 1024, file);
     let head = reader.fill_buf().map_err(|e| io_error(&rel, "read", &e))?;
     if head[..head.len().min(8192)].contains(&0) {
         return Err(CallError::invalid(format!(
@@ -61,13 +59,14 @@ pub fn view(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, Call
     }
     let (text, cut, summary) = match range {
         None => {
-            let mut buf = Vec::with_capacity(cap.min(meta.len() as usize) + 1);
+            // Capped while reading: at most cap + 1 bytes are ever held.
+            let mut buf = Vec::with_capacity(cap.min(usize::try_from(size).unwrap_or(cap)) + 1);
             reader
                 .by_ref()
                 .take(cap as u64 + 1)
                 .read_to_end(&mut buf)
                 .map_err(|e| io_error(&rel, "read", &e))?;
-            let total = (meta.len() as usize).max(buf.len());
+            let total = usize::try_from(size).unwrap_or(usize::MAX).max(buf.len());
             let (text, cut) = cap_bytes(&buf, total, cap);
             let summary = format!("Read {rel} ({total} bytes).");
             (text, cut, summary)
@@ -80,37 +79,16 @@ pub fn view(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, Call
                 )));
             }
             let end = if end == -1 { u64::MAX } else { end as u64 };
-            let mut kept: Vec<u8> = Vec::new();
-            let mut total = 0usize;
-            let mut line_no = 0u64;
-            let mut line = Vec::new();
-            loop {
-                line.clear();
-                let n = reader
-                    .read_until(b'\n', &mut line)
-                    .map_err(|e| io_error(&rel, "read", &e))?;
-                if n == 0 {
-                    break;
-                }
-                line_no += 1;
-                if line_no < start {
-                    continue;
-                }
-                if line_no > end {
-                    break;
-                }
-                total += n;
-                if kept.len() <= cap {
-                    kept.extend_from_slice(&line[..n.min(cap + 1 - kept.len())]);
-                }
-            }
-            if line_no < start {
+            let lines = read_line_range(&mut reader, start, end, cap)
+                .map_err(|e| io_error(&rel, "read", &e))?;
+            if lines.count < start {
                 return Err(CallError::invalid(format!(
-                    "view_range starts at line {start}, but \"{rel}\" has only {line_no} lines."
+                    "view_range starts at line {start}, but \"{rel}\" has only {} lines.",
+                    lines.count
                 )));
             }
-            let last = end.min(line_no);
-            let (text, cut) = cap_bytes(&kept, total, cap);
+            let last = end.min(lines.count);
+            let (text, cut) = cap_bytes(&lines.kept, lines.total, cap);
             let summary = format!("Read lines {start}–{last} of {rel}.");
             (text, cut, summary)
         }
@@ -123,14 +101,97 @@ pub fn view(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, Call
     Ok(outcome(kinds::FILE, summary, Value::String(text)))
 }
 
-fn view_dir(inner: &Inner, path: &Path, rel: &str) -> Result<ToolOutcome, CallError> {
+/// What [`read_line_range`] found.
+struct LineRange {
+    /// The first `cap + 1` bytes of the lines in range (one more than the cap, so a cut shows).
+    kept: Vec<u8>,
+    /// Bytes the lines in range really have.
+    total: usize,
+    /// Lines seen: all of the file's, or `end` when reading stopped after the range.
+    count: u64,
+}
+
+/// Lines `start..=end` (1-based) of `reader`, streamed: the reader's buffer is scanned for
+/// newlines and only in-range bytes up to `cap + 1` are kept, so a huge line (a 1 GiB file
+/// without a newline) never sits in memory. Lines after `end` are not read.
+fn read_line_range(
+    reader: &mut impl BufRead,
+    start: u64,
+    end: u64,
+    cap: usize,
+) -> io::Result<LineRange> {
+    let mut kept: Vec<u8> = Vec::new();
+    let mut total = 0usize;
+    // The line the next byte belongs to, and whether that line has bytes yet.
+    let mut line = 1u64;
+    let mut partial = false;
+    'read: loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            break;
+        }
+        let n = buf.len();
+        let mut i = 0;
+        while i < n {
+            if line > end {
+                reader.consume(i);
+                break 'read;
+            }
+            let (seg_end, newline) = match memchr::memchr(b'\n', &buf[i..]) {
+                Some(pos) => (i + pos + 1, true),
+                None => (n, false),
+            };
+            if line >= start {
+                let seg = &buf[i..seg_end];
+                total = total.saturating_add(seg.len());
+                if kept.len() <= cap {
+                    let take = seg.len().min(cap + 1 - kept.len());
+                    kept.extend_from_slice(&seg[..take]);
+                }
+            }
+            if newline {
+                line += 1;
+                partial = false;
+            } else {
+                partial = true;
+            }
+            i = seg_end;
+        }
+        reader.consume(n);
+    }
+    Ok(LineRange {
+        kept,
+        total,
+        count: line - 1 + u64::from(partial),
+    })
+}
+
+fn view_dir(inner: &Inner, opened: &Opened) -> Result<ToolOutcome, CallError> {
+    let rel = opened.rel.as_str();
+    let list_error = |e: rustix::io::Errno| io_error(rel, "list", &io::Error::from(e));
     let mut entries: Vec<String> = Vec::new();
-    for entry in fs::read_dir(path).map_err(|e| io_error(rel, "list", &e))? {
-        let entry = entry.map_err(|e| io_error(rel, "list", &e))?;
-        let child = entry.path();
-        let mut shown = inner.guard.relative(&path.join(entry.file_name()));
-        // Follow links for the "/" suffix as the anchor did, but only to say what they are.
-        if fs::metadata(&child).is_ok_and(|m| m.is_dir()) {
+    for entry in Dir::read_from(&opened.fd).map_err(list_error)? {
+        let entry = entry.map_err(list_error)?;
+        let name = entry.file_name().to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        let name = String::from_utf8_lossy(name);
+        let mut shown = if rel == "." {
+            name.into_owned()
+        } else {
+            format!("{rel}/{name}")
+        };
+        // A link gets the "/" of a directory only when it leads to one inside the workspace.
+        let is_dir = match entry.file_type() {
+            FileType::Directory => true,
+            FileType::Symlink | FileType::Unknown => inner
+                .guard
+                .open_path_found(Path::new(&shown))
+                .is_ok_and(|o| o.file_type() == FileType::Directory),
+            _ => false,
+        };
+        if is_dir {
             shown.push('/');
         }
         entries.push(shown);
@@ -145,27 +206,6 @@ fn view_dir(inner: &Inner, path: &Path, rel: &str) -> Result<ToolOutcome, CallEr
     ))
 }
 
-/// Write `bytes` to `path` atomically: a temp file in the same directory, synced, then renamed.
-/// With `noclobber` the rename fails when the target exists.
-fn write_atomic(path: &Path, bytes: &[u8], noclobber: bool, perms: Permissions) -> io::Result<()> {
-    let dir = path
-        .parent()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no parent"))?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".toolgate-")
-        .suffix(".tmp")
-        .tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().set_permissions(perms)?;
-    tmp.as_file().sync_all()?;
-    if noclobber {
-        tmp.persist_noclobber(path).map_err(|e| e.error)?;
-    } else {
-        tmp.persist(path).map_err(|e| e.error)?;
-    }
-    Ok(())
-}
-
 fn exists_error(rel: &str) -> CallError {
     CallError::invalid(format!(
         "FileExistsError: \"{rel}\" already exists — use edit to modify it."
@@ -176,34 +216,14 @@ pub fn create(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, Ca
     let p = Params::new("create", map);
     let user_path = p.str_req("path")?;
     let text = p.str_req("file_text")?;
-    let path = inner.guard.resolve_for_create(user_path)?;
-    let rel = inner.guard.relative(&path);
-    if path.symlink_metadata().is_ok() {
+    // The parent folders are made inside the workspace's descriptor, and the file is written
+    // (temp file, then a no-clobber rename) inside the parent's descriptor.
+    let slot = inner.guard.slot(user_path, true)?;
+    let rel = slot.rel.clone();
+    if slot.exists {
         return Err(exists_error(&rel));
     }
-    let parent = path
-        .parent()
-        .ok_or_else(|| CallError::invalid(format!("\"{user_path}\" names the workspace root")))?;
-    fs::create_dir_all(parent).map_err(|e| io_error(&rel, "create the folders of", &e))?;
-    // The parent now exists: check it again after resolving links (it may have raced).
-    let parent_canonical = parent
-        .canonicalize()
-        .map_err(|e| io_error(&rel, "create", &e))?;
-    if !inner.guard.contains(&parent_canonical) {
-        return Err(crate::GuardError::Outside {
-            path: user_path.to_owned(),
-            reason: "resolves through a symbolic link to a place outside the workspace",
-            root: inner.guard.root().to_path_buf(),
-        }
-        .into());
-    }
-    let target = parent_canonical.join(path.file_name().unwrap_or_default());
-    match write_atomic(
-        &target,
-        text.as_bytes(),
-        true,
-        Permissions::from_mode(0o644),
-    ) {
+    match write_in(slot.dir.as_fd(), &slot.name, text.as_bytes(), 0o644, true) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Err(exists_error(&rel)),
         Err(e) => return Err(io_error(&rel, "create", &e)),
@@ -226,24 +246,53 @@ pub fn edit(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, Call
             "old_str is empty; give the exact text to replace (it must occur once).",
         ));
     }
-    let path = inner.guard.resolve(user_path)?;
-    let rel = inner.guard.relative(&path);
-    let meta = fs::metadata(&path).map_err(|e| io_error(&rel, "read", &e))?;
-    if !meta.is_file() {
-        return Err(CallError::invalid(format!(
+    let slot = inner.guard.slot(user_path, false)?;
+    let rel = slot.rel.clone();
+    if !slot.exists {
+        return Err(GuardError::NotFound {
+            path: user_path.to_owned(),
+            root: inner.guard.root().to_path_buf(),
+        }
+        .into());
+    }
+    let not_regular = || {
+        CallError::invalid(format!(
             "\"{rel}\" is not a regular file; edit changes files only."
-        )));
+        ))
+    };
+    // Read the file through its confined directory, never following a link at the name.
+    let fd = match openat(
+        &slot.dir,
+        &slot.name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::LOOP) => return Err(not_regular()),
+        Err(e) => return Err(io_error(&rel, "read", &io::Error::from(e))),
+    };
+    let stat = fstat(&fd).map_err(|e| io_error(&rel, "read", &io::Error::from(e)))?;
+    let opened = Opened {
+        fd,
+        stat,
+        rel: rel.clone(),
+    };
+    if opened.file_type() != FileType::RegularFile {
+        return Err(not_regular());
     }
+    check_readable(&opened)?;
+    let len = u64::try_from(opened.stat.st_size).unwrap_or(0);
+    let mode = opened.stat.st_mode;
     let limit = inner.config.edit_max_bytes;
-    if meta.len() > limit {
+    if len > limit {
         return Err(CallError::invalid(format!(
-            "\"{rel}\" is too large to edit ({} bytes, max {limit}).",
-            meta.len()
+            "\"{rel}\" is too large to edit ({len} bytes, max {limit})."
         )));
     }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    File::open(&path)
-        .and_then(|f| f.take(limit + 1).read_to_end(&mut bytes))
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    File::from(opened.fd)
+        .take(limit + 1)
+        .read_to_end(&mut bytes)
         .map_err(|e| io_error(&rel, "read", &e))?;
     if bytes.len() as u64 > limit {
         return Err(CallError::invalid(format!(
@@ -270,8 +319,14 @@ pub fn edit(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, Call
         }
     }
     let updated = text.replacen(old, new, 1);
-    write_atomic(&path, updated.as_bytes(), false, meta.permissions())
-        .map_err(|e| io_error(&rel, "write", &e))?;
+    write_in(
+        slot.dir.as_fd(),
+        &slot.name,
+        updated.as_bytes(),
+        mode,
+        false,
+    )
+    .map_err(|e| io_error(&rel, "write", &e))?;
     let message = format!("Edited {rel}");
     Ok(outcome(
         kinds::WRITE,

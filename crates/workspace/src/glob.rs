@@ -4,6 +4,7 @@ use std::collections::HashSet;
 use std::path::{Component, Path};
 
 use globset::GlobBuilder;
+use rustix::fs::FileType;
 use serde_json::{Map, Value};
 use toolgate_core::{CallError, ToolOutcome};
 
@@ -50,15 +51,20 @@ pub fn glob(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, Call
         .build()
         .map_err(|e| CallError::invalid(format!("glob: invalid pattern \"{pattern}\": {e}")))?
         .compile_matcher();
-    let base = inner.guard.resolve(base_arg)?;
-    if !base.is_dir() {
+    let base = inner.guard.open_path(base_arg)?;
+    if base.file_type() != FileType::Directory {
         return Err(CallError::invalid(format!(
             "glob: paths=\"{base_arg}\" is not a directory; give the directory to search from."
         )));
     }
+    let root = inner.guard.root().to_path_buf();
+    let base_path = root.join(inner.guard.lexical_rel(base_arg)?);
 
     let excl = excludes;
-    let walker = ignore::WalkBuilder::new(&base)
+    // The walker lists directories by name; it can be raced into listing a directory that was
+    // swapped for a link out. So every match is opened again beneath the workspace root before
+    // it is reported: a name that does not resolve inside at that moment is dropped.
+    let walker = ignore::WalkBuilder::new(&base_path)
         .standard_filters(false)
         .follow_links(false)
         .filter_entry(move |e| {
@@ -77,7 +83,7 @@ pub fn glob(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, Call
         if ft.is_dir() {
             continue;
         }
-        let Ok(rel_to_base) = entry.path().strip_prefix(&base) else {
+        let Ok(rel_to_base) = entry.path().strip_prefix(&base_path) else {
             continue;
         };
         if !matcher.is_match(rel_to_base) {
@@ -86,16 +92,23 @@ pub fn glob(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, Call
         if !(ft.is_file() || ft.is_symlink()) {
             continue;
         }
-        // Every match is checked after expansion, links resolved: a file inside the workspace
-        // counts (a link to one too, as pathlib's glob would list it); anything outside is
-        // dropped.
-        match inner.guard.check_found(entry.path()) {
-            Some(c) if c.is_file() => {}
-            Some(_) => continue,
-            None => {
+        let Ok(rel_to_root) = entry.path().strip_prefix(&root) else {
+            continue;
+        };
+        // A file inside the workspace counts (a link to one too, as pathlib's glob would list
+        // it); anything outside is dropped.
+        match inner.guard.open_path_found(rel_to_root) {
+            Ok(o) if o.file_type() == FileType::RegularFile => {}
+            Ok(_) => continue,
+            Err(GuardError::Outside { .. }) => {
                 skipped_outside += 1;
                 continue;
             }
+            Err(_) if ft.is_symlink() => {
+                skipped_outside += 1;
+                continue;
+            }
+            Err(_) => continue,
         }
         // Report the path as found (a link keeps its own name), relative to the root.
         found.push(inner.guard.relative(entry.path()));
@@ -104,10 +117,7 @@ pub fn glob(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, Call
     found.dedup();
     let total = found.len();
     let cap = inner.config.glob_max_results;
-    let mut summary = format!(
-        "{total} files match \"{pattern}\" under {}.",
-        inner.guard.relative(&base)
-    );
+    let mut summary = format!("{total} files match \"{pattern}\" under {}.", base.rel);
     if total > cap {
         found.truncate(cap);
         found.push(format!("…[truncated {} more paths]", total - cap));

@@ -1,18 +1,20 @@
 //! grep: regex search in-process with the ripgrep libraries. No subprocess, so a pattern is only
 //! ever a pattern (`--pre=sh` cannot become an option).
 
+use std::fs::File;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
+use rustix::fs::FileType;
 use serde_json::{Map, Value, json};
 use toolgate_core::{CallError, ToolOutcome};
 
 use crate::cap::cap_str;
 use crate::params::Params;
 use crate::specs::kinds;
-use crate::{Inner, outcome};
+use crate::{GuardError, Inner, outcome};
 
 /// The longest line text a result carries.
 const LINE_CAP: usize = 1000;
@@ -97,20 +99,29 @@ pub fn grep(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, Call
         .build();
 
     // Every path is guarded before anything is read.
-    let mut bases: Vec<PathBuf> = Vec::with_capacity(paths.len());
+    let root = inner.guard.root().to_path_buf();
+    let mut bases: Vec<(PathBuf, FileType)> = Vec::with_capacity(paths.len());
     for user_path in &paths {
-        bases.push(inner.guard.resolve(user_path)?);
+        let opened = inner.guard.open_read(user_path)?;
+        bases.push((inner.guard.lexical_rel(user_path)?, opened.file_type()));
     }
 
+    // Files to search, relative to the root. The walker lists by name (it can be raced into a
+    // directory swapped for a link out), so each file is opened again beneath the workspace
+    // root before a byte of it is read.
     let mut files: Vec<PathBuf> = Vec::new();
-    let mut skipped_outside = 0usize;
-    for base in &bases {
-        if base.is_file() {
+    for (base, kind) in &bases {
+        match kind {
             // Named explicitly: searched even if hidden or ignored (as rg does).
-            files.push(base.clone());
-            continue;
+            FileType::RegularFile => {
+                files.push(base.clone());
+                continue;
+            }
+            FileType::Directory => {}
+            _ => continue,
         }
-        let mut builder = ignore::WalkBuilder::new(base);
+        let base_path = root.join(base);
+        let mut builder = ignore::WalkBuilder::new(&base_path);
         // rg's filters (hidden, .gitignore, .ignore), but only files inside the workspace count:
         // no parent-directory or global ignore files, and .gitignore applies without a .git.
         builder
@@ -120,7 +131,7 @@ pub fn grep(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, Call
             .git_global(false)
             .require_git(false);
         if !glob.is_empty() {
-            let mut ob = ignore::overrides::OverrideBuilder::new(base);
+            let mut ob = ignore::overrides::OverrideBuilder::new(&base_path);
             ob.add(glob)
                 .map_err(|e| CallError::invalid(format!("grep: invalid glob \"{glob}\": {e}")))?;
             let overrides = ob
@@ -134,15 +145,11 @@ pub fn grep(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, Call
             let Some(ft) = entry.file_type() else {
                 continue;
             };
-            if ft.is_file() {
-                found.push(entry.into_path());
-            } else if ft.is_symlink() {
-                // Never follow a link out of the workspace; one to a file inside is searched.
-                match inner.guard.check_found(entry.path()) {
-                    Some(c) if c.is_file() => found.push(entry.into_path()),
-                    Some(_) => {}
-                    None => skipped_outside += 1,
-                }
+            // A link is searched only if it leads to a file inside (checked when it is opened).
+            if (ft.is_file() || ft.is_symlink())
+                && let Ok(rel) = entry.path().strip_prefix(&root)
+            {
+                found.push(rel.to_path_buf());
             }
         }
         found.sort();
@@ -153,15 +160,29 @@ pub fn grep(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, Call
     let mut hits: Vec<Hit> = Vec::new();
     let mut total = 0usize;
     let mut matched_files = 0usize;
+    let mut skipped_outside = 0usize;
+    let mut skipped_linked = 0usize;
+    let mut searched = 0usize;
     for file in &files {
-        // The check after expansion: the file (links resolved) must be inside the workspace.
-        let Some(canonical) = inner.guard.check_found(file) else {
-            skipped_outside += 1;
-            continue;
+        let opened = match inner.guard.open_read_found(file) {
+            Ok(o) => o,
+            Err(GuardError::Outside { .. }) => {
+                skipped_outside += 1;
+                continue;
+            }
+            Err(GuardError::HardLinked { .. }) => {
+                skipped_linked += 1;
+                continue;
+            }
+            // Unreadable or vanished files are skipped, as rg reports and moves on.
+            Err(_) => continue,
         };
-        let rel = inner
-            .guard
-            .relative(&relative_base(inner, file, &canonical));
+        if opened.file_type() != FileType::RegularFile {
+            continue;
+        }
+        searched += 1;
+        let rel = opened.rel.clone();
+        let handle = File::from(opened.fd);
         let before = total;
         let mut sink = Collect {
             file: &rel,
@@ -169,11 +190,7 @@ pub fn grep(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, Call
             total: &mut total,
             cap,
         };
-        // Unreadable files are skipped, as rg reports and moves on.
-        if searcher
-            .search_path(&matcher, &canonical, &mut sink)
-            .is_err()
-        {
+        if searcher.search_file(&matcher, &handle, &mut sink).is_err() {
             continue;
         }
         if total > before {
@@ -194,8 +211,7 @@ pub fn grep(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, Call
         })
         .collect();
     let mut summary = format!(
-        "{total} lines in {matched_files} files match /{pattern}/ ({} files searched).",
-        files.len()
+        "{total} lines in {matched_files} files match /{pattern}/ ({searched} files searched)."
     );
     if total > shown {
         data.push(json!({
@@ -210,17 +226,12 @@ pub fn grep(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, Call
             " {skipped_outside} symbolic links leading outside the workspace were skipped."
         ));
     }
-    Ok(outcome(kinds::GREP, summary, Value::Array(data)))
-}
-
-/// The path to report: a link inside the workspace keeps its own name.
-fn relative_base(inner: &Inner, found: &Path, canonical: &Path) -> PathBuf {
-    match found.parent().and_then(|p| p.canonicalize().ok()) {
-        Some(parent) if inner.guard.contains(&parent) => {
-            parent.join(found.file_name().unwrap_or_default())
-        }
-        _ => canonical.to_path_buf(),
+    if skipped_linked > 0 {
+        summary.push_str(&format!(
+            " {skipped_linked} files with more than one hard link were skipped (they may be files from outside linked in)."
+        ));
     }
+    Ok(outcome(kinds::GREP, summary, Value::Array(data)))
 }
 
 #[cfg(test)]

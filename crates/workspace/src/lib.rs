@@ -60,7 +60,7 @@ pub struct WorkspaceConfig {
     /// Cap of each of bash's stdout and stderr. Default 64 KiB.
     pub output_cap_bytes: usize,
     /// Cap of text read from files and the network (`view`, `web_fetch` download, `github_api`
-    /// response). Default 1 MiB.
+    /// response) and of a whole `sql` result (rows stop being read at it). Default 1 MiB.
     pub read_cap_bytes: usize,
     /// The largest file `edit` will load. Default 50 MiB.
     pub edit_max_bytes: u64,

@@ -20,12 +20,16 @@ use serde_json::{Map, Value, json};
 use toolgate_core::{CallError, ToolOutcome};
 
 use crate::cap::cap_str;
-use crate::fsops::io_error;
 use crate::params::Params;
 use crate::specs::kinds;
 use crate::{Inner, outcome};
 
 const MEMORY: &str = ":memory:";
+
+/// The largest string or blob a statement may make (SQLITE_LIMIT_LENGTH).
+const MAX_VALUE_BYTES: i32 = 64 * 1024 * 1024;
+/// SQLite's heap in this process at most (`PRAGMA hard_heap_limit`).
+const HEAP_LIMIT_BYTES: i64 = 256 * 1024 * 1024;
 
 /// Pragmas that would make SQLite write outside the workspace or weaken its own checks.
 const DENIED_PRAGMAS: &[&str] = &[
@@ -70,31 +74,28 @@ fn open(inner: &Inner, db_arg: &str) -> Result<(Connection, String), CallError> 
         })?;
         return Ok((conn, MEMORY.to_owned()));
     }
-    let path = inner.guard.resolve_for_create(db_arg)?;
-    let rel = inner.guard.relative(&path);
-    if let Ok(meta) = std::fs::metadata(&path) {
-        if !meta.is_file() {
+    // The folders are made and the name checked beneath the workspace root's descriptor. SQLite
+    // then opens the file (and its journal) by path itself; SQLITE_OPEN_NOFOLLOW makes it refuse
+    // a path with any symbolic link in it at that moment, which narrows (but cannot close) the
+    // window in which a swapped directory could redirect it: bash confinement is the backstop.
+    let slot = inner.guard.slot(db_arg, true)?;
+    let rel = slot.rel.clone();
+    if slot.exists {
+        let opened = inner.guard.open_path(db_arg)?;
+        if opened.file_type() != rustix::fs::FileType::RegularFile {
             return Err(CallError::invalid(format!(
                 "sql: db_path \"{rel}\" is not a regular file."
             )));
         }
-    } else if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| io_error(&rel, "create the folders of", &e))?;
-        let parent = parent
-            .canonicalize()
-            .map_err(|e| io_error(&rel, "open", &e))?;
-        if !inner.guard.contains(&parent) {
-            return Err(crate::GuardError::Outside {
-                path: db_arg.to_owned(),
-                reason: "resolves through a symbolic link to a place outside the workspace",
-                root: inner.guard.root().to_path_buf(),
-            }
-            .into());
-        }
     }
+    let path = inner.guard.root().join(inner.guard.lexical_rel(db_arg)?);
     // No SQLITE_OPEN_URI: the path is a plain file name, never a `file:` URI with options.
-    let conn = Connection::open_with_flags(&path, flags)
-        .map_err(|e| CallError::failed(format!("sql: could not open \"{rel}\": {e}")))?;
+    let conn =
+        Connection::open_with_flags(&path, flags | OpenFlags::SQLITE_OPEN_NOFOLLOW).map_err(|e| {
+            CallError::failed(format!(
+                "sql: could not open \"{rel}\": {e}. A db_path may not go through a symbolic link; give the real path inside the workspace."
+            ))
+        })?;
     Ok((conn, rel))
 }
 
@@ -106,6 +107,11 @@ fn harden(conn: &mut Connection, denied: Arc<Mutex<Option<String>>>) -> rusqlite
     // One slot: plain VACUUM attaches SQLite's private temporary database (the authorizer lets
     // only that one through).
     conn.set_limit(Limit::SQLITE_LIMIT_ATTACHED, 1)?;
+    // Bound what one value may grow to (randomblob(1e9) would otherwise be allocated whole) and
+    // SQLite's heap in this process (sorts and temp tables live in memory: temp_store=MEMORY).
+    // The heap limit is process-wide and can only be lowered by a query, never raised.
+    conn.set_limit(Limit::SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)?;
+    conn.pragma_update(None, "hard_heap_limit", HEAP_LIMIT_BYTES)?;
     conn.authorizer(Some(move |ctx: AuthContext<'_>| {
         match refuse(&ctx.action) {
             Some(reason) => {
@@ -143,8 +149,26 @@ enum Last {
         columns: Vec<String>,
         rows: Vec<Value>,
         more: usize,
+        /// The byte cap stopped the query: rows after these were not read.
+        cut_at_bytes: bool,
     },
     Statement,
+}
+
+/// About how many bytes a value adds to the JSON result (to stop at the cap while producing).
+fn json_size(v: &Value) -> usize {
+    match v {
+        Value::Null | Value::Bool(_) => 5,
+        Value::Number(_) => 24,
+        Value::String(s) => s.len() + 3,
+        Value::Array(a) => a.iter().map(json_size).sum::<usize>() + 2,
+        Value::Object(o) => {
+            o.iter()
+                .map(|(k, v)| k.len() + 4 + json_size(v))
+                .sum::<usize>()
+                + 2
+        }
+    }
 }
 
 pub fn sql(
@@ -202,7 +226,30 @@ pub fn sql(
         Last::Query {
             columns,
             rows,
+            cut_at_bytes: true,
+            ..
+        } => {
+            let n = rows.len();
+            let byte_cap = inner.config.read_cap_bytes;
+            let mut data = json!({"columns": columns, "rows": rows});
+            if let Some(obj) = data.as_object_mut() {
+                obj.insert(
+                    "truncated".to_owned(),
+                    Value::String(format!(
+                        "…[truncated at {byte_cap} bytes after {n} rows; the rest of the query was not run]"
+                    )),
+                );
+            }
+            let summary = format!(
+                "{n} rows from {shown_db}; cut at {byte_cap} bytes, later rows not read. Select fewer or smaller columns, or add LIMIT/OFFSET."
+            );
+            (data, summary)
+        }
+        Last::Query {
+            columns,
+            rows,
             more,
+            ..
         } => {
             let n = rows.len();
             let mut data = json!({"columns": columns, "rows": rows});
@@ -238,6 +285,8 @@ fn run_batch(
 ) -> rusqlite::Result<(Last, u64, usize)> {
     let cap = inner.config.sql_max_rows;
     let cell_cap = inner.config.read_cap_bytes;
+    // The whole result is held to the read cap while rows are produced, not after.
+    let byte_cap = inner.config.read_cap_bytes;
     let before = conn.total_changes();
     let mut batch = Batch::new(conn, query);
     let mut last = Last::Nothing;
@@ -253,15 +302,25 @@ fn run_batch(
         let width = columns.len();
         let mut rows_out: Vec<Value> = Vec::new();
         let mut more = 0usize;
+        let mut budget = byte_cap.saturating_sub(json_size(&json!(columns)));
+        let mut cut_at_bytes = false;
         let mut rows = stmt.query([])?;
         while let Some(row) = rows.next()? {
             if rows_out.len() >= cap {
+                // Counting costs no memory: nothing of these rows is kept.
                 more += 1;
                 continue;
             }
+            if budget == 0 {
+                cut_at_bytes = true;
+                break;
+            }
             let mut vals = Vec::with_capacity(width);
             for i in 0..width {
-                vals.push(value_json(row.get_ref(i)?, cell_cap));
+                // No cell may take more than what is left of the budget.
+                let v = value_json(row.get_ref(i)?, cell_cap.min(budget.max(64)));
+                budget = budget.saturating_sub(json_size(&v) + 1);
+                vals.push(v);
             }
             rows_out.push(Value::Array(vals));
         }
@@ -269,6 +328,7 @@ fn run_batch(
             columns,
             rows: rows_out,
             more,
+            cut_at_bytes,
         };
     }
     let affected = conn.total_changes().saturating_sub(before);
