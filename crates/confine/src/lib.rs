@@ -170,7 +170,7 @@ impl Policy {
 }
 
 /// Starts confined children through a launcher binary (toolgate itself).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Confiner {
     launcher: PathBuf,
     level: Level,

@@ -1,16 +1,14 @@
-//! bash: one command line in the workspace root, with a cleared environment, a null stdin, a
-//! timeout that kills the whole process group, and capped output.
+//! bash: one command line in the workspace root, started as every child process is
+//! ([`crate::process::run`]): OS-confined, a cleared environment, a null stdin, a timeout that
+//! kills everything it started, and capped output.
 
-use std::process::Stdio;
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
-use tokio::process::Command;
+use serde_json::{Map, Value};
 use toolgate_core::{CallError, ToolOutcome};
 
-use crate::cap::cap_bytes;
 use crate::params::Params;
-use crate::process::{kill_group, read_capped};
+use crate::process::run;
 use crate::specs::kinds;
 use crate::{Inner, outcome};
 
@@ -50,73 +48,25 @@ pub async fn bash(
     }
     let limit = deadline.map_or(asked, |d| d.min(asked));
 
-    let mut cmd = Command::new(shell());
-    cmd.arg("-c")
-        .arg(command)
-        .current_dir(inner.guard.root())
-        .env_clear()
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    for name in &config.env_allow {
-        if let Some(v) = std::env::var_os(name) {
-            cmd.env(name, v);
-        }
-    }
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| CallError::failed(format!("bash: could not start {}: {e}", shell())))?;
-    let pid = child.id();
+    let env: Vec<(String, std::ffi::OsString)> = config
+        .env_allow
+        .iter()
+        .filter_map(|name| Some((name.clone(), std::env::var_os(name)?)))
+        .collect();
     let cap = config.output_cap_bytes;
-    let (Some(out), Some(err)) = (child.stdout.take(), child.stderr.take()) else {
-        kill_group(pid);
-        return Err(CallError::failed("bash: could not capture the output"));
-    };
-    let out_task = tokio::spawn(read_capped(out, cap));
-    let err_task = tokio::spawn(read_capped(err, cap));
-
-    let status = match tokio::time::timeout(limit, child.wait()).await {
-        Ok(Ok(status)) => status,
-        Ok(Err(e)) => {
-            kill_group(pid);
-            return Err(CallError::failed(format!(
-                "bash: waiting for the command failed: {e}"
-            )));
-        }
-        Err(_) => {
-            kill_group(pid);
-            let _ = child.wait().await;
-            out_task.abort();
-            err_task.abort();
-            return Err(CallError::Timeout {
-                tool: "bash".to_owned(),
-                seconds: limit.as_secs_f64(),
-            });
-        }
-    };
-    // The shell is done: whatever it left running in the background goes too (it would hold
-    // the pipes open, and nothing may outlive the call).
-    kill_group(pid);
-    let (out, out_total) = out_task.await.unwrap_or_default();
-    let (err, err_total) = err_task.await.unwrap_or_default();
-    let (stdout, out_cut) = cap_bytes(&out, out_total, cap);
-    let (stderr, err_cut) = cap_bytes(&err, err_total, cap);
-    let code = status.code().unwrap_or_else(|| {
-        use std::os::unix::process::ExitStatusExt;
-        status.signal().map_or(-1, |s| -s)
-    });
-    let mut summary =
-        format!("Exit code {code}; {out_total} bytes on stdout, {err_total} on stderr.");
-    if out_cut || err_cut {
-        summary.push_str(&format!(" Output cut at {cap} bytes per stream."));
-    }
-    Ok(outcome(
-        kinds::EXEC,
-        summary,
-        json!({"stdout": stdout, "stderr": stderr, "returncode": code}),
-    ))
+    let run = run(
+        &config.processes,
+        "bash",
+        std::path::Path::new(shell()),
+        &["-c".to_owned(), command.to_owned()],
+        inner.guard.root(),
+        &env,
+        limit,
+        cap,
+    )
+    .await?;
+    let (summary, data) = run.report(cap);
+    Ok(outcome(kinds::EXEC, summary, data))
 }
 
 #[cfg(test)]

@@ -1,13 +1,13 @@
 //! Command tools: programs declared in `[[command_tools]]` of a config file, run with an
-//! argument vector (no shell) in the workspace root, with a cleared environment (the
-//! workspace's `env_allow` variables only), a null stdin, a timeout that kills the whole process
-//! group, and stdout/stderr capped like `bash`'s. Results have `bash`'s shape
+//! argument vector (no shell) in the workspace root, started exactly as `bash` starts its shell
+//! ([`toolgate_workspace::process::run`]: OS-confined as the workspace's `processes` says, a
+//! cleared environment (the workspace's `env_allow` variables only), a null stdin, a timeout
+//! that kills everything it started, stdout/stderr capped like `bash`'s). Results have `bash`'s shape
 //! (`{"stdout", "stderr", "returncode"}`) and its output kind, `workspace/exec`: mutating, so
 //! they run pre-approved only where the surface pre-approves [`COMMAND_TOOLS_PROVIDER`] (as
 //! `toolgate exec` does, like the workspace tools).
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -16,9 +16,8 @@ use toolgate_core::{
     CallError, OutputKind, Provider, ProviderError, ToolCall, ToolOutcome, ToolSpec,
 };
 use toolgate_sandbox::config::{ArgPiece, CommandToolDecl, parse_arg};
+use toolgate_workspace::process::{Processes, run};
 use toolgate_workspace::WorkspaceConfig;
-use toolgate_workspace::cap::cap_bytes;
-use toolgate_workspace::process::{kill_group, read_capped};
 
 /// The provider name of command tools.
 pub const COMMAND_TOOLS_PROVIDER: &str = "command-tools";
@@ -32,6 +31,7 @@ pub struct CommandTools {
     env: Vec<(String, std::ffi::OsString)>,
     output_cap: usize,
     default_timeout: Duration,
+    processes: Processes,
 }
 
 impl CommandTools {
@@ -56,6 +56,7 @@ impl CommandTools {
             env,
             output_cap: workspace.output_cap_bytes,
             default_timeout: workspace.bash_timeout,
+            processes: workspace.processes.clone(),
         }
     }
 
@@ -190,74 +191,29 @@ impl Provider for CommandTools {
             .and_then(|s| u64::try_from(s).ok())
             .map_or(self.default_timeout, Duration::from_secs);
         let limit = call.timeout.map_or(own, |d| d.min(own));
-        let mut cmd = tokio::process::Command::new(program_path(&self.root, program));
-        cmd.args(args)
-            .current_dir(&self.root)
-            .env_clear()
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
-        let mut child = cmd.spawn().map_err(|e| {
-            let message = format!(
-                "command tool \"{}\": cannot start \"{program}\": {e}",
-                decl.name
-            );
-            if e.kind() == std::io::ErrorKind::NotFound {
-                CallError::NotFound { message }
-            } else {
-                CallError::failed(message)
-            }
+        let run = run(
+            &self.processes,
+            &format!("command tool \"{}\"", decl.name),
+            &program_path(&self.root, program),
+            args,
+            &self.root,
+            &self.env,
+            limit,
+            self.output_cap,
+        )
+        .await
+        .map_err(|e| match e {
+            CallError::Timeout { seconds, .. } => CallError::Timeout {
+                tool: decl.name.clone(),
+                seconds,
+            },
+            other => other,
         })?;
-        let pid = child.id();
-        let (Some(out), Some(err)) = (child.stdout.take(), child.stderr.take()) else {
-            kill_group(pid);
-            return Err(CallError::failed("could not capture the command's output"));
-        };
-        let cap = self.output_cap;
-        let out_task = tokio::spawn(read_capped(out, cap));
-        let err_task = tokio::spawn(read_capped(err, cap));
-        let status = match tokio::time::timeout(limit, child.wait()).await {
-            Ok(Ok(status)) => status,
-            Ok(Err(e)) => {
-                kill_group(pid);
-                return Err(CallError::failed(format!(
-                    "command tool \"{}\": waiting for it failed: {e}",
-                    decl.name
-                )));
-            }
-            Err(_) => {
-                kill_group(pid);
-                let _ = child.wait().await;
-                out_task.abort();
-                err_task.abort();
-                return Err(CallError::Timeout {
-                    tool: decl.name.clone(),
-                    seconds: limit.as_secs_f64(),
-                });
-            }
-        };
-        // Nothing the program started may outlive the call (it would hold the pipes open).
-        kill_group(pid);
-        let (out, out_total) = out_task.await.unwrap_or_default();
-        let (err, err_total) = err_task.await.unwrap_or_default();
-        let (stdout, out_cut) = cap_bytes(&out, out_total, cap);
-        let (stderr, err_cut) = cap_bytes(&err, err_total, cap);
-        let code = status.code().unwrap_or_else(|| {
-            use std::os::unix::process::ExitStatusExt;
-            status.signal().map_or(-1, |s| -s)
-        });
-        let mut summary =
-            format!("Exit code {code}; {out_total} bytes on stdout, {err_total} on stderr.");
-        if out_cut || err_cut {
-            summary.push_str(&format!(" Output cut at {cap} bytes per stream."));
-        }
+        let (summary, data) = run.report(self.output_cap);
         Ok(ToolOutcome {
             kind: OutputKind::new(COMMAND_KIND),
             summary,
-            data: json!({"stdout": stdout, "stderr": stderr, "returncode": code}),
+            data,
             change_set: None,
         })
     }
@@ -312,6 +268,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut ws = WorkspaceConfig::new(dir.path()).unwrap();
         ws.output_cap_bytes = 4096;
+        // This tests the tool itself; the confined path is tested through the real binary.
+        ws.processes = Processes::Unconfined;
         let decl = |name: &str, argv: &[&str], timeout: Option<i64>| CommandToolDecl {
             name: name.to_owned(),
             description: String::new(),

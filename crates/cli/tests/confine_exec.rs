@@ -1,0 +1,251 @@
+//! The security issue's bash reproductions, through the real `toolgate exec`: a program's
+//! `bash` must not read or write outside the workspace, read the parent's environment, reach a
+//! 127.0.0.1 listener, or leave anything running — after a `setsid`, or when the program's wall
+//! clock fires. Where confinement is unavailable, `bash` is off unless the *user* opts out.
+#![cfg(target_os = "linux")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+struct Fx {
+    dir: tempfile::TempDir,
+}
+
+impl Fx {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        for d in ["ws", "outside", "home/.ssh", "config/toolgate"] {
+            std::fs::create_dir_all(dir.path().join(d)).unwrap();
+        }
+        std::fs::write(dir.path().join("outside/secret.txt"), "PLANTED-OUTSIDE-SECRET").unwrap();
+        std::fs::write(dir.path().join("home/.ssh/id_ed25519"), "PLANTED-SSH-KEY").unwrap();
+        std::fs::write(dir.path().join("ws/mine.txt"), "inside").unwrap();
+        Self { dir }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    fn exec(&self, code: &str, extra: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
+        cmd.args(["exec", "--workspace"])
+            .arg(self.path("ws"))
+            .args(["--code", code])
+            .args(extra)
+            .env("HOME", self.path("home"))
+            .env("TOOLGATE_CONFIG", self.path("config/toolgate/config.toml"))
+            .env("TOOLGATE_DATA_DIR", self.path("data"))
+            .env("TOOLGATE_TELEMETRY", self.path("telemetry.jsonl"))
+            // A secret in toolgate's own environment: no program may see it.
+            .env("TOOLGATE_TEST_PARENT_SECRET", "PARENT-ENV-SECRET-4711")
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("TOOLGATE_CONFINEMENT");
+        for k in [
+            "TOOLGATE_TOOLS",
+            "TOOLGATE_DISABLE",
+            "CODEACT_TOOLS",
+            "CODEACT_DISABLE",
+        ] {
+            cmd.env_remove(k);
+        }
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.stdin(Stdio::null()).output().unwrap()
+    }
+
+    fn run(&self, code: &str) -> Value {
+        let out = self.exec(code, &[], &[]);
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "not JSON ({e}): {}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+    }
+}
+
+fn bash_program(script: &str) -> String {
+    format!(
+        "r = bash(command={})\nr['stdout'] + r['stderr']",
+        serde_json::to_string(script).unwrap()
+    )
+}
+
+#[test]
+fn bash_reads_and_writes_only_the_workspace() {
+    let fx = Fx::new();
+    let script = format!(
+        "cat mine.txt; cat ../outside/secret.txt; cat {o}/secret.txt; cat $HOME/.ssh/id_ed25519; \
+         cat {h}/.ssh/id_ed25519; cat ~/.ssh/id_ed25519; echo pwned > {o}/written.txt; \
+         ln -s {o}/secret.txt link; cat link; echo made > made.txt",
+        o = fx.path("outside").display(),
+        h = fx.path("home").display()
+    );
+    let env = fx.run(&bash_program(&script));
+    assert_eq!(env["success"], true, "{env}");
+    let out = env["return_value"].as_str().unwrap();
+    assert!(out.starts_with("inside"), "{out}");
+    assert!(!out.contains("PLANTED-OUTSIDE-SECRET"), "{out}");
+    assert!(!out.contains("PLANTED-SSH-KEY"), "{out}");
+    assert!(!fx.path("outside/written.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(fx.path("ws/made.txt")).unwrap(),
+        "made\n"
+    );
+}
+
+#[test]
+fn bash_cannot_read_the_parents_environment() {
+    let fx = Fx::new();
+    let env = fx.run(&bash_program(
+        "cat /proc/$PPID/environ; for f in /proc/*/environ; do cat $f; done; \
+         tr '\\0' '\\n' < /proc/1/environ; env; echo done",
+    ));
+    let out = env["return_value"].as_str().unwrap();
+    assert!(out.contains("done"), "{env}");
+    assert!(!out.contains("PARENT-ENV-SECRET-4711"), "{out}");
+}
+
+#[test]
+fn bash_cannot_reach_a_loopback_listener() {
+    let fx = Fx::new();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let env = fx.run(&bash_program(&format!(
+        "echo hi > /dev/tcp/127.0.0.1/{port}; (command -v curl >/dev/null && curl -s -m 2 http://127.0.0.1:{port}/); echo done"
+    )));
+    assert!(
+        env["return_value"].as_str().unwrap().contains("done"),
+        "{env}"
+    );
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(
+        matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "the listener got a connection: {env}"
+    );
+}
+
+fn marker(tag: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("tgm-{tag}-{}-{nanos}", std::process::id())
+}
+
+/// Processes (from the host's /proc) whose command line starts with `marker`.
+fn running(marker: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.starts_with(marker))
+        .collect()
+}
+
+fn survivors(marker: &str) -> Vec<String> {
+    let start = Instant::now();
+    loop {
+        let left = running(marker);
+        if left.is_empty() || start.elapsed() > Duration::from_secs(3) {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+#[test]
+fn a_setsid_daemon_does_not_outlive_the_program() {
+    let fx = Fx::new();
+    let m = marker("setsid");
+    let env = fx.run(&bash_program(&format!(
+        "setsid bash -c 'touch started; exec -a {m} sleep 300' </dev/null >/dev/null 2>&1 & \
+         sleep 0.3; echo spawned"
+    )));
+    assert!(
+        env["return_value"].as_str().unwrap().contains("spawned"),
+        "{env}"
+    );
+    assert!(
+        fx.path("ws/started").exists(),
+        "the daemon never started: {env}"
+    );
+    let left = survivors(&m);
+    assert!(left.is_empty(), "survivors: {left:?}");
+}
+
+#[test]
+fn the_programs_wall_clock_kills_bash_and_its_children() {
+    let fx = Fx::new();
+    let m = marker("timeout");
+    let code = bash_program(&format!(
+        "(exec -a {m}-yes yes > /dev/null) & (exec -a {m}-sleep sleep 300) & sleep 100"
+    ))
+    .replace("bash(command=", "bash(timeout=200, command=");
+    let started = Instant::now();
+    let out = fx.exec(&code, &["--timeout", "1.5"], &[]);
+    let took = started.elapsed();
+    let env: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(env["success"], false, "{env}");
+    assert!(took < Duration::from_secs(20), "exec took {took:?}");
+    let left = survivors(&m);
+    assert!(left.is_empty(), "survivors after the wall clock: {left:?}");
+}
+
+#[test]
+fn without_confinement_bash_is_off_unless_the_user_opts_out() {
+    let fx = Fx::new();
+    let off = [("TOOLGATE_CONFINEMENT", "off")];
+    let program = bash_program("echo ran");
+    let out = fx.exec(&program, &[], &off);
+    let env: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(env["success"], false, "{env}");
+    let err = env["error"].to_string();
+    assert!(err.contains("unconfined_processes"), "{err}");
+    // A project cannot opt out on the user's behalf…
+    let project = fx.path("ws/.toolgate/config.toml");
+    std::fs::create_dir_all(project.parent().unwrap()).unwrap();
+    std::fs::write(&project, "[workspace]\nunconfined_processes = true\n").unwrap();
+    let env: Value = serde_json::from_slice(&fx.exec(&program, &[], &off).stdout).unwrap();
+    assert_eq!(env["success"], false, "{env}");
+    std::fs::remove_file(&project).unwrap();
+    // …the user can.
+    std::fs::write(
+        fx.path("config/toolgate/config.toml"),
+        "[workspace]\nunconfined_processes = true\n",
+    )
+    .unwrap();
+    let env: Value = serde_json::from_slice(&fx.exec(&program, &[], &off).stdout).unwrap();
+    assert_eq!(env["success"], true, "{env}");
+    assert_eq!(env["return_value"], "ran\n");
+}
+
+#[test]
+fn doctor_reports_the_confinement_level() {
+    let fx = Fx::new();
+    let out = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .arg("doctor")
+        .env("HOME", fx.path("home"))
+        .env("TOOLGATE_CONFIG", fx.path("config/toolgate/config.toml"))
+        .env("TOOLGATE_DATA_DIR", fx.path("data"))
+        .current_dir(fx.path("ws"))
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("confinement"), "{text}");
+    assert!(text.contains("Landlock ABI"), "{text}");
+}
