@@ -32,6 +32,10 @@ pub enum StoreError {
     },
     #[error("\"{0}\" is not a plot id; plot ids look like stac://<store>/<item path>")]
     BadPlotId(String),
+    #[error(
+        "{path} is not a regular file (it is a {kind}); a catalogue holds only regular JSON files. Replace it with the real file or remove its link."
+    )]
+    NotRegular { path: PathBuf, kind: &'static str },
 }
 
 /// `stac://<storeId>/<itemPath>`.
@@ -106,11 +110,43 @@ pub struct LoadedFeatures {
     pub path: PathBuf,
 }
 
+/// Read a whole catalogue file. It is opened with `O_NONBLOCK` and checked with `fstat` on the
+/// opened handle before a byte is read: a FIFO (or a device, a socket) planted in a store would
+/// otherwise block the reader forever, and with it whatever holds the session.
 fn read(path: &Path) -> Result<Vec<u8>, StoreError> {
-    std::fs::read(path).map_err(|source| StoreError::Read {
+    use std::io::Read;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let read_error = |source| StoreError::Read {
         path: path.to_owned(),
         source,
-    })
+    };
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)
+        .map_err(read_error)?;
+    let meta = file.metadata().map_err(read_error)?;
+    let ft = meta.file_type();
+    if !ft.is_file() {
+        let kind = if ft.is_fifo() {
+            "FIFO"
+        } else if ft.is_socket() {
+            "socket"
+        } else if ft.is_char_device() || ft.is_block_device() {
+            "device"
+        } else if ft.is_dir() {
+            "directory"
+        } else {
+            "special file"
+        };
+        return Err(StoreError::NotRegular {
+            path: path.to_owned(),
+            kind,
+        });
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.read_to_end(&mut bytes).map_err(read_error)?;
+    Ok(bytes)
 }
 
 /// Lexically normalise `base/href` and require it to stay under `root` (no `..` escapes, no
@@ -343,6 +379,8 @@ impl StacStore {
             .ok_or_else(|| StoreError::NoFeatures {
                 plot_id: entry.plot_id.clone(),
             })?;
+        // Opening a plot is when a save that was killed half-way is noticed: its temp files go.
+        crate::fsio::remove_stale_temps(&path);
         let bytes = read(&path)?;
         let collection: Value = serde_json::from_slice(&bytes).map_err(|e| StoreError::Parse {
             path: path.clone(),
@@ -494,6 +532,122 @@ mod tests {
         );
         let loaded = store.load_features(boat).unwrap();
         assert_eq!(loaded.collection["features"].as_array().unwrap().len(), 1);
+    }
+
+    /// A store with one item `a` whose features file is `a/features.geojson`.
+    fn one_item_store(dir: &Path) {
+        std::fs::write(
+            dir.join("catalog.json"),
+            r#"{"type":"Catalog","stac_version":"1.0.0","id":"x","description":"","links":[{"rel":"item","href":"./a/item.json"}]}"#,
+        )
+        .unwrap();
+        std::fs::create_dir_all(dir.join("a")).unwrap();
+        std::fs::write(
+            dir.join("a/item.json"),
+            r#"{"type":"Feature","stac_version":"1.0.0","id":"a","geometry":null,"properties":{"datetime":"2020-01-01T00:00:00Z","title":"A"},"links":[],"assets":{"features":{"href":"./features.geojson","roles":["data"]}}}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("a/features.geojson"),
+            r#"{"type":"FeatureCollection","features":[]}"#,
+        )
+        .unwrap();
+    }
+
+    fn mkfifo(path: &Path) {
+        let st = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+
+    /// Run `f` on another thread; fail (instead of hanging the suite) if it takes over 5 s.
+    fn promptly<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(5))
+            .expect("a catalogue read blocked (FIFO?) instead of failing at once")
+    }
+
+    #[test]
+    fn a_fifo_item_is_refused_at_once_naming_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        one_item_store(dir.path());
+        std::fs::remove_file(dir.path().join("a/item.json")).unwrap();
+        mkfifo(&dir.path().join("a/item.json"));
+        let root = dir.path().to_owned();
+        let store = promptly(move || StacStore::open("x", &root)).unwrap();
+        assert!(store.items.is_empty());
+        let reason = &store.unavailable[0].reason;
+        assert!(reason.contains("not a regular file"), "{reason}");
+        assert!(
+            reason.contains("FIFO") && reason.contains("item.json"),
+            "{reason}"
+        );
+        // The catalogue file itself as a FIFO: opening the store fails at once.
+        let dir2 = tempfile::tempdir().unwrap();
+        mkfifo(&dir2.path().join("catalog.json"));
+        let root2 = dir2.path().to_owned();
+        let err = promptly(move || StacStore::open("y", &root2)).unwrap_err();
+        assert!(matches!(err, StoreError::NotRegular { .. }), "{err}");
+    }
+
+    #[test]
+    fn a_fifo_features_file_is_refused_at_once_naming_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        one_item_store(dir.path());
+        let features = dir.path().join("a/features.geojson");
+        std::fs::remove_file(&features).unwrap();
+        mkfifo(&features);
+        let store = StacStore::open("x", dir.path()).unwrap();
+        let entry = store.items[0].clone();
+        let err = promptly(move || store.load_features(&entry).map(|_| ())).unwrap_err();
+        assert!(
+            matches!(err, StoreError::NotRegular { kind: "FIFO", .. }),
+            "{err}"
+        );
+        let msg = err.to_string();
+        assert!(
+            msg.contains("features.geojson") && msg.contains("not a regular file"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn opening_a_plot_removes_temps_left_by_a_killed_save() {
+        let dir = tempfile::tempdir().unwrap();
+        one_item_store(dir.path());
+        // What a save killed between writing its temp file and renaming it leaves.
+        let st = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(": > \".features.geojson.tmp-$$-0\"; kill -9 $$")
+            .current_dir(dir.path().join("a"))
+            .status()
+            .unwrap();
+        assert!(!st.success());
+        let temps = || {
+            std::fs::read_dir(dir.path().join("a"))
+                .unwrap()
+                .filter(|e| {
+                    e.as_ref()
+                        .unwrap()
+                        .file_name()
+                        .to_string_lossy()
+                        .contains(".tmp-")
+                })
+                .count()
+        };
+        assert_eq!(temps(), 1);
+        let store = StacStore::open("x", dir.path()).unwrap();
+        store.load_features(&store.items[0]).unwrap();
+        assert_eq!(
+            temps(),
+            0,
+            "the stale temp file was removed when the plot was opened"
+        );
     }
 
     #[test]
