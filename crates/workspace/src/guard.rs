@@ -163,6 +163,13 @@ impl PathGuard {
         })
     }
 
+    /// Make every later open in this process use the component-by-component walk instead of
+    /// `openat2`, as on a kernel without it. For tests of the fallback only.
+    #[doc(hidden)]
+    pub fn disable_openat2_for_tests() {
+        NO_OPENAT2.store(true, Ordering::Relaxed);
+    }
+
     /// The canonical workspace root.
     pub fn root(&self) -> &Path {
         &self.root
