@@ -62,6 +62,13 @@ pub struct ServeArgs {
     /// Do not send the domain priming file to the chat model.
     #[arg(long)]
     pub no_priming: bool,
+    /// Most MCP sessions (legacy HTTP clients) held at once; when full, the least recently used
+    /// idle one is closed, and a new one is refused (503) only when all are busy.
+    #[arg(long, default_value_t = 64, env = "TOOLGATE_MAX_SESSIONS", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_sessions: u32,
+    /// Minutes after which an MCP session with no traffic is closed.
+    #[arg(long, default_value_t = 10, env = "TOOLGATE_SESSION_IDLE_MINUTES", value_parser = clap::value_parser!(u64).range(1..))]
+    pub session_idle_minutes: u64,
 }
 
 /// Runs programs for `run_code` in sandbox workers, over the CodeAct registry.
@@ -299,6 +306,13 @@ pub async fn serve(args: ServeArgs) -> Result<i32> {
         toolgate_agent::surface_settings("workbench", &model_id, priming),
     ));
     let _ = setup.shared.shared_session.set(workbench.clone());
+    let _ = setup
+        .shared
+        .session_limits
+        .set(toolgate_mcp::sessions::SessionLimits {
+            max_sessions: usize::try_from(args.max_sessions).unwrap_or(usize::MAX),
+            idle_timeout: std::time::Duration::from_secs(args.session_idle_minutes * 60),
+        });
     let mut state = toolgate_web::WebState::new(workbench.clone());
     if args.model.model_url.is_some() && args.model.model.is_some() {
         let client = toolgate_agent::build_client(args.model.config(true)?, args.model.text_tools);

@@ -9,6 +9,7 @@
 
 pub mod confirm;
 pub mod server;
+pub mod sessions;
 pub mod surface;
 pub mod transport;
 pub mod upstream;

@@ -27,6 +27,7 @@ use toolgate_core::{Answer, Confirmer, ParamValidator, Preview};
 use toolgate_plot::agent::{self, Debrief};
 
 use crate::confirm::{ApprovedDigest, ConfirmState, Recording, TokenConfirmer};
+use crate::sessions::SessionLimits;
 use crate::surface::{CONFIRM_ARG, RUN_CODE, Surface, surface_specs, to_mcp_tool};
 
 /// The header a stateless HTTP client names its session with.
@@ -71,7 +72,11 @@ pub struct McpShared {
     pub new_session: Arc<SessionFactory>,
     /// The session stateless HTTP requests drive (the workbench's under `serve`).
     pub shared_session: OnceLock<Arc<Debrief>>,
-    named: Mutex<HashMap<String, Arc<Debrief>>>,
+    /// Cap and idle expiry of legacy HTTP sessions (defaults when unset).
+    pub session_limits: OnceLock<SessionLimits>,
+    /// Named sessions of stateless clients, with when each was last used (bounded like the
+    /// legacy HTTP sessions: [`SessionLimits`]).
+    named: Mutex<HashMap<String, (Arc<Debrief>, Instant)>>,
     pub code: Option<Arc<dyn CodeRunner>>,
     direct: Option<Arc<dyn DirectTools>>,
     direct_ids: Vec<String>,
@@ -110,6 +115,7 @@ impl McpShared {
             surface,
             new_session,
             shared_session: OnceLock::new(),
+            session_limits: OnceLock::new(),
             named: Mutex::new(HashMap::new()),
             code,
             direct: None,
@@ -150,20 +156,52 @@ impl McpShared {
         self
     }
 
+    /// The HTTP session limits in force.
+    pub fn session_limits(&self) -> SessionLimits {
+        self.session_limits.get().copied().unwrap_or_default()
+    }
+
     /// The advertised tools (fixed for the process).
     pub fn tools(&self) -> &[Tool] {
         &self.tools
     }
 
     fn named_session(&self, name: &str, identity: &str) -> Arc<Debrief> {
+        let limits = self.session_limits();
+        let now = Instant::now();
         let mut named = self
             .named
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        named
+        // A session no request holds (strong count 1) expires when idle, and the least recently
+        // used one makes room at the cap; one in use is never dropped under its request.
+        named.retain(|_, (d, last)| {
+            Arc::strong_count(d) > 1 || now.duration_since(*last) < limits.idle_timeout
+        });
+        if !named.contains_key(name) && named.len() >= limits.max_sessions {
+            let victim = named
+                .iter()
+                .filter(|(_, (d, _))| Arc::strong_count(d) == 1)
+                .min_by_key(|(_, (_, last))| *last)
+                .map(|(k, _)| k.clone());
+            if let Some(victim) = victim {
+                tracing::info!(session = %victim, "named MCP session cap reached; dropping the least recently used");
+                named.remove(&victim);
+            }
+        }
+        let entry = named
             .entry(name.to_owned())
-            .or_insert_with(|| (self.new_session)(identity))
-            .clone()
+            .or_insert_with(|| ((self.new_session)(identity), now));
+        entry.1 = now;
+        entry.0.clone()
+    }
+
+    /// How many named (stateless) sessions are held.
+    pub fn named_sessions(&self) -> usize {
+        self.named
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
     }
 
     fn shared(&self, identity: &str) -> Arc<Debrief> {

@@ -3,9 +3,7 @@
 use std::sync::Arc;
 
 use rmcp::ServiceExt;
-use rmcp::transport::streamable_http_server::{
-    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-};
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
 use crate::server::{McpShared, ToolgateServer};
 
@@ -30,6 +28,8 @@ pub async fn serve_stdio(shared: Arc<McpShared>) -> Result<(), TransportError> {
     let (read, write) = rmcp::transport::stdio_pipes();
     let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(read, write)
         .with_max_line_length(MAX_STDIO_LINE);
+    // One request per JSON-RPC id in flight (a duplicate is answered with an error).
+    let transport = crate::sessions::UniqueRequestIds::new(transport);
     let service = ToolgateServer::new(shared)
         .serve(transport)
         .await
@@ -47,18 +47,21 @@ pub fn http_router(
     shared: Arc<McpShared>,
     cancel: tokio_util::sync::CancellationToken,
 ) -> axum::Router {
+    let limits = shared.session_limits();
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(true)
         .with_max_request_body_bytes(MAX_HTTP_BODY)
         .with_cancellation_token(cancel);
     let service = StreamableHttpService::new(
         move || Ok(ToolgateServer::new(shared.clone())),
-        LocalSessionManager::default().into(),
+        // Capped, idle sessions expire, one request per id in flight (see sessions.rs).
+        crate::sessions::CappedSessions::new(limits).into(),
         config,
     );
     axum::Router::new()
         .nest_service("/mcp", service)
         .layer(axum::middleware::from_fn(session_delete_answers_no_content))
+        .layer(axum::middleware::from_fn(crate::sessions::full_answers_503))
 }
 
 /// rmcp answers a session's `DELETE` with 202 Accepted; clients (the official Python SDK among
