@@ -607,7 +607,12 @@ fn decode_entities(s: &str) -> String {
     while let Some(pos) = rest.find('&') {
         out.push_str(&rest[..pos]);
         rest = &rest[pos..];
-        let end = rest[..rest.len().min(12)].find(';');
+        // Look for the `;` among the next 12 bytes. Bytes, not a `&str` slice: a fixed byte
+        // offset can fall inside a multi-byte character (`&日本語の`); `;` is ASCII, so its
+        // position is always a character boundary.
+        let end = rest.as_bytes()[..rest.len().min(12)]
+            .iter()
+            .position(|&b| b == b';');
         let decoded = end.and_then(|e| {
             let ent = &rest[1..e];
             let c = match ent {
@@ -817,6 +822,34 @@ pub(crate) mod tests {
             html_to_text(html),
             "T\n\nHead\n\nOne & two <3! A\n\nThree four"
         );
+    }
+
+    /// The reproductions: a `&` followed by multi-byte characters within the first 12
+    /// bytes used to slice inside a character and panic.
+    #[test]
+    fn entities_next_to_multibyte_text_do_not_panic() {
+        assert_eq!(decode_entities("&日本語の"), "&日本語の");
+        assert_eq!(decode_entities("&ééééééé"), "&ééééééé");
+        assert_eq!(decode_entities("a&éé;b&amp;c"), "a&éé;b&c");
+        assert_eq!(decode_entities("&#x65e5;&#26412;"), "日本");
+        assert_eq!(html_to_text("<p>&日本語の</p>"), "&日本語の");
+    }
+
+    proptest::proptest! {
+        /// No input panics the decoder, and text without `&` passes through unchanged.
+        #[test]
+        fn entity_decoder_never_panics(
+            s in proptest::prelude::any::<String>(),
+            // Dense in `&`, `;`, `#` and multi-byte characters, where the slicing went wrong.
+            dense in "[&;#xX0-9a-fé日本語の😀]{0,40}",
+            t in "[^&]*",
+        ) {
+            let _ = decode_entities(&s);
+            let _ = decode_entities(&dense);
+            let _ = decode_entities(&format!("&{s}"));
+            let _ = html_to_text(&format!("<p>&{s}</p>"));
+            proptest::prop_assert_eq!(decode_entities(&t), t);
+        }
     }
 
     #[tokio::test]
