@@ -1,12 +1,14 @@
 //! Anthropic Messages (`/v1/messages`, `anthropic-version: 2023-06-01`): request bodies, replies
 //! and streamed events.
 
+use std::collections::HashMap;
 use std::io::{BufReader, Read};
 
 use serde_json::{Value, json};
 
 use crate::client::{
-    ChatRequest, ChatResponse, ModelConfig, ModelError, Role, ToolCallRequest, Usage, for_each_sse,
+    ChatRequest, ChatResponse, MAX_TOOL_CALLS_PER_REPLY, ModelConfig, ModelError, Role,
+    ToolCallRequest, Usage, for_each_sse, too_many_tool_calls,
 };
 
 /// Default `max_tokens` (the API requires one).
@@ -132,15 +134,13 @@ pub(crate) fn read_stream<R: Read>(
     let mut out = ChatResponse::default();
     let mut usage = Usage::default();
     let mut saw_usage = false;
-    // content index → tool call index
-    let mut blocks: Vec<Option<usize>> = Vec::new();
+    // content index → tool call index. A map, not a list indexed by the server's number: the
+    // index is untrusted (`"index": 4000000000`), and only tool-use blocks get an entry.
+    let mut blocks: HashMap<u64, usize> = HashMap::new();
     for_each_sse(lines, |_, data| {
         let v: Value = serde_json::from_str(data)
             .map_err(|e| ModelError::Protocol(format!("a stream event is not JSON ({e})")))?;
-        let index = v["index"]
-            .as_u64()
-            .and_then(|i| usize::try_from(i).ok())
-            .unwrap_or(0);
+        let index = v["index"].as_u64().unwrap_or(0);
         match v["type"].as_str() {
             Some("message_start") => {
                 if let Some(m) = v["message"]["model"].as_str() {
@@ -152,17 +152,23 @@ pub(crate) fn read_stream<R: Read>(
                 }
             }
             Some("content_block_start") => {
-                while blocks.len() <= index {
-                    blocks.push(None);
-                }
                 let b = &v["content_block"];
                 if b["type"] == "tool_use" {
+                    if out.tool_calls.len() >= MAX_TOOL_CALLS_PER_REPLY {
+                        return Err(too_many_tool_calls(
+                            "tool call number",
+                            out.tool_calls.len() as u64 + 1,
+                        ));
+                    }
                     out.tool_calls.push(ToolCallRequest {
                         id: b["id"].as_str().unwrap_or_default().to_owned(),
                         name: b["name"].as_str().unwrap_or_default().to_owned(),
                         arguments: String::new(),
                     });
-                    blocks[index] = Some(out.tool_calls.len() - 1);
+                    blocks.insert(index, out.tool_calls.len() - 1);
+                } else {
+                    // A later block reusing an index is not a tool call any more.
+                    blocks.remove(&index);
                 }
             }
             Some("content_block_delta") => {
@@ -175,9 +181,8 @@ pub(crate) fn read_stream<R: Read>(
                     }
                     Some("input_json_delta") => {
                         if let Some(call) = blocks
-                            .get(index)
+                            .get(&index)
                             .copied()
-                            .flatten()
                             .and_then(|i| out.tool_calls.get_mut(i))
                         {
                             call.arguments
@@ -266,6 +271,32 @@ mod tests {
         );
         assert_eq!(body["messages"][2]["content"].as_array().unwrap().len(), 2);
         assert_eq!(body["tools"][0]["input_schema"]["type"], "object");
+    }
+
+    fn tool_use_start(index: u64) -> String {
+        format!(
+            "event: content_block_start\ndata: {{\"type\":\"content_block_start\",\"index\":{index},\"content_block\":{{\"type\":\"tool_use\",\"id\":\"u{index}\",\"name\":\"n\",\"input\":{{}}}}}}\n\n\
+event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":{index},\"delta\":{{\"type\":\"input_json_delta\",\"partial_json\":\"{{}}\"}}}}\n\n"
+        )
+    }
+
+    /// The issue's reproduction: `"index": 4000000000` used to grow a list to that length. It
+    /// is now only a key; and a reply with more than 128 tool calls is a protocol error.
+    #[test]
+    fn stream_block_index_and_tool_call_count_are_bounded() {
+        let sse = tool_use_start(4_000_000_000);
+        let r = read_stream(BufReader::new(sse.as_bytes()), &|_| {}).unwrap();
+        assert_eq!(r.tool_calls.len(), 1);
+        assert_eq!(r.tool_calls[0].arguments, "{}");
+        let many: String = (0..128).map(tool_use_start).collect();
+        let r = read_stream(BufReader::new(many.as_bytes()), &|_| {}).unwrap();
+        assert_eq!(r.tool_calls.len(), 128);
+        let too_many: String = (0..129).map(tool_use_start).collect();
+        let err = read_stream(BufReader::new(too_many.as_bytes()), &|_| {}).unwrap_err();
+        assert!(
+            matches!(&err, ModelError::Protocol(m) if m.contains("at most 128 tool calls")),
+            "{err}"
+        );
     }
 
     #[test]

@@ -281,6 +281,18 @@ impl std::fmt::Debug for HttpModel {
 /// Cap on a non-streaming body (and on an error body kept for the message).
 const MAX_BODY: u64 = 16 * 1024 * 1024;
 
+/// Most tool calls one model reply may carry. Stream chunks name the call they continue by an
+/// index the server chooses; without a bound an `"index": 4000000000` would make the reader
+/// allocate billions of slots.
+pub const MAX_TOOL_CALLS_PER_REPLY: usize = 128;
+
+/// The error for a reply that names more tool calls (or a higher index) than the bound.
+pub(crate) fn too_many_tool_calls(what: &str, index: u64) -> ModelError {
+    ModelError::Protocol(format!(
+        "the model's stream named {what} {index}, but at most {MAX_TOOL_CALLS_PER_REPLY} tool calls per reply are accepted; ask for fewer calls per turn or check the model server"
+    ))
+}
+
 fn clip(s: &str, n: usize) -> String {
     if s.chars().count() <= n {
         s.to_owned()

@@ -5,8 +5,8 @@ use std::io::{BufReader, Read};
 use serde_json::{Value, json};
 
 use crate::client::{
-    ChatRequest, ChatResponse, Message, ModelConfig, ModelError, Role, ToolCallRequest, Usage,
-    for_each_sse,
+    ChatRequest, ChatResponse, MAX_TOOL_CALLS_PER_REPLY, Message, ModelConfig, ModelError, Role,
+    ToolCallRequest, Usage, for_each_sse, too_many_tool_calls,
 };
 
 fn message(m: &Message) -> Value {
@@ -135,10 +135,14 @@ pub(crate) fn read_stream<R: Read>(
             on_text(t);
         }
         for c in delta["tool_calls"].as_array().into_iter().flatten() {
-            let i = c["index"]
+            let raw = c["index"]
                 .as_u64()
-                .and_then(|i| usize::try_from(i).ok())
-                .unwrap_or(out.tool_calls.len());
+                .unwrap_or(out.tool_calls.len() as u64);
+            // The index comes from the server: bound it before growing the list to it.
+            let i = usize::try_from(raw)
+                .ok()
+                .filter(|i| *i < MAX_TOOL_CALLS_PER_REPLY)
+                .ok_or_else(|| too_many_tool_calls("tool call index", raw))?;
             while out.tool_calls.len() <= i {
                 let n = out.tool_calls.len();
                 out.tool_calls.push(ToolCallRequest {
@@ -167,6 +171,31 @@ pub(crate) fn read_stream<R: Read>(
 mod tests {
     use super::*;
     use crate::client::{Provider, ToolDef};
+
+    fn tool_call_chunk(index: u64) -> String {
+        format!(
+            "data: {{\"choices\":[{{\"delta\":{{\"tool_calls\":[{{\"index\":{index},\"id\":\"x\",\"function\":{{\"name\":\"t\",\"arguments\":\"{{}}\"}}}}]}}}}]}}\n\n"
+        )
+    }
+
+    /// The reproduction (`"index": 4000000000` exhausted memory) and the first index
+    /// past the bound: both are a protocol error naming the bound; the last index inside it
+    /// still works.
+    #[test]
+    fn stream_tool_call_index_is_bounded() {
+        for index in [128_u64, 4_000_000_000, u64::MAX] {
+            let sse = tool_call_chunk(index);
+            let err = read_stream(BufReader::new(sse.as_bytes()), &|_| {}).unwrap_err();
+            assert!(
+                matches!(&err, ModelError::Protocol(m) if m.contains(&index.to_string()) && m.contains("at most 128 tool calls")),
+                "{err}"
+            );
+        }
+        let sse = tool_call_chunk(127);
+        let r = read_stream(BufReader::new(sse.as_bytes()), &|_| {}).unwrap();
+        assert_eq!(r.tool_calls.len(), 128);
+        assert_eq!(r.tool_calls[127].name, "t");
+    }
 
     #[test]
     fn body_carries_messages_tools_and_stream_options() {
