@@ -44,6 +44,15 @@ pub enum HostsError {
     #[error("{path} lies outside the install locations ({allowed}); refusing to touch it")]
     OutsideRoots { path: PathBuf, allowed: String },
 
+    #[error(
+        "{path}: {link} is a symbolic link inside the install location {root}; toolgate does not follow links there because they can lead outside it. Replace the link by a real folder (or remove it) and run the command again"
+    )]
+    Symlink {
+        path: PathBuf,
+        link: PathBuf,
+        root: PathBuf,
+    },
+
     #[error("{path}: unreadable receipt ({message}); remove the files it lists by hand")]
     BadReceipt { path: PathBuf, message: String },
 

@@ -1,4 +1,10 @@
 //! Atomic writes, hashes and path confinement.
+//!
+//! Confinement is lexical (no `..` out of an install root) **and** physical: no existing
+//! component below the root may be a symbolic link ([`confine`]), since a repository can ship
+//! `.github/plugin` or `.vscode` as a link to a folder elsewhere and make an install write, or an
+//! uninstall delete, there. Files are read with `O_NOFOLLOW` and temporary files are created
+//! with `O_EXCL`, so a link swapped in after the check is not followed either.
 
 use std::fs;
 use std::io::Write;
@@ -18,10 +24,22 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     s
 }
 
-/// The file's bytes, `None` when it does not exist.
+/// The file's bytes, `None` when it does not exist. A symbolic link is not followed (it is an
+/// error, `ELOOP`).
 pub fn read_opt(path: &Path) -> Result<Option<Vec<u8>>, HostsError> {
-    match fs::read(path) {
-        Ok(b) => Ok(Some(b)),
+    let mut opts = fs::OpenOptions::new();
+    opts.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.custom_flags(libc::O_NOFOLLOW);
+    }
+    match opts.open(path) {
+        Ok(mut f) => {
+            let mut b = Vec::new();
+            std::io::Read::read_to_end(&mut f, &mut b).map_err(|e| HostsError::io(path, e))?;
+            Ok(Some(b))
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(HostsError::io(path, e)),
     }
@@ -62,7 +80,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), HostsError> {
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.toolgate-{}.tmp", std::process::id()));
     let result = (|| {
-        let mut f = fs::File::create(&tmp)?;
+        // create_new (O_EXCL): never write through a file or link left at the temporary name.
+        let _ = fs::remove_file(&tmp);
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
         drop(f);
@@ -97,8 +120,49 @@ pub fn normalize(path: &Path) -> Option<PathBuf> {
     Some(out)
 }
 
-/// Check that `path` lies strictly inside one of `roots` (lexically, after normalisation).
+/// Check that no existing component of `path` strictly below `root` is a symbolic link (the
+/// root itself may be one: the user chose it). Components that do not exist yet are fine;
+/// they will be created as real folders.
+pub fn no_symlinks_below(path: &Path, root: &Path) -> Result<(), HostsError> {
+    let Ok(rel) = path.strip_prefix(root) else {
+        return Ok(());
+    };
+    let mut cur = root.to_path_buf();
+    for c in rel.components() {
+        cur.push(c);
+        match fs::symlink_metadata(&cur) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(HostsError::Symlink {
+                    path: path.to_path_buf(),
+                    link: cur,
+                    root: root.to_path_buf(),
+                });
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(HostsError::io(&cur, e)),
+        }
+    }
+    Ok(())
+}
+
+/// Check that `path` lies strictly inside one of `roots`: lexically, after normalisation, and
+/// with no symbolic link below that root on the way ([`no_symlinks_below`]).
 pub fn confine(path: &Path, roots: &[PathBuf]) -> Result<PathBuf, HostsError> {
+    let p = confine_lexically(path, roots)?;
+    for r in roots {
+        if let Some(r) = normalize(r)
+            && p.starts_with(&r)
+        {
+            no_symlinks_below(&p, &r)?;
+            return Ok(p);
+        }
+    }
+    Ok(p)
+}
+
+/// [`confine`] without looking at the disk.
+pub fn confine_lexically(path: &Path, roots: &[PathBuf]) -> Result<PathBuf, HostsError> {
     let outside = || HostsError::OutsideRoots {
         path: path.to_path_buf(),
         allowed: roots
@@ -135,6 +199,36 @@ mod tests {
             confine(Path::new("/w/repo/./a/../b"), &roots).unwrap(),
             PathBuf::from("/w/repo/b")
         );
+    }
+
+    /// Issue 14 item 7: a link below the root is refused wherever it sits; the root itself
+    /// may be a link; missing components are fine.
+    #[cfg(unix)]
+    #[test]
+    fn confinement_refuses_symlinks_below_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside");
+        let repo = dir.path().join("repo");
+        fs::create_dir_all(&outside).unwrap();
+        fs::create_dir_all(repo.join(".github")).unwrap();
+        std::os::unix::fs::symlink(&outside, repo.join(".github/plugin")).unwrap();
+        std::os::unix::fs::symlink(&outside, repo.join(".vscode")).unwrap();
+        fs::write(outside.join("x.json"), "{}").unwrap();
+        std::os::unix::fs::symlink(outside.join("x.json"), repo.join("link.json")).unwrap();
+        let roots = vec![repo.clone()];
+        for p in [".github/plugin/toolgate/plugin.json", ".vscode/mcp.json", "link.json"] {
+            let err = confine(&repo.join(p), &roots).unwrap_err();
+            assert!(matches!(err, HostsError::Symlink { .. }), "{p}: {err}");
+            assert!(err.to_string().contains("is a symbolic link"), "{err}");
+        }
+        assert!(confine(&repo.join(".github/instructions/a.md"), &roots).is_ok());
+        assert!(confine(&repo.join("new/dir/file"), &roots).is_ok());
+        let linked_root = dir.path().join("linked-repo");
+        std::os::unix::fs::symlink(&repo, &linked_root).unwrap();
+        assert!(confine(&linked_root.join("a"), &[linked_root.clone()]).is_ok());
+        // Reading does not follow a final link.
+        assert!(read_opt(&repo.join("link.json")).is_err());
+        assert_eq!(read_opt(&outside.join("x.json")).unwrap().unwrap(), b"{}");
     }
 
     #[test]

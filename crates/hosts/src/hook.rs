@@ -8,8 +8,9 @@
 //!
 //! Modes (`TOOLGATE_MODE`, else `CODEACT_MODE`): `off`; `nudge` (after N consecutive read-only
 //! calls the next one is denied with the exact `toolgate exec` command); `exclusive` (only shell
-//! calls that run `toolgate exec`, toolgate's own MCP tools and the host's bookkeeping tools
-//! pass). The nudge counter is kept per host session id in a small JSON file, updated under an
+//! calls that run exactly the installed binary's `exec` — its absolute path, no leading
+//! assignments, no expanding heredoc; see [`crate::shell::is_toolgate_exec`] — toolgate's own MCP
+//! tools and the host's bookkeeping tools pass). The nudge counter is kept per host session id in a small JSON file, updated under an
 //! exclusive file lock and replaced by rename, so concurrent hook processes count exactly. Any
 //! trouble with that state fails open: the call is allowed and a warning goes to stderr.
 
@@ -79,7 +80,9 @@ pub struct HookConfig {
     pub mode_var: String,
     /// Nudge: how many read-only calls in a row pass before one is denied.
     pub nudge_after: u32,
-    /// The toolgate binary, as the deny reason tells the model to run it.
+    /// The toolgate binary: the canonical absolute path of the running (installed) binary.
+    /// The deny reason tells the model to run it, and exclusive mode lets through only shell
+    /// calls that start with exactly this path.
     pub exe: String,
     /// Sandbox function names for the deny reason.
     pub tools: Vec<String>,
@@ -203,14 +206,16 @@ pub enum Kind {
 }
 
 /// Classify a call.
-pub fn classify(tool_name: &str, args: &Value) -> Kind {
+/// `exe` is the installed toolgate binary (its absolute path): a shell call counts as a
+/// CodeAct call only when it runs exactly that binary's `exec` and nothing else.
+pub fn classify(tool_name: &str, args: &Value, exe: &str) -> Kind {
     let name = tool_name.trim().to_ascii_lowercase();
     if SHELL_TOOLS.contains(&name.as_str()) {
         let command = match args {
             Value::String(s) => Some(s.as_str()),
             other => str_field(other, &["command", "cmd", "script"]),
         };
-        return if command.is_some_and(is_toolgate_exec) {
+        return if command.is_some_and(|c| is_toolgate_exec(c, exe)) {
             Kind::Codeact
         } else {
             Kind::Other
@@ -247,7 +252,7 @@ pub fn answer(input: &str, cfg: &HookConfig) -> Answer {
     {
         return ans;
     }
-    let kind = classify(&payload.tool_name, &payload.args);
+    let kind = classify(&payload.tool_name, &payload.args, &cfg.exe);
     let deny_reason = match (cfg.mode, kind) {
         (Mode::Off, _) | (_, Kind::Exempt) => None,
         (Mode::Exclusive, Kind::Codeact) => None,

@@ -298,6 +298,8 @@ pub fn apply(plan: &Plan) -> Result<ApplyReport, HostsError> {
             report.unchanged.push(change.path.clone());
             continue;
         }
+        // Checked again right before the write: a link may have appeared since the plan.
+        confine(&change.path, &plan.roots)?;
         match &change.new {
             Some(new) => {
                 let dirs = create_parents(&change.path)?;
@@ -311,6 +313,7 @@ pub fn apply(plan: &Plan) -> Result<ApplyReport, HostsError> {
             }
         }
     }
+    confine(&plan.receipt_path, &plan.roots)?;
     let dirs = create_parents(&plan.receipt_path)?;
     note_dirs(dirs, &mut receipt);
     let bytes = receipt.to_bytes();

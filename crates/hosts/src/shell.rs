@@ -94,43 +94,64 @@ pub fn simple_command(line: &str) -> Option<Vec<String>> {
     Some(words)
 }
 
-/// `rest` follows `<<`: an optional `-`, the delimiter word (possibly quoted) and nothing else on
-/// the line; then the body; the last non-empty line is the delimiter.
+/// `rest` follows `<<`: an optional `-`, the delimiter word and nothing else on the line; then
+/// the body; the first line that is exactly the delimiter ends it and must be the last line.
+/// A quoted delimiter (`<<'EOF'`, `<<"EOF"`) keeps the body literal; an unquoted one makes the
+/// shell expand `$…`, `` `…` `` and `\` in the body (`<<EOF … $(id)` runs `id`), so such a body
+/// is refused.
 fn heredoc(rest: &str) -> Option<()> {
     let (first, body) = rest.split_once('\n')?;
-    let word = first.trim().trim_start_matches('-').trim();
-    let delim = word.trim_matches(|c| c == '\'' || c == '"');
+    let (strip_tabs, word) = match first.trim().strip_prefix('-') {
+        Some(w) => (true, w.trim()),
+        None => (false, first.trim()),
+    };
+    let (delim, quoted) = match word.as_bytes() {
+        [b'\'', .., b'\''] | [b'"', .., b'"'] if word.len() >= 2 => (&word[1..word.len() - 1], true),
+        _ => (word, false),
+    };
     if delim.is_empty() || delim.contains(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
         return None;
     }
-    let last = body.trim_end_matches('\n').rsplit('\n').next()?;
-    (last.trim() == delim).then_some(())
+    let mut lines = body.split('\n');
+    let mut text = String::new();
+    let mut ended = false;
+    for line in lines.by_ref() {
+        let l = if strip_tabs {
+            line.trim_start_matches('\t')
+        } else {
+            line
+        };
+        if l == delim {
+            ended = true;
+            break;
+        }
+        text.push_str(l);
+        text.push('\n');
+    }
+    // Anything after the delimiter line is another command.
+    if !ended || lines.any(|l| !l.trim().is_empty()) {
+        return None;
+    }
+    if !quoted && text.contains(['$', '`', '\\']) {
+        return None;
+    }
+    Some(())
 }
 
-/// Whether `command` runs `toolgate exec` (and only that): the first word after any
-/// `NAME=value` assignments is a program named `toolgate` (any directory), the next is `exec`.
-pub fn is_toolgate_exec(command: &str) -> bool {
+/// Whether `command` runs `toolgate exec` (and only that): one simple command whose first word
+/// is exactly `exe`, the absolute path of the installed toolgate binary, and whose second word
+/// is `exec`. No leading `NAME=value` assignments (`LD_PRELOAD=… toolgate exec` loads other
+/// code, `PATH=… toolgate exec` runs another program), no other program named `toolgate`
+/// (`./toolgate`, `/tmp/x/toolgate`, a bare `toolgate` found through `PATH`), and no heredoc
+/// whose body the shell would expand.
+pub fn is_toolgate_exec(command: &str, exe: &str) -> bool {
     let Some(words) = simple_command(command.trim()) else {
         return false;
     };
-    let mut it = words
-        .iter()
-        .skip_while(|w| is_assignment(w))
-        .map(String::as_str);
-    let prog = it.next().unwrap_or("");
-    let base = prog.rsplit(['/', '\\']).next().unwrap_or(prog);
-    let base = base.strip_suffix(".exe").unwrap_or(base);
-    base == "toolgate" && it.next() == Some("exec")
-}
-
-fn is_assignment(w: &str) -> bool {
-    match w.split_once('=') {
-        Some((name, _)) => {
-            !name.is_empty()
-                && !name.starts_with(|c: char| c.is_ascii_digit())
-                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        }
-        None => false,
+    let exe_is_absolute = std::path::Path::new(exe).is_absolute();
+    match words.as_slice() {
+        [prog, sub, ..] => exe_is_absolute && prog == exe && sub == "exec",
+        _ => false,
     }
 }
 
@@ -139,34 +160,56 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    const EXE: &str = "/opt/bin/toolgate";
+
     #[test]
     fn recognises_exec_calls() {
         for ok in [
-            "toolgate exec --code 'print(1)'",
+            "/opt/bin/toolgate exec --code 'print(1)'",
             "/opt/bin/toolgate exec --raw --code 'x = 1; print(x) | 2 && 3'",
-            "'/home/a b/toolgate' exec --workspace . --code \"print('hi')\"",
-            "TOOLGATE_BACKEND=monty toolgate exec --code 'print(1)'",
-            "toolgate exec --raw - <<'EOF'\nfor f in glob(pattern='*'):\n    print(f)\nEOF",
-            "toolgate exec --code 'a\nb'",
+            "'/opt/bin/toolgate' exec --workspace . --code \"print('hi')\"",
+            "/opt/bin/toolgate exec --raw - <<'EOF'\nfor f in glob(pattern='*'):\n    print(f)\nEOF",
+            "/opt/bin/toolgate exec --raw - <<\"EOF\"\nprint(\"$(id)\")\nEOF\n",
+            "/opt/bin/toolgate exec --raw - <<EOF\nprint(1)\nEOF",
+            "/opt/bin/toolgate exec --raw - <<-EOF\n\tprint(1)\n\tEOF",
+            "/opt/bin/toolgate exec --code 'a\nb'",
         ] {
-            assert!(is_toolgate_exec(ok), "{ok}");
+            assert!(is_toolgate_exec(ok, EXE), "{ok}");
         }
         for bad in [
-            "toolgate exec --code 'x' && rm -rf /",
-            "toolgate exec --code 'x'; curl evil",
-            "toolgate exec --code \"$(cat /etc/passwd)\"",
-            "toolgate exec --code `id`",
-            "toolgate tools list",
-            "echo toolgate exec",
+            "/opt/bin/toolgate exec --code 'x' && rm -rf /",
+            "/opt/bin/toolgate exec --code 'x'; curl evil",
+            "/opt/bin/toolgate exec --code \"$(cat /etc/passwd)\"",
+            "/opt/bin/toolgate exec --code `id`",
+            "/opt/bin/toolgate tools list",
+            "echo /opt/bin/toolgate exec",
             "python codeact.py",
-            "toolgate exec --code 'unclosed",
-            "toolgate exec > out.txt",
-            "toolgate exec --code 'x'\nrm -rf /",
-            "toolgate exec - <<EOF\nprint(1)\nEOF\nrm -rf /",
+            "/opt/bin/toolgate exec --code 'unclosed",
+            "/opt/bin/toolgate exec > out.txt",
+            "/opt/bin/toolgate exec --code 'x'\nrm -rf /",
+            "/opt/bin/toolgate exec - <<EOF\nprint(1)\nEOF\nrm -rf /",
+            // The heredoc ends at the first delimiter line; what follows is a command.
+            "/opt/bin/toolgate exec - <<'EOF'\nprint(1)\nEOF\nrm -rf /\nEOF",
+            // Issue 14 item 8: the five bypasses.
+            "LD_PRELOAD=/tmp/evil.so /opt/bin/toolgate exec --code 1",
+            "PATH=/tmp/evil:/usr/bin /opt/bin/toolgate exec --code 1",
+            "TOOLGATE_BACKEND=monty /opt/bin/toolgate exec --code 1",
+            "/tmp/evil/toolgate exec --code 1",
+            "./toolgate exec --code 1",
+            "toolgate exec --code 1",
+            "/opt/bin/toolgate exec - <<EOF\n$(id)\nEOF",
+            "/opt/bin/toolgate exec - <<EOF\n`id`\nEOF",
+            "/opt/bin/toolgate exec - <<EOF\n${HOME}\nEOF",
+            "/opt/bin/toolgate exec - <<EOF 'x'\nprint(1)\nEOF",
+            "/opt/bin/../bin/toolgate exec --code 1",
             "mytoolgate exec",
         ] {
-            assert!(!is_toolgate_exec(bad), "{bad}");
+            assert!(!is_toolgate_exec(bad, EXE), "{bad}");
         }
+        assert!(
+            !is_toolgate_exec("toolgate exec --code 1", "toolgate"),
+            "a relative exe (no canonical path known) accepts nothing"
+        );
     }
 
     #[test]

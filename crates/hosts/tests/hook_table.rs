@@ -9,13 +9,16 @@ fn cfg(mode: Mode, dir: &std::path::Path) -> HookConfig {
         mode,
         mode_var: "TOOLGATE_MODE".into(),
         nudge_after: 3,
-        exe: "/usr/local/bin/toolgate".into(),
+        exe: EXE.into(),
         tools: vec!["view".into(), "glob".into()],
         state_dir: dir.to_path_buf(),
     }
 }
 
-const EXEC: &str = "toolgate exec --raw --code 'print(len(glob(pattern=\"**/*.rs\")))'";
+/// The installed binary the hook accepts (`cfg().exe`).
+const EXE: &str = "/usr/local/bin/toolgate";
+const EXEC: &str =
+    "/usr/local/bin/toolgate exec --raw --code 'print(len(glob(pattern=\"**/*.rs\")))'";
 
 /// Copilot CLI camelCase payload with toolArgs as a JSON string (older reference).
 fn copilot_string(tool: &str, args: Value, session: &str) -> String {
@@ -289,12 +292,89 @@ fn modes_from_the_environment() {
 
 #[test]
 fn classification() {
-    assert_eq!(classify("Bash", &json!({"command": EXEC})), Kind::Codeact);
-    assert_eq!(classify("bash", &json!(EXEC)), Kind::Codeact);
     assert_eq!(
-        classify("bash", &json!({"command": "python codeact.py"})),
+        classify("Bash", &json!({"command": EXEC}), EXE),
+        Kind::Codeact
+    );
+    assert_eq!(classify("bash", &json!(EXEC), EXE), Kind::Codeact);
+    assert_eq!(
+        classify("bash", &json!({"command": "python codeact.py"}), EXE),
         Kind::Other
     );
-    assert_eq!(classify("Grep", &json!({})), Kind::ReadOnly);
-    assert_eq!(classify("Write", &json!({})), Kind::Other);
+    assert_eq!(classify("Grep", &json!({}), EXE), Kind::ReadOnly);
+    assert_eq!(classify("Write", &json!({}), EXE), Kind::Other);
+}
+
+/// Issue 14 item 8: the five ways exclusive mode let other code through, in both hosts'
+/// payload shapes. Each used to be taken for a `toolgate exec` call and allowed; each is now
+/// denied. The exact installed binary (plain or quoted), and a quoted heredoc, still pass.
+#[test]
+fn exclusive_mode_bypasses_are_denied() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = cfg(Mode::Exclusive, dir.path());
+    let rows: &[(&str, &str, bool)] = &[
+        (
+            "leading LD_PRELOAD assignment",
+            "LD_PRELOAD=/tmp/evil.so /usr/local/bin/toolgate exec --code 1",
+            false,
+        ),
+        (
+            "leading PATH assignment",
+            "PATH=/tmp/evil:/usr/bin toolgate exec --code 1",
+            false,
+        ),
+        (
+            "leading PATH assignment, exact binary",
+            "PATH=/tmp/evil /usr/local/bin/toolgate exec --code 1",
+            false,
+        ),
+        (
+            "another directory's toolgate",
+            "/tmp/evil/toolgate exec --code 1",
+            false,
+        ),
+        ("./toolgate", "./toolgate exec --code 1", false),
+        (
+            "a bare toolgate found through PATH",
+            "toolgate exec --code 1",
+            false,
+        ),
+        (
+            "unquoted heredoc with $(id)",
+            "/usr/local/bin/toolgate exec --raw - <<EOF\nprint(\"$(id)\")\nEOF",
+            false,
+        ),
+        (
+            "quoted heredoc followed by a command",
+            "/usr/local/bin/toolgate exec --raw - <<'EOF'\nprint(1)\nEOF\nid\nEOF",
+            false,
+        ),
+        ("the installed binary", EXEC, true),
+        (
+            "the installed binary, quoted",
+            "'/usr/local/bin/toolgate' exec --code 'print(1)'",
+            true,
+        ),
+        (
+            "quoted heredoc keeps $(id) literal",
+            "/usr/local/bin/toolgate exec --raw - <<'EOF'\nprint(\"$(id)\")\nEOF",
+            true,
+        ),
+    ];
+    for (what, command, allowed) in rows {
+        for (payload, deny) in [
+            (
+                copilot_object("bash", json!({"command": command}), "s"),
+                Out::CopilotDeny,
+            ),
+            (
+                claude("Bash", json!({"command": command}), "s"),
+                Out::ClaudeDeny,
+            ),
+        ] {
+            let a = answer(&payload, &c);
+            let expected = if *allowed { Out::Empty } else { deny };
+            assert_eq!(shape(&a.stdout), expected, "{what}: {command}");
+        }
+    }
 }
