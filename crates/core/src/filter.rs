@@ -1,9 +1,19 @@
-//! Which tools are exposed: allow/deny lists from a config file and the environment.
+//! Which tools are exposed: allow/deny lists from config files and the environment.
 //!
-//! Precedence: the environment wins over the config file. `TOOLGATE_TOOLS` (or the CodeAct
-//! anchor's `CODEACT_TOOLS`) replaces the config's allow list; `TOOLGATE_DISABLE` (or
-//! `CODEACT_DISABLE`) adds to the deny list; a tool named in the env allow list is not denied by
-//! the config file, and a tool named in the env deny list is denied whatever the config says.
+//! One rule for every surface (the Debrief CLI, CodeAct, MCP): a filter is a set of allow
+//! lists and one deny list. A tool is exposed when **no** deny pattern matches it and **every**
+//! allow list has a pattern that matches it (an absent or empty allow list allows everything).
+//! Layers that may only take tools away — the environment, an untrusted project file — add
+//! their lists with [`ToolFilter::narrow`]: their denies always add, their allow list can only
+//! intersect. Only a layer the user controls (their own config file, or a project file they
+//! trusted; see `toolgate_sandbox::config`) may *replace* a list, and it does so before the
+//! filter is built.
+//!
+//! The environment ([`ToolFilter::with_env`]): `TOOLGATE_TOOLS` (else the CodeAct anchor's
+//! `CODEACT_TOOLS`) is one more allow list, `TOOLGATE_DISABLE` (else `CODEACT_DISABLE`) adds
+//! to the deny list. The environment can only narrow because it is often written by a host
+//! configuration that a repository ships (`.mcp.json`, `.vscode/mcp.json`); to widen, edit the
+//! user config file.
 
 use std::path::{Path, PathBuf};
 
@@ -36,10 +46,9 @@ pub enum FilterError {
 /// Allow/deny selection of tool ids. Patterns are exact ids, or a prefix followed by `*`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ToolFilter {
-    allow: Option<Vec<String>>,
+    /// Every list must permit a tool (none: everything). Empty lists are never stored.
+    allow: Vec<Vec<String>>,
     deny: Vec<String>,
-    /// Ids the environment explicitly allowed: the config's deny list does not apply to them.
-    env_allowed: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -57,12 +66,34 @@ impl ToolFilter {
         Self::default()
     }
 
+    /// One allow list (absent or empty: everything) and a deny list.
     pub fn new(allow: Option<Vec<String>>, deny: Vec<String>) -> Self {
-        Self {
-            allow,
-            deny,
-            env_allowed: Vec::new(),
+        Self::allow_all().narrow(allow, deny)
+    }
+
+    /// Take tools away: `allow` (when non-empty) must also permit a tool, and `deny` adds to
+    /// the deny list. Never exposes a tool that was not exposed before.
+    #[must_use]
+    pub fn narrow(mut self, allow: Option<Vec<String>>, deny: Vec<String>) -> Self {
+        if let Some(allow) = allow.filter(|a| !a.is_empty()) {
+            self.allow.push(allow);
         }
+        for d in deny {
+            if !self.deny.contains(&d) {
+                self.deny.push(d);
+            }
+        }
+        self
+    }
+
+    /// The allow lists, each of which must permit a tool.
+    pub fn allow_lists(&self) -> &[Vec<String>] {
+        &self.allow
+    }
+
+    /// The deny list.
+    pub fn deny_list(&self) -> &[String] {
+        &self.deny
     }
 
     /// Read the `[tools]` table (`allow = [...]`, `deny = [...]`) of a TOML config file. Other
@@ -95,44 +126,34 @@ impl ToolFilter {
         Self::from_config_str(path, &text)
     }
 
-    /// Apply environment overrides through a lookup function (testable without touching the
-    /// process environment).
+    /// Narrow by the environment, read through a lookup function (testable without touching
+    /// the process environment): each of the allow and deny variables is taken from the first
+    /// of its names that is set to a non-empty list.
     #[must_use]
-    pub fn with_env(mut self, get: impl Fn(&str) -> Option<String>) -> Self {
-        let list = |name: &str, compat: &str| {
-            get(name)
-                .or_else(|| get(compat))
-                .map(|v| split_list(&v))
-                .filter(|v: &Vec<String>| !v.is_empty())
+    pub fn with_env(self, get: impl Fn(&str) -> Option<String>) -> Self {
+        let list = |names: [&str; 2]| {
+            names.iter().find_map(|n| {
+                let v = split_list(&get(n)?);
+                (!v.is_empty()).then_some(v)
+            })
         };
-        if let Some(allow) = list(ENV_TOOLS, ENV_TOOLS_COMPAT) {
-            self.env_allowed.clone_from(&allow);
-            self.allow = Some(allow);
-        }
-        if let Some(deny) = list(ENV_DISABLE, ENV_DISABLE_COMPAT) {
-            self.env_allowed.retain(|a| !deny.contains(a));
-            self.deny.extend(deny);
-        }
-        self
+        let allow = list([ENV_TOOLS, ENV_TOOLS_COMPAT]);
+        let deny = list([ENV_DISABLE, ENV_DISABLE_COMPAT]).unwrap_or_default();
+        self.narrow(allow, deny)
     }
 
-    /// Apply the real process environment.
+    /// Narrow by the real process environment.
     #[must_use]
     pub fn with_process_env(self) -> Self {
         self.with_env(|k| std::env::var(k).ok())
     }
 
     pub fn permits(&self, id: &str) -> bool {
-        if self.env_allowed.iter().any(|p| p == id) {
-            return true;
-        }
-        if self.deny.iter().any(|p| matches(p, id)) {
-            return false;
-        }
-        match &self.allow {
-            Some(allow) => allow.iter().any(|p| matches(p, id)),
-            None => true,
-        }
+        !self.deny.iter().any(|p| matches(p, id))
+            && self
+                .allow
+                .iter()
+                .all(|list| list.iter().any(|p| matches(p, id)))
     }
 }
 
@@ -165,7 +186,7 @@ mod tests {
     }
 
     #[test]
-    fn config_then_env_wins() {
+    fn config_then_env_narrows() {
         let f = ToolFilter::from_config_str(
             Path::new("c.toml"),
             "[tools]\nallow = [\"set-*\", \"track-stats\"]\ndeny = [\"set-track-color\"]\n",
@@ -175,15 +196,43 @@ mod tests {
         assert!(!f.permits("set-track-color"));
         assert!(!f.permits("range-bearing"));
         let f = f.with_env(env(&[
-            ("TOOLGATE_TOOLS", "set-track-color, range-bearing"),
-            ("CODEACT_DISABLE", "range-bearing"),
+            ("TOOLGATE_TOOLS", "set-track-color, set-symbol, range-bearing"),
+            ("CODEACT_DISABLE", "set-symbol"),
         ]));
-        assert!(f.permits("set-track-color"), "env allow beats config deny");
-        assert!(!f.permits("range-bearing"), "env deny beats env allow");
+        assert!(
+            !f.permits("set-track-color"),
+            "the environment cannot undo the config's deny"
+        );
+        assert!(
+            !f.permits("range-bearing"),
+            "the environment's allow list cannot add to the config's"
+        );
+        assert!(!f.permits("set-symbol"), "env deny adds");
         assert!(
             !f.permits("track-stats"),
-            "env allow list replaces the config's"
+            "both allow lists must permit a tool"
         );
+        let f = ToolFilter::allow_all().with_env(env(&[
+            ("TOOLGATE_DISABLE", " , "),
+            ("CODEACT_DISABLE", "bash"),
+            ("TOOLGATE_TOOLS", "bash,view"),
+        ]));
+        assert!(
+            !f.permits("bash") && f.permits("view") && !f.permits("sql"),
+            "an empty TOOLGATE_DISABLE falls through to CODEACT_DISABLE"
+        );
+    }
+
+    #[test]
+    fn narrowing_never_widens() {
+        let base = ToolFilter::new(Some(vec!["a*".into()]), vec!["ab".into()]);
+        let n = base.clone().narrow(Some(vec![]), vec![]);
+        assert_eq!(n, base, "empty lists change nothing");
+        let n = base.narrow(Some(vec!["ab".into(), "ac".into(), "z".into()]), vec![]);
+        for id in ["a", "ab", "ac", "z", "b"] {
+            assert_eq!(n.permits(id), id == "ac", "{id}");
+        }
+        assert!(ToolFilter::new(Some(vec![]), vec![]).permits("x"));
     }
 
     #[test]

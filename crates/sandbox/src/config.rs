@@ -1,30 +1,39 @@
 //! The CodeAct configuration: which tools a program sees, its limits, the workspace tools'
 //! switches, and command tools declared in TOML.
 //!
-//! # Where it comes from (lowest to highest precedence)
+//! # Where it comes from: configuration layers and trust
 //!
 //! 1. built-in defaults;
-//! 2. the user file: `TOOLGATE_CONFIG`, else `$XDG_CONFIG_HOME/toolgate/config.toml`, else
-//!    `~/.config/toolgate/config.toml` (the caller passes the path);
-//! 3. the project file `<workspace>/.toolgate/config.toml` ([`PROJECT_CONFIG`]);
-//! 4. the environment, for the tool lists only: `TOOLGATE_TOOLS` (allow) and
-//!    `TOOLGATE_DISABLE` (deny), or the codeact anchor's `CODEACT_TOOLS` / `CODEACT_DISABLE`
-//!    when the `TOOLGATE_*` variable is unset or empty;
-//! 5. command-line flags (the caller applies them over [`CodeactConfig::limits`]).
+//! 2. the **user file**: `TOOLGATE_CONFIG`, else `$XDG_CONFIG_HOME/toolgate/config.toml`, else
+//!    `~/.config/toolgate/config.toml` (the caller passes the path). It may set anything.
+//! 3. the **project file** `<workspace>/.toolgate/config.toml` ([`PROJECT_CONFIG`]) and the
+//!    project's custom tools in `<workspace>/.toolgate/tools/`. They come with a repository, so
+//!    until the user trusts the workspace (`toolgate trust DIR`, recorded with a hash of
+//!    these files in `<user config dir>/trusted.toml`; see [`crate::trust`]) they may only
+//!    **narrow**: `[tools] deny` adds to the user's denies (so `deny = []` clears nothing),
+//!    `[tools] allow` is one more list every tool must pass, `[limits]` and the numbers of
+//!    `[workspace]` apply only when lower than the user's (or the built-in) value,
+//!    `web_fetch` / `http_writes` may only be turned off, and `[[command_tools]]` and
+//!    `.toolgate/tools/*.py` are not loaded at all. Everything ignored is listed in
+//!    [`CodeactConfig::ignored`] (the CLI prints it as one warning). A trusted project file
+//!    **replaces** the user's values key by key (lists are replaced whole), adds command tools
+//!    (a project tool replaces a user tool of the same name) and custom tools. Any change to
+//!    `config.toml` or `tools/` after `toolgate trust` makes the workspace untrusted again.
+//!    `[workspace] unconfined_processes` and `network` are honoured **only** in the user file;
+//!    a project file (trusted or not) that sets them is ignored with a warning.
+//! 4. the **environment**, for the tool lists only, and it can only narrow
+//!    ([`toolgate_core::ToolFilter::with_env`]): `TOOLGATE_TOOLS` (else `CODEACT_TOOLS`) is one
+//!    more allow list, `TOOLGATE_DISABLE` (else `CODEACT_DISABLE`) adds to the deny list.
+//!    The Debrief CLI's tool lists follow the same rule (user file, then environment).
+//! 5. command-line flags (the caller applies them over [`CodeactConfig::limits`]; they are the
+//!    user's own).
 //!
-//! A higher layer **replaces** a value of a lower one, key by key; lists are never merged. This
-//! is the anchor's precedence (reference §5) extended to two files: for each of the allow and
-//! deny lists separately, an environment value that is present and non-empty replaces the
-//! files' list, and a list present in the project file replaces the user file's. Then a tool is
-//! dropped when the deny list names it, and, when the allow list is non-empty, when the allow
-//! list does not name it (so a tool in both lists is dropped; an empty allow list allows
-//! everything). The lists apply to built-in, command and custom tools alike. Patterns are exact
-//! ids or a prefix followed by `*` ([`toolgate_core::ToolFilter`]).
-//!
-//! `[[command_tools]]` of both files are kept; a project tool replaces a user tool of the same
-//! name. Custom Python tools are read from `<user config dir>/tools/*.py` and
-//! `<workspace>/.toolgate/tools/*.py` ([`CodeactConfig::tool_dirs`]; see
-//! [`crate::PythonTools`]).
+//! A tool is exposed when no deny pattern matches it and every allow list (absent or empty:
+//! everything) has a pattern that matches it. The lists apply to built-in, command and custom
+//! tools alike. Patterns are exact ids or a prefix followed by `*`
+//! ([`toolgate_core::ToolFilter`]). Custom Python tools are read from
+//! `<user config dir>/tools/*.py` and, when trusted, `<workspace>/.toolgate/tools/*.py`
+//! ([`CodeactConfig::tool_dirs`]; see [`crate::PythonTools`]).
 //!
 //! # The file
 //!
@@ -46,6 +55,9 @@
 //! bash_timeout_secs = 30
 //! bash_max_timeout_secs = 600
 //! output_cap_bytes = "64K"   # per stream of bash and command tools
+//! unconfined_processes = false # user file only: run bash/command tools without OS
+//!                              # confinement where confinement is unavailable
+//! network = false            # user file only: let bash/command tools reach the network
 //!
 //! [[command_tools]]
 //! name = "line_count"
@@ -68,6 +80,7 @@ use serde_json::{Map, Value, json};
 use toolgate_core::ToolFilter;
 
 use crate::limits::{Limits, parse_size};
+use crate::trust::{self, TrustError, TrustStatus, TrustStore};
 
 /// The project config file, relative to the workspace root.
 pub const PROJECT_CONFIG: &str = ".toolgate/config.toml";
@@ -107,6 +120,9 @@ pub enum ConfigError {
         message: String,
         position: Option<(usize, usize)>,
     },
+    /// The trust file, or the project configuration it is checked against, cannot be read.
+    #[error(transparent)]
+    Trust(#[from] TrustError),
 }
 
 impl ConfigError {
@@ -117,6 +133,12 @@ impl ConfigError {
             | ConfigError::Syntax { path, .. }
             | ConfigError::UnknownKey { path, .. }
             | ConfigError::Key { path, .. } => path,
+            ConfigError::Trust(
+                TrustError::Read { path, .. }
+                | TrustError::Parse { path, .. }
+                | TrustError::Write { path, .. }
+                | TrustError::Project { path, .. },
+            ) => path,
         }
     }
 
@@ -143,7 +165,7 @@ fn expected_keys(expected: &[String]) -> String {
 }
 
 /// A size in bytes: an integer, or a string such as `"256M"`, `"64K"`, `"1G"` (binary units).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Size(pub u64);
 
 impl<'de> Deserialize<'de> for Size {
@@ -216,7 +238,19 @@ pub struct WorkspaceTable {
     pub bash_max_timeout_secs: Option<i64>,
     /// Cap of each of stdout and stderr of `bash` and the command tools.
     pub output_cap_bytes: Option<Size>,
+    /// Let `bash` and command tools run without OS confinement where confinement is
+    /// unavailable (default false). Honoured only in the user file.
+    pub unconfined_processes: Option<bool>,
+    /// Let `bash` and command tools reach the network (default false). Honoured only in the
+    /// user file.
+    pub network: Option<bool>,
 }
+
+/// Built-in values of the `[workspace]` numbers, the ceiling an untrusted project file may
+/// not raise (they mirror `toolgate_workspace::WorkspaceConfig::new`; a CLI test checks).
+pub const DEFAULT_BASH_TIMEOUT_SECS: i64 = 30;
+pub const DEFAULT_BASH_MAX_TIMEOUT_SECS: i64 = 600;
+pub const DEFAULT_OUTPUT_CAP_BYTES: u64 = 64 * 1024;
 
 /// One `[[command_tools]]` entry: a program run with an argument vector, no shell.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -637,26 +671,72 @@ pub fn parameters_schema(parameters: Option<&Value>) -> Result<Value, String> {
     Ok(schema)
 }
 
+/// Whether the workspace's project configuration may widen the user's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ProjectTrust {
+    /// No `.toolgate/config.toml` and no `.toolgate/tools/` files.
+    #[default]
+    NoProjectConfig,
+    /// Trusted with `toolgate trust`, unchanged since: it may widen.
+    Trusted,
+    /// Never trusted: it may only narrow.
+    Untrusted,
+    /// Trusted once, changed since: it may only narrow until trusted again.
+    ChangedSinceTrusted,
+}
+
+impl ProjectTrust {
+    fn from_status(status: TrustStatus) -> Self {
+        match status {
+            TrustStatus::Trusted => ProjectTrust::Trusted,
+            TrustStatus::Changed => ProjectTrust::ChangedSinceTrusted,
+            TrustStatus::Untrusted => ProjectTrust::Untrusted,
+        }
+    }
+
+    /// Whether the project configuration may widen the user's.
+    pub fn is_trusted(self) -> bool {
+        self == ProjectTrust::Trusted
+    }
+}
+
 /// The configuration in force: the files layered, then the environment.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CodeactConfig {
     /// The files that were read, lowest precedence first.
     pub sources: Vec<PathBuf>,
-    /// Allow list after layering (`None`: everything).
-    pub allow: Option<Vec<String>>,
-    /// Deny list after layering.
-    pub deny: Vec<String>,
+    /// The tool filter: the files' lists, then the environment's (see the module docs).
+    pub filter: ToolFilter,
     pub limits: LimitsTable,
+    /// The `[workspace]` switches in force. `unconfined_processes` and `network` come only from
+    /// the user file (see [`CodeactConfig::unconfined_processes`], [`CodeactConfig::network`]).
     pub workspace: WorkspaceTable,
-    /// Command tools of both files (a project tool replaces a user tool of the same name).
+    /// Command tools of the user file, and of the project file when it is trusted (a project
+    /// tool replaces a user tool of the same name).
     pub command_tools: Vec<CommandToolDecl>,
-    /// Where custom Python tools are looked for, lowest precedence first.
+    /// Where custom Python tools are looked for, lowest precedence first (the project's folder
+    /// only when it is trusted).
     pub tool_dirs: Vec<PathBuf>,
+    /// Whether the project configuration was trusted.
+    pub project_trust: ProjectTrust,
+    /// The project file and the workspace root, when there is project configuration.
+    pub project: Option<(PathBuf, PathBuf)>,
+    /// Project settings not applied because the project is not trusted, each as
+    /// `key (why)`; trusting the workspace would apply them.
+    pub ignored: Vec<String>,
+    /// Project settings that only the user file may set (ignored even when trusted).
+    pub user_only_ignored: Vec<String>,
 }
+
+/// Keys of `[workspace]` that only the user file may set.
+pub const USER_ONLY_WORKSPACE_KEYS: [&str; 2] =
+    ["workspace.unconfined_processes", "workspace.network"];
 
 impl CodeactConfig {
     /// Read the user file (if it exists) and `<workspace_root>/.toolgate/config.toml` (if it
-    /// exists), then apply the environment read through `env`.
+    /// exists), check the project configuration against the user's trust file
+    /// ([`TrustStore::path_for`] the user file), then apply the environment read through
+    /// `env`.
     pub fn load(
         user_file: &Path,
         workspace_root: &Path,
@@ -664,82 +744,341 @@ impl CodeactConfig {
     ) -> Result<Self, ConfigError> {
         let project_file = workspace_root.join(PROJECT_CONFIG);
         let user = ConfigFile::read(user_file)?.map(|f| (user_file.to_owned(), f));
-        let project = ConfigFile::read(&project_file)?.map(|f| (project_file, f));
-        let mut config = Self::layered(user, project, env);
-        config.tool_dirs = vec![
-            user_file
-                .parent()
-                .map_or_else(|| PathBuf::from("tools"), |d| d.join("tools")),
-            workspace_root.join(PROJECT_TOOLS_DIR),
-        ];
+        let has_project = trust::has_project_config(workspace_root);
+        let project_trust = if has_project {
+            let store = TrustStore::load(&TrustStore::path_for(user_file))?;
+            let digest = trust::project_digest(workspace_root)?;
+            ProjectTrust::from_status(store.status(workspace_root, &digest))
+        } else {
+            ProjectTrust::NoProjectConfig
+        };
+        let project = ConfigFile::read(&project_file)?.map(|f| (project_file.clone(), f));
+        let mut config = Self::layered(user, project, project_trust.is_trusted(), env);
+        config.project_trust = project_trust;
+        if has_project {
+            config.project = Some((project_file, workspace_root.to_owned()));
+        }
+        let user_tools = user_file
+            .parent()
+            .map_or_else(|| PathBuf::from("tools"), |d| d.join("tools"));
+        let project_tools = workspace_root.join(PROJECT_TOOLS_DIR);
+        config.tool_dirs = vec![user_tools];
+        if project_trust.is_trusted() {
+            config.tool_dirs.push(project_tools);
+        } else {
+            let names = python_files(&project_tools);
+            if !names.is_empty() {
+                config.ignored.push(format!(
+                    "{} custom tool{} in {} ({})",
+                    names.len(),
+                    if names.len() == 1 { "" } else { "s" },
+                    PROJECT_TOOLS_DIR,
+                    names.join(", ")
+                ));
+            }
+        }
         Ok(config)
     }
 
-    /// Layer parsed files (lowest first) and the environment. `tool_dirs` is left empty.
+    /// The user file (if it exists) and the environment only: the tool lists of surfaces that
+    /// have no workspace (the Debrief CLI and its MCP tools). `tool_dirs` is left empty.
+    pub fn load_user(
+        user_file: &Path,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let user = ConfigFile::read(user_file)?.map(|f| (user_file.to_owned(), f));
+        Ok(Self::layered(user, None, false, env))
+    }
+
+    /// Layer parsed files and the environment: the user file, then the project file (replacing
+    /// when `project_trusted`, else only narrowing), then the environment (narrowing).
+    /// `tool_dirs` is left empty.
     pub fn layered(
         user: Option<(PathBuf, ConfigFile)>,
         project: Option<(PathBuf, ConfigFile)>,
+        project_trusted: bool,
         env: impl Fn(&str) -> Option<String>,
     ) -> Self {
         let mut c = CodeactConfig::default();
+        // Lists a layer may replace (the user's, a trusted project's).
         let mut allow: Option<Vec<String>> = None;
         let mut deny: Option<Vec<String>> = None;
-        for (path, file) in user.into_iter().chain(project) {
+        if let Some((path, file)) = user {
             c.sources.push(path);
-            let ConfigFile {
-                tools,
-                limits,
-                workspace,
-                command_tools,
-            } = file;
-            if tools.allow.is_some() {
-                allow = tools.allow;
+            c.replace_with(file, &mut allow, &mut deny);
+        }
+        let mut narrowing: Option<ToolsTable> = None;
+        if let Some((path, mut file)) = project {
+            // `<root>/.toolgate/config.toml` → `<root>` (load() sets the root it was given).
+            let root = path
+                .parent()
+                .and_then(Path::parent)
+                .map(Path::to_path_buf)
+                .unwrap_or_default();
+            c.project = Some((path.clone(), root));
+            c.sources.push(path);
+            for (key, value) in [
+                (
+                    USER_ONLY_WORKSPACE_KEYS[0],
+                    file.workspace.unconfined_processes.take(),
+                ),
+                (USER_ONLY_WORKSPACE_KEYS[1], file.workspace.network.take()),
+            ] {
+                if value.is_some() {
+                    c.user_only_ignored.push(key.to_owned());
+                }
             }
-            if tools.deny.is_some() {
-                deny = tools.deny;
-            }
-            macro_rules! over {
-                ($into:expr, $from:expr, $($field:ident),+) => {
-                    $(if $from.$field.is_some() { $into.$field = $from.$field; })+
-                };
-            }
-            over!(
-                c.limits,
-                limits,
-                timeout_secs,
-                max_memory,
-                max_tool_calls,
-                max_output_bytes,
-                max_recursion_depth
-            );
-            over!(
-                c.workspace,
-                workspace,
-                web_fetch,
-                http_writes,
-                bash_timeout_secs,
-                bash_max_timeout_secs,
-                output_cap_bytes
-            );
-            for t in command_tools {
-                c.command_tools.retain(|old| old.name != t.name);
-                c.command_tools.push(t);
+            if project_trusted {
+                c.replace_with(file, &mut allow, &mut deny);
+            } else {
+                narrowing = Some(c.narrow_with(file, allow.as_deref(), deny.as_deref()));
             }
         }
-        if let Some(list) = env_list(&env, &ENV_ALLOW) {
-            allow = Some(list);
+        let mut filter = ToolFilter::new(allow, deny.unwrap_or_default());
+        if let Some(t) = narrowing {
+            filter = filter.narrow(t.allow, t.deny.unwrap_or_default());
         }
-        if let Some(list) = env_list(&env, &ENV_DENY) {
-            deny = Some(list);
-        }
-        c.allow = allow.filter(|a| !a.is_empty());
-        c.deny = deny.unwrap_or_default();
+        c.filter = filter.with_env(env);
         c
+    }
+
+    /// A layer with the user's authority: each key it sets replaces the value so far.
+    fn replace_with(
+        &mut self,
+        file: ConfigFile,
+        allow: &mut Option<Vec<String>>,
+        deny: &mut Option<Vec<String>>,
+    ) {
+        let ConfigFile {
+            tools,
+            limits,
+            workspace,
+            command_tools,
+        } = file;
+        if tools.allow.is_some() {
+            *allow = tools.allow;
+        }
+        if tools.deny.is_some() {
+            *deny = tools.deny;
+        }
+        macro_rules! over {
+            ($into:expr, $from:expr, $($field:ident),+) => {
+                $(if $from.$field.is_some() { $into.$field = $from.$field; })+
+            };
+        }
+        over!(
+            self.limits,
+            limits,
+            timeout_secs,
+            max_memory,
+            max_tool_calls,
+            max_output_bytes,
+            max_recursion_depth
+        );
+        over!(
+            self.workspace,
+            workspace,
+            web_fetch,
+            http_writes,
+            bash_timeout_secs,
+            bash_max_timeout_secs,
+            output_cap_bytes,
+            unconfined_processes,
+            network
+        );
+        for t in command_tools {
+            self.command_tools.retain(|old| old.name != t.name);
+            self.command_tools.push(t);
+        }
+    }
+
+    /// An untrusted project file: apply what narrows, record the rest in `ignored`. Returns
+    /// its tool lists, to be added to the filter as narrowing lists.
+    fn narrow_with(
+        &mut self,
+        file: ConfigFile,
+        user_allow: Option<&[String]>,
+        user_deny: Option<&[String]>,
+    ) -> ToolsTable {
+        let ConfigFile {
+            tools,
+            limits,
+            workspace,
+            command_tools,
+        } = file;
+        if let (Some(project), Some(user)) = (
+            tools.allow.as_deref(),
+            user_allow.filter(|a| !a.is_empty()),
+        ) {
+            let extra: Vec<&str> = project
+                .iter()
+                .filter(|p| !user.contains(p))
+                .map(String::as_str)
+                .collect();
+            if !extra.is_empty() && !project.is_empty() {
+                self.ignored.push(format!(
+                    "tools.allow widening the user's allow list ({})",
+                    extra.join(", ")
+                ));
+            }
+        }
+        if let (Some(project), Some(user)) = (tools.deny.as_deref(), user_deny) {
+            let dropped: Vec<&str> = user
+                .iter()
+                .filter(|u| !project.contains(u))
+                .map(String::as_str)
+                .collect();
+            if !dropped.is_empty() {
+                self.ignored.push(format!(
+                    "tools.deny replacing the user's deny list (it still denies {})",
+                    dropped.join(", ")
+                ));
+            }
+        }
+        let d = Limits::default();
+        let secs = |t: Duration| i64::try_from(t.as_secs()).unwrap_or(i64::MAX);
+        let l = &mut self.limits;
+        lower(
+            &mut self.ignored,
+            "limits.timeout_secs",
+            &mut l.timeout_secs,
+            limits.timeout_secs,
+            secs(d.timeout),
+        );
+        lower(
+            &mut self.ignored,
+            "limits.max_memory",
+            &mut l.max_memory,
+            limits.max_memory,
+            Size(d.max_memory_bytes),
+        );
+        lower(
+            &mut self.ignored,
+            "limits.max_tool_calls",
+            &mut l.max_tool_calls,
+            limits.max_tool_calls,
+            i64::from(d.max_tool_calls),
+        );
+        lower(
+            &mut self.ignored,
+            "limits.max_output_bytes",
+            &mut l.max_output_bytes,
+            limits.max_output_bytes,
+            Size(d.max_output_bytes as u64),
+        );
+        lower(
+            &mut self.ignored,
+            "limits.max_recursion_depth",
+            &mut l.max_recursion_depth,
+            limits.max_recursion_depth,
+            i64::from(d.max_recursion_depth),
+        );
+        let w = &mut self.workspace;
+        lower(
+            &mut self.ignored,
+            "workspace.bash_timeout_secs",
+            &mut w.bash_timeout_secs,
+            workspace.bash_timeout_secs,
+            DEFAULT_BASH_TIMEOUT_SECS,
+        );
+        lower(
+            &mut self.ignored,
+            "workspace.bash_max_timeout_secs",
+            &mut w.bash_max_timeout_secs,
+            workspace.bash_max_timeout_secs,
+            DEFAULT_BASH_MAX_TIMEOUT_SECS,
+        );
+        lower(
+            &mut self.ignored,
+            "workspace.output_cap_bytes",
+            &mut w.output_cap_bytes,
+            workspace.output_cap_bytes,
+            Size(DEFAULT_OUTPUT_CAP_BYTES),
+        );
+        // A lowered ceiling pulls the default bash timeout down with it (the workspace refuses a
+        // default above the ceiling).
+        if let Some(max) = w.bash_max_timeout_secs
+            && w.bash_timeout_secs.unwrap_or(DEFAULT_BASH_TIMEOUT_SECS) > max
+        {
+            w.bash_timeout_secs = Some(max);
+        }
+        for (key, slot, value) in [
+            ("workspace.web_fetch", &mut w.web_fetch, workspace.web_fetch),
+            (
+                "workspace.http_writes",
+                &mut w.http_writes,
+                workspace.http_writes,
+            ),
+        ] {
+            match value {
+                Some(false) => *slot = Some(false),
+                Some(true) if *slot != Some(true) => {
+                    self.ignored.push(format!("{key} = true"));
+                }
+                _ => {}
+            }
+        }
+        if !command_tools.is_empty() {
+            let names: Vec<String> = command_tools
+                .iter()
+                .map(|t| format!("\"{}\"", t.name))
+                .collect();
+            self.ignored
+                .push(format!("[[command_tools]] {}", names.join(", ")));
+        }
+        tools
+    }
+
+    /// The one warning line for what the project configuration could not do, `None` when it
+    /// did everything it asked.
+    pub fn warning(&self) -> Option<String> {
+        if self.ignored.is_empty() && self.user_only_ignored.is_empty() {
+            return None;
+        }
+        let (file, root) = self.project.clone().unwrap_or_default();
+        let mut parts = Vec::new();
+        if !self.ignored.is_empty() {
+            let why = match self.project_trust {
+                ProjectTrust::ChangedSinceTrusted => "changed since you trusted it",
+                _ => "not trusted",
+            };
+            parts.push(format!(
+                "{} is {why}, so it may only narrow your configuration; ignored: {}; run \"toolgate trust {}\" to allow it",
+                file.display(),
+                self.ignored.join("; "),
+                root.display()
+            ));
+        }
+        if !self.user_only_ignored.is_empty() {
+            parts.push(format!(
+                "{}: {} ignored: only your own config file may set {}",
+                file.display(),
+                self.user_only_ignored.join(" and "),
+                if self.user_only_ignored.len() == 1 {
+                    "it"
+                } else {
+                    "them"
+                }
+            ));
+        }
+        Some(parts.join(". "))
+    }
+
+    /// `[workspace] unconfined_processes` of the user file (default false): whether `bash` and
+    /// command tools may run without OS confinement where confinement is unavailable.
+    pub fn unconfined_processes(&self) -> bool {
+        self.workspace.unconfined_processes.unwrap_or(false)
+    }
+
+    /// `[workspace] network` of the user file (default false): whether `bash` and command tools
+    /// may reach the network.
+    pub fn network(&self) -> bool {
+        self.workspace.network.unwrap_or(false)
     }
 
     /// The allow/deny filter for the registry.
     pub fn tool_filter(&self) -> ToolFilter {
-        ToolFilter::new(self.allow.clone(), self.deny.clone())
+        self.filter.clone()
     }
 
     /// The default [`Limits`] with the config's values over them (flags go on top).
@@ -765,18 +1104,57 @@ impl CodeactConfig {
     }
 }
 
-/// The first of `names` that is set to a non-empty list (comma-separated, items trimmed,
-/// empty items dropped).
-fn env_list(env: &impl Fn(&str) -> Option<String>, names: &[&str]) -> Option<Vec<String>> {
-    names.iter().find_map(|n| {
-        let list: Vec<String> = env(n)?
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned)
-            .collect();
-        (!list.is_empty()).then_some(list)
-    })
+/// Narrow one number: the project's value applies when it is at most the value in force (the
+/// user's, else `default`); otherwise it is recorded as ignored.
+fn lower<T: PartialOrd + Copy + fmt::Debug + Shown>(
+    ignored: &mut Vec<String>,
+    key: &str,
+    slot: &mut Option<T>,
+    project: Option<T>,
+    default: T,
+) {
+    let Some(p) = project else { return };
+    let current = slot.unwrap_or(default);
+    if p <= current {
+        *slot = Some(p);
+    } else {
+        ignored.push(format!(
+            "{key} = {} (above {})",
+            p.shown(),
+            current.shown()
+        ));
+    }
+}
+
+/// How a config number is shown in a warning.
+trait Shown {
+    fn shown(&self) -> String;
+}
+
+impl Shown for i64 {
+    fn shown(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl Shown for Size {
+    fn shown(&self) -> String {
+        self.0.to_string()
+    }
+}
+
+/// The custom-tool files the loader would read in `dir` (sorted names; none when it is
+/// missing).
+fn python_files(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+        .filter(|n| n.ends_with(".py") && !n.starts_with('_'))
+        .collect();
+    names.sort();
+    names
 }
 
 #[cfg(test)]
@@ -830,7 +1208,7 @@ parameters = { path = { type = "string", required = true } }
             t.input_schema(),
             json!({"type": "object", "properties": {"path": {"type": "string"}}, "additionalProperties": false, "required": ["path"]})
         );
-        let c = CodeactConfig::layered(Some((PathBuf::from("/u"), f)), None, no_env);
+        let c = CodeactConfig::layered(Some((PathBuf::from("/u"), f)), None, false, no_env);
         let l = c.limits();
         assert_eq!(l.timeout, Duration::from_secs(12));
         assert_eq!(l.max_tool_calls, 10);
@@ -917,9 +1295,9 @@ parameters = { path = { type = "string", required = true } }
     }
 
     #[test]
-    fn precedence_project_over_user_env_over_files() {
+    fn precedence_trusted_project_over_user_env_narrows() {
         let user = parse(
-            "[tools]\ndeny = [\"bash\"]\nallow = [\"view\", \"bash\"]\n[limits]\ntimeout_secs = 5\nmax_tool_calls = 7\n[[command_tools]]\nname = \"a\"\nargv = [\"true\"]\n[[command_tools]]\nname = \"b\"\nargv = [\"true\"]\n",
+            "[tools]\ndeny = [\"bash\"]\nallow = [\"view\", \"bash\", \"glob\"]\n[limits]\ntimeout_secs = 5\nmax_tool_calls = 7\n[[command_tools]]\nname = \"a\"\nargv = [\"true\"]\n[[command_tools]]\nname = \"b\"\nargv = [\"true\"]\n",
         )
         .unwrap();
         let project = parse(
@@ -929,15 +1307,20 @@ parameters = { path = { type = "string", required = true } }
         let c = CodeactConfig::layered(
             Some(("/u".into(), user.clone())),
             Some(("/p".into(), project.clone())),
+            true,
             no_env,
         );
         assert_eq!(c.sources, [PathBuf::from("/u"), PathBuf::from("/p")]);
-        assert_eq!(c.limits().timeout, Duration::from_secs(9), "project wins");
-        assert_eq!(c.limits().max_tool_calls, 7, "untouched user key stays");
-        assert_eq!(c.deny, ["sql"], "a project list replaces the user's");
         assert_eq!(
-            c.allow.as_deref(),
-            Some(&["view".to_owned(), "bash".to_owned()][..])
+            c.limits().timeout,
+            Duration::from_secs(9),
+            "a trusted project wins"
+        );
+        assert_eq!(c.limits().max_tool_calls, 7, "untouched user key stays");
+        assert_eq!(
+            c.filter.deny_list(),
+            ["sql"],
+            "a trusted project's list replaces the user's"
         );
         let names: Vec<_> = c
             .command_tools
@@ -945,40 +1328,212 @@ parameters = { path = { type = "string", required = true } }
             .map(|t| (t.name.as_str(), t.argv[0].as_str()))
             .collect();
         assert_eq!(names, [("a", "true"), ("b", "false")]);
+        assert!(c.ignored.is_empty() && c.warning().is_none());
         let f = c.tool_filter();
-        assert!(f.permits("bash") && f.permits("view") && !f.permits("sql") && !f.permits("glob"));
+        assert!(f.permits("bash") && f.permits("view") && !f.permits("sql") && !f.permits("edit"));
 
-        // The environment replaces each list separately; TOOLGATE_* before CODEACT_*.
+        // The environment only narrows: its allow list intersects, its deny list adds;
+        // TOOLGATE_* before CODEACT_*.
         let env = |k: &str| match k {
             "TOOLGATE_DISABLE" => Some(" , ".to_owned()),
-            "CODEACT_DISABLE" => Some("view, bash".to_owned()),
-            "CODEACT_TOOLS" => Some("view,glob".to_owned()),
-            "TOOLGATE_TOOLS" => Some("glob,bash,view".to_owned()),
+            "CODEACT_DISABLE" => Some("view".to_owned()),
+            "CODEACT_TOOLS" => Some("view".to_owned()),
+            "TOOLGATE_TOOLS" => Some("glob,bash,view,edit".to_owned()),
             _ => None,
         };
-        let c =
-            CodeactConfig::layered(Some(("/u".into(), user)), Some(("/p".into(), project)), env);
-        assert_eq!(
-            c.deny,
-            ["view", "bash"],
-            "empty TOOLGATE_DISABLE falls through to CODEACT_DISABLE"
+        let c = CodeactConfig::layered(
+            Some(("/u".into(), user)),
+            Some(("/p".into(), project)),
+            true,
+            env,
         );
         let f = c.tool_filter();
         assert!(
-            f.permits("glob") && !f.permits("sql"),
-            "TOOLGATE_TOOLS replaces every allow list"
+            !f.permits("view"),
+            "empty TOOLGATE_DISABLE falls through to CODEACT_DISABLE, which adds"
         );
         assert!(
-            !f.permits("bash") && !f.permits("view"),
-            "a tool in both lists is dropped"
+            !f.permits("sql"),
+            "the files' deny list stays under an env deny list"
+        );
+        assert!(f.permits("glob") && f.permits("bash"));
+        assert!(
+            !f.permits("edit"),
+            "TOOLGATE_TOOLS cannot add a tool the files' allow list leaves out"
         );
         // Empty allow lists allow everything.
         let c = CodeactConfig::layered(
             Some(("/u".into(), parse("[tools]\nallow = []\n").unwrap())),
             None,
+            false,
             no_env,
         );
         assert!(c.tool_filter().permits("anything"));
+    }
+
+    fn user_and_untrusted(user: &str, project: &str) -> CodeactConfig {
+        CodeactConfig::layered(
+            Some(("/u/config.toml".into(), parse(user).unwrap())),
+            Some(("/w/.toolgate/config.toml".into(), parse(project).unwrap())),
+            false,
+            no_env,
+        )
+    }
+
+    /// Issue 14 item 3: an untrusted project's `deny = []` clears nothing, and its own denies
+    /// add; its allow list can only narrow.
+    #[test]
+    fn untrusted_project_cannot_clear_or_widen_the_tool_lists() {
+        let c = user_and_untrusted(
+            "[tools]\ndeny = [\"bash\", \"web_*\"]\n",
+            "[tools]\ndeny = []\n",
+        );
+        let f = c.tool_filter();
+        assert!(!f.permits("bash") && !f.permits("web_fetch") && f.permits("view"));
+        let w = c.warning().unwrap();
+        assert!(
+            w.contains("tools.deny replacing the user's deny list (it still denies bash, web_*)"),
+            "{w}"
+        );
+        let c = user_and_untrusted(
+            "[tools]\nallow = [\"view\"]\n",
+            "[tools]\nallow = [\"view\", \"bash\"]\ndeny = [\"sql\"]\n",
+        );
+        let f = c.tool_filter();
+        assert!(f.permits("view") && !f.permits("bash") && !f.permits("sql"));
+        assert!(c.ignored[0].contains("tools.allow widening"), "{:?}", c.ignored);
+        // Narrowing lists apply without a warning.
+        let c = user_and_untrusted("", "[tools]\nallow = [\"view\", \"glob\"]\ndeny = [\"glob\"]\n");
+        let f = c.tool_filter();
+        assert!(f.permits("view") && !f.permits("glob") && !f.permits("bash"));
+        assert_eq!(c.warning(), None);
+    }
+
+    /// Issue 14 item 3: command tools, network switches and raised limits of an untrusted
+    /// project are ignored (and listed); lowered limits and switches turned off apply.
+    #[test]
+    fn untrusted_project_only_narrows_limits_switches_and_command_tools() {
+        let c = user_and_untrusted(
+            "[limits]\ntimeout_secs = 20\n[workspace]\nhttp_writes = true\n",
+            r#"
+[limits]
+timeout_secs = 900
+max_memory = "8G"
+max_tool_calls = 10
+[workspace]
+web_fetch = true
+http_writes = false
+bash_timeout_secs = 3000
+bash_max_timeout_secs = 10
+[[command_tools]]
+name = "pwned"
+argv = ["/bin/sh", "-c", "echo pwned"]
+"#,
+        );
+        assert!(c.command_tools.is_empty());
+        let l = c.limits();
+        assert_eq!(l.timeout, Duration::from_secs(20), "not raised");
+        assert_eq!(l.max_memory_bytes, Limits::default().max_memory_bytes);
+        assert_eq!(l.max_tool_calls, 10, "lowered");
+        assert_eq!(c.workspace.web_fetch, None, "not enabled");
+        assert_eq!(c.workspace.http_writes, Some(false), "turned off");
+        assert_eq!(c.workspace.bash_max_timeout_secs, Some(10));
+        assert_eq!(
+            c.workspace.bash_timeout_secs,
+            Some(10),
+            "pulled under the lowered ceiling, not raised to 3000"
+        );
+        let w = c.warning().unwrap();
+        for part in [
+            "/w/.toolgate/config.toml is not trusted",
+            "limits.timeout_secs = 900 (above 20)",
+            "limits.max_memory = 8589934592 (above 268435456)",
+            "workspace.web_fetch = true",
+            "workspace.bash_timeout_secs = 3000 (above 30)",
+            "[[command_tools]] \"pwned\"",
+            "run \"toolgate trust ",
+        ] {
+            assert!(w.contains(part), "{part:?} in {w}");
+        }
+        assert!(!w.contains('\n'), "one line: {w}");
+        // The same file, trusted, applies whole.
+        let c = CodeactConfig::layered(
+            None,
+            Some((
+                "/w/.toolgate/config.toml".into(),
+                parse("[workspace]\nweb_fetch = true\n[limits]\ntimeout_secs = 900\n").unwrap(),
+            )),
+            true,
+            no_env,
+        );
+        assert_eq!(c.workspace.web_fetch, Some(true));
+        assert_eq!(c.limits().timeout, Duration::from_secs(900));
+    }
+
+    /// `unconfined_processes` and `network` come only from the user file.
+    #[test]
+    fn user_only_keys() {
+        let p = "[workspace]\nunconfined_processes = true\nnetwork = true\n";
+        for trusted in [false, true] {
+            let c = CodeactConfig::layered(
+                None,
+                Some(("/w/.toolgate/config.toml".into(), parse(p).unwrap())),
+                trusted,
+                no_env,
+            );
+            assert!(!c.unconfined_processes() && !c.network(), "trusted: {trusted}");
+            let w = c.warning().unwrap();
+            assert!(
+                w.contains("workspace.unconfined_processes and workspace.network ignored: only your own config file may set them"),
+                "{w}"
+            );
+        }
+        let c = CodeactConfig::layered(
+            Some(("/u".into(), parse(p).unwrap())),
+            Some((
+                "/w/.toolgate/config.toml".into(),
+                parse("[workspace]\nnetwork = false\n").unwrap(),
+            )),
+            true,
+            no_env,
+        );
+        assert!(
+            c.unconfined_processes() && c.network(),
+            "the user's own values stay"
+        );
+        assert_eq!(c.user_only_ignored, ["workspace.network"]);
+        assert!(!CodeactConfig::default().network());
+    }
+
+    /// Loading from disk: an untrusted workspace's tools folder is not searched; after
+    /// `trust` it is; after an edit it is untrusted again.
+    #[test]
+    fn load_checks_the_trust_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let user = dir.path().join("cfg/config.toml");
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(ws.join(".toolgate/tools")).unwrap();
+        std::fs::write(ws.join(".toolgate/config.toml"), "[workspace]\nweb_fetch = true\n").unwrap();
+        std::fs::write(ws.join(".toolgate/tools/spin.py"), "while True:\n    pass\n").unwrap();
+        let c = CodeactConfig::load(&user, &ws, no_env).unwrap();
+        assert_eq!(c.project_trust, ProjectTrust::Untrusted);
+        assert_eq!(c.tool_dirs, [dir.path().join("cfg/tools")]);
+        assert_eq!(c.workspace.web_fetch, None);
+        let w = c.warning().unwrap();
+        assert!(w.contains("1 custom tool in .toolgate/tools (spin.py)"), "{w}");
+        let mut store = TrustStore::load(&TrustStore::path_for(&user)).unwrap();
+        store.trust(&ws, trust::project_digest(&ws).unwrap());
+        store.save().unwrap();
+        let c = CodeactConfig::load(&user, &ws, no_env).unwrap();
+        assert_eq!(c.project_trust, ProjectTrust::Trusted);
+        assert_eq!(c.tool_dirs.len(), 2);
+        assert_eq!(c.workspace.web_fetch, Some(true));
+        assert_eq!(c.warning(), None);
+        std::fs::write(ws.join(".toolgate/tools/spin.py"), "while True:\n    pass # \n").unwrap();
+        let c = CodeactConfig::load(&user, &ws, no_env).unwrap();
+        assert_eq!(c.project_trust, ProjectTrust::ChangedSinceTrusted);
+        assert_eq!(c.workspace.web_fetch, None);
+        assert!(c.warning().unwrap().contains("changed since you trusted it"));
     }
 
     #[test]

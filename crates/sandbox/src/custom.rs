@@ -25,7 +25,7 @@
 //! returns `None`. Custom tools may call custom tools, at most [`MAX_NESTING`] deep.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
@@ -50,8 +50,10 @@ pub const CUSTOM_TOOL_KIND: &str = "workspace/custom_tool";
 pub const MAX_NESTING: usize = 4;
 /// Largest custom-tool file read.
 const MAX_SOURCE_BYTES: u64 = 1 << 20;
-/// Time allowed to read a file's `TOOL` at registration.
-const LOAD_TIMEOUT: Duration = Duration::from_secs(5);
+/// Time allowed to read the `TOOL`s of **all** custom-tool files together at registration (one
+/// budget, not one per file: twenty files with a top-level `while True: pass` must not stall
+/// a program's start for 20 × the budget). Files left when it is spent are refused.
+pub const LOAD_BUDGET: Duration = Duration::from_secs(2);
 
 tokio::task_local! {
     static NESTING: usize;
@@ -121,10 +123,19 @@ impl PythonTools {
     }
 
     /// Load every `*.py` file (names starting with `_` skipped) of each folder, folders in
-    /// order, files sorted by name. A tool of a later folder replaces one of the same name from
-    /// an earlier folder. Missing folders are fine. Returns the tools and one warning per file
-    /// skipped (naming the file and why).
+    /// order, files sorted by name, all within [`LOAD_BUDGET`]. A tool of a later folder
+    /// replaces one of the same name from an earlier folder. Missing folders are fine. Returns
+    /// the tools and one warning per file skipped (naming the file and why).
     pub async fn load_dirs(dirs: &[PathBuf]) -> (Vec<PythonTool>, Vec<String>) {
+        Self::load_dirs_within(dirs, LOAD_BUDGET).await
+    }
+
+    /// [`PythonTools::load_dirs`] with one total time budget for all files.
+    pub async fn load_dirs_within(
+        dirs: &[PathBuf],
+        budget: Duration,
+    ) -> (Vec<PythonTool>, Vec<String>) {
+        let deadline = Instant::now() + budget;
         let mut tools: Vec<PythonTool> = Vec::new();
         let mut warnings = Vec::new();
         for dir in dirs {
@@ -150,7 +161,15 @@ impl PythonTools {
             files.sort();
             let mut from_this_dir: Vec<String> = Vec::new();
             for file in files {
-                match Self::load_file(&file).await {
+                if Instant::now() >= deadline {
+                    warnings.push(format!(
+                        "{}: custom tool not loaded: loading custom tools used up its {} s budget (for all files together); make the top-level code of the custom tools only define TOOL and functions",
+                        file.display(),
+                        budget.as_secs_f64()
+                    ));
+                    continue;
+                }
+                match Self::load_file_by(&file, deadline).await {
                     Ok(tool) => {
                         if from_this_dir.contains(&tool.spec.id) {
                             warnings.push(format!(
@@ -174,8 +193,14 @@ impl PythonTools {
         (tools, warnings)
     }
 
-    /// Read one file's `TOOL` by running it in the sandbox with no tools.
+    /// Read one file's `TOOL` by running it in the sandbox with no tools, within
+    /// [`LOAD_BUDGET`].
     pub async fn load_file(path: &Path) -> Result<PythonTool, String> {
+        Self::load_file_by(path, Instant::now() + LOAD_BUDGET).await
+    }
+
+    /// Read one file's `TOOL`; every run of it must end by `deadline`.
+    pub async fn load_file_by(path: &Path, deadline: Instant) -> Result<PythonTool, String> {
         let size = std::fs::metadata(path)
             .map_err(|e| format!("cannot read it: {e}"))?
             .len();
@@ -193,18 +218,27 @@ impl PythonTools {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let limits = Limits {
-            timeout: LOAD_TIMEOUT,
-            max_tool_calls: 1,
-            ..Limits::default()
-        };
+        // Each probe gets what is left of the budget, so the runs of all files together end by
+        // the deadline.
         let probe = |tail: &str| {
+            let limits = Limits {
+                timeout: deadline
+                    .saturating_duration_since(Instant::now())
+                    .max(Duration::from_millis(1)),
+                max_tool_calls: 1,
+                ..Limits::default()
+            };
             ExecRequest::new(format!("{source}\n{tail}\n"))
                 .with_script_name(file_name.clone())
-                .with_limits(limits.clone())
+                .with_limits(limits)
         };
         let env = crate::engine::run(probe("TOOL"), &NoTools).await;
         if !env.success {
+            if env.error.as_ref().is_some_and(|e| e.type_ == "TimeoutError") {
+                return Err(
+                    "its top-level code did not finish within the time left of the custom-tool load budget (it may only define TOOL and functions)".to_owned(),
+                );
+            }
             let missing_tool = env
                 .error
                 .as_ref()
@@ -399,6 +433,43 @@ mod tests {
         );
         assert_eq!(module_docstring("x = 1"), None);
         assert!(is_identifier("shout_2") && !is_identifier("2x") && !is_identifier("a-b"));
+    }
+
+    /// Issue 14 item 3: twenty files spinning at the top level took 20 × 5 s to refuse; now
+    /// all of them together take one budget.
+    #[tokio::test]
+    async fn spinning_files_share_one_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..20 {
+            std::fs::write(
+                dir.path().join(format!("spin{i:02}.py")),
+                "while True:\n    pass\n",
+            )
+            .unwrap();
+        }
+        std::fs::write(
+            dir.path().join("zz_ok.py"),
+            "TOOL = {}\ndef run():\n    return 1\n",
+        )
+        .unwrap();
+        let budget = Duration::from_millis(500);
+        let started = Instant::now();
+        let (tools, warnings) =
+            PythonTools::load_dirs_within(&[dir.path().to_owned()], budget).await;
+        let took = started.elapsed();
+        assert!(took < budget + Duration::from_millis(700), "{took:?}");
+        assert!(tools.is_empty(), "the budget was spent before zz_ok.py");
+        assert_eq!(warnings.len(), 21, "{warnings:#?}");
+        assert!(
+            warnings[0].contains("spin00.py: custom tool skipped: its top-level code did not finish"),
+            "{}",
+            warnings[0]
+        );
+        assert!(
+            warnings[20].contains("zz_ok.py: custom tool not loaded: loading custom tools used up its 0.5 s budget"),
+            "{}",
+            warnings[20]
+        );
     }
 
     #[tokio::test]

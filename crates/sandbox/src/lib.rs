@@ -47,10 +47,11 @@ mod pool;
 pub mod protocol;
 mod registry_host;
 mod stubs;
+pub mod trust;
 mod worker;
 
 pub use backend::{BACKEND_ENV, Backend, Selected, detect, hyperlight_status};
-pub use config::{CodeactConfig, ConfigError, ConfigFile};
+pub use config::{CodeactConfig, ConfigError, ConfigFile, ProjectTrust};
 pub use custom::{CUSTOM_TOOL_KIND, CUSTOM_TOOLS_PROVIDER, MAX_NESTING, PythonTool, PythonTools};
 pub use engine::run;
 pub use envelope::{Envelope, ExecError};
