@@ -154,15 +154,14 @@ pub async fn debrief_registry() -> Result<Registry> {
     Ok(registry)
 }
 
-/// Allow/deny lists: the user config file's `[tools]` table, then the environment (which wins).
+/// Allow/deny lists: the user config file's `[tools]` table, then the environment, which may
+/// only narrow them: the same layering as CodeAct (`toolgate_sandbox::config`), without a
+/// project layer.
 pub fn tool_filter() -> Result<toolgate_core::ToolFilter> {
-    let path = paths::user_config();
-    let filter = if path.exists() {
-        toolgate_core::ToolFilter::from_config_file(&path)?
-    } else {
-        toolgate_core::ToolFilter::allow_all()
-    };
-    Ok(filter.with_process_env())
+    let config = toolgate_sandbox::CodeactConfig::load_user(&paths::user_config(), |k| {
+        std::env::var(k).ok()
+    })?;
+    Ok(config.tool_filter())
 }
 
 /// The registry CodeAct programs see: the workspace tools confined to `root`, plus the command

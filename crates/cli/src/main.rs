@@ -7,6 +7,7 @@ mod exec;
 mod hosts_cli;
 mod mcp_cli;
 mod paths;
+mod trust_cli;
 mod workbench_chat;
 
 use std::io::IsTerminal;
@@ -68,6 +69,11 @@ enum Command {
     },
     /// Convert agent definitions (or a whole plugin) between hosts, mapping tool names.
     Convert(convert_cli::ConvertArgs),
+    /// Let a workspace's .toolgate/config.toml and .toolgate/tools/ widen your configuration
+    /// (until they change). Untrusted, they may only narrow it.
+    Trust(trust_cli::TrustArgs),
+    /// Stop trusting a workspace's project configuration (it may only narrow again).
+    Untrust(trust_cli::TrustArgs),
     /// Chat with a model that drives the Debrief tools (the panel, in a terminal).
     Chat(agent_cli::ChatArgs),
     /// Evaluation: scenario replay, routing probe, token budgets, CodeAct arm comparison.
@@ -124,6 +130,8 @@ fn main() -> std::process::ExitCode {
             Command::Doctor(args) => hosts_cli::doctor(args).await,
             Command::Hook { command } => hosts_cli::hook(command),
             Command::Convert(args) => convert_cli::convert(&args),
+            Command::Trust(args) => trust_cli::trust(&args),
+            Command::Untrust(args) => trust_cli::untrust(&args),
             Command::Chat(args) => agent_cli::chat(args).await,
             Command::Eval { command } => agent_cli::eval(command).await,
             Command::Exec(args) => {

@@ -69,6 +69,18 @@ impl Env {
         self.write(&self.ws().join(".toolgate").join(rel), text);
     }
 
+    /// `toolgate trust WS`: let the project files written so far widen the user's config.
+    fn trust(&self) {
+        let out = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+            .arg("trust")
+            .arg(self.ws())
+            .env("HOME", self.dir.path())
+            .env("TOOLGATE_CONFIG", self.user_config())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+
     fn env(mut self, k: &str, v: &str) -> Self {
         self.vars.push((k.to_owned(), v.to_owned()));
         self
@@ -289,6 +301,7 @@ def shout(text, path=None):
 fn custom_tool_shout_may_call_view() {
     let e = Env::new();
     e.project_file("tools/shout.py", SHOUT);
+    e.trust();
     let env = e.ok(r#"
 print(shout(text="hello world"))
 shout(text="readme", path="README.md")
@@ -347,6 +360,7 @@ fn custom_tools_from_both_dirs() {
     );
     e.write(&user_tools.join("broken.py"), "TOOL = {\n");
     e.project_file("tools/shout.py", SHOUT);
+    e.trust();
     let env = e.ok("[whisper(text='Hi'), shout(text='x')]");
     assert_eq!(
         env["return_value"],
@@ -425,10 +439,11 @@ except Exception as err:
     assert_eq!(env["stdout"], "TOOL_STILL_ENABLED\n");
 }
 
-/// The anchor's precedence (§5) over two files: project over user, each list separately; a
-/// non-empty environment list replaces the files' list; a tool in both lists is dropped.
+/// The layering rule over two files and the environment (README "Configuration layers and
+/// trust"): a trusted project file replaces the user's lists; an untrusted one and the
+/// environment only narrow (denies add, allow lists intersect); a tool in both lists is dropped.
 #[test]
-fn tool_lists_follow_the_anchor_precedence() {
+fn tool_lists_follow_the_layering_rule() {
     let probe = r#"
 out = []
 for name, call in [("bash", lambda: bash(command="true")), ("sql", lambda: sql(query="select 1")), ("glob", lambda: glob(pattern="*.md"))]:
@@ -448,20 +463,26 @@ out
     e.project_file("config.toml", "[tools]\ndeny = [\"sql\"]\n");
     assert_eq!(
         e.ok(probe)["return_value"],
+        json!([]),
+        "an untrusted project's deny list adds to the user's"
+    );
+    e.trust();
+    assert_eq!(
+        e.ok(probe)["return_value"],
         json!(["bash"]),
-        "the project's deny list replaces the user's; the user's allow list stays"
+        "a trusted project's deny list replaces the user's; the user's allow list stays"
     );
-    let e = e.env("TOOLGATE_TOOLS", "glob, sql");
+    let e = e.env("TOOLGATE_TOOLS", "glob, bash");
     assert_eq!(
         e.ok(probe)["return_value"],
-        json!(["glob"]),
-        "env allow replaces the files' allow list; the files' deny list still applies"
+        json!(["bash"]),
+        "env allow narrows: glob is not in the files' allow list"
     );
-    let e = e.env("CODEACT_DISABLE", "glob");
+    let e = e.env("CODEACT_DISABLE", "bash");
     assert_eq!(
         e.ok(probe)["return_value"],
-        json!(["sql"]),
-        "env deny replaces the files' deny list; a tool in both lists is dropped"
+        json!([]),
+        "env deny adds to the files' deny list"
     );
 }
 
@@ -556,6 +577,7 @@ argv = ["sh", "-c", "printf '%s|' \"$@\"; pwd", "sh", "{text}", "--flag={opt}"]
 parameters = { type = "object", properties = { text = { type = "string" }, opt = { type = "integer" } }, required = ["text"] }
 "#,
     );
+    e.trust();
     let env = e.ok(r#"
 r = count_lines(paths=["src/app.py", "README.md"])
 print(r["returncode"])

@@ -31,11 +31,24 @@ fn answers_each_host_in_its_own_shape() {
     let dir = tempfile::tempdir().unwrap();
     let exe = std::fs::canonicalize(BIN).unwrap();
     // Copilot CLI, toolArgs as a JSON string: the codeact call passes (no output = default).
-    let ok = r#"{"sessionId":"a","timestamp":1,"cwd":"/r","toolName":"bash","toolArgs":"{\"command\":\"toolgate exec --raw --code 'print(1)'\"}"}"#;
+    // The exact installed binary passes; a bare `toolgate` (whatever PATH finds) does not.
+    let payload = |command: &str| {
+        serde_json::json!({"sessionId": "a", "timestamp": 1, "cwd": "/r", "toolName": "bash",
+                           "toolArgs": serde_json::json!({"command": command}).to_string()})
+        .to_string()
+    };
+    let ok = payload(&format!("{} exec --raw --code 'print(1)'", exe.display()));
     assert_eq!(
-        hook("exclusive", dir.path(), &[], ok),
+        hook("exclusive", dir.path(), &[], &ok),
         (String::new(), String::new(), 0)
     );
+    let (out, _, _) = hook(
+        "exclusive",
+        dir.path(),
+        &[],
+        &payload("toolgate exec --raw --code 'print(1)'"),
+    );
+    assert!(out.contains("\"deny\""), "{out}");
     let (out, _, code) = hook(
         "exclusive",
         dir.path(),

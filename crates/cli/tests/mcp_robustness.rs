@@ -44,11 +44,17 @@ fn bad_upstream_config(dir: &Path, servers: &[(&str, &str)]) -> std::path::PathB
 
 fn start(args: &[&str], upstream: &[(&str, &str)]) -> Peer {
     let data = tempfile::tempdir().unwrap();
+    let config = (!upstream.is_empty()).then(|| bad_upstream_config(data.path(), upstream));
+    start_in(data, args, config.as_deref())
+}
+
+/// `toolgate mcp` with `data` as its data dir and workspace, and `upstream` as its `--upstream`.
+fn start_in(data: tempfile::TempDir, args: &[&str], upstream: Option<&Path>) -> Peer {
     let mut cmd = Command::new(BIN);
-    cmd.arg("mcp").args(args);
-    if !upstream.is_empty() {
-        cmd.arg("--upstream")
-            .arg(bad_upstream_config(data.path(), upstream));
+    // run_code gets a workspace only when one is named.
+    cmd.arg("mcp").arg("--workspace").arg(data.path()).args(args);
+    if let Some(config) = upstream {
+        cmd.arg("--upstream").arg(config);
     }
     let mut child = cmd
         .env("TOOLGATE_DATA_DIR", data.path())
@@ -220,6 +226,7 @@ fn an_oversized_http_body_gets_413() {
     let mut child = Command::new(BIN)
         .args(["serve", "--surface", "debrief", "--port", "0"])
         .env("TOOLGATE_DATA_DIR", data.path())
+        .env("TOOLGATE_TOKEN", "robustness-test-token-0123456789")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -244,7 +251,7 @@ fn an_oversized_http_body_gets_413() {
     let mut s = std::net::TcpStream::connect(&addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     let head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer robustness-test-token-0123456789\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     );
     s.write_all(head.as_bytes()).unwrap();
@@ -359,4 +366,37 @@ fn workspace_tools_can_be_served_directly_and_stay_confined() {
     );
     let r = p.call(4, "view", json!({"path": "../../etc/passwd"}));
     assert_eq!(r["result"]["isError"], true, "{r}");
+}
+
+/// An upstream stdio server starts under the same OS confinement as bash: it cannot read a
+/// secret outside its own install and cwd, write there, or read toolgate's environment.
+#[test]
+fn upstream_servers_run_confined() {
+    let data = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("secret.txt");
+    std::fs::write(&secret, "PLANTED-UPSTREAM-SECRET").unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_clients/prying_upstream.py");
+    let config = data.path().join("pry.mcp.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"prying": {"command": "python3", "args": [script],
+               "toolgate": {"readOnly": ["pry"]}}}})
+        .to_string(),
+    )
+    .unwrap();
+    let mut p = start_in(data, &["--surface", "all"], Some(&config));
+    p.initialize();
+    let code = format!(
+        "prying__pry(path={:?}, write={:?})",
+        secret.display().to_string(),
+        outside.path().join("w.txt").display().to_string()
+    );
+    let r = p.call(2, "run_code", json!({ "code": code }));
+    let text = r["result"]["content"][0]["text"].as_str().unwrap().to_owned();
+    assert!(text.contains("file_error"), "the server did not run or read the file: {text}");
+    assert!(!text.contains("PLANTED-UPSTREAM-SECRET"), "{text}");
+    assert!(text.contains("proc_error"), "{text}");
+    assert!(text.contains("write_error"), "{text}");
+    assert!(!outside.path().join("w.txt").exists());
 }

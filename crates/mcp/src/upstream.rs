@@ -13,7 +13,7 @@
 //! `readOnlyHint` is a hint from an untrusted party and is not trusted.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -96,6 +96,11 @@ pub struct ToolgateServerSettings {
     /// Per-call limit in seconds.
     #[serde(default)]
     pub call_timeout_secs: Option<f64>,
+    /// Start this server without OS confinement (it needs files outside its own install, its
+    /// `cwd` and a private home). The file naming upstream servers is one the user passes on
+    /// the command line, so this is the user's own choice.
+    #[serde(default)]
+    pub unconfined: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -295,6 +300,9 @@ pub struct Upstream {
     reverse: HashMap<String, String>,
     call_timeout: Duration,
     child_group: Option<i32>,
+    /// The confined server's private home and tmp; removed after the server is killed (fields
+    /// drop after `Drop::drop`).
+    _private: Option<toolgate_confine::PrivateDirs>,
 }
 
 impl Drop for Upstream {
@@ -317,7 +325,14 @@ fn client_config() -> ClientConfig {
 
 impl Upstream {
     /// Connect, initialise and list the server's tools within the start-up limit.
-    pub async fn connect(config: &ServerConfig) -> Result<Self, UpstreamError> {
+    ///
+    /// A stdio server is started under OS confinement through `confiner` (see
+    /// [`upstream_policy`]) unless its settings say `unconfined`; without a confiner (this
+    /// machine cannot confine) it starts unconfined with a warning.
+    pub async fn connect(
+        config: &ServerConfig,
+        confiner: Option<&toolgate_confine::Confiner>,
+    ) -> Result<Self, UpstreamError> {
         let startup = Duration::from_secs_f64(
             config
                 .settings
@@ -336,6 +351,7 @@ impl Upstream {
             server: config.name.clone(),
             message,
         };
+        let mut private = None;
         let (client, child_group) = match &config.endpoint {
             Endpoint::Stdio {
                 command,
@@ -343,8 +359,29 @@ impl Upstream {
                 env,
                 cwd,
             } => {
-                let mut cmd = tokio::process::Command::new(command);
-                cmd.args(args).env_clear();
+                let confined = confiner.filter(|_| !config.settings.unconfined);
+                if confined.is_none() && !config.settings.unconfined {
+                    tracing::warn!(
+                        server = %config.name,
+                        "starting the upstream server without OS confinement (unavailable here)"
+                    );
+                }
+                let mut cmd = match confined {
+                    Some(c) => {
+                        let dirs = toolgate_confine::PrivateDirs::new()
+                            .map_err(|e| start_err(format!("no private tmp dir: {e}")))?;
+                        let policy = upstream_policy(command, args, cwd.as_deref(), &dirs);
+                        let cmd = c.command(&policy, std::ffi::OsStr::new(command), args);
+                        private = Some(dirs);
+                        tokio::process::Command::from(cmd)
+                    }
+                    None => {
+                        let mut cmd = tokio::process::Command::new(command);
+                        cmd.args(args);
+                        cmd
+                    }
+                };
+                cmd.env_clear();
                 for key in ENV_ALLOW_LIST {
                     if let Ok(v) = std::env::var(key) {
                         cmd.env(key, v);
@@ -414,6 +451,7 @@ impl Upstream {
             reverse: HashMap::new(),
             call_timeout,
             child_group,
+            _private: private,
         };
         let tools = tokio::time::timeout(startup, this.client.list_all_tools())
             .await
@@ -555,10 +593,74 @@ impl Provider for Upstream {
     }
 }
 
+/// What a confined upstream server may touch: read-write its `cwd` (when given) and a private
+/// home/tmp; the network (an upstream server is often a client of a remote service); read-only
+/// the install its program and script arguments come from — for each that names an existing
+/// file (the program found on `PATH`), the outermost `node_modules` above it (a Node package),
+/// else the folder above its `bin/` or `shims/` (a venv, a pyenv, a Python/Node install,
+/// through symbolic links too), else the folder holding it (a script and its siblings).
+pub fn upstream_policy(
+    command: &str,
+    args: &[String],
+    cwd: Option<&str>,
+    dirs: &toolgate_confine::PrivateDirs,
+) -> toolgate_confine::Policy {
+    let cwd = cwd.and_then(|c| std::path::Path::new(c).canonicalize().ok());
+    let mut policy = toolgate_confine::Policy::new(cwd.as_deref(), dirs).with_network(true);
+    let program = if command.contains('/') {
+        Some(PathBuf::from(command))
+    } else {
+        std::env::var_os("PATH").and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join(command))
+                .find(|p| p.is_file())
+        })
+    };
+    let base = cwd.clone().unwrap_or_else(|| PathBuf::from("."));
+    let candidates = program
+        .into_iter()
+        .chain(args.iter().map(|a| base.join(a)))
+        .filter(|p| p.is_file());
+    for path in candidates {
+        for p in [Some(path.clone()), path.canonicalize().ok()].into_iter().flatten() {
+            let Some(parent) = p.parent() else { continue };
+            // A Node package resolves its imports from every node_modules above it: allow the
+            // outermost one.
+            let node_modules = p
+                .ancestors()
+                .filter(|a| a.file_name().is_some_and(|n| n == "node_modules"))
+                .last();
+            let root = if let Some(nm) = node_modules {
+                nm
+            } else if parent
+                .file_name()
+                .is_some_and(|n| n == "bin" || n == "shims")
+            {
+                parent.parent().unwrap_or(parent)
+            } else {
+                parent
+            };
+            if root != std::path::Path::new("/") {
+                policy = policy.with_read_only(root);
+            }
+        }
+    }
+    policy
+}
+
 /// Connect every configured server; a server that fails is reported and skipped (the others
-/// still serve).
-pub async fn connect_all(configs: &[ServerConfig]) -> (Vec<Arc<Upstream>>, Vec<UpstreamError>) {
-    let results = futures_join_all(configs.iter().map(Upstream::connect).collect::<Vec<_>>()).await;
+/// still serve). Stdio servers start confined through `confiner` (see [`Upstream::connect`]).
+pub async fn connect_all(
+    configs: &[ServerConfig],
+    confiner: Option<&toolgate_confine::Confiner>,
+) -> (Vec<Arc<Upstream>>, Vec<UpstreamError>) {
+    let results = futures_join_all(
+        configs
+            .iter()
+            .map(|c| Upstream::connect(c, confiner))
+            .collect::<Vec<_>>(),
+    )
+    .await;
     let mut ok = Vec::new();
     let mut errors = Vec::new();
     for r in results {

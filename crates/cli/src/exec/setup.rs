@@ -15,12 +15,34 @@ use super::command_tools::CommandTools;
 use crate::paths;
 
 /// The CodeAct configuration for the workspace at `root`: the user config file
-/// ([`paths::user_config`]), then `<root>/.toolgate/config.toml`, then the environment.
+/// ([`paths::user_config`]), then `<root>/.toolgate/config.toml` (only narrowing unless the
+/// user trusted the workspace), then the environment (only narrowing). What the project
+/// configuration could not do is printed once per process as one warning line.
 pub fn load_config(root: &Path) -> Result<CodeactConfig> {
-    Ok(CodeactConfig::load(&paths::user_config(), root, |k| {
-        std::env::var(k).ok()
-    })?)
+    let config = CodeactConfig::load(&paths::user_config(), root, |k| std::env::var(k).ok())?;
+    if let Some(w) = config.warning() {
+        static WARNED: std::sync::Once = std::sync::Once::new();
+        WARNED.call_once(|| warn(&w));
+    }
+    Ok(config)
 }
+
+/// How long loading the custom tools took in this process (the budget is
+/// `toolgate_sandbox::custom::LOAD_BUDGET` for all files together), so a caller can count it in
+/// the duration it reports.
+#[allow(
+    dead_code,
+    reason = "for exec.rs to add to the envelope's duration_ms (issue 14 item 5)"
+)]
+pub fn custom_tools_load_time() -> std::time::Duration {
+    CUSTOM_LOAD_NANOS
+        .get()
+        .map_or(std::time::Duration::ZERO, |n| {
+            std::time::Duration::from_nanos(*n)
+        })
+}
+
+static CUSTOM_LOAD_NANOS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
 
 /// The `[workspace]` table as the workspace crate takes it.
 pub fn workspace_settings(config: &CodeactConfig) -> WorkspaceSettings {
@@ -106,7 +128,9 @@ pub async fn register_codeact_tools(
             .with_context(|| format!("registering the command tools ({})", sources(config)))?;
     }
 
+    let started = std::time::Instant::now();
     let (loaded, warnings) = PythonTools::load_dirs(&config.tool_dirs).await;
+    let _ = CUSTOM_LOAD_NANOS.set(u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX));
     for w in &warnings {
         warn(w);
     }
@@ -136,4 +160,24 @@ pub async fn register_codeact_tools(
             .context("registering the custom tools")?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use toolgate_sandbox::config::{
+        DEFAULT_BASH_MAX_TIMEOUT_SECS, DEFAULT_BASH_TIMEOUT_SECS, DEFAULT_OUTPUT_CAP_BYTES,
+    };
+
+    /// The ceilings an untrusted project may not raise are the workspace's real defaults.
+    #[test]
+    fn narrowing_ceilings_match_the_workspace_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = toolgate_workspace::WorkspaceConfig::new(dir.path()).unwrap();
+        assert_eq!(w.bash_timeout.as_secs(), DEFAULT_BASH_TIMEOUT_SECS as u64);
+        assert_eq!(
+            w.bash_max_timeout.as_secs(),
+            DEFAULT_BASH_MAX_TIMEOUT_SECS as u64
+        );
+        assert_eq!(w.output_cap_bytes as u64, DEFAULT_OUTPUT_CAP_BYTES);
+    }
 }
