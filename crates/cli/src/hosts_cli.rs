@@ -448,6 +448,7 @@ pub async fn doctor(args: DoctorArgs) -> Result<i32> {
             report.push(Check::new("backend hyperlight", Level::Ok, "usable"));
         }
     }
+    report.push(check_confinement());
     report.push(check_writable("target", &target));
     report.push(check_writable("data dir", &loc.data_dir));
     report.push(check_writable("hook state", &hook_state_dir()));
@@ -481,6 +482,50 @@ pub async fn doctor(args: DoctorArgs) -> Result<i32> {
     ));
     out(report.render().trim_end());
     Ok(i32::from(report.has_problems()))
+}
+
+/// What OS confinement bash and command tools get here, proven by starting one confined
+/// process (`/bin/true`) through this binary's launcher, not only by asking the kernel.
+fn check_confinement() -> Check {
+    let name = "process confinement";
+    let launcher = std::env::current_exe().ok();
+    let confiner = match launcher.as_deref().map(toolgate_confine::Confiner::detect) {
+        Some(Ok(c)) => c,
+        Some(Err(e)) => {
+            return Check::new(
+                name,
+                Level::Note,
+                format!("unavailable: {e}; bash and command tools are off unless your own config sets [workspace] unconfined_processes = true"),
+            );
+        }
+        None => return Check::new(name, Level::Problem, "toolgate's own binary could not be found"),
+    };
+    let proof = toolgate_confine::PrivateDirs::new().and_then(|dirs| {
+        let policy = toolgate_confine::Policy::new(None, &dirs);
+        confiner
+            .command(&policy, "/bin/true".as_ref(), Vec::<String>::new())
+            .env_clear()
+            .current_dir(dirs.tmp())
+            .stdin(std::process::Stdio::null())
+            .output()
+    });
+    match proof {
+        Ok(o) if o.status.success() => Check::new(name, Level::Ok, confiner.level().describe()),
+        Ok(o) => Check::new(
+            name,
+            Level::Problem,
+            format!(
+                "{} — but a confined /bin/true failed: {}",
+                confiner.level().describe(),
+                String::from_utf8_lossy(&o.stderr).trim()
+            ),
+        ),
+        Err(e) => Check::new(
+            name,
+            Level::Problem,
+            format!("a confined /bin/true could not start: {e}"),
+        ),
+    }
 }
 
 fn hook_state_dir() -> PathBuf {

@@ -95,6 +95,15 @@ fn init_tracing() {
 }
 
 fn main() -> std::process::ExitCode {
+    // The confinement launcher's stages must run before any thread exists (a new user
+    // namespace needs a single-threaded process) and print nothing of toolgate's own.
+    if let Some(stage) = std::env::args_os().nth(1)
+        && (stage == toolgate_confine::GUARD_SUBCOMMAND || stage == toolgate_confine::EXEC_SUBCOMMAND)
+    {
+        let rest: Vec<std::ffi::OsString> = std::env::args_os().skip(2).collect();
+        let code = toolgate_confine::launcher::main(&stage.to_string_lossy(), &rest);
+        return std::process::ExitCode::from(u8::try_from(code).unwrap_or(255));
+    }
     // A sandbox worker speaks its protocol on stdout: dispatch before anything can log or parse.
     if std::env::args().nth(1).as_deref() == Some(toolgate_sandbox::WORKER_SUBCOMMAND) {
         return std::process::ExitCode::from(u8::try_from(exec::worker()).unwrap_or(1));

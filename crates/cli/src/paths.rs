@@ -38,3 +38,15 @@ pub fn user_config() -> PathBuf {
         .unwrap_or_else(|| home().join(".config"));
     base.join("toolgate/config.toml")
 }
+
+/// The confiner for child processes toolgate starts itself (upstream servers): this binary's
+/// `__confine` stages, when the machine can confine (`None` otherwise, or with
+/// `TOOLGATE_CONFINEMENT=off`).
+pub fn confiner() -> Option<toolgate_confine::Confiner> {
+    if std::env::var_os("TOOLGATE_CONFINEMENT").is_some_and(|v| v == "off") {
+        return None;
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| toolgate_confine::Confiner::detect(exe).ok())
+}

@@ -37,6 +37,7 @@ use toolgate_core::{
 };
 
 pub use guard::{GuardError, PathGuard};
+pub use process::Processes;
 pub use web::{is_public_ip, vet_url};
 
 /// The provider name.
@@ -82,6 +83,9 @@ pub struct WorkspaceConfig {
     pub grep_max_results: usize,
     /// Whole-request timeout of `web_fetch` and `github_api`. Default 30 s.
     pub http_timeout: Duration,
+    /// How `bash` starts its shell: OS-confined, unconfined on the user's say-so, or off.
+    /// Default off (the caller detects confinement with [`Processes::detect`]).
+    pub processes: Processes,
 }
 
 /// Workspace settings as a config file gives them (e.g. a `[workspace]` TOML table): every key
@@ -149,6 +153,7 @@ impl WorkspaceConfig {
             glob_max_results: 10_000,
             grep_max_results: 1_000,
             http_timeout: Duration::from_secs(30),
+            processes: Processes::default(),
         })
     }
 
@@ -411,7 +416,11 @@ pub(crate) mod testutil {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("ws");
         std::fs::create_dir(&root).unwrap();
-        let tools = WorkspaceTools::new(WorkspaceConfig::new(&root).unwrap()).unwrap();
+        let mut config = WorkspaceConfig::new(&root).unwrap();
+        // The unit tests exercise the tools, not the OS confinement (crates/confine's tests and
+        // the CLI's exec tests do that, through the real launcher).
+        config.processes = Processes::Unconfined;
+        let tools = WorkspaceTools::new(config).unwrap();
         (dir, tools)
     }
 

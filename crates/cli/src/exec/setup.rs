@@ -9,7 +9,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use toolgate_core::{ParamValidator, Registry, RegistryError};
 use toolgate_sandbox::{CodeactConfig, PythonTools};
-use toolgate_workspace::{WorkspaceConfig, WorkspaceSettings, WorkspaceTools};
+use toolgate_workspace::{Processes, WorkspaceConfig, WorkspaceSettings, WorkspaceTools};
 
 use super::command_tools::CommandTools;
 use crate::paths;
@@ -61,6 +61,18 @@ pub fn workspace_settings(config: &CodeactConfig) -> WorkspaceSettings {
     }
 }
 
+/// How bash and command tools start processes here: confined through this very binary (its
+/// `__confine` stages) when the machine can, else unconfined only if the user's own config
+/// says `unconfined_processes = true`, else off.
+pub fn processes(config: &CodeactConfig) -> Processes {
+    let launcher = std::env::current_exe().ok();
+    Processes::detect(
+        launcher.as_deref(),
+        config.unconfined_processes(),
+        config.network(),
+    )
+}
+
 fn sources(config: &CodeactConfig) -> String {
     if config.sources.is_empty() {
         "no config file".to_owned()
@@ -92,10 +104,11 @@ pub async fn register_codeact_tools(
     root: &Path,
     config: &CodeactConfig,
 ) -> Result<()> {
-    let workspace = WorkspaceConfig::new(root)
+    let mut workspace = WorkspaceConfig::new(root)
         .with_context(|| format!("opening the workspace {}", root.display()))?
         .with_settings(&workspace_settings(config))
         .with_context(|| format!("the [workspace] settings ({})", sources(config)))?;
+    workspace.processes = processes(config);
     let tools = WorkspaceTools::new(workspace.clone())?;
     registry
         .register(Arc::new(tools))
