@@ -255,7 +255,7 @@ impl CappedSessions {
     }
 
     /// How many sessions are held now.
-    pub async fn len(&self) -> usize {
+    pub async fn session_count(&self) -> usize {
         self.inner.sessions.read().await.len()
     }
 }
@@ -266,7 +266,7 @@ impl SessionManager for CappedSessions {
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
         let _one_at_a_time = self.creating.lock().await;
-        while self.len().await >= self.max {
+        while self.session_count().await >= self.max {
             let Some(victim) = self.eviction_candidate() else {
                 tracing::warn!(
                     max = self.max,
@@ -430,7 +430,7 @@ mod tests {
             "least recently used: closed"
         );
         assert!(m.has_session(&c).await.unwrap());
-        assert_eq!(m.len().await, 2);
+        assert_eq!(m.session_count().await, 2);
     }
 
     #[tokio::test]

@@ -955,10 +955,9 @@ mod tests {
         let path = a.plot(BULK).unwrap().doc.path().to_owned();
         let mut text = std::fs::read_to_string(&path).unwrap();
         let first = model::feature_id(&a.plot(BULK).unwrap().doc.features()[0]);
-        let v: Value = serde_json::from_str(&text).unwrap();
-        let mut v2 = v.clone();
-        v2["features"].as_array_mut().unwrap().remove(0);
-        text = serde_json::to_string_pretty(&v2).unwrap();
+        let mut v: Value = serde_json::from_str(&text).unwrap();
+        v["features"].as_array_mut().unwrap().remove(0);
+        text = serde_json::to_string_pretty(&v).unwrap();
         std::fs::write(&path, &text).unwrap();
 
         let mut b = Session::new(vec![store]);
