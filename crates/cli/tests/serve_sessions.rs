@@ -525,7 +525,6 @@ fn a_fifo_in_the_catalogue_delays_only_the_call_that_reads_it() {
     // And the workbench asks to open it too.
     let web_opener = {
         let addr = addr.clone();
-        let plot_id = plot_id.clone();
         std::thread::spawn(move || {
             http(
                 &addr,
