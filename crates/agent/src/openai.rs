@@ -135,9 +135,7 @@ pub(crate) fn read_stream<R: Read>(
             on_text(t);
         }
         for c in delta["tool_calls"].as_array().into_iter().flatten() {
-            let raw = c["index"]
-                .as_u64()
-                .unwrap_or(out.tool_calls.len() as u64);
+            let raw = c["index"].as_u64().unwrap_or(out.tool_calls.len() as u64);
             // The index comes from the server: bound it before growing the list to it.
             let i = usize::try_from(raw)
                 .ok()

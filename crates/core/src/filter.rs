@@ -196,7 +196,10 @@ mod tests {
         assert!(!f.permits("set-track-color"));
         assert!(!f.permits("range-bearing"));
         let f = f.with_env(env(&[
-            ("TOOLGATE_TOOLS", "set-track-color, set-symbol, range-bearing"),
+            (
+                "TOOLGATE_TOOLS",
+                "set-track-color, set-symbol, range-bearing",
+            ),
             ("CODEACT_DISABLE", "set-symbol"),
         ]));
         assert!(

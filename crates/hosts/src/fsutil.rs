@@ -216,7 +216,11 @@ mod tests {
         fs::write(outside.join("x.json"), "{}").unwrap();
         std::os::unix::fs::symlink(outside.join("x.json"), repo.join("link.json")).unwrap();
         let roots = vec![repo.clone()];
-        for p in [".github/plugin/toolgate/plugin.json", ".vscode/mcp.json", "link.json"] {
+        for p in [
+            ".github/plugin/toolgate/plugin.json",
+            ".vscode/mcp.json",
+            "link.json",
+        ] {
             let err = confine(&repo.join(p), &roots).unwrap_err();
             assert!(matches!(err, HostsError::Symlink { .. }), "{p}: {err}");
             assert!(err.to_string().contains("is a symbolic link"), "{err}");
@@ -225,7 +229,7 @@ mod tests {
         assert!(confine(&repo.join("new/dir/file"), &roots).is_ok());
         let linked_root = dir.path().join("linked-repo");
         std::os::unix::fs::symlink(&repo, &linked_root).unwrap();
-        assert!(confine(&linked_root.join("a"), &[linked_root.clone()]).is_ok());
+        assert!(confine(&linked_root.join("a"), std::slice::from_ref(&linked_root)).is_ok());
         // Reading does not follow a final link.
         assert!(read_opt(&repo.join("link.json")).is_err());
         assert_eq!(read_opt(&outside.join("x.json")).unwrap().unwrap(), b"{}");

@@ -106,7 +106,9 @@ fn heredoc(rest: &str) -> Option<()> {
         None => (false, first.trim()),
     };
     let (delim, quoted) = match word.as_bytes() {
-        [b'\'', .., b'\''] | [b'"', .., b'"'] if word.len() >= 2 => (&word[1..word.len() - 1], true),
+        [b'\'', .., b'\''] | [b'"', .., b'"'] if word.len() >= 2 => {
+            (&word[1..word.len() - 1], true)
+        }
         _ => (word, false),
     };
     if delim.is_empty() || delim.contains(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {

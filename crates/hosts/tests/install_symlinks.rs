@@ -72,7 +72,11 @@ fn uninstall_copilot_does_not_delete_through_a_symlinked_plugin_folder() {
 
     let err = uninstall(Host::Copilot, false, &loc).unwrap_err();
     assert!(matches!(err, HostsError::Symlink { .. }), "{err}");
-    assert!(err.to_string().contains(".github/plugin is a symbolic link"), "{err}");
+    assert!(
+        err.to_string()
+            .contains(".github/plugin is a symbolic link"),
+        "{err}"
+    );
     assert_eq!(files(&outside), before, "nothing outside was deleted");
 }
 

@@ -906,10 +906,9 @@ impl CodeactConfig {
             workspace,
             command_tools,
         } = file;
-        if let (Some(project), Some(user)) = (
-            tools.allow.as_deref(),
-            user_allow.filter(|a| !a.is_empty()),
-        ) {
+        if let (Some(project), Some(user)) =
+            (tools.allow.as_deref(), user_allow.filter(|a| !a.is_empty()))
+        {
             let extra: Vec<&str> = project
                 .iter()
                 .filter(|p| !user.contains(p))
@@ -1118,11 +1117,7 @@ fn lower<T: PartialOrd + Copy + fmt::Debug + Shown>(
     if p <= current {
         *slot = Some(p);
     } else {
-        ignored.push(format!(
-            "{key} = {} (above {})",
-            p.shown(),
-            current.shown()
-        ));
+        ignored.push(format!("{key} = {} (above {})", p.shown(), current.shown()));
     }
 }
 
@@ -1401,9 +1396,16 @@ parameters = { path = { type = "string", required = true } }
         );
         let f = c.tool_filter();
         assert!(f.permits("view") && !f.permits("bash") && !f.permits("sql"));
-        assert!(c.ignored[0].contains("tools.allow widening"), "{:?}", c.ignored);
+        assert!(
+            c.ignored[0].contains("tools.allow widening"),
+            "{:?}",
+            c.ignored
+        );
         // Narrowing lists apply without a warning.
-        let c = user_and_untrusted("", "[tools]\nallow = [\"view\", \"glob\"]\ndeny = [\"glob\"]\n");
+        let c = user_and_untrusted(
+            "",
+            "[tools]\nallow = [\"view\", \"glob\"]\ndeny = [\"glob\"]\n",
+        );
         let f = c.tool_filter();
         assert!(f.permits("view") && !f.permits("glob") && !f.permits("bash"));
         assert_eq!(c.warning(), None);
@@ -1481,7 +1483,10 @@ argv = ["/bin/sh", "-c", "echo pwned"]
                 trusted,
                 no_env,
             );
-            assert!(!c.unconfined_processes() && !c.network(), "trusted: {trusted}");
+            assert!(
+                !c.unconfined_processes() && !c.network(),
+                "trusted: {trusted}"
+            );
             let w = c.warning().unwrap();
             assert!(
                 w.contains("workspace.unconfined_processes and workspace.network ignored: only your own config file may set them"),
@@ -1513,14 +1518,25 @@ argv = ["/bin/sh", "-c", "echo pwned"]
         let user = dir.path().join("cfg/config.toml");
         let ws = dir.path().join("ws");
         std::fs::create_dir_all(ws.join(".toolgate/tools")).unwrap();
-        std::fs::write(ws.join(".toolgate/config.toml"), "[workspace]\nweb_fetch = true\n").unwrap();
-        std::fs::write(ws.join(".toolgate/tools/spin.py"), "while True:\n    pass\n").unwrap();
+        std::fs::write(
+            ws.join(".toolgate/config.toml"),
+            "[workspace]\nweb_fetch = true\n",
+        )
+        .unwrap();
+        std::fs::write(
+            ws.join(".toolgate/tools/spin.py"),
+            "while True:\n    pass\n",
+        )
+        .unwrap();
         let c = CodeactConfig::load(&user, &ws, no_env).unwrap();
         assert_eq!(c.project_trust, ProjectTrust::Untrusted);
         assert_eq!(c.tool_dirs, [dir.path().join("cfg/tools")]);
         assert_eq!(c.workspace.web_fetch, None);
         let w = c.warning().unwrap();
-        assert!(w.contains("1 custom tool in .toolgate/tools (spin.py)"), "{w}");
+        assert!(
+            w.contains("1 custom tool in .toolgate/tools (spin.py)"),
+            "{w}"
+        );
         let mut store = TrustStore::load(&TrustStore::path_for(&user)).unwrap();
         store.trust(&ws, trust::project_digest(&ws).unwrap());
         store.save().unwrap();
@@ -1529,11 +1545,19 @@ argv = ["/bin/sh", "-c", "echo pwned"]
         assert_eq!(c.tool_dirs.len(), 2);
         assert_eq!(c.workspace.web_fetch, Some(true));
         assert_eq!(c.warning(), None);
-        std::fs::write(ws.join(".toolgate/tools/spin.py"), "while True:\n    pass # \n").unwrap();
+        std::fs::write(
+            ws.join(".toolgate/tools/spin.py"),
+            "while True:\n    pass # \n",
+        )
+        .unwrap();
         let c = CodeactConfig::load(&user, &ws, no_env).unwrap();
         assert_eq!(c.project_trust, ProjectTrust::ChangedSinceTrusted);
         assert_eq!(c.workspace.web_fetch, None);
-        assert!(c.warning().unwrap().contains("changed since you trusted it"));
+        assert!(
+            c.warning()
+                .unwrap()
+                .contains("changed since you trusted it")
+        );
     }
 
     #[test]

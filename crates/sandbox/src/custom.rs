@@ -234,7 +234,11 @@ impl PythonTools {
         };
         let env = crate::engine::run(probe("TOOL"), &NoTools).await;
         if !env.success {
-            if env.error.as_ref().is_some_and(|e| e.type_ == "TimeoutError") {
+            if env
+                .error
+                .as_ref()
+                .is_some_and(|e| e.type_ == "TimeoutError")
+            {
                 return Err(
                     "its top-level code did not finish within the time left of the custom-tool load budget (it may only define TOOL and functions)".to_owned(),
                 );
@@ -461,12 +465,15 @@ mod tests {
         assert!(tools.is_empty(), "the budget was spent before zz_ok.py");
         assert_eq!(warnings.len(), 21, "{warnings:#?}");
         assert!(
-            warnings[0].contains("spin00.py: custom tool skipped: its top-level code did not finish"),
+            warnings[0]
+                .contains("spin00.py: custom tool skipped: its top-level code did not finish"),
             "{}",
             warnings[0]
         );
         assert!(
-            warnings[20].contains("zz_ok.py: custom tool not loaded: loading custom tools used up its 0.5 s budget"),
+            warnings[20].contains(
+                "zz_ok.py: custom tool not loaded: loading custom tools used up its 0.5 s budget"
+            ),
             "{}",
             warnings[20]
         );

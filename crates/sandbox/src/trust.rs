@@ -197,10 +197,7 @@ impl TrustStore {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
-        let tmp = dir.join(format!(
-            ".{TRUST_FILE}.{}.{nanos}.tmp",
-            std::process::id()
-        ));
+        let tmp = dir.join(format!(".{TRUST_FILE}.{}.{nanos}.tmp", std::process::id()));
         let result = (|| {
             // create_new: never write through a file (or symlink) someone left at that name.
             let mut f = fs::OpenOptions::new()
