@@ -28,17 +28,25 @@ pub struct SurfaceArgs {
     pub surface: Surface,
     #[command(flatten)]
     pub store: StoreArgs,
-    /// Workspace root for run_code's file tools (default: the current directory).
-    #[arg(long)]
+    /// The folder run_code's file and shell tools work in. Without it there is no workspace:
+    /// run_code is not served (the current directory is never used by default, so starting a
+    /// server somewhere does not hand that folder to every MCP client).
+    #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
     /// A `.mcp.json`-style file of upstream MCP servers whose tools join the registry
     /// (namespaced `server__tool`). Default: `$TOOLGATE_MCP_SERVERS` when set.
     #[arg(long, env = "TOOLGATE_MCP_SERVERS")]
     pub upstream: Option<PathBuf>,
-    /// With `codeact`/`all`: also serve the workspace tools (view, grep, edit, …) directly.
-    /// They run without asking, as in `toolgate exec`: choosing the workspace grants them.
+    /// With `codeact`/`all` and `--workspace`: also serve the workspace tools (view, grep,
+    /// edit, …) directly. File tools run without asking (choosing the workspace grants them);
+    /// `bash` asks, as in run_code.
     #[arg(long)]
     pub workspace_tools: bool,
+    /// Run `bash` and the `[[command_tools]]` over MCP without asking, as `toolgate exec` does.
+    /// Without it each such call needs the user's confirmation (an elicitation dialog where
+    /// the client has one; refused otherwise). Only for a workspace and clients you trust.
+    #[arg(long)]
+    pub auto_approve_commands: bool,
 }
 
 /// Arguments of `toolgate mcp`.
@@ -77,6 +85,18 @@ struct SandboxRunner {
     pool: WorkerPool,
     limits: toolgate_sandbox::Limits,
     sink: Arc<dyn TelemetrySink>,
+    auto_approve_commands: bool,
+}
+
+/// The policy of tools called over MCP: the workspace's file tools are pre-approved (the person
+/// chose the workspace with `--workspace`); `bash` and command tools run processes, so they ask
+/// the user unless the person started the server with `--auto-approve-commands`.
+fn mcp_policy(host: RegistryHost, auto_approve_commands: bool) -> RegistryHost {
+    if auto_approve_commands {
+        host.auto_approve_provider(crate::exec::command_tools::COMMAND_TOOLS_PROVIDER)
+    } else {
+        host.confirm_tool("bash")
+    }
 }
 
 #[async_trait]
@@ -96,8 +116,7 @@ impl CodeRunner for SandboxRunner {
             .with_script_name("run_code.py")
             .with_limits(limits);
         let host = match RegistryHost::new(self.registry.clone(), confirmer) {
-            Ok(h) => h
-                .auto_approve_provider(crate::exec::command_tools::COMMAND_TOOLS_PROVIDER)
+            Ok(h) => mcp_policy(h, self.auto_approve_commands)
                 .auto_approve_provider(toolgate_sandbox::CUSTOM_TOOLS_PROVIDER)
                 .with_call_timeout(call_timeout)
                 .with_surface("mcp:run_code")
@@ -117,6 +136,7 @@ struct WorkspaceDirect {
     registry: Arc<Registry>,
     specs: Vec<toolgate_core::ToolSpec>,
     sink: Arc<dyn TelemetrySink>,
+    auto_approve_commands: bool,
 }
 
 #[async_trait]
@@ -131,8 +151,9 @@ impl DirectTools for WorkspaceDirect {
         args: serde_json::Map<String, Value>,
         confirmer: Arc<dyn Confirmer>,
     ) -> Result<Value, String> {
-        let host = RegistryHost::new(self.registry.clone(), confirmer)
-            .map_err(|e| e.to_string())?
+        let host =
+            RegistryHost::new(self.registry.clone(), confirmer).map_err(|e| e.to_string())?;
+        let host = mcp_policy(host, self.auto_approve_commands)
             .with_surface("mcp")
             .with_sink(self.sink.clone())
             .shared();
@@ -195,54 +216,55 @@ pub async fn setup(args: &SurfaceArgs, surface_label: &str) -> Result<McpSetup> 
         ))
     });
 
+    let surface = served_surface(args)?;
     let mut direct: Option<Arc<dyn DirectTools>> = None;
-    let (code, functions): (Option<Arc<dyn CodeRunner>>, String) = if args.surface.has_codeact() {
-        let root = match &args.workspace {
-            Some(d) => d.clone(),
-            None => std::env::current_dir().context("cannot read the current directory")?,
-        };
-        let config = crate::exec::load_config(&root)?;
-        let mut codeact = debrief_cli::codeact_registry(&root).await?;
-        for u in &upstreams {
-            codeact.register(u.clone()).await.with_context(|| {
-                format!("registering the tools of upstream server {}", u.name())
-            })?;
-        }
-        let names: Vec<String> = codeact
-            .specs()
-            .map(|s| toolgate_sandbox::python_identifier(&s.id))
-            .collect();
-        let functions = function_line(&names);
-        let command = WorkerCommand::current_exe()
-            .context("cannot locate the toolgate executable to start sandbox workers")?;
-        let codeact = Arc::new(codeact);
-        if args.workspace_tools {
-            let specs = codeact
+    let (code, functions): (Option<Arc<dyn CodeRunner>>, String) =
+        if let (true, Some(root)) = (surface.has_codeact(), &args.workspace) {
+            let root = root.clone();
+            let config = crate::exec::load_config(&root)?;
+            let mut codeact = debrief_cli::codeact_registry(&root).await?;
+            for u in &upstreams {
+                codeact.register(u.clone()).await.with_context(|| {
+                    format!("registering the tools of upstream server {}", u.name())
+                })?;
+            }
+            let names: Vec<String> = codeact
                 .specs()
-                .filter(|s| {
-                    codeact
-                        .resolve(&s.id)
-                        .is_ok_and(|t| t.provider_name() == toolgate_sandbox::WORKSPACE_PROVIDER)
-                })
-                .cloned()
+                .map(|s| toolgate_sandbox::python_identifier(&s.id))
                 .collect();
-            direct = Some(Arc::new(WorkspaceDirect {
-                registry: codeact.clone(),
-                specs,
+            let functions = function_line(&names);
+            let command = WorkerCommand::current_exe()
+                .context("cannot locate the toolgate executable to start sandbox workers")?;
+            let codeact = Arc::new(codeact);
+            if args.workspace_tools {
+                let specs = codeact
+                    .specs()
+                    .filter(|s| {
+                        codeact.resolve(&s.id).is_ok_and(|t| {
+                            t.provider_name() == toolgate_sandbox::WORKSPACE_PROVIDER
+                        })
+                    })
+                    .cloned()
+                    .collect();
+                direct = Some(Arc::new(WorkspaceDirect {
+                    registry: codeact.clone(),
+                    specs,
+                    sink: sink.clone(),
+                    auto_approve_commands: args.auto_approve_commands,
+                }));
+            }
+            let runner = SandboxRunner {
+                registry: codeact,
+                pool: WorkerPool::new(PoolConfig::new(command).with_size(2)),
+                limits: config.limits(),
                 sink: sink.clone(),
-            }));
-        }
-        let runner = SandboxRunner {
-            registry: codeact,
-            pool: WorkerPool::new(PoolConfig::new(command).with_size(2)),
-            limits: config.limits(),
-            sink: sink.clone(),
+                auto_approve_commands: args.auto_approve_commands,
+            };
+            (Some(Arc::new(runner)), functions)
+        } else {
+            (None, String::new())
         };
-        (Some(Arc::new(runner)), functions)
-    } else {
-        (None, String::new())
-    };
-    let mut shared = McpShared::new(args.surface, new_session, code, sink.clone(), functions);
+    let mut shared = McpShared::new(surface, new_session, code, sink.clone(), functions);
     if let Some(direct) = direct {
         shared = shared.with_direct_tools(direct);
     }
@@ -253,6 +275,29 @@ pub async fn setup(args: &SurfaceArgs, surface_label: &str) -> Result<McpSetup> 
         store,
         sink,
     })
+}
+
+/// The surface actually served: run_code needs a workspace the person named, so without
+/// `--workspace` the default `all` serves the Debrief tools only (said on stderr) and an explicit
+/// `codeact` is an error.
+fn served_surface(args: &SurfaceArgs) -> Result<Surface> {
+    if args.workspace.is_some() || !args.surface.has_codeact() {
+        return Ok(args.surface);
+    }
+    if args.workspace_tools {
+        anyhow::bail!(
+            "--workspace-tools needs --workspace DIR: the folder the tools may read and change (toolgate never uses the current directory by default)"
+        );
+    }
+    if args.surface == Surface::Codeact {
+        anyhow::bail!(
+            "--surface codeact needs --workspace DIR: run_code's file and shell tools work only in a folder you name (toolgate never uses the current directory by default). Add --workspace . to serve this one, or use --surface debrief."
+        );
+    }
+    let note = "run_code is not served: no --workspace DIR was given (toolgate never hands the current directory to MCP clients by default). Serving the Debrief tools only.";
+    tracing::info!("{note}");
+    eprintln!("toolgate: {note}");
+    Ok(Surface::Debrief)
 }
 
 /// `view, create, …` — the function names a program can call, bounded so the advertised tool
@@ -288,7 +333,19 @@ pub async fn mcp(args: McpArgs) -> Result<i32> {
     Ok(0)
 }
 
+/// The access token of this server: `TOOLGATE_TOKEN` when set (scripts, tests), else a fresh
+/// random one.
+fn access_token() -> Result<toolgate_core::AccessToken> {
+    match std::env::var("TOOLGATE_TOKEN") {
+        Ok(chosen) if !chosen.is_empty() => {
+            toolgate_core::AccessToken::new(&chosen).context("TOOLGATE_TOKEN is not usable")
+        }
+        _ => Ok(toolgate_core::AccessToken::generate()?),
+    }
+}
+
 pub async fn serve(args: ServeArgs) -> Result<i32> {
+    let token = access_token()?;
     let setup = setup(&args.common, "mcp-http").await?;
     // The workbench's session: what the page shows, what the chat panel drives, and what
     // stateless MCP clients (and clients naming no session) drive — so a person sees an
@@ -313,7 +370,7 @@ pub async fn serve(args: ServeArgs) -> Result<i32> {
             max_sessions: usize::try_from(args.max_sessions).unwrap_or(usize::MAX),
             idle_timeout: std::time::Duration::from_secs(args.session_idle_minutes * 60),
         });
-    let mut state = toolgate_web::WebState::new(workbench.clone());
+    let mut state = toolgate_web::WebState::new(workbench.clone(), token.clone());
     if args.model.model_url.is_some() && args.model.model.is_some() {
         let client = toolgate_agent::build_client(args.model.config(true)?, args.model.text_tools);
         let agent = toolgate_agent::AgentLoop::new(
@@ -334,14 +391,24 @@ pub async fn serve(args: ServeArgs) -> Result<i32> {
         )));
     }
     let cancel = tokio_util::sync::CancellationToken::new();
-    let app = toolgate_mcp::transport::http_router(setup.shared.clone(), cancel.clone())
-        .merge(toolgate_web::router(state));
+    let app =
+        toolgate_mcp::transport::http_router(setup.shared.clone(), cancel.clone(), token.clone())
+            .merge(toolgate_web::router(state));
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port))
         .await
         .with_context(|| format!("cannot listen on 127.0.0.1:{} (use --port)", args.port))?;
     let addr = listener.local_addr()?;
-    print_line(&format!("Workbench: http://{addr}/"));
+    // The only place the token is shown (stdout, for the person who started the server); logs
+    // and telemetry never carry it.
+    print_line(&format!(
+        "Workbench: http://{addr}/?token={}",
+        token.reveal()
+    ));
     print_line(&format!("MCP endpoint: http://{addr}/mcp"));
+    print_line(&format!(
+        "MCP header: Authorization: Bearer {}",
+        token.reveal()
+    ));
     let stop = cancel.clone();
     axum::serve(listener, app)
         .with_graceful_shutdown(async move {
@@ -354,11 +421,13 @@ pub async fn serve(args: ServeArgs) -> Result<i32> {
     Ok(0)
 }
 
-#[allow(clippy::print_stdout)]
+/// One banner line to stdout. Whoever started the server may stop reading after the URL it
+/// wanted (and close the pipe): the server keeps serving rather than panic in `println!`.
 fn print_line(s: &str) {
     use std::io::Write;
-    println!("{s}");
-    let _ = std::io::stdout().flush();
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{s}");
+    let _ = out.flush();
 }
 
 /// SIGINT or SIGTERM: stop serving so upstream children are killed on the way out.

@@ -62,10 +62,17 @@ fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_clients/py_scenarios.py")
 }
 
-/// A data dir with the demo store created, and an upstream config for server-everything.
+/// The access token every `toolgate serve` here answers to (the clients read it from
+/// `TOOLGATE_TOKEN` too).
+const TOKEN: &str = "mcp-clients-test-token-0123456789";
+const AUTH_HEADER: &str = "Authorization: Bearer mcp-clients-test-token-0123456789";
+
+/// A data dir with the demo store created, a workspace for run_code, and an upstream config
+/// for server-everything.
 struct Env {
     data: tempfile::TempDir,
     upstream: PathBuf,
+    workspace: String,
 }
 
 impl Env {
@@ -92,7 +99,14 @@ impl Env {
             .to_string(),
         )
         .unwrap();
-        Self { data, upstream }
+        let workspace = data.path().join("ws");
+        std::fs::create_dir_all(&workspace).unwrap();
+        let workspace = workspace.display().to_string();
+        Self {
+            data,
+            upstream,
+            workspace,
+        }
     }
 
     fn store(&self) -> PathBuf {
@@ -102,6 +116,7 @@ impl Env {
     fn cmd(&self, program: &Path) -> Command {
         let mut c = Command::new(program);
         c.env("TOOLGATE_DATA_DIR", self.data.path())
+            .env("TOOLGATE_TOKEN", TOKEN)
             .env_remove("TOOLGATE_STORE")
             .env_remove("TOOLGATE_MCP_SERVERS");
         c
@@ -155,7 +170,14 @@ impl Drop for Server {
 fn serve(env: &Env, extra: &[&str]) -> Server {
     let mut child = env
         .cmd(Path::new(BIN))
-        .args(["serve", "--port", "0", "--upstream"])
+        .args([
+            "serve",
+            "--port",
+            "0",
+            "--workspace",
+            &env.workspace,
+            "--upstream",
+        ])
         .arg(&env.upstream)
         .args(extra)
         .stdout(Stdio::piped())
@@ -188,6 +210,8 @@ fn python_sdk_over_stdio_both_protocol_generations_all_confirmation_paths() {
         "--".to_owned(),
         BIN.to_owned(),
         "mcp".to_owned(),
+        "--workspace".to_owned(),
+        env.workspace.clone(),
         "--upstream".to_owned(),
         env.upstream.display().to_string(),
     ];
@@ -258,7 +282,14 @@ fn inspector_cli_lists_and_calls_over_stdio_and_http() {
     }
     let env = Env::new();
     let upstream = env.upstream.display().to_string();
-    let stdio = [BIN, "mcp", "--upstream", upstream.as_str()];
+    let stdio = [
+        BIN,
+        "mcp",
+        "--workspace",
+        env.workspace.as_str(),
+        "--upstream",
+        upstream.as_str(),
+    ];
     let (code, v, raw) = inspect(&env, &stdio, &["--method", "tools/list"]);
     assert_eq!(code, 0, "{raw}");
     let names: Vec<&str> = v["tools"]
@@ -307,7 +338,12 @@ fn inspector_cli_lists_and_calls_over_stdio_and_http() {
     // through the token fallback (the inspector CLI cannot answer elicitations).
     let server = serve(&env, &[]);
     let http = [server.url.as_str(), "--transport", "http"];
-    let header = ["--header", "x-toolgate-session: inspector-1"];
+    let header = [
+        "--header",
+        "x-toolgate-session: inspector-1",
+        "--header",
+        AUTH_HEADER,
+    ];
     let call = |args: &str| -> (i32, serde_json::Value, String) {
         let mut m = vec!["--method", "tools/call"];
         m.extend_from_slice(&header);
@@ -349,6 +385,8 @@ fn inspector_cli_lists_and_calls_over_stdio_and_http() {
             "tools/call",
             "--header",
             "x-toolgate-session: inspector-2",
+            "--header",
+            AUTH_HEADER,
             "--tool-name",
             "debrief_summarizeCurrentPlot",
         ],

@@ -11,6 +11,8 @@ use serde_json::{Value, json};
 use toolgate_test_support::{MockModel, Reply};
 
 const BIN: &str = env!("CARGO_BIN_EXE_toolgate");
+/// The access token the server answers to (`TOOLGATE_TOKEN`).
+const TOKEN: &str = "web-serve-test-token-0123456789";
 
 struct Serve {
     child: Child,
@@ -31,6 +33,7 @@ fn serve(extra: &[String]) -> Serve {
         .args(["serve", "--port", "0", "--surface", "debrief"])
         .args(extra)
         .env("TOOLGATE_DATA_DIR", data.path())
+        .env("TOOLGATE_TOKEN", TOKEN)
         .env_remove("TOOLGATE_MODEL_URL")
         .env_remove("TOOLGATE_MODEL")
         .stdout(Stdio::piped())
@@ -40,14 +43,22 @@ fn serve(extra: &[String]) -> Serve {
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let first = lines.next().unwrap().unwrap();
     let second = lines.next().unwrap().unwrap();
-    assert!(first.starts_with("Workbench: http://127.0.0.1:"), "{first}");
+    let third = lines.next().unwrap().unwrap();
+    assert!(
+        first.starts_with("Workbench: http://127.0.0.1:")
+            && first.ends_with(&format!("/?token={TOKEN}")),
+        "{first}"
+    );
     assert!(
         second.starts_with("MCP endpoint: http://127.0.0.1:") && second.ends_with("/mcp"),
         "{second}"
     );
+    assert_eq!(third, format!("MCP header: Authorization: Bearer {TOKEN}"));
     let addr = first
         .trim_start_matches("Workbench: http://")
-        .trim_end_matches('/')
+        .split('/')
+        .next()
+        .unwrap()
         .to_owned();
     Serve {
         child,
@@ -60,7 +71,9 @@ fn serve(extra: &[String]) -> Serve {
 fn http(addr: &str, method: &str, path: &str, body: Option<&Value>) -> (u16, String) {
     let mut s = std::net::TcpStream::connect(addr).unwrap();
     let payload = body.map(Value::to_string).unwrap_or_default();
-    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN}\r\nConnection: close\r\n"
+    );
     if body.is_some() {
         req.push_str(&format!(
             "Content-Type: application/json\r\nContent-Length: {}\r\n",
@@ -146,10 +159,15 @@ fn an_mcp_clients_edit_appears_in_the_workbench_unsaved() {
     }
     let server = serve(&[]);
     let program = r#"
-import asyncio, sys
+import asyncio, os, sys
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 async def main():
-    async with Client(sys.argv[1], mode="auto") as c:
+    headers = {"Authorization": "Bearer " + os.environ["TOOLGATE_TOKEN"]}
+    async with create_mcp_http_client(headers=headers) as http, Client(
+        streamable_http_client(sys.argv[1], http_client=http), mode="auto"
+    ) as c:
         def text(r): return r.content[0].text
         await c.call_tool("debrief_searchPlots", {"text": "Alpha — Day 1", "open": True})
         call = {"toolId": "set-track-color", "params": {"color": "red"}, "featureNames": ["HMS Nelson"]}
@@ -160,6 +178,7 @@ asyncio.run(main())
 "#;
     let out = Command::new(python())
         .args(["-c", program, &format!("http://{}/mcp", server.addr)])
+        .env("TOOLGATE_TOKEN", TOKEN)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);

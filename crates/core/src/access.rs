@@ -29,7 +29,9 @@ pub enum AccessTokenError {
         "the access token contains {found:?}; use only letters, digits and - . _ ~ (it travels in an HTTP header and a cookie), for example the output of `openssl rand -hex 32`"
     )]
     Character { found: char },
-    #[error("the operating system's random number generator failed ({0}); cannot make an access token")]
+    #[error(
+        "the operating system's random number generator failed ({0}); cannot make an access token"
+    )]
     Random(String),
 }
 

@@ -69,7 +69,7 @@ impl std::str::FromStr for Surface {
 /// what a program can call (kept short: the full reference is `toolgate tools list --markdown`).
 pub fn run_code_spec(functions: &str) -> ToolSpec {
     let mut description = String::from(
-        "Run one Python program (safe subset, no OS or network access) in a sandbox; returns its output and last expression as JSON. Tools are Python functions with keyword arguments: combine many calls in one program. Mutating calls need the user's confirmation.",
+        "Run one Python program in a sandbox; returns output and last expression as JSON. It reaches files, processes and network only via the functions below (keyword arguments; combine many calls). `bash` and command tools run real processes in the workspace. Mutating calls need the user's confirmation unless pre-approved.",
     );
     if !functions.trim().is_empty() {
         description.push_str(" Functions: ");
@@ -200,6 +200,21 @@ mod tests {
             eprintln!("tools/list ({}): {tokens} tokens (o200k)", surface.as_str());
             assert!(tokens <= 1000, "{}: {tokens} tokens", surface.as_str());
         }
+    }
+
+    #[test]
+    fn run_code_says_what_a_program_can_reach() {
+        let d = run_code_spec("view, bash.").description;
+        assert!(
+            !d.contains("no OS or network"),
+            "bash is an OS process: {d}"
+        );
+        assert!(
+            d.contains("`bash` and command tools run real processes"),
+            "{d}"
+        );
+        assert!(d.contains("need the user's confirmation"), "{d}");
+        assert!(d.ends_with("Functions: view, bash."), "{d}");
     }
 
     #[test]

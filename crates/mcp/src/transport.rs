@@ -2,8 +2,12 @@
 
 use std::sync::Arc;
 
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::IntoResponse;
 use rmcp::ServiceExt;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+
+use toolgate_core::AccessToken;
 
 use crate::server::{McpShared, ToolgateServer};
 
@@ -43,9 +47,14 @@ pub async fn serve_stdio(shared: Arc<McpShared>) -> Result<(), TransportError> {
 
 /// The streamable-HTTP MCP endpoint as an axum router (mount it at `/mcp`). Legacy clients get
 /// a session each (and their own plot session); 2026-07-28 clients are served statelessly.
+///
+/// Every request must carry `Authorization: Bearer <token>`; anything else is answered 401 with
+/// a `WWW-Authenticate: Bearer` challenge before rmcp sees it, so no session is created and
+/// nothing runs.
 pub fn http_router(
     shared: Arc<McpShared>,
     cancel: tokio_util::sync::CancellationToken,
+    token: AccessToken,
 ) -> axum::Router {
     let limits = shared.session_limits();
     let config = StreamableHttpServerConfig::default()
@@ -62,6 +71,48 @@ pub fn http_router(
         .nest_service("/mcp", service)
         .layer(axum::middleware::from_fn(session_delete_answers_no_content))
         .layer(axum::middleware::from_fn(crate::sessions::full_answers_503))
+        .layer(axum::middleware::from_fn_with_state(token, require_bearer))
+}
+
+/// The 401 of the MCP authorization spec (RFC 6750 §3): a `Bearer` challenge, with
+/// `error="invalid_token"` when a credential was sent but is not this server's token. The body
+/// says how to get in and never echoes what was presented.
+async fn require_bearer(
+    axum::extract::State(token): axum::extract::State<AccessToken>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let mut presented = false;
+    for value in req.headers().get_all(header::AUTHORIZATION) {
+        presented = true;
+        if value.to_str().is_ok_and(|v| token.matches_bearer(v)) {
+            // rmcp hands the request's parts to handlers and may log them: the secret has
+            // done its job, so it goes no further.
+            let mut req = req;
+            req.headers_mut().remove(header::AUTHORIZATION);
+            return next.run(req).await;
+        }
+    }
+    let challenge = if presented {
+        r#"Bearer realm="toolgate", error="invalid_token", error_description="not this server's access token""#
+    } else {
+        r#"Bearer realm="toolgate""#
+    };
+    let body = serde_json::json!({
+        "error": "This MCP endpoint needs the access token `toolgate serve` printed: send `Authorization: Bearer <token>` with every request (set TOOLGATE_TOKEN before starting the server to choose it).",
+        "code": "unauthorized",
+    });
+    let mut res = (StatusCode::UNAUTHORIZED, body.to_string()).into_response();
+    let h = res.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    h.insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static(challenge),
+    );
+    res
 }
 
 /// rmcp answers a session's `DELETE` with 202 Accepted; clients (the official Python SDK among

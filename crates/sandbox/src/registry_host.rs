@@ -114,6 +114,8 @@ pub struct RegistryHost {
     active_model: String,
     priming_enabled: bool,
     auto_approve: Vec<String>,
+    /// Tool ids that ask the confirmer even when their provider is pre-approved.
+    confirm_tools: Vec<String>,
     call_timeout: Option<Duration>,
     applier: Option<Applier>,
     /// (Python name, reason) of the tools the registry's filter hides.
@@ -191,6 +193,7 @@ impl RegistryHost {
             active_model: "unknown".to_owned(),
             priming_enabled: false,
             auto_approve: vec![WORKSPACE_PROVIDER.to_owned()],
+            confirm_tools: Vec::new(),
             call_timeout: None,
             applier: None,
             unavailable,
@@ -244,6 +247,14 @@ impl RegistryHost {
     #[must_use]
     pub fn auto_approve_provider(mut self, provider: impl Into<String>) -> Self {
         self.auto_approve.push(provider.into());
+        self
+    }
+
+    /// Ask the confirmer for this tool (by id) even when its provider is pre-approved: over MCP
+    /// the client, not the person, chose the program, so `bash` is confirmed call by call.
+    #[must_use]
+    pub fn confirm_tool(mut self, tool_id: impl Into<String>) -> Self {
+        self.confirm_tools.push(tool_id.into());
         self
     }
 
@@ -337,7 +348,9 @@ impl RegistryHost {
                 (schema_name, v)
             })
             .collect();
-        let mode = if self.auto_approve.contains(&entry.provider) {
+        let mode = if self.auto_approve.contains(&entry.provider)
+            && !self.confirm_tools.contains(&entry.id)
+        {
             Mode::AutoApprove
         } else {
             Mode::Strict

@@ -303,7 +303,10 @@ fn token_redirect(st: &WebState, req: &Request, rest: &str) -> Response {
     } else {
         format!("{path}?{rest}")
     };
-    let host = req.headers().get(header::HOST).and_then(|h| h.to_str().ok());
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok());
     let cookie = format!(
         "{}={}; Path=/; HttpOnly; SameSite=Strict",
         cookie_name(host),

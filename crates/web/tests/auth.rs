@@ -84,7 +84,9 @@ async fn a_wrong_token_is_401_in_any_form() {
             .header(header::COOKIE, format!("session={}", common::TOKEN))
             .body(Body::empty())
             .unwrap(),
-        get(&format!("/?token={wrong}")).body(Body::empty()).unwrap(),
+        get(&format!("/?token={wrong}"))
+            .body(Body::empty())
+            .unwrap(),
     ];
     for req in cases {
         let what = format!("{:?}", req.headers());
@@ -129,7 +131,10 @@ async fn the_token_url_sets_a_strict_http_only_cookie_and_redirects_without_the_
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
     let location = res.headers()[header::LOCATION].to_str().unwrap();
     assert_eq!(location, "/?plot=a&x=1", "the token leaves the address bar");
-    let cookie = res.headers()[header::SET_COOKIE].to_str().unwrap().to_owned();
+    let cookie = res.headers()[header::SET_COOKIE]
+        .to_str()
+        .unwrap()
+        .to_owned();
     assert!(
         cookie.starts_with(&format!("toolgate_token_8765={};", common::TOKEN)),
         "{cookie}"

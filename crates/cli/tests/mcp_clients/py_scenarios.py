@@ -8,12 +8,15 @@ with confirmation (elicitation or the token fallback) → decline applies nothin
 """
 import argparse
 import asyncio
+import contextlib
 import hashlib
 import json
 import os
 import sys
 
 from mcp import Client, StdioServerParameters, types
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 PLOT = "stac://demo/alpha-day1/item.json"
 
@@ -40,12 +43,22 @@ def check(name, ok, seen):
         sys.exit(1)
 
 
+@contextlib.asynccontextmanager
+async def http_transport(url):
+    """Streamable HTTP with `toolgate serve`'s access token (TOOLGATE_TOKEN) on every request."""
+    token = os.environ.get("TOOLGATE_TOKEN")
+    headers = {"Authorization": f"Bearer {token}"} if token else None
+    async with create_mcp_http_client(headers=headers) as http:
+        async with streamable_http_client(url, http_client=http) as streams:
+            yield streams
+
+
 def make_client(args, elicit):
     kwargs = {"mode": args.mode}
     if elicit is not None:
         kwargs["elicitation_callback"] = elicit
     if args.url:
-        return Client(args.url, **kwargs)
+        return Client(http_transport(args.url), **kwargs)
     params = StdioServerParameters(command=args.stdio[0], args=args.stdio[1:], env=dict(os.environ))
     return Client(params, **kwargs)
 
