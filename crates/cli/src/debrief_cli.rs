@@ -248,7 +248,8 @@ pub async fn tools(command: ToolsCommand) -> Result<i32> {
     let mut _upstreams = Vec::new();
     if let Some(path) = &upstream {
         let configs = toolgate_mcp::upstream::read_config(path)?;
-        let (ok, errors) = toolgate_mcp::upstream::connect_all(&configs, crate::paths::confiner().as_ref()).await;
+        let (ok, errors) =
+            toolgate_mcp::upstream::connect_all(&configs, crate::paths::confiner().as_ref()).await;
         for e in errors {
             eprintln!("warning: {e}");
         }

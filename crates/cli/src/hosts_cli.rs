@@ -495,10 +495,18 @@ fn check_confinement() -> Check {
             return Check::new(
                 name,
                 Level::Note,
-                format!("unavailable: {e}; bash and command tools are off unless your own config sets [workspace] unconfined_processes = true"),
+                format!(
+                    "unavailable: {e}; bash and command tools are off unless your own config sets [workspace] unconfined_processes = true"
+                ),
             );
         }
-        None => return Check::new(name, Level::Problem, "toolgate's own binary could not be found"),
+        None => {
+            return Check::new(
+                name,
+                Level::Problem,
+                "toolgate's own binary could not be found",
+            );
+        }
     };
     let proof = toolgate_confine::PrivateDirs::new().and_then(|dirs| {
         let policy = toolgate_confine::Policy::new(None, &dirs);

@@ -98,7 +98,8 @@ fn main() -> std::process::ExitCode {
     // The confinement launcher's stages must run before any thread exists (a new user
     // namespace needs a single-threaded process) and print nothing of toolgate's own.
     if let Some(stage) = std::env::args_os().nth(1)
-        && (stage == toolgate_confine::GUARD_SUBCOMMAND || stage == toolgate_confine::EXEC_SUBCOMMAND)
+        && (stage == toolgate_confine::GUARD_SUBCOMMAND
+            || stage == toolgate_confine::EXEC_SUBCOMMAND)
     {
         let rest: Vec<std::ffi::OsString> = std::env::args_os().skip(2).collect();
         let code = toolgate_confine::launcher::main(&stage.to_string_lossy(), &rest);

@@ -179,7 +179,8 @@ pub async fn setup(args: &SurfaceArgs, surface_label: &str) -> Result<McpSetup> 
     let upstreams = match &args.upstream {
         Some(path) => {
             let configs = upstream::read_config(path)?;
-            let (ok, errors) = upstream::connect_all(&configs).await;
+            let (ok, errors) =
+                upstream::connect_all(&configs, crate::paths::confiner().as_ref()).await;
             for e in errors {
                 tracing::warn!("{e}");
                 eprintln!("warning: {e}");

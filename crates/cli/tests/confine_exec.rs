@@ -22,7 +22,11 @@ impl Fx {
         for d in ["ws", "outside", "home/.ssh", "config/toolgate"] {
             std::fs::create_dir_all(dir.path().join(d)).unwrap();
         }
-        std::fs::write(dir.path().join("outside/secret.txt"), "PLANTED-OUTSIDE-SECRET").unwrap();
+        std::fs::write(
+            dir.path().join("outside/secret.txt"),
+            "PLANTED-OUTSIDE-SECRET",
+        )
+        .unwrap();
         std::fs::write(dir.path().join("home/.ssh/id_ed25519"), "PLANTED-SSH-KEY").unwrap();
         std::fs::write(dir.path().join("ws/mine.txt"), "inside").unwrap();
         Self { dir }

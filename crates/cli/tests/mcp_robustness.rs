@@ -52,7 +52,10 @@ fn start(args: &[&str], upstream: &[(&str, &str)]) -> Peer {
 fn start_in(data: tempfile::TempDir, args: &[&str], upstream: Option<&Path>) -> Peer {
     let mut cmd = Command::new(BIN);
     // run_code gets a workspace only when one is named.
-    cmd.arg("mcp").arg("--workspace").arg(data.path()).args(args);
+    cmd.arg("mcp")
+        .arg("--workspace")
+        .arg(data.path())
+        .args(args);
     if let Some(config) = upstream {
         cmd.arg("--upstream").arg(config);
     }
@@ -393,8 +396,14 @@ fn upstream_servers_run_confined() {
         outside.path().join("w.txt").display().to_string()
     );
     let r = p.call(2, "run_code", json!({ "code": code }));
-    let text = r["result"]["content"][0]["text"].as_str().unwrap().to_owned();
-    assert!(text.contains("file_error"), "the server did not run or read the file: {text}");
+    let text = r["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        text.contains("file_error"),
+        "the server did not run or read the file: {text}"
+    );
     assert!(!text.contains("PLANTED-UPSTREAM-SECRET"), "{text}");
     assert!(text.contains("proc_error"), "{text}");
     assert!(text.contains("write_error"), "{text}");

@@ -622,7 +622,10 @@ pub fn upstream_policy(
         .chain(args.iter().map(|a| base.join(a)))
         .filter(|p| p.is_file());
     for path in candidates {
-        for p in [Some(path.clone()), path.canonicalize().ok()].into_iter().flatten() {
+        for p in [Some(path.clone()), path.canonicalize().ok()]
+            .into_iter()
+            .flatten()
+        {
             let Some(parent) = p.parent() else { continue };
             // A Node package resolves its imports from every node_modules above it: allow the
             // outermost one.

@@ -89,7 +89,11 @@ impl Processes {
             Self::Confined { confiner, network } => format!(
                 "confined: {}{}",
                 confiner.level().describe(),
-                if *network { "; network allowed by the user's config" } else { "" }
+                if *network {
+                    "; network allowed by the user's config"
+                } else {
+                    ""
+                }
             ),
             Self::Unconfined => {
                 "UNCONFINED (the user's config sets [workspace] unconfined_processes = true)"

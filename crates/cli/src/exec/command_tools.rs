@@ -16,8 +16,8 @@ use toolgate_core::{
     CallError, OutputKind, Provider, ProviderError, ToolCall, ToolOutcome, ToolSpec,
 };
 use toolgate_sandbox::config::{ArgPiece, CommandToolDecl, parse_arg};
-use toolgate_workspace::process::{Processes, run};
 use toolgate_workspace::WorkspaceConfig;
+use toolgate_workspace::process::{Processes, run};
 
 /// The provider name of command tools.
 pub const COMMAND_TOOLS_PROVIDER: &str = "command-tools";
