@@ -52,6 +52,10 @@ impl Fixture {
         std::fs::write(parent.path().join("secret.txt"), "TOP SECRET root:x:0:0\n").unwrap();
         std::fs::create_dir(parent.path().join("outside")).unwrap();
         let mut config = WorkspaceConfig::new(&ws).unwrap();
+        // These escapes are the tools' own (cleared environment, process-group kill, paths);
+        // OS confinement of bash has its own tests (crates/confine, the CLI's exec tests), and
+        // without it bash is off by default.
+        config.processes = toolgate_workspace::Processes::Unconfined;
         tweak(&mut config);
         let tools = WorkspaceTools::new(config).unwrap();
         let before = listing(parent.path());
