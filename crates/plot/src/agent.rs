@@ -136,6 +136,8 @@ pub struct Debrief {
     validators: Vec<(String, ParamValidator)>,
     datasets: Mutex<Vec<Dataset>>,
     store_read_timeout: std::time::Duration,
+    /// One save at a time: each checks the file against the last save's hash.
+    saving: tokio::sync::Mutex<()>,
 }
 
 fn text_of(v: &impl serde::Serialize) -> String {
@@ -167,6 +169,7 @@ impl Debrief {
             validators,
             datasets: Mutex::new(Vec::new()),
             store_read_timeout: session::STORE_READ_TIMEOUT,
+            saving: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -196,6 +199,18 @@ impl Debrief {
             session::off_runtime(path, self.store_read_timeout, move || loader.load()).await?;
         self.session().open_loaded(loaded);
         Ok(())
+    }
+
+    /// Save a plot (a person's action; no agent tool maps to it). The file is checked and
+    /// written off the async runtime without the session lock held; edits made meanwhile stay
+    /// unsaved.
+    pub async fn save_plot(&self, plot_id: &str) -> Result<(), SessionError> {
+        let _one_save = self.saving.lock().await;
+        let job = self.session().save_job(plot_id)?;
+        let path = job.path().to_owned();
+        let saved =
+            session::off_runtime(path, self.store_read_timeout, move || job.write()).await?;
+        self.session().finish_save(&saved)
     }
 
     /// Discard a plot's unsaved edits by reloading its file (read as in [`Debrief::open_plot`]).

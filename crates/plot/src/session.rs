@@ -367,23 +367,71 @@ impl Document {
     /// Write the document to its file. Refuses when the file changed on disk since it was
     /// opened or last saved; writes atomically.
     pub fn save(&mut self) -> Result<(), SessionError> {
+        let saved = self.save_job(String::new()).write()?;
+        self.mark_saved(&saved);
+        Ok(())
+    }
+
+    /// What saving writes, taken now (so the write can happen without the session lock).
+    fn save_job(&self, plot_id: String) -> SaveJob {
+        SaveJob {
+            plot_id,
+            path: self.path.clone(),
+            bytes: self.to_bytes(),
+            expected_sha256: self.disk_sha256.clone(),
+            state: self.state,
+        }
+    }
+
+    /// The file now holds the document as it was at `saved.state` (later edits stay unsaved).
+    fn mark_saved(&mut self, saved: &SavedPlot) {
+        self.disk_sha256.clone_from(&saved.sha256);
+        self.saved_state = saved.state;
+    }
+}
+
+/// A save prepared under the session lock ([`Session::save_job`]) and written without it.
+#[derive(Debug)]
+pub struct SaveJob {
+    plot_id: String,
+    path: PathBuf,
+    bytes: Vec<u8>,
+    expected_sha256: String,
+    state: u64,
+}
+
+/// A finished save, for [`Session::finish_save`].
+#[derive(Debug)]
+pub struct SavedPlot {
+    plot_id: String,
+    state: u64,
+    sha256: String,
+}
+
+impl SaveJob {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Refuse when the file changed on disk since it was opened or last saved, else write it
+    /// atomically. Blocking: async code runs it through [`off_runtime`].
+    pub fn write(self) -> Result<SavedPlot, SessionError> {
         let current = std::fs::read(&self.path).map_err(|source| SessionError::Write {
             path: self.path.clone(),
             source,
         })?;
-        if sha256_hex(&current) != self.disk_sha256 {
-            return Err(SessionError::Conflict {
-                path: self.path.clone(),
-            });
+        if sha256_hex(&current) != self.expected_sha256 {
+            return Err(SessionError::Conflict { path: self.path });
         }
-        let bytes = self.to_bytes();
-        atomic_write(&self.path, &bytes).map_err(|source| SessionError::Write {
+        atomic_write(&self.path, &self.bytes).map_err(|source| SessionError::Write {
             path: self.path.clone(),
             source,
         })?;
-        self.disk_sha256 = sha256_hex(&bytes);
-        self.saved_state = self.state;
-        Ok(())
+        Ok(SavedPlot {
+            plot_id: self.plot_id,
+            state: self.state,
+            sha256: sha256_hex(&self.bytes),
+        })
     }
 }
 
@@ -623,6 +671,18 @@ impl Session {
     /// Save a plot to disk. Only people's surfaces call this.
     pub fn save(&mut self, plot_id: &str) -> Result<(), SessionError> {
         self.plot_mut(plot_id)?.doc.save()
+    }
+
+    /// [`Session::save`] in two halves, so the file is written without the session lock held:
+    /// take the job here, [`SaveJob::write`] it, then [`Session::finish_save`].
+    pub fn save_job(&self, plot_id: &str) -> Result<SaveJob, SessionError> {
+        Ok(self.plot(plot_id)?.doc.save_job(plot_id.to_owned()))
+    }
+
+    /// Record a finished save (the plot is clean unless it was edited while it was written).
+    pub fn finish_save(&mut self, saved: &SavedPlot) -> Result<(), SessionError> {
+        self.plot_mut(&saved.plot_id)?.doc.mark_saved(saved);
+        Ok(())
     }
 }
 
@@ -990,6 +1050,33 @@ mod tests {
         assert!(matches!(err, SessionError::ReadTimedOut { .. }), "{err}");
         assert!(err.to_string().contains("/catalogue/fifo.geojson"), "{err}");
         assert!(started.elapsed() < Duration::from_secs(2));
+    }
+
+    #[test]
+    fn a_save_written_without_the_lock_keeps_edits_made_meanwhile_unsaved() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::demo::ensure_demo_store(dir.path()).unwrap();
+        let mut s = Session::new(vec![store]);
+        s.open(BULK).unwrap();
+        let first = model::feature_id(&s.plot(BULK).unwrap().doc.features()[0]);
+        s.apply(BULK, &recolour(&first), 1).unwrap();
+        let job = s.save_job(BULK).unwrap();
+        let saved_bytes = s.plot(BULK).unwrap().doc.to_bytes();
+        // An edit lands while the file is being written.
+        let second = model::feature_id(&s.plot(BULK).unwrap().doc.features()[1]);
+        s.apply(BULK, &recolour(&second), 2).unwrap();
+        let saved = job.write().unwrap();
+        s.finish_save(&saved).unwrap();
+        let doc = &s.plot(BULK).unwrap().doc;
+        assert_eq!(std::fs::read(doc.path()).unwrap(), saved_bytes);
+        assert!(doc.is_dirty(), "the later edit is not in the file");
+        s.undo(BULK).unwrap();
+        assert!(
+            !s.plot(BULK).unwrap().doc.is_dirty(),
+            "undoing it is back at the saved state"
+        );
+        // The next save checks against what this one wrote.
+        s.save(BULK).unwrap();
     }
 
     #[test]

@@ -778,12 +778,15 @@ async fn save(
     State(st): State<WebState>,
     ApiJson(body): ApiJson<PlotRef>,
 ) -> Result<Json<Value>, ApiError> {
-    act(&st, body.plot_id, |s, id| {
-        s.save(id)?;
-        let path = s.plot(id)?.doc.path().display().to_string();
-        tracing::info!(plot = %id, %path, "saved");
-        Ok(format!("Saved to {path}."))
-    })
+    let id = target(&st.session(), body.plot_id)?;
+    // Checked and written off the runtime and without the session lock.
+    st.debrief.save_plot(&id).await?;
+    let path = st.session().plot(&id)?.doc.path().display().to_string();
+    tracing::info!(plot = %id, %path, "saved");
+    st.notify_changed();
+    Ok(Json(
+        json!({"message": format!("Saved to {path}."), "state": st.snapshot()}),
+    ))
 }
 
 async fn datasets(State(st): State<WebState>) -> Json<Value> {
