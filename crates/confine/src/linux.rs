@@ -63,8 +63,15 @@ const ETC_SECRETS: &[&str] = &[
     ".pwd.lock",
 ];
 
-/// Public certificate stores inside otherwise-secret `/etc` directories.
-const ETC_PUBLIC: &[&str] = &["/etc/ssl/certs", "/etc/pki/tls/certs", "/etc/pki/ca-trust"];
+/// Public certificate stores and OpenSSL's configuration inside otherwise-secret `/etc`
+/// directories (Node and Python read `openssl.cnf` at start).
+const ETC_PUBLIC: &[&str] = &[
+    "/etc/ssl/certs",
+    "/etc/ssl/openssl.cnf",
+    "/etc/pki/tls/certs",
+    "/etc/pki/tls/openssl.cnf",
+    "/etc/pki/ca-trust",
+];
 
 pub fn probe() -> Result<Level, Unavailable> {
     let abi = landlock_abi();

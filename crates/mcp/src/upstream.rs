@@ -616,7 +616,7 @@ pub fn upstream_policy(
                 .find(|p| p.is_file())
         })
     };
-    let base = cwd.clone().unwrap_or_else(|| PathBuf::from("."));
+    let base = cwd.unwrap_or_else(|| PathBuf::from("."));
     let candidates = program
         .into_iter()
         .chain(args.iter().map(|a| base.join(a)))

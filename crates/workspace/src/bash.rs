@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use toolgate_core::{CallError, ToolOutcome};
 
 use crate::params::Params;
-use crate::process::run;
+use crate::process::{Run, run};
 use crate::specs::kinds;
 use crate::{Inner, outcome};
 
@@ -56,13 +56,15 @@ pub async fn bash(
     let cap = config.output_cap_bytes;
     let run = run(
         &config.processes,
-        "bash",
-        std::path::Path::new(shell()),
-        &["-c".to_owned(), command.to_owned()],
-        inner.guard.root(),
-        &env,
-        limit,
-        cap,
+        Run {
+            tool: "bash",
+            program: std::path::Path::new(shell()),
+            args: &["-c".to_owned(), command.to_owned()],
+            cwd: inner.guard.root(),
+            env: &env,
+            limit,
+            cap,
+        },
     )
     .await?;
     let (summary, data) = run.report(cap);

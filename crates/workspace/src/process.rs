@@ -119,19 +119,36 @@ pub struct RunOutput {
 /// stdin, its own process group; output read to the end with `cap` bytes kept per stream; the
 /// group killed when the call ends, times out, or is dropped (a program's wall clock firing
 /// drops it), and with confinement everything it started dies with it.
+/// One child to run: what, where, with what, for how long.
+pub struct Run<'a> {
+    /// The tool's name, for messages.
+    pub tool: &'a str,
+    pub program: &'a std::path::Path,
+    pub args: &'a [String],
+    /// The working directory, inside the workspace; also what a confined child may write.
+    pub cwd: &'a std::path::Path,
+    /// The whole environment of the child.
+    pub env: &'a [(String, std::ffi::OsString)],
+    pub limit: std::time::Duration,
+    /// Bytes kept of each of stdout and stderr.
+    pub cap: usize,
+}
+
 pub async fn run(
     processes: &Processes,
-    tool: &str,
-    program: &std::path::Path,
-    args: &[String],
-    cwd: &std::path::Path,
-    env: &[(String, std::ffi::OsString)],
-    limit: std::time::Duration,
-    cap: usize,
-) -> Result<RunOutput, toolgate_core::CallError> {
+    spec: Run<'_>,) -> Result<RunOutput, toolgate_core::CallError> {
     use std::process::Stdio;
     use toolgate_core::CallError;
 
+    let Run {
+        tool,
+        program,
+        args,
+        cwd,
+        env,
+        limit,
+        cap,
+    } = spec;
     // Found before anything starts, so a missing program is "not found" on every path (a
     // confined child would only report it from inside, as exit code 127).
     let path_env = env

@@ -17,7 +17,7 @@ use toolgate_core::{
 };
 use toolgate_sandbox::config::{ArgPiece, CommandToolDecl, parse_arg};
 use toolgate_workspace::WorkspaceConfig;
-use toolgate_workspace::process::{Processes, run};
+use toolgate_workspace::process::{Processes, Run, run};
 
 /// The provider name of command tools.
 pub const COMMAND_TOOLS_PROVIDER: &str = "command-tools";
@@ -191,15 +191,18 @@ impl Provider for CommandTools {
             .and_then(|s| u64::try_from(s).ok())
             .map_or(self.default_timeout, Duration::from_secs);
         let limit = call.timeout.map_or(own, |d| d.min(own));
+        let tool = format!("command tool \"{}\"", decl.name);
         let run = run(
             &self.processes,
-            &format!("command tool \"{}\"", decl.name),
-            &program_path(&self.root, program),
-            args,
-            &self.root,
-            &self.env,
-            limit,
-            self.output_cap,
+            Run {
+                tool: &tool,
+                program: &program_path(&self.root, program),
+                args,
+                cwd: &self.root,
+                env: &self.env,
+                limit,
+                cap: self.output_cap,
+            },
         )
         .await
         .map_err(|e| match e {
