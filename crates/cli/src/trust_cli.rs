@@ -64,8 +64,14 @@ pub fn trust(args: &TrustArgs) -> Result<i32> {
 
 /// `toolgate untrust [DIR]`.
 pub fn untrust(args: &TrustArgs) -> Result<i32> {
-    // An untrust of a folder that no longer exists still removes its entry.
-    let root = workspace(args).or_else(|e| args.dir.clone().ok_or(e))?;
+    // An untrust of a folder that no longer exists still removes its entry (trusted paths are
+    // absolute).
+    let root = workspace(args).or_else(|e| {
+        args.dir
+            .as_deref()
+            .and_then(|d| std::path::absolute(d).ok())
+            .ok_or(e)
+    })?;
     let file = TrustStore::path_for(&paths::user_config());
     let mut store = TrustStore::load(&file)?;
     if store.untrust(&root) {

@@ -756,7 +756,13 @@ impl CodeactConfig {
         let mut config = Self::layered(user, project, project_trust.is_trusted(), env);
         config.project_trust = project_trust;
         if has_project {
-            config.project = Some((project_file, workspace_root.to_owned()));
+            // Name the file when there is one, else the folder (only `tools/` has files).
+            let named = if project_file.exists() {
+                project_file
+            } else {
+                workspace_root.join(".toolgate")
+            };
+            config.project = Some((named, workspace_root.to_owned()));
         }
         let user_tools = user_file
             .parent()
