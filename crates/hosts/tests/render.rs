@@ -205,7 +205,8 @@ fn hooks_and_mcp_entries_run_toolgate_by_absolute_path() {
     );
     assert_eq!(
         mcp["mcpServers"]["toolgate"]["args"],
-        serde_json::json!(["mcp", "--surface", "all"])
+        // run_code needs a named workspace: the project the host starts the server in.
+        serde_json::json!(["mcp", "--surface", "all", "--workspace", "."])
     );
     let copilot = rendered(Host::Copilot, Backend::Monty, false);
     let (_, h) = copilot
