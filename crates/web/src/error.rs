@@ -83,9 +83,11 @@ impl From<SessionError> for ApiError {
             SessionError::MissingFeature(_) => {
                 Self::new(StatusCode::UNPROCESSABLE_ENTITY, "missing_feature", message)
             }
-            SessionError::ReadTimedOut { .. } | SessionError::StoreBusy(_) => {
-                Self::new(StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", message)
-            }
+            SessionError::ReadTimedOut { .. } | SessionError::StoreBusy(_) => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "store_unavailable",
+                message,
+            ),
             SessionError::Store(_) | SessionError::Write { .. } | SessionError::Reader(_) => {
                 tracing::warn!(error = %message, "workbench storage error");
                 Self::new(StatusCode::INTERNAL_SERVER_ERROR, "storage", message)

@@ -136,7 +136,8 @@ pub struct Run<'a> {
 
 pub async fn run(
     processes: &Processes,
-    spec: Run<'_>,) -> Result<RunOutput, toolgate_core::CallError> {
+    spec: Run<'_>,
+) -> Result<RunOutput, toolgate_core::CallError> {
     use std::process::Stdio;
     use toolgate_core::CallError;
 
