@@ -308,7 +308,7 @@ pub async fn run(args: ExecArgs, mut registry: Registry) -> Result<i32> {
     }
     let host = host.shared();
     let host = host.as_ref();
-    let envelope = if args.in_process {
+    let mut envelope = if args.in_process {
         toolgate_sandbox::run(req, host).await
     } else {
         let command = WorkerCommand::current_exe()
@@ -316,6 +316,9 @@ pub async fn run(args: ExecArgs, mut registry: Registry) -> Result<i32> {
         let pool = WorkerPool::new(PoolConfig::new(command).with_size(1));
         pool.run(req, host).await
     };
+    // Loading the workspace's custom tools ran this project's code before the program: it is
+    // part of what the program cost (a spinning tool file must not hide behind a 5 ms figure).
+    envelope.duration_ms += setup::custom_tools_load_time().as_secs_f64() * 1000.0;
     print_envelope(&envelope, args.raw)?;
     if let (Some((session, tx, plot_id)), true) = (&transaction, envelope.success) {
         use toolgate_plot::transaction::Committed;

@@ -355,7 +355,13 @@ fn global_vscode_install_edits_only_its_entry_in_user_mcp_json() {
         serde_json::from_slice(&std::fs::read(user.join("mcp.json")).unwrap()).unwrap();
     assert_eq!(
         mcp["servers"]["toolgate"]["args"],
-        serde_json::json!(["mcp", "--surface", "all"])
+        serde_json::json!([
+            "mcp",
+            "--surface",
+            "all",
+            "--workspace",
+            "${workspaceFolder}"
+        ])
     );
     assert!(user.join("prompts/codeact.instructions.md").is_file());
     env.ok(&["uninstall", "vscode", "--global"]);
@@ -404,7 +410,7 @@ fn installed_files_list_the_tools_of_the_manifest() {
     .unwrap();
     assert_eq!(
         mcp["mcpServers"]["toolgate"]["args"],
-        serde_json::json!(["mcp", "--surface", "codeact"])
+        serde_json::json!(["mcp", "--surface", "codeact", "--workspace", "."])
     );
     // The exec command the files give really runs.
     let o = Command::new(&exe)

@@ -289,6 +289,12 @@ fn spinning_custom_tools_cost_at_most_one_budget() {
     assert_eq!(env["return_value"], 1, "{env:#}");
     // The budget is 2 s for all files together; the rest is process start-up.
     assert!(trusted < Duration::from_secs(12), "{trusted:?}");
+    // …and the time spent loading them is part of what the envelope reports.
+    let reported = env["duration_ms"].as_f64().unwrap();
+    assert!(
+        reported >= 1900.0,
+        "duration_ms {reported} hides the load time"
+    );
     let err = stderr(&out);
     assert!(
         err.contains("spin00.py: custom tool skipped: its top-level code did not finish"),

@@ -113,18 +113,23 @@ pub struct LoadedFeatures {
 /// Read a whole catalogue file. It is opened with `O_NONBLOCK` and checked with `fstat` on the
 /// opened handle before a byte is read: a FIFO (or a device, a socket) planted in a store would
 /// otherwise block the reader forever, and with it whatever holds the session.
-fn read(path: &Path) -> Result<Vec<u8>, StoreError> {
+fn read(root: &Path, path: &Path) -> Result<Vec<u8>, StoreError> {
     use std::io::Read;
-    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    use std::os::unix::fs::FileTypeExt;
     let read_error = |source| StoreError::Read {
         path: path.to_owned(),
         source,
     };
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
-        .open(path)
-        .map_err(read_error)?;
+    let mut file = open_beneath(root, path).map_err(|e| {
+        if e.raw_os_error() == Some(rustix::io::Errno::XDEV.raw_os_error()) {
+            StoreError::OutsideStore {
+                path: path.to_owned(),
+                root: root.to_owned(),
+            }
+        } else {
+            read_error(e)
+        }
+    })?;
     let meta = file.metadata().map_err(read_error)?;
     let ft = meta.file_type();
     if !ft.is_file() {
@@ -147,6 +152,42 @@ fn read(path: &Path) -> Result<Vec<u8>, StoreError> {
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
     file.read_to_end(&mut bytes).map_err(read_error)?;
     Ok(bytes)
+}
+
+/// Open `path` (already confined lexically to `root` by [`confine`]) for reading without
+/// following any link out of `root`, race-free: relative to a descriptor of `root` with
+/// `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)`, so a directory swapped for a symbolic
+/// link between the check and the open cannot lead elsewhere (the kernel answers `EXDEV`).
+/// Non-blocking, so a FIFO never blocks the open. Where `openat2` is missing (Linux < 5.6) the
+/// canonical path is checked and opened by name, as before.
+fn open_beneath(root: &Path, path: &Path) -> std::io::Result<std::fs::File> {
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
+    use std::os::unix::fs::OpenOptionsExt;
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
+    if let Ok(rel) = path.strip_prefix(root)
+        && !rel.as_os_str().is_empty()
+    {
+        let dir = rustix::fs::open(
+            root,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        match rustix::fs::openat2(
+            &dir,
+            rel,
+            flags,
+            Mode::empty(),
+            ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+        ) {
+            Ok(fd) => return Ok(std::fs::File::from(fd)),
+            Err(rustix::io::Errno::NOSYS) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(OFlags::NONBLOCK.bits() as i32)
+        .open(path)
 }
 
 /// Lexically normalise `base/href` and require it to stay under `root` (no `..` escapes, no
@@ -222,7 +263,7 @@ impl StacStore {
             source,
         })?;
         let catalog_path = root.join("catalog.json");
-        let bytes = read(&catalog_path)?;
+        let bytes = read(&root, &catalog_path)?;
         let value: stac::Value = serde_json::from_slice(&bytes).map_err(|e| StoreError::Parse {
             path: catalog_path.clone(),
             message: e.to_string(),
@@ -287,7 +328,7 @@ impl StacStore {
                     continue;
                 }
             };
-            let parsed = read(&target).and_then(|b| {
+            let parsed = read(&self.root, &target).and_then(|b| {
                 serde_json::from_slice::<stac::Value>(&b).map_err(|e| StoreError::Parse {
                     path: target.clone(),
                     message: e.to_string(),
@@ -381,7 +422,7 @@ impl StacStore {
             })?;
         // Opening a plot is when a save that was killed half-way is noticed: its temp files go.
         crate::fsio::remove_stale_temps(&path);
-        let bytes = read(&path)?;
+        let bytes = read(&self.root, &path)?;
         let collection: Value = serde_json::from_slice(&bytes).map_err(|e| StoreError::Parse {
             path: path.clone(),
             message: e.to_string(),
@@ -438,8 +479,8 @@ impl StacStore {
         write_bytes(&dir.join("features.geojson"), features_geojson)?;
         let item_file = dir.join("item.json");
         write(&item_file, item)?;
-        let mut catalog: Value =
-            serde_json::from_slice(&read(&self.catalog_path)?).map_err(|e| StoreError::Parse {
+        let mut catalog: Value = serde_json::from_slice(&read(&self.root, &self.catalog_path)?)
+            .map_err(|e| StoreError::Parse {
                 path: self.catalog_path.clone(),
                 message: e.to_string(),
             })?;
@@ -498,6 +539,26 @@ impl StacStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The open itself refuses a link out of the store, whatever checked the path before (so a
+    /// directory swapped for a link between `confine` and the read cannot leak a file).
+    #[test]
+    fn reads_never_follow_a_link_out_of_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("store");
+        std::fs::create_dir_all(root.join("items/real")).unwrap();
+        std::fs::create_dir_all(dir.path().join("outside")).unwrap();
+        std::fs::write(dir.path().join("outside/item.json"), "SECRET").unwrap();
+        std::fs::write(root.join("items/real/item.json"), "{}").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("outside"), root.join("items/swapped")).unwrap();
+        let root = root.canonicalize().unwrap();
+        assert_eq!(
+            read(&root, &root.join("items/real/item.json")).unwrap(),
+            b"{}"
+        );
+        let err = read(&root, &root.join("items/swapped/item.json")).unwrap_err();
+        assert!(matches!(err, StoreError::OutsideStore { .. }), "{err}");
+    }
 
     fn fixture() -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/stac")

@@ -30,10 +30,6 @@ pub fn load_config(root: &Path) -> Result<CodeactConfig> {
 /// How long loading the custom tools took in this process (the budget is
 /// `toolgate_sandbox::custom::LOAD_BUDGET` for all files together), so a caller can count it in
 /// the duration it reports.
-#[allow(
-    dead_code,
-    reason = "for exec.rs to add to the envelope's duration_ms (issue 14 item 5)"
-)]
 pub fn custom_tools_load_time() -> std::time::Duration {
     CUSTOM_LOAD_NANOS
         .get()
