@@ -409,3 +409,53 @@ fn upstream_servers_run_confined() {
     assert!(text.contains("write_error"), "{text}");
     assert!(!outside.path().join("w.txt").exists());
 }
+
+/// Processes (from the host's /proc) whose command line starts with `marker`.
+fn running_marked(marker: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.starts_with(marker))
+        .collect()
+}
+
+/// The MCP case: when a `run_code` program's wall clock fires while its `bash` call
+/// runs, bash and everything it started (`yes`, `sleep`) die with it.
+#[test]
+fn run_code_wall_clock_kills_bash_and_its_children() {
+    let mut p = start(&["--surface", "all", "--auto-approve-commands"], &[]);
+    p.initialize();
+    let marker = format!("tgm-mcp-{}", std::process::id());
+    let code = format!(
+        "bash(timeout=200, command={:?})",
+        format!(
+            "touch started; (exec -a {marker}-yes yes > /dev/null) & (exec -a {marker}-sleep sleep 300) & sleep 100"
+        )
+    );
+    let started = Instant::now();
+    let r = p.call(2, "run_code", json!({"code": code, "timeoutSeconds": 1.5}));
+    assert!(started.elapsed() < Duration::from_secs(30), "{r}");
+    let text = r["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        text.contains("\"success\": false") || text.contains("\"success\":false"),
+        "{r}"
+    );
+    // bash really ran (it was approved and started its children)…
+    assert!(
+        p._data.path().join("started").exists(),
+        "bash never ran: {r}"
+    );
+    // …and nothing it started is left.
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let mut left = running_marked(&marker);
+    while !left.is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        left = running_marked(&marker);
+    }
+    assert!(left.is_empty(), "survivors after the wall clock: {left:?}");
+    assert!(p.still_running());
+}
