@@ -17,6 +17,12 @@ use toolgate_core::{
     ToolSpec,
 };
 
+/// The variables of toolgate's environment a tool server inherits (the rest are cleared; a
+/// server's own `env` adds what it needs).
+const INHERITED_ENV: &[&str] = &[
+    "PATH", "HOME", "LANG", "LC_ALL", "TERM", "TMPDIR", "TZ", "USER", "LOGNAME",
+];
+
 /// How much of a failing process's stderr goes into the error message.
 const STDERR_CAP: usize = 4000;
 
@@ -28,7 +34,8 @@ pub struct StdioToolServer {
     /// argv that reads one request on stdin and writes one response.
     pub call_command: Vec<String>,
     pub timeout: Duration,
-    /// Extra environment for the processes (the rest is inherited).
+    /// Extra environment for the processes (beyond `PATH`, `HOME`, `LANG` and a few more of
+    /// toolgate's own; the rest is cleared).
     pub env: Vec<(String, String)>,
 }
 
@@ -110,7 +117,16 @@ async fn run(
             "the tool server has no command configured",
         ));
     };
-    let mut child = tokio::process::Command::new(program)
+    let mut cmd = tokio::process::Command::new(program);
+    // A tool server gets toolgate's basic environment and what its configuration names, never
+    // the rest (API keys and tokens in toolgate's own environment are not its business).
+    cmd.env_clear();
+    for key in INHERITED_ENV {
+        if let Some(v) = std::env::var_os(key) {
+            cmd.env(key, v);
+        }
+    }
+    let mut child = cmd
         .args(args)
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .stdin(if input.is_some() {

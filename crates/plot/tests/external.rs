@@ -162,3 +162,21 @@ async fn a_hung_process_is_killed_and_stderr_is_reported() {
     assert_eq!(errors[1].0, "py-crash");
     assert_eq!(errors[1].2, r);
 }
+
+/// A tool server does not inherit toolgate's environment (here: cargo's `CARGO_*` variables
+/// stand in for a token) — only the basic variables and its own `env`.
+#[tokio::test]
+async fn a_tool_server_gets_a_cleared_environment() {
+    use toolgate_core::Provider;
+    let script = r#"if [ -n "$CARGO_MANIFEST_DIR" ]; then n=leaked; else n=clean-$OWN; fi; printf '[{"name":"%s","inputSchema":{"type":"object"}}]' "$n""#;
+    assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+    let s = StdioToolServer {
+        name: "env-probe".into(),
+        list_command: vec!["sh".into(), "-c".into(), script.into()],
+        call_command: vec!["true".into()],
+        timeout: Duration::from_secs(10),
+        env: vec![("OWN".into(), "given".into())],
+    };
+    let tools = s.list_tools().await.unwrap();
+    assert_eq!(tools[0].id, "clean-given");
+}
