@@ -12,6 +12,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+mod support;
+use support::{marker, survivors};
+
 struct Fx {
     dir: tempfile::TempDir,
 }
@@ -136,36 +139,6 @@ fn bash_cannot_reach_a_loopback_listener() {
         matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
         "the listener got a connection: {env}"
     );
-}
-
-fn marker(tag: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!("tgm-{tag}-{}-{nanos}", std::process::id())
-}
-
-/// Processes (from the host's /proc) whose command line starts with `marker`.
-fn running(marker: &str) -> Vec<String> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-        .filter(|c| c.starts_with(marker))
-        .collect()
-}
-
-fn survivors(marker: &str) -> Vec<String> {
-    let start = Instant::now();
-    loop {
-        let left = running(marker);
-        if left.is_empty() || start.elapsed() > Duration::from_secs(3) {
-            return left;
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
 }
 
 #[test]

@@ -4,12 +4,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+
+mod support;
+use support::stalling_upstream;
 
 const BIN: &str = env!("CARGO_BIN_EXE_toolgate");
 
@@ -25,18 +27,6 @@ impl Drop for Peer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// An upstream MCP server whose one tool (`stalls__boom`) never answers; toolgate gives up on it
-/// after `call_timeout` seconds — a request that is reliably slow.
-fn stalling_upstream(dir: &Path, call_timeout: f64) -> std::path::PathBuf {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_clients/bad_upstream.py");
-    let config = json!({"mcpServers": {"stalls": {
-        "command": "python3", "args": [script, "slow"],
-        "toolgate": {"startupTimeoutSecs": 10, "callTimeoutSecs": call_timeout}}}});
-    let path = dir.join("stalls.mcp.json");
-    std::fs::write(&path, config.to_string()).unwrap();
-    path
 }
 
 fn start(call_timeout: f64) -> Peer {

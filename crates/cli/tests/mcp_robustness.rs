@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+mod support;
+
 const BIN: &str = env!("CARGO_BIN_EXE_toolgate");
 
 struct Peer {
@@ -410,24 +412,13 @@ fn upstream_servers_run_confined() {
     assert!(!outside.path().join("w.txt").exists());
 }
 
-/// Processes (from the host's /proc) whose command line starts with `marker`.
-fn running_marked(marker: &str) -> Vec<String> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-        .filter(|c| c.starts_with(marker))
-        .collect()
-}
-
 /// The MCP case: when a `run_code` program's wall clock fires while its `bash` call
 /// runs, bash and everything it started (`yes`, `sleep`) die with it.
 #[test]
 fn run_code_wall_clock_kills_bash_and_its_children() {
     let mut p = start(&["--surface", "all", "--auto-approve-commands"], &[]);
     p.initialize();
-    let marker = format!("tgm-mcp-{}", std::process::id());
+    let marker = support::marker("mcp");
     let code = format!(
         "bash(timeout=200, command={:?})",
         format!(
@@ -450,12 +441,7 @@ fn run_code_wall_clock_kills_bash_and_its_children() {
         "bash never ran: {r}"
     );
     // …and nothing it started is left.
-    let deadline = Instant::now() + Duration::from_secs(3);
-    let mut left = running_marked(&marker);
-    while !left.is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-        left = running_marked(&marker);
-    }
+    let left = support::survivors(&marker);
     assert!(left.is_empty(), "survivors after the wall clock: {left:?}");
     assert!(p.still_running());
 }

@@ -10,6 +10,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+mod support;
+use support::stalling_upstream;
+
 const BIN: &str = env!("CARGO_BIN_EXE_toolgate");
 /// Sent as `TOOLGATE_TOKEN` and as a bearer token, for servers that ask for one.
 const TOKEN: &str = "serve-sessions-test-token-0123456789";
@@ -368,18 +371,6 @@ fn the_session_cap_closes_the_least_recently_used_idle_session() {
     listed(&mut b);
     listed(&mut c);
     listed(&mut d);
-}
-
-/// An upstream MCP server whose one tool (`stalls__boom`) never answers; toolgate gives up on it
-/// after `call_timeout` seconds — a request that is reliably slow.
-fn stalling_upstream(dir: &Path, call_timeout: f64) -> std::path::PathBuf {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_clients/bad_upstream.py");
-    let config = json!({"mcpServers": {"stalls": {
-        "command": "python3", "args": [script, "slow"],
-        "toolgate": {"startupTimeoutSecs": 10, "callTimeoutSecs": call_timeout}}}});
-    let path = dir.join("stalls.mcp.json");
-    std::fs::write(&path, config.to_string()).unwrap();
-    path
 }
 
 /// With every session busy the cap refuses a new one with 503 naming the cap (a session with a
