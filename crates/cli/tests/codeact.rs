@@ -13,6 +13,8 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
+mod support;
+
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../workspace/tests/fixtures")
 }
@@ -87,33 +89,15 @@ impl Env {
     }
 
     fn exec(&self, code: &str, extra: &[&str]) -> Output {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
+        let mut cmd = support::isolated_toolgate(self.dir.path());
         cmd.args(["exec", "--workspace"])
             .arg(self.ws())
             .args(["--code", code])
-            .args(extra)
-            .env("HOME", self.dir.path())
-            .env("TOOLGATE_CONFIG", self.user_config())
-            .env("TOOLGATE_DATA_DIR", self.dir.path().join("data"))
-            .env(
-                "TOOLGATE_TELEMETRY",
-                self.dir.path().join("telemetry.jsonl"),
-            )
-            .env_remove("XDG_CONFIG_HOME")
-            .env_remove("TOOLGATE_BACKEND")
-            .env_remove("CODEACT_BACKEND");
-        for k in [
-            "TOOLGATE_TOOLS",
-            "TOOLGATE_DISABLE",
-            "CODEACT_TOOLS",
-            "CODEACT_DISABLE",
-        ] {
-            cmd.env_remove(k);
-        }
+            .args(extra);
         for (k, v) in &self.vars {
             cmd.env(k, v);
         }
-        cmd.stdin(Stdio::null()).output().unwrap()
+        cmd.output().unwrap()
     }
 
     /// Run and parse the envelope; panics with the output when it is not JSON.

@@ -7,7 +7,7 @@
 
 use std::net::TcpListener;
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -40,31 +40,18 @@ impl Fx {
     }
 
     fn exec(&self, code: &str, extra: &[&str], env: &[(&str, &str)]) -> Output {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
+        let mut cmd = support::isolated_toolgate(self.dir.path());
         cmd.args(["exec", "--workspace"])
             .arg(self.path("ws"))
             .args(["--code", code])
             .args(extra)
             .env("HOME", self.path("home"))
-            .env("TOOLGATE_CONFIG", self.path("config/toolgate/config.toml"))
-            .env("TOOLGATE_DATA_DIR", self.path("data"))
-            .env("TOOLGATE_TELEMETRY", self.path("telemetry.jsonl"))
             // A secret in toolgate's own environment: no program may see it.
-            .env("TOOLGATE_TEST_PARENT_SECRET", "PARENT-ENV-SECRET-4711")
-            .env_remove("XDG_CONFIG_HOME")
-            .env_remove("TOOLGATE_CONFINEMENT");
-        for k in [
-            "TOOLGATE_TOOLS",
-            "TOOLGATE_DISABLE",
-            "CODEACT_TOOLS",
-            "CODEACT_DISABLE",
-        ] {
-            cmd.env_remove(k);
-        }
+            .env("TOOLGATE_TEST_PARENT_SECRET", "PARENT-ENV-SECRET-4711");
         for (k, v) in env {
             cmd.env(k, v);
         }
-        cmd.stdin(Stdio::null()).output().unwrap()
+        cmd.output().unwrap()
     }
 
     fn run(&self, code: &str) -> Value {

@@ -8,10 +8,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+
+mod support;
 
 struct Env {
     dir: tempfile::TempDir,
@@ -56,27 +58,8 @@ impl Env {
     }
 
     fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
-        cmd.args(args)
-            .env("HOME", self.dir.path())
-            .env("TOOLGATE_CONFIG", self.user_config())
-            .env("XDG_CONFIG_HOME", self.dir.path().join("config"))
-            .env("TOOLGATE_DATA_DIR", self.dir.path().join("data"))
-            .env(
-                "TOOLGATE_TELEMETRY",
-                self.dir.path().join("telemetry.jsonl"),
-            )
-            .env_remove("TOOLGATE_BACKEND")
-            .env_remove("CODEACT_BACKEND")
-            .stdin(Stdio::null());
-        for k in [
-            "TOOLGATE_TOOLS",
-            "TOOLGATE_DISABLE",
-            "CODEACT_TOOLS",
-            "CODEACT_DISABLE",
-        ] {
-            cmd.env_remove(k);
-        }
+        let mut cmd = support::isolated_toolgate(self.dir.path());
+        cmd.args(args);
         for (k, v) in &self.vars {
             cmd.env(k, v);
         }

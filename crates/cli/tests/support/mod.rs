@@ -50,3 +50,28 @@ pub fn stalling_upstream(dir: &Path, call_timeout: f64) -> PathBuf {
     std::fs::write(&path, config.to_string()).unwrap();
     path
 }
+
+/// `toolgate` with everything it reads from the user's machine moved under `dir`: `HOME`,
+/// the user config (`dir/config/toolgate/config.toml`), the data dir, telemetry; and none of
+/// the caller's backend, tool-list or confinement switches. stdin is null.
+pub fn isolated_toolgate(dir: &Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    cmd.env("HOME", dir)
+        .env("TOOLGATE_CONFIG", dir.join("config/toolgate/config.toml"))
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env("TOOLGATE_DATA_DIR", dir.join("data"))
+        .env("TOOLGATE_TELEMETRY", dir.join("telemetry.jsonl"))
+        .stdin(std::process::Stdio::null());
+    for k in [
+        "TOOLGATE_BACKEND",
+        "CODEACT_BACKEND",
+        "TOOLGATE_TOOLS",
+        "TOOLGATE_DISABLE",
+        "CODEACT_TOOLS",
+        "CODEACT_DISABLE",
+        "TOOLGATE_CONFINEMENT",
+    ] {
+        cmd.env_remove(k);
+    }
+    cmd
+}
