@@ -13,6 +13,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+mod support;
+use support::HttpReply as Reply;
+
 const BIN: &str = env!("CARGO_BIN_EXE_toolgate");
 const TOKEN: &str = "serve-auth-test-token-0123456789";
 
@@ -109,41 +112,6 @@ fn serve(args: &[&str], cwd: &Path, token: Option<&str>, log: &str) -> Serve {
     }
 }
 
-struct Reply {
-    status: u16,
-    head: String,
-    body: String,
-}
-
-impl Reply {
-    fn header(&self, name: &str) -> Option<String> {
-        self.head.lines().find_map(|l| {
-            let (n, v) = l.split_once(':')?;
-            n.eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
-        })
-    }
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.body)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", self.head, self.body))
-    }
-}
-
-fn dechunk(body: &str) -> String {
-    let mut out = String::new();
-    let mut rest = body;
-    while let Some((size, after)) = rest.split_once("\r\n") {
-        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
-            break;
-        };
-        if n == 0 || after.len() < n {
-            break;
-        }
-        out.push_str(&after[..n]);
-        rest = after[n..].trim_start_matches("\r\n");
-    }
-    out
-}
-
 /// One HTTP/1.1 request over a fresh connection.
 fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Reply {
     let mut s = std::net::TcpStream::connect(addr).unwrap();
@@ -160,24 +128,11 @@ fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &s
     s.write_all(req.as_bytes()).unwrap();
     let mut raw = String::new();
     let _ = s.read_to_string(&mut raw);
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let chunked = head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked");
-    Reply {
-        status,
-        head: head.to_owned(),
-        body: if chunked {
-            dechunk(body)
-        } else {
-            body.to_owned()
-        },
-    }
+    Reply::parse(&raw).unwrap_or(Reply {
+        status: 0,
+        head: raw,
+        body: String::new(),
+    })
 }
 
 /// The curl reproduction: a stateless (2026-07-28) `tools/call` of `tool`.

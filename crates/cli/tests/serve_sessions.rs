@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 mod support;
-use support::stalling_upstream;
+use support::{HttpReply as Reply, stalling_upstream};
 
 const BIN: &str = env!("CARGO_BIN_EXE_toolgate");
 /// Sent as `TOOLGATE_TOKEN` and as a bearer token, for servers that ask for one.
@@ -77,58 +77,6 @@ impl Serve {
     }
 }
 
-#[derive(Debug)]
-struct Reply {
-    status: u16,
-    head: String,
-    body: String,
-}
-
-impl Reply {
-    fn header(&self, name: &str) -> Option<String> {
-        self.head.lines().find_map(|l| {
-            let (n, v) = l.split_once(':')?;
-            n.eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
-        })
-    }
-
-    /// The JSON-RPC message in the body (plain JSON, or the first `data:` event of an SSE body).
-    fn message(&self) -> Value {
-        if let Ok(v) = serde_json::from_str(&self.body) {
-            return v;
-        }
-        self.body
-            .lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .find_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-            .unwrap_or_else(|| panic!("no JSON-RPC message in {} {}", self.head, self.body))
-    }
-
-    fn tool_text(&self) -> String {
-        let m = self.message();
-        m["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap_or_else(|| panic!("no tool result in {m}"))
-            .to_owned()
-    }
-}
-
-fn dechunk(body: &str) -> String {
-    let mut out = String::new();
-    let mut rest = body;
-    while let Some((size, after)) = rest.split_once("\r\n") {
-        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
-            return body.to_owned();
-        };
-        if n == 0 || after.len() < n {
-            break;
-        }
-        out.push_str(&after[..n]);
-        rest = after[n..].trim_start_matches("\r\n");
-    }
-    out
-}
-
 /// One HTTP/1.1 request (the connection is closed after it); `None` when no complete answer
 /// came within `within`.
 fn http(
@@ -170,21 +118,7 @@ fn http(
             return None;
         }
     }
-    let raw = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = raw.split_once("\r\n\r\n")?;
-    let status = head.split_whitespace().nth(1)?.parse().ok()?;
-    let chunked = head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked");
-    Some(Reply {
-        status,
-        head: head.to_owned(),
-        body: if chunked {
-            dechunk(body)
-        } else {
-            body.to_owned()
-        },
-    })
+    Reply::parse(&String::from_utf8_lossy(&raw))
 }
 
 const ACCEPT: (&str, &str) = ("Accept", "application/json, text/event-stream");

@@ -75,3 +75,81 @@ pub fn isolated_toolgate(dir: &Path) -> std::process::Command {
     }
     cmd
 }
+
+/// One HTTP/1.1 answer read off a socket: the status, the head and the (de-chunked) body.
+#[derive(Debug)]
+pub struct HttpReply {
+    pub status: u16,
+    pub head: String,
+    pub body: String,
+}
+
+impl HttpReply {
+    /// Parse a whole answer; `None` when the head is incomplete or has no status.
+    pub fn parse(raw: &str) -> Option<Self> {
+        let (head, body) = raw.split_once("\r\n\r\n")?;
+        let status = head.split_whitespace().nth(1)?.parse().ok()?;
+        let chunked = head
+            .to_ascii_lowercase()
+            .contains("transfer-encoding: chunked");
+        Some(Self {
+            status,
+            head: head.to_owned(),
+            body: if chunked {
+                dechunk(body)
+            } else {
+                body.to_owned()
+            },
+        })
+    }
+
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.head.lines().find_map(|l| {
+            let (n, v) = l.split_once(':')?;
+            n.eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
+        })
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", self.head, self.body))
+    }
+
+    /// The JSON-RPC message in the body (plain JSON, or the first `data:` event of an SSE body).
+    pub fn message(&self) -> serde_json::Value {
+        if let Ok(v) = serde_json::from_str(&self.body) {
+            return v;
+        }
+        self.body
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .find_map(|d| serde_json::from_str::<serde_json::Value>(d.trim()).ok())
+            .unwrap_or_else(|| panic!("no JSON-RPC message in {} {}", self.head, self.body))
+    }
+
+    /// The text of the tool result in the JSON-RPC message.
+    pub fn tool_text(&self) -> String {
+        let m = self.message();
+        m["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no tool result in {m}"))
+            .to_owned()
+    }
+}
+
+/// A chunked body joined (a body that is not chunk-framed comes back as it is).
+fn dechunk(body: &str) -> String {
+    let mut out = String::new();
+    let mut rest = body;
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
+            return body.to_owned();
+        };
+        if n == 0 || after.len() < n {
+            break;
+        }
+        out.push_str(&after[..n]);
+        rest = after[n..].trim_start_matches("\r\n");
+    }
+    out
+}
