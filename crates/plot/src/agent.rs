@@ -191,12 +191,7 @@ impl Debrief {
             }
             s.loader(plot_id)?
         };
-        let path = loader
-            .features_path()
-            .map(ToOwned::to_owned)
-            .unwrap_or_default();
-        let loaded =
-            session::off_runtime(path, self.store_read_timeout, move || loader.load()).await?;
+        let loaded = self.load_off_runtime(loader).await?;
         self.session().open_loaded(loaded);
         Ok(())
     }
@@ -213,6 +208,18 @@ impl Debrief {
         self.session().finish_save(&saved)
     }
 
+    /// Read a plot's file off the async runtime, bounded in time (no session lock is held).
+    async fn load_off_runtime(
+        &self,
+        loader: session::PlotLoader,
+    ) -> Result<session::LoadedPlot, SessionError> {
+        let path = loader
+            .features_path()
+            .map(ToOwned::to_owned)
+            .unwrap_or_default();
+        session::off_runtime(path, self.store_read_timeout, move || loader.load()).await
+    }
+
     /// Discard a plot's unsaved edits by reloading its file (read as in [`Debrief::open_plot`]).
     pub async fn revert_plot(&self, plot_id: &str) -> Result<(), SessionError> {
         let loader = {
@@ -220,12 +227,7 @@ impl Debrief {
             s.plot(plot_id)?;
             s.loader(plot_id)?
         };
-        let path = loader
-            .features_path()
-            .map(ToOwned::to_owned)
-            .unwrap_or_default();
-        let loaded =
-            session::off_runtime(path, self.store_read_timeout, move || loader.load()).await?;
+        let loaded = self.load_off_runtime(loader).await?;
         self.session().revert_loaded(loaded)
     }
 
