@@ -108,6 +108,14 @@ pub enum PlotCommand {
     },
     /// Run an analysis tool: shows the plain-language preview, asks, applies, and saves only
     /// when you confirm on a terminal or pass `--yes --save`.
+    ///
+    /// Targets: the features named by --feature/--feature-id, else --scope. Without either, an
+    /// analytical tool runs on every feature, while a tool that changes the plot is refused
+    /// (nothing is selected on the command line, and toolgate does not guess what to change):
+    /// name the features or pass --scope all.
+    ///
+    /// Exit codes: 0 ran (and applied), 1 the tool failed, 2 usage error, 3 refused before
+    /// running (unknown tool, bad parameters, unresolvable targets), 4 declined.
     Run {
         /// Tool id (see `toolgate tools list`).
         tool: String,
@@ -123,6 +131,8 @@ pub enum PlotCommand {
         /// Target a feature by id (repeatable).
         #[arg(long = "feature-id")]
         feature_ids: Vec<String>,
+        /// Without --feature/--feature-id: `all` features, or the `selection` (empty on the
+        /// command line). Edits need names or `--scope all`.
         #[arg(long, value_enum)]
         scope: Option<ScopeArg>,
         /// Approve the edit without asking.
@@ -513,8 +523,9 @@ pub async fn plot(command: PlotCommand) -> Result<i32> {
             if let Some(b) = token_budget {
                 input["tokenBudget"] = json!(b);
             }
-            out(&d.summarize(&input));
-            Ok(0)
+            let reply = d.summarize(&input);
+            out(&reply.text);
+            Ok(reply.status.exit_code())
         }
         PlotCommand::Run {
             tool,
@@ -553,17 +564,21 @@ pub async fn plot(command: PlotCommand) -> Result<i32> {
                 });
             }
             let reply = d.run_tool(&input, &TerminalConfirmer { yes }).await;
-            out(&reply);
+            out(&reply.text);
             let (dirty, label) = {
                 let session = d.session();
                 let p = session.plot(&id)?;
                 (p.doc.is_dirty(), p.doc.undo_label().map(str::to_owned))
             };
-            if let Some(ds) = d.datasets().last() {
+            if let Some(ds) = d
+                .datasets()
+                .into_iter()
+                .find(|ds| reply.dataset.as_deref() == Some(ds.id.as_str()))
+            {
                 out(&serde_json::to_string_pretty(&ds.data)?);
             }
             if !dirty {
-                return Ok(i32::from(!reply.starts_with("Ran ")));
+                return Ok(reply.status.exit_code());
             }
             if let Some(l) = label.filter(|l| !l.is_empty()) {
                 eprintln!("Change: {l}");
@@ -669,7 +684,7 @@ pub async fn demo(args: &DemoArgs) -> Result<i32> {
             .call(tool, input, &DemoConfirmer)
             .await
             .map_err(anyhow::Error::msg)?;
-        out(&format!("   reply: {}\n", clip(&reply, 600)));
+        out(&format!("   reply: {}\n", clip(&reply.text, 600)));
     }
     let active = d
         .session()

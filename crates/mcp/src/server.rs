@@ -23,7 +23,7 @@ use rmcp::service::{Peer, RequestContext, RoleServer};
 use serde_json::{Map, Value, json};
 use toolgate_core::flow::Fixed;
 use toolgate_core::telemetry::{Outcome, TelemetryRecord, TelemetrySink};
-use toolgate_core::{Answer, Confirmer, ParamValidator, Preview};
+use toolgate_core::{Answer, Confirmer, ParamValidator, Preview, Reply, Status};
 use toolgate_plot::agent::{self, Debrief};
 
 use crate::confirm::{ApprovedDigest, ConfirmState, Recording, TokenConfirmer};
@@ -316,24 +316,24 @@ impl ToolgateServer {
             }
             let approved = answer.as_ref().is_some_and(accepted);
             if !approved {
-                let text = debrief.run_tool(&input, &Fixed(Answer::Decline)).await;
-                return Ok(text_result(text, false));
+                let reply = debrief.run_tool(&input, &Fixed(Answer::Decline)).await;
+                return Ok(reply_result(reply));
             }
             let confirmer = ApprovedDigest::new(state.digest);
-            let text = debrief.run_tool(&input, &confirmer).await;
+            let reply = debrief.run_tool(&input, &confirmer).await;
             if confirmer.mismatch.take().is_some() {
                 return Ok(text_result(
                     crate::confirm::ConfirmRejected::Mismatch.to_string(),
                     true,
                 ));
             }
-            return Ok(text_result(text, false));
+            return Ok(reply_result(reply));
         }
 
         // Token fallback, second step.
         if let Some(token) = token {
             let confirmer = TokenConfirmer::new(confirm, token);
-            let text = debrief.run_tool(&input, &confirmer).await;
+            let reply = debrief.run_tool(&input, &confirmer).await;
             if let Some(rejected) = confirmer.rejection() {
                 let mut msg = rejected.to_string();
                 if let Some(asked) = confirmer.asked.take() {
@@ -342,15 +342,15 @@ impl ToolgateServer {
                 }
                 return Ok(text_result(msg, true));
             }
-            return Ok(text_result(text, false));
+            return Ok(reply_result(reply));
         }
 
         if Self::can_elicit(ctx) {
             if Self::is_modern(ctx) {
                 let recording = Recording::default();
-                let text = debrief.run_tool(&input, &recording).await;
+                let reply = debrief.run_tool(&input, &recording).await;
                 let Some(asked) = recording.take() else {
-                    return Ok(text_result(text, false));
+                    return Ok(reply_result(reply));
                 };
                 let sealed = confirm
                     .seal(&asked.digest)
@@ -366,19 +366,19 @@ impl ToolgateServer {
                 peer: ctx.peer.clone(),
                 timeout: self.shared.elicit_timeout,
             };
-            let text = debrief.run_tool(&input, &confirmer).await;
-            return Ok(text_result(text, false));
+            let reply = debrief.run_tool(&input, &confirmer).await;
+            return Ok(reply_result(reply));
         }
 
         // No way to ask: fail closed with a preview and a single-use token.
         let recording = Recording::default();
-        let text = debrief.run_tool(&input, &recording).await;
+        let reply = debrief.run_tool(&input, &recording).await;
         match recording.take() {
             Some(asked) => {
                 let token = confirm.mint_token(&asked.digest);
                 Ok(text_result(token_request(&asked.preview, &token), false))
             }
-            None => Ok(text_result(text, false)),
+            None => Ok(reply_result(reply)),
         }
     }
 
@@ -428,6 +428,39 @@ fn accepted(r: &ElicitResult) -> bool {
             .and_then(|c| c.get("approve"))
             .and_then(Value::as_bool)
             != Some(false)
+}
+
+/// The `_meta` key under which a Debrief tool result carries its typed status
+/// (`{"status": "refused", "reason": "no_plot", "dataset": "result-1"}`), for clients that want
+/// more than `isError`.
+pub const STATUS_META: &str = "io.toolgate/status";
+
+/// A Debrief reply as an MCP result: `isError` from its status (refused and failed are errors; a
+/// person's decline is an answer), the status itself in `_meta`.
+fn reply_result(reply: Reply) -> CallToolResponse {
+    let status = serde_json::json!({
+        "status": reply.status,
+        "reason": reply.reason,
+        "dataset": reply.dataset,
+    });
+    let content = vec![ContentBlock::text(reply.text)];
+    let mut result = if reply.status.is_error() {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    };
+    let mut meta = rmcp::model::MetaObject::new();
+    meta.0.insert(STATUS_META.to_owned(), status);
+    result.meta = Some(meta);
+    result.into()
+}
+
+/// The typed status a [`reply_result`] put in `_meta`.
+fn typed_status(r: &CallToolResult) -> Option<(Status, Option<String>)> {
+    let v = r.meta.as_ref()?.0.get(STATUS_META)?;
+    let status = serde_json::from_value(v.get("status")?.clone()).ok()?;
+    let reason = v.get("reason").and_then(Value::as_str).map(str::to_owned);
+    Some((status, reason))
 }
 
 fn text_result(text: impl Into<String>, is_error: bool) -> CallToolResponse {
@@ -550,7 +583,10 @@ impl rmcp::ServerHandler for ToolgateServer {
             .and_then(|(_, v)| v.validate(&checked).err())
             .map(|problems| format!("Invalid arguments for {name}: {}", problems.join("; ")));
         let response = if let Some(message) = invalid {
-            Ok(text_result(message, true))
+            Ok(reply_result(Reply::refused(toolgate_core::Refusal::new(
+                toolgate_core::RefusalKind::InvalidParameters,
+                message,
+            ))))
         } else if name == RUN_CODE {
             self.run_code(&args, &context).await
         } else if let (Some(direct), true) =
@@ -592,15 +628,18 @@ impl rmcp::ServerHandler for ToolgateServer {
                     .call(&name, &Value::Object(args.clone()), &Fixed(Answer::Decline))
                     .await
                 {
-                    Ok(text) => Ok(text_result(text, false)),
+                    Ok(reply) => Ok(reply_result(reply)),
                     Err(text) => Ok(text_result(text, true)),
                 }
             }
         };
         let outcome = match &response {
-            Ok(CallToolResponse::Complete(r)) if r.is_error == Some(true) => {
-                Outcome::error(first_text(r))
-            }
+            Ok(CallToolResponse::Complete(r)) => match typed_status(r) {
+                Some((Status::Ok, _)) => Outcome::ok(),
+                Some((status, reason)) => Outcome::typed(status, reason.as_deref(), first_text(r)),
+                None if r.is_error == Some(true) => Outcome::error(first_text(r)),
+                None => Outcome::ok(),
+            },
             Ok(_) => Outcome::ok(),
             Err(e) => Outcome::error(e.message.to_string()),
         };

@@ -67,12 +67,10 @@ impl PlotTransaction {
     }
 
     /// Apply one tool's change set to the scratch copy (the sandbox host's applier).
-    pub fn apply_to_scratch(&self, cs: &ChangeSet) -> Result<(), String> {
-        lock(&self.scratch)
-            .doc
-            .apply(cs)
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+    pub fn apply_to_scratch(&self, cs: &ChangeSet) -> Result<(), toolgate_core::Failure> {
+        lock(&self.scratch).doc.apply(cs).map(|_| ()).map_err(|e| {
+            toolgate_core::Failure::new(toolgate_core::FailureKind::Apply, e.to_string())
+        })
     }
 
     /// The net change of the program: every feature whose final state differs from the start.
@@ -172,7 +170,7 @@ impl Provider for ScratchTools {
                 {
                     props.insert("feature_names".into(), json!({"type": "array", "items": {"type": "string"}, "description": "Target features by display name (exact, else unique substring)"}));
                     props.insert("feature_ids".into(), json!({"type": "array", "items": {"type": "string"}, "description": "Target features by id"}));
-                    props.insert("scope".into(), json!({"type": "string", "enum": ["all", "selection"], "description": "Without names/ids: the selection (default when something is selected) or all features"}));
+                    props.insert("scope".into(), json!({"type": "string", "enum": ["all", "selection"], "description": "Without names/ids: the selection (default when something is selected), or all features (an edit needs a selection or scope \"all\"; analyses default to all)"}));
                 }
                 s
             })
@@ -203,7 +201,18 @@ impl Provider for ScratchTools {
         };
         let subject = {
             let scratch = lock(&self.tx.scratch);
-            let targets = targeting::resolve(&scratch, &req).map_err(CallError::invalid)?;
+            // Analytical tools default to every feature; edits need named targets, a selection
+            // or an explicit scope "all" (toolgate does not guess what to change).
+            let intent = if tools::specs()
+                .iter()
+                .find(|s| s.id == call.tool_id)
+                .is_some_and(|s| s.effect().is_mutating())
+            {
+                targeting::Intent::Mutate
+            } else {
+                targeting::Intent::Analyse
+            };
+            let targets = targeting::resolve(&scratch, &req, intent).map_err(CallError::invalid)?;
             targets
                 .ids
                 .iter()
