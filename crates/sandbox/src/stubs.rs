@@ -486,10 +486,49 @@ mod tests {
         );
         let text = python_signatures(&[s]);
         assert!(
-            text.starts_with("def view(*, path: str, view_range: list[int] | None = None, mode: Literal['a', 'b'] = 'a', strict: bool = False) -> dict:"),
+            text.starts_with("def view(*, path: str, view_range: list[int] | None = None, mode: Literal['a', 'b'] = 'a', strict: bool = False) -> Any:"),
             "{text}"
         );
         assert!(text.contains("\"\"\"Do view. Really."), "{text}");
         assert!(text.contains("path: File to read"), "{text}");
+    }
+
+    #[test]
+    fn return_types_come_from_the_output_schema() {
+        let mut s = spec("glob", json!({"type": "object", "properties": {}}));
+        assert_eq!(python_return_type(&s), "Any");
+        s.annotations.insert(
+            "returns".into(),
+            json!("dict: {stdout: str, stderr: str, returncode: int}"),
+        );
+        assert_eq!(python_return_type(&s), "dict");
+        s.annotations.insert(
+            OUTPUT_SCHEMA.into(),
+            json!({"type": "array", "items": {"type": "string"}}),
+        );
+        assert_eq!(python_return_type(&s), "list[str]");
+        assert!(python_signatures(&[s.clone()]).starts_with("def glob() -> list[str]:"));
+        assert_eq!(manifest_entry(&s, Backend::Monty)["returns"], "list[str]");
+    }
+
+    #[test]
+    fn the_plot_reference_lists_every_function_with_its_parameters() {
+        let specs = [
+            spec(
+                "set-track-color",
+                json!({"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]}),
+            ),
+            spec("track-stats", json!({"type": "object", "properties": {}})),
+        ];
+        let md = plot_functions_reference(&specs);
+        assert!(md.contains("def set_track_color(*, color: str)"), "{md}");
+        assert!(md.contains("def track_stats()"), "{md}");
+        assert!(md.contains("set_track_color(color=\"red\""), "{md}");
+        let md = plot_functions_reference(&specs[1..]);
+        assert!(
+            !md.contains("set_track_color("),
+            "no example for a missing function: {md}"
+        );
+        assert!(plot_functions_reference(&[]).contains("No plot functions"));
     }
 }
