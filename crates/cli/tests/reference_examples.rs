@@ -457,6 +457,8 @@ fn probes() -> Vec<(&'static str, Vec<&'static str>, &'static str)> {
         ("grep", vec![], "grep(pattern=\"TODO\")"),
         ("bash", vec![], "bash(command=\"echo hi\")"),
         ("sql", vec![], "sql(query=\"select 1 as one\")"),
+        // The command tool the test's user config declares.
+        ("line_count", vec![], "line_count(path=\"src/app.py\")"),
         (
             "set_track_color",
             plot.clone(),
@@ -476,6 +478,9 @@ const NEEDS_NETWORK: &[&str] = &["web_fetch", "github_api"];
 #[test]
 fn signatures_state_the_types_the_tools_return() {
     let home = Home::new();
+    home.user_config(
+        "[workspace]\nunconfined_processes = true\n\n[[command_tools]]\nname = \"line_count\"\nargv = [\"wc\", \"-l\", \"{path}\"]\nparameters = { path = { type = \"string\", required = true } }\n",
+    );
     let ws = home.workspace();
     let ws_arg = ws.to_str().unwrap();
     let manifest: Vec<Value> = serde_json::from_str(&home.stdout(&[
