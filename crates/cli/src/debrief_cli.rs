@@ -31,6 +31,10 @@ pub enum ToolsCommand {
         /// Which tools: the Debrief analysis tools, the CodeAct sandbox functions, or both.
         #[arg(long, value_enum, default_value = "all")]
         surface: Surface,
+        /// With `--surface codeact`: also the plot functions a program can call when it runs
+        /// with a plot open (`toolgate exec --plot PLOT_ID`), with their parameters.
+        #[arg(long)]
+        plot: bool,
         /// Workspace root for the CodeAct tools (default: the current directory).
         #[arg(long, value_name = "DIR")]
         workspace: Option<PathBuf>,
@@ -237,9 +241,21 @@ pub async fn tools(command: ToolsCommand) -> Result<i32> {
         json,
         markdown,
         surface,
+        plot,
         workspace,
         upstream,
     } = command;
+    if plot && surface != Surface::Codeact {
+        bail!(
+            "--plot lists the plot functions of a CodeAct program (`toolgate exec --plot`); use it with --surface codeact"
+        );
+    }
+    // The plot tools as a program sees them over its scratch copy (no plot needs to be open).
+    let plot_specs = if plot {
+        toolgate_plot::transaction::scratch_specs()
+    } else {
+        Vec::new()
+    };
     let root = match workspace {
         Some(w) => w,
         None => std::env::current_dir().context("reading the current directory")?,
@@ -278,12 +294,18 @@ pub async fn tools(command: ToolsCommand) -> Result<i32> {
     if json {
         let manifest: Vec<Value> = registry
             .specs()
+            .chain(&plot_specs)
             .map(|s| toolgate_sandbox::manifest_entry(s, backend))
             .collect();
         out(&serde_json::to_string_pretty(&manifest)?);
     } else if markdown && surface == Surface::Codeact {
         let specs: Vec<_> = registry.specs().cloned().collect();
-        out(&toolgate_sandbox::markdown_reference(&specs, backend));
+        let mut md = toolgate_sandbox::markdown_reference(&specs, backend);
+        if plot {
+            md.push('\n');
+            md.push_str(&toolgate_sandbox::plot_functions_reference(&plot_specs));
+        }
+        out(md.trim_end());
     } else if markdown {
         let mut md = String::from(
             "# toolgate tools\n\nRun them through `debrief_runTool` (or as Python functions inside `run_code`). Tools marked **modifies** ask for a confirmation and leave the plot unsaved.\n",
@@ -337,6 +359,18 @@ pub async fn tools(command: ToolsCommand) -> Result<i32> {
                 t.id,
                 if t.mutating { "modifies" } else { "read" },
                 t.name
+            ));
+        }
+        for s in &plot_specs {
+            out(&format!(
+                "{:<28} {:<9} {} (with --plot)",
+                toolgate_sandbox::python_identifier(&s.id),
+                if s.effect().is_mutating() {
+                    "modifies"
+                } else {
+                    "read"
+                },
+                s.title
             ));
         }
     }

@@ -145,6 +145,30 @@ impl PlotTransaction {
     }
 }
 
+/// The plot tools as a program sees them over a scratch copy ([`ScratchTools`]): the native
+/// specs plus the target parameters, and the result schema (every plot tool returns a JSON
+/// object) under the `outputSchema` annotation the sandbox's signatures read. Public so that
+/// references (`toolgate tools list --plot`, MCP `run_code`) can list them without a plot.
+pub fn scratch_specs() -> Vec<ToolSpec> {
+    tools::specs()
+        .into_iter()
+        .map(|mut s| {
+            if let Some(props) = s
+                .input_schema
+                .get_mut("properties")
+                .and_then(Value::as_object_mut)
+            {
+                props.insert("feature_names".into(), json!({"type": "array", "items": {"type": "string"}, "description": "Target features by display name (exact, else unique substring)"}));
+                props.insert("feature_ids".into(), json!({"type": "array", "items": {"type": "string"}, "description": "Target features by id"}));
+                props.insert("scope".into(), json!({"type": "string", "enum": ["all", "selection"], "description": "Without names/ids: the selection (default when something is selected), or all features (an edit needs a selection or scope \"all\"; analyses default to all)"}));
+            }
+            s.annotations
+                .insert("outputSchema".into(), json!({"type": "object"}));
+            s
+        })
+        .collect()
+}
+
 /// The native plot tools over a transaction's scratch copy. Each takes the tool's parameters
 /// plus `feature_names`, `feature_ids` and `scope` to choose its targets.
 pub struct ScratchTools {
@@ -160,21 +184,7 @@ impl Provider for ScratchTools {
     }
 
     async fn list_tools(&self) -> Result<Vec<ToolSpec>, ProviderError> {
-        Ok(tools::specs()
-            .into_iter()
-            .map(|mut s| {
-                if let Some(props) = s
-                    .input_schema
-                    .get_mut("properties")
-                    .and_then(Value::as_object_mut)
-                {
-                    props.insert("feature_names".into(), json!({"type": "array", "items": {"type": "string"}, "description": "Target features by display name (exact, else unique substring)"}));
-                    props.insert("feature_ids".into(), json!({"type": "array", "items": {"type": "string"}, "description": "Target features by id"}));
-                    props.insert("scope".into(), json!({"type": "string", "enum": ["all", "selection"], "description": "Without names/ids: the selection (default when something is selected), or all features (an edit needs a selection or scope \"all\"; analyses default to all)"}));
-                }
-                s
-            })
-            .collect())
+        Ok(scratch_specs())
     }
 
     async fn call(&self, call: &ToolCall) -> Result<ToolOutcome, CallError> {

@@ -56,9 +56,9 @@ type Applier = Arc<dyn Fn(&ChangeSet) -> Result<(), Failure> + Send + Sync>;
 ///
 /// Errors become Python exceptions: an unknown tool → `NameError` listing the tools; invalid
 /// parameters → `ValueError` with the core's message; `CallError::NotFound` →
-/// `FileNotFoundError`, `PermissionDenied` → `PermissionError`, `InvalidInput` →
-/// `ValueError`, `Timeout` → `TimeoutError`, anything else → `RuntimeError`; a declined
-/// confirmation or a policy refusal → `PermissionError`.
+/// `FileNotFoundError`, `AlreadyExists` → `FileExistsError`, `PermissionDenied` →
+/// `PermissionError`, `InvalidInput` → `ValueError`, `Timeout` → `TimeoutError`, anything
+/// else → `RuntimeError`; a declined confirmation or a policy refusal → `PermissionError`.
 pub struct RegistryHost {
     registry: Arc<Registry>,
     entries: Vec<Entry>,
@@ -410,6 +410,7 @@ impl RegistryHost {
 pub fn call_error_to_host(e: &CallError) -> HostError {
     let py_type = match e {
         CallError::NotFound { .. } => PyExc::FileNotFoundError,
+        CallError::AlreadyExists { .. } => PyExc::FileExistsError,
         CallError::PermissionDenied { .. } => PyExc::PermissionError,
         CallError::InvalidInput { .. } => PyExc::ValueError,
         CallError::Timeout { .. } => PyExc::TimeoutError,
