@@ -237,8 +237,8 @@ fn shape_centre(f: &Value) -> Option<Coord> {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::super::common::distance_m;
-    use super::super::tests::{call, circle, edited, rectangle, track};
     use super::*;
+    use crate::tests::{call, circle, edited, rectangle, track};
 
     #[test]
     fn move_five_km_east() {

@@ -231,8 +231,8 @@ pub(crate) fn symbol_interval(call: &ToolCall) -> Result<ToolOutcome, CallError>
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
-    use super::super::tests::{call, edited, point, track};
     use super::*;
+    use crate::tests::{call, edited, point, track};
     use toolgate_core::Edit;
 
     #[test]

@@ -622,8 +622,8 @@ pub(crate) fn generate_reference_points(call: &ToolCall) -> Result<ToolOutcome, 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
-    use super::super::tests::{boat1, call, circle, edited, point, rectangle, track};
     use super::*;
+    use crate::tests::{boat1, call, circle, edited, point, rectangle, track};
 
     fn zone_from(out: &ToolOutcome) -> Value {
         edited(out).into_iter().next().unwrap()

@@ -562,8 +562,8 @@ pub(crate) fn speed_filter(call: &ToolCall) -> Result<ToolOutcome, CallError> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
-    use super::super::tests::{boat1, call, circle, point, rectangle, track, track_from};
     use super::*;
+    use crate::tests::{boat1, call, circle, point, rectangle, track, track_from};
 
     #[test]
     fn track_stats_on_boat1() {
