@@ -1,6 +1,7 @@
-//! The plot feature model: [`Feature`] from `toolgate-feature`, and point-free forms of the two
-//! accessors that session, targeting and transaction code map over feature slices with
-//! (`features.iter().map(model::feature_id)`). They delegate; the rules live in [`Feature`].
+//! The plot feature model: [`Feature`] from `toolgate-feature`, plus the point-free forms that
+//! were this module's API before the accessor existed (`features.iter().map(model::feature_id)`),
+//! kept so session, targeting and transaction code — and branches in flight — read as before.
+//! They only delegate; every rule lives in [`Feature`], and new code should read through it.
 
 use serde_json::Value;
 
@@ -14,6 +15,28 @@ pub fn feature_id(f: &Value) -> String {
 /// [`Feature::display_name`].
 pub fn display_name(f: &Value) -> String {
     Feature(f).display_name()
+}
+
+/// [`Feature::kind`].
+pub fn kind(f: &Value) -> &str {
+    Feature(f).kind()
+}
+
+/// [`Feature::platform`], owned.
+pub fn platform(f: &Value) -> Option<String> {
+    Feature(f).platform().map(str::to_owned)
+}
+
+/// [`Feature::time_span`], owned.
+pub fn time_span(f: &Value) -> Option<(String, String)> {
+    Feature(f)
+        .time_span()
+        .map(|(s, e)| (s.to_owned(), e.to_owned()))
+}
+
+/// [`Feature::point_count`].
+pub fn point_count(f: &Value) -> Option<usize> {
+    Feature(f).point_count()
 }
 
 /// [`Feature::bbox`].
