@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../plot/tests/fixtures/rep")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../rep/tests/fixtures/rep")
 }
 
 fn toolgate(data: &Path, args: &[&str]) -> Output {
