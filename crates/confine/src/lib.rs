@@ -304,6 +304,26 @@ pub fn probe() -> Result<Level, Unavailable> {
     }
 }
 
+/// Restrict the calling **thread** (and threads it starts later; never the rest of the
+/// process) with Landlock to files beneath `dirs` (read and write) plus reading
+/// `/dev/urandom` and the time zone; no TCP. For work toolgate does in-process on a path a program named, when
+/// the library doing it opens files by name (SQLite): whatever a swapped symbolic link makes
+/// the name resolve to, the kernel refuses every file outside `dirs`. Use a thread made for
+/// the purpose, never a pooled one: the restriction cannot be lifted.
+///
+/// Returns whether the kernel enforced it (`false`: no Landlock here; nothing was changed).
+pub fn restrict_this_thread_to<F: std::os::fd::AsFd>(dirs: &[F]) -> Result<bool, String> {
+    #[cfg(target_os = "linux")]
+    {
+        linux::restrict_thread(dirs)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = dirs;
+        Ok(false)
+    }
+}
+
 /// Split `POLICY -- PROGRAM ARGS…` as the launcher receives it.
 fn split_args(args: &[OsString]) -> Result<(Policy, OsString, Vec<OsString>), String> {
     let [policy, sep, program, rest @ ..] = args else {

@@ -212,6 +212,39 @@ fn landlock(policy: &Policy) -> Result<(), String> {
     Ok(())
 }
 
+/// What a restricted thread may still read: randomness, and the time zone (glibc loads it once
+/// per process; a load refused here would leave the whole process on UTC).
+const THREAD_READ_ONLY: &[&str] = &["/dev/urandom", "/etc/localtime", "/usr/share/zoneinfo"];
+
+/// See [`crate::restrict_this_thread_to`]. `landlock_restrict_self` without the thread-sync
+/// flag applies to the calling thread only; `no_new_privs` too is per thread.
+pub fn restrict_thread<F: std::os::fd::AsFd>(dirs: &[F]) -> Result<bool, String> {
+    let abi = TESTED_ABI;
+    let err = |e: landlock::RulesetError| format!("Landlock: {e}");
+    let status = landlock::Ruleset::default()
+        .handle_access(AccessFs::from_all(abi))
+        .map_err(err)?
+        .handle_access(AccessNet::from_all(abi))
+        .map_err(err)?
+        .create()
+        .map_err(err)?
+        .add_rules(dirs.iter().map(|d| {
+            Ok::<_, landlock::RulesetError>(landlock::PathBeneath::new(
+                d.as_fd(),
+                AccessFs::from_all(abi),
+            ))
+        }))
+        .map_err(err)?
+        .add_rules(path_beneath_rules(
+            THREAD_READ_ONLY.iter().filter(|p| Path::new(p).exists()),
+            AccessFs::from_read(abi),
+        ))
+        .map_err(err)?
+        .restrict_self()
+        .map_err(err)?;
+    Ok(status.ruleset != RulesetStatus::NotEnforced)
+}
+
 /// `/etc`'s entries minus [`ETC_SECRETS`], and minus links that lead out of the system's
 /// directories (e.g. `/etc/mtab` → `/proc/self/mounts`).
 fn etc_entries() -> Vec<PathBuf> {
