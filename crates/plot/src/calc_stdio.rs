@@ -251,17 +251,14 @@ impl StdioToolServer {
             }
             child.wait().await.ok().and_then(|s| s.code())
         };
-        let status = match tokio::time::timeout(timeout, work).await {
-            Ok(status) => status,
-            Err(_) => {
-                drop(group);
-                read_out.abort();
-                read_err.abort();
-                return Err(CallError::Timeout {
-                    tool: tool.to_owned(),
-                    seconds: timeout.as_secs_f64(),
-                });
-            }
+        let Ok(status) = tokio::time::timeout(timeout, work).await else {
+            drop(group);
+            read_out.abort();
+            read_err.abort();
+            return Err(CallError::Timeout {
+                tool: tool.to_owned(),
+                seconds: timeout.as_secs_f64(),
+            });
         };
         // The server is done: whatever it left running goes too (it would hold the pipes
         // open, and nothing may outlive the call).
