@@ -22,38 +22,95 @@ pub fn main(subcommand: &str, args: &[OsString]) -> i32 {
     })
 }
 
+/// The first argument of stage 2 that makes it the fallback's reaper instead (see [`guard`]).
+const REAPER_FLAG: &str = "--reaper";
+
+/// Stage 1. With a PID namespace: start stage 2 as its PID 1 and wait. Without one (the kernel
+/// forbids it, or [`crate::FORCE_SUBREAPER_ENV`] asks for the fallback): start a *reaper* in a
+/// process group of its own, which is a child subreaper and starts stage 2 back in the
+/// guard's group. The caller kills the guard's group when the call ends; the reaper is not
+/// in it, so it lives on just long enough to see the guard gone and kill every process left
+/// below it — `setsid` daemons and double-forked orphans are re-parented to it, never to init.
 #[cfg(target_os = "linux")]
 fn guard(args: &[OsString]) -> Result<i32, String> {
-    use std::os::unix::process::ExitStatusExt;
+    use crate::FORCE_SUBREAPER_ENV;
+    use std::os::unix::process::CommandExt;
 
     split_args(args)?;
     let parent = nix::unistd::getppid();
-    let pid_namespace = crate::linux::enter_namespaces();
+    let forced = std::env::var_os(FORCE_SUBREAPER_ENV).is_some_and(|v| v == "1");
+    let pid_namespace = !forced && crate::linux::enter_namespaces();
+    let exe = std::env::current_exe().map_err(|e| format!("finding toolgate's binary: {e}"))?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg(EXEC_SUBCOMMAND).env_remove(FORCE_SUBREAPER_ENV);
+    if !pid_namespace {
+        cmd.arg(REAPER_FLAG).process_group(0);
+    }
+    let mut child = cmd
+        .args(args)
+        .spawn()
+        .map_err(|e| format!("starting the confined process: {e}"))?;
+    // If toolgate dies without killing us, the program must not live on. PID 1 is killed (the
+    // namespace dies with it); a reaper is left to see us gone and kill what it holds.
+    let on_orphan = if pid_namespace {
+        Orphaned::Kill
+    } else {
+        Orphaned::Leave
+    };
+    let status = wait_or_orphaned(&mut child, parent, on_orphan)?;
+    Ok(exit_code(status))
+}
+
+/// The fallback's reaper (between the guard and stage 2): a child subreaper that runs stage 2
+/// in the guard's process group, and when stage 2 ends or the guard goes away, kills every
+/// process left below it.
+#[cfg(target_os = "linux")]
+fn reaper(args: &[OsString]) -> Result<i32, String> {
+    use std::os::unix::process::CommandExt;
+
+    split_args(args)?;
+    nix::sys::prctl::set_child_subreaper(true)
+        .map_err(|e| format!("PR_SET_CHILD_SUBREAPER: {e}"))?;
+    let parent = nix::unistd::getppid();
+    let group = nix::unistd::getpgid(Some(parent))
+        .map_err(|e| format!("the guard's process group: {e}"))?;
     let exe = std::env::current_exe().map_err(|e| format!("finding toolgate's binary: {e}"))?;
     let mut child = std::process::Command::new(exe)
         .arg(EXEC_SUBCOMMAND)
         .args(args)
+        .process_group(group.as_raw())
         .spawn()
         .map_err(|e| format!("starting the confined process: {e}"))?;
-    // If toolgate dies without killing us, the program must not live on: while waiting, look
-    // for our parent changing (re-parenting happens only when the whole parent process is
-    // gone). No thread: a process that has unshared its PID namespace cannot make one.
-    let status = wait_or_orphaned(&mut child, parent)?;
-    if !pid_namespace {
-        crate::linux::reap_all();
-    }
-    if let Some(code) = status.code() {
-        return Ok(code);
-    }
-    Ok(status.signal().map_or(CONFINE_FAILED, |s| 128 + s))
+    let status = wait_or_orphaned(&mut child, parent, Orphaned::Kill)?;
+    crate::linux::reap_all();
+    Ok(exit_code(status))
 }
 
-/// Wait for `child`; kill it when our parent goes away. Waits on a pidfd (woken the moment the
-/// child exits) with a 100 ms timeout to look at the parent.
+#[cfg(target_os = "linux")]
+fn exit_code(status: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .unwrap_or_else(|| status.signal().map_or(CONFINE_FAILED, |s| 128 + s))
+}
+
+/// What [`wait_or_orphaned`] does when the parent goes away.
+#[cfg(target_os = "linux")]
+#[derive(Clone, Copy)]
+enum Orphaned {
+    /// Kill the child and everything left below us, and exit.
+    Kill,
+    /// Exit and leave the child (a reaper, which sees us gone and cleans up itself).
+    Leave,
+}
+
+/// Wait for `child`; when our parent goes away, act as `on_orphan` says. Waits on a pidfd
+/// (woken the moment the child exits) with a 100 ms timeout to look at the parent.
 #[cfg(target_os = "linux")]
 fn wait_or_orphaned(
     child: &mut std::process::Child,
     parent: nix::unistd::Pid,
+    on_orphan: Orphaned,
 ) -> Result<std::process::ExitStatus, String> {
     use rustix::event::{PollFd, PollFlags, Timespec, poll};
 
@@ -74,8 +131,11 @@ fn wait_or_orphaned(
             return Ok(status);
         }
         if nix::unistd::getppid() != parent {
-            let _ = child.kill();
-            let _ = child.wait();
+            if let Orphaned::Kill = on_orphan {
+                let _ = child.kill();
+                let _ = child.wait();
+                crate::linux::reap_all();
+            }
             std::process::exit(137);
         }
         match &pidfd {
@@ -92,6 +152,9 @@ fn wait_or_orphaned(
 fn exec(args: &[OsString]) -> Result<i32, String> {
     use std::os::unix::process::CommandExt;
 
+    if args.first().is_some_and(|a| a == REAPER_FLAG) {
+        return reaper(&args[1..]);
+    }
     let (policy, program, rest) = split_args(args)?;
     crate::linux::restrict(&policy)?;
     let err = std::process::Command::new(&program)

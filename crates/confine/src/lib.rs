@@ -19,8 +19,11 @@
 //! program starts — `setsid` daemons and double forks included — outlives the call: the caller
 //! kills the guard's process group when the call ends or times out; the guard's death kills
 //! PID 1; PID 1's death empties the namespace. Where a PID namespace cannot be made (a kernel
-//! or distribution that forbids unprivileged user namespaces), the guard is a child subreaper
-//! and kills every process left below it instead.
+//! or distribution that forbids unprivileged user namespaces), the guard starts a *reaper* in
+//! a process group of its own between itself and stage 2: a child subreaper, so orphans and
+//! `setsid` daemons are re-parented to it, which kills every process left below it when stage
+//! 2 ends or the guard is gone (killed with its group, or left behind by a dead toolgate).
+//! [`FORCE_SUBREAPER_ENV`] forces that fallback for tests.
 //!
 //! Linux only. Elsewhere [`Confiner::detect`] says confinement is unavailable, and the callers
 //! turn process-starting tools off unless the user configured them unconfined on purpose.
@@ -42,6 +45,13 @@ pub const EXEC_SUBCOMMAND: &str = "__confine-exec";
 /// Exit code of a guard or stage 2 that could not confine the program (nothing ran).
 pub const CONFINE_FAILED: i32 = 126;
 
+/// Test switch, read by the guard (stage 1) only: set to `1` in the guard's environment, it
+/// skips the PID namespace and reaps with the subreaper fallback, as on a machine without
+/// unprivileged user namespaces. It selects only that fallback (Landlock and seccomp are the
+/// same), and toolgate clears a child's environment before starting the guard, so nothing a
+/// program or project controls can set it. It is not passed on to the program.
+pub const FORCE_SUBREAPER_ENV: &str = "TOOLGATE_CONFINE_TEST_SUBREAPER";
+
 /// Why confinement is not available here.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum Unavailable {
@@ -60,8 +70,11 @@ pub enum Unavailable {
 /// What confinement this machine gives a child process.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Level {
-    /// The Landlock ABI version the kernel offers (0 = none).
+    /// The Landlock ABI version the kernel offers (0 = none), exactly as the kernel reports it.
     pub landlock_abi: u8,
+    /// The newest ABI the `landlock` crate knows, when the kernel's is newer (its rules then
+    /// use that one; the kernel's extra rights are not used).
+    pub crate_knows_up_to: Option<u8>,
     /// Whether a seccomp filter can be installed.
     pub seccomp: bool,
     /// Whether a PID namespace can be made (else: a child subreaper that kills what is left).
@@ -76,10 +89,12 @@ impl Level {
         } else {
             "child subreaper (no PID namespace here)"
         };
-        let abi = if self.landlock_abi >= 6 {
-            "6 or later".to_owned()
-        } else {
-            self.landlock_abi.to_string()
+        let abi = match self.crate_knows_up_to {
+            Some(known) => format!(
+                "{} (rules use ABI {known}, the newest the landlock crate knows)",
+                self.landlock_abi
+            ),
+            None => self.landlock_abi.to_string(),
         };
         format!(
             "Landlock ABI {abi} (files: workspace and private tmp only; no TCP; signals scoped) + seccomp (no sockets, no ptrace, no namespaces); processes: {reaping}"
@@ -169,6 +184,66 @@ impl Policy {
     }
 }
 
+/// The policy for a server process toolgate starts for itself (an upstream MCP server, an
+/// external tool server): read-write `cwd` (when given) and a private home/tmp; no network
+/// (the caller allows it where the server's kind or the user's config says); read-only the
+/// install its program and script arguments come from — for each that names an existing file
+/// (the program found on `PATH`; relative arguments against `cwd`, else the current
+/// directory), the outermost `node_modules` above it (a Node package), else the folder above
+/// its `bin/` or `shims/` (a venv, a pyenv, a Python/Node install, through symbolic links
+/// too), else the folder holding it (a script and its siblings). Never `/` itself.
+pub fn server_policy(
+    command: &str,
+    args: &[String],
+    cwd: Option<&Path>,
+    dirs: &PrivateDirs,
+) -> Policy {
+    let cwd = cwd.and_then(|c| c.canonicalize().ok());
+    let mut policy = Policy::new(cwd.as_deref(), dirs);
+    let program = if command.contains('/') {
+        Some(PathBuf::from(command))
+    } else {
+        std::env::var_os("PATH").and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join(command))
+                .find(|p| p.is_file())
+        })
+    };
+    let base = cwd.unwrap_or_else(|| PathBuf::from("."));
+    let candidates = program
+        .into_iter()
+        .chain(args.iter().map(|a| base.join(a)))
+        .filter(|p| p.is_file());
+    for path in candidates {
+        for p in [Some(path.clone()), path.canonicalize().ok()]
+            .into_iter()
+            .flatten()
+        {
+            let Some(parent) = p.parent() else { continue };
+            // A Node package resolves its imports from every node_modules above it: allow the
+            // outermost one.
+            let node_modules = p
+                .ancestors()
+                .filter(|a| a.file_name().is_some_and(|n| n == "node_modules"))
+                .last();
+            let root = if let Some(nm) = node_modules {
+                nm
+            } else if parent
+                .file_name()
+                .is_some_and(|n| n == "bin" || n == "shims")
+            {
+                parent.parent().unwrap_or(parent)
+            } else {
+                parent
+            };
+            if root != Path::new("/") && root != Path::new("") {
+                policy = policy.with_read_only(root);
+            }
+        }
+    }
+    policy
+}
+
 /// Starts confined children through a launcher binary (toolgate itself).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Confiner {
@@ -229,6 +304,26 @@ pub fn probe() -> Result<Level, Unavailable> {
     }
 }
 
+/// Restrict the calling **thread** (and threads it starts later; never the rest of the
+/// process) with Landlock to files beneath `dirs` (read and write) plus reading
+/// `/dev/urandom` and the time zone; no TCP. For work toolgate does in-process on a path a program named, when
+/// the library doing it opens files by name (SQLite): whatever a swapped symbolic link makes
+/// the name resolve to, the kernel refuses every file outside `dirs`. Use a thread made for
+/// the purpose, never a pooled one: the restriction cannot be lifted.
+///
+/// Returns whether the kernel enforced it (`false`: no Landlock here; nothing was changed).
+pub fn restrict_this_thread_to<F: std::os::fd::AsFd>(dirs: &[F]) -> Result<bool, String> {
+    #[cfg(target_os = "linux")]
+    {
+        linux::restrict_thread(dirs)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = dirs;
+        Ok(false)
+    }
+}
+
 /// Split `POLICY -- PROGRAM ARGS…` as the launcher receives it.
 fn split_args(args: &[OsString]) -> Result<(Policy, OsString, Vec<OsString>), String> {
     let [policy, sep, program, rest @ ..] = args else {
@@ -266,6 +361,47 @@ mod tests {
         let mut bad = args;
         bad[1] = "x".into();
         assert!(split_args(&bad).is_err());
+    }
+
+    #[test]
+    fn the_level_names_the_exact_abi() {
+        let mut level = Level {
+            landlock_abi: 7,
+            crate_knows_up_to: None,
+            seccomp: true,
+            pid_namespace: true,
+        };
+        assert!(
+            level.describe().starts_with("Landlock ABI 7 ("),
+            "{}",
+            level.describe()
+        );
+        level.landlock_abi = 12;
+        level.crate_knows_up_to = Some(10);
+        assert!(
+            level.describe().starts_with(
+                "Landlock ABI 12 (rules use ABI 10, the newest the landlock crate knows)"
+            ),
+            "{}",
+            level.describe()
+        );
+    }
+
+    #[test]
+    fn this_kernels_abi_is_read_exactly() {
+        // On a kernel with Landlock the probe reports the kernel's own number (here 7 on Linux
+        // 6.15 and later), not a capped "6 or later".
+        if let Ok(level) = probe() {
+            let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+            let mut parts = release
+                .trim()
+                .split(['.', '-'])
+                .map(|p| p.parse::<u32>().unwrap_or(0));
+            let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+            if major == 6 && (15..=19).contains(&minor) {
+                assert_eq!(level.landlock_abi, 7);
+            }
+        }
     }
 
     #[test]

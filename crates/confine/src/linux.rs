@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, RulesetAttr, RulesetCreatedAttr,
-    RulesetStatus, Scope, path_beneath_rules,
+    ABI, Access, AccessFs, AccessNet, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
+    path_beneath_rules,
 };
 use nix::sched::CloneFlags;
 use seccompiler::{
@@ -74,10 +74,10 @@ const ETC_PUBLIC: &[&str] = &[
 ];
 
 pub fn probe() -> Result<Level, Unavailable> {
-    let abi = landlock_abi();
+    let (abi, crate_knows_up_to) = landlock_abi();
     if abi == 0 {
         return Err(Unavailable::NoLandlock {
-            detail: "a Landlock ruleset could not be created".to_owned(),
+            detail: "the kernel reports no Landlock ABI".to_owned(),
         });
     }
     // The filters themselves are compiled in the launcher, just before they are installed (a
@@ -96,43 +96,38 @@ pub fn probe() -> Result<Level, Unavailable> {
             .is_some_and(|n| n > 0);
     Ok(Level {
         landlock_abi: abi,
+        crate_knows_up_to,
         seccomp: true,
         pid_namespace: userns,
     })
 }
 
-/// The highest Landlock ABI (1–6) the kernel fully supports, 0 for none. ABI 7 only adds audit
-/// logging flags, which the rules do not depend on, so 6 stands for "6 or later".
-fn landlock_abi() -> u8 {
-    let supports = |abi: ABI, scoped: bool| -> bool {
-        let ruleset = landlock::Ruleset::default()
-            .set_compatibility(CompatLevel::HardRequirement)
-            .handle_access(AccessFs::from_all(abi));
-        let ruleset = match (ruleset, scoped) {
-            (Ok(r), true) => r.scope(Scope::from_all(abi)),
-            (r, false) => r,
-            (Err(e), true) => Err(e),
-        };
-        ruleset.and_then(landlock::Ruleset::create).is_ok()
-    };
-    if supports(ABI::V6, true) {
-        6
-    } else if supports(ABI::V5, false) {
-        5
-    } else if supports(ABI::V3, false) {
-        3
-    } else if supports(ABI::V2, false) {
-        2
-    } else if supports(ABI::V1, false) {
-        1
-    } else {
-        0
+/// The kernel's Landlock ABI version (0 for none), and the newest the crate knows when the
+/// kernel's is newer. A [`landlock::RestrictSelf`] with no flags and no `no_new_privs` asks
+/// the kernel (`landlock_create_ruleset(NULL, 0, VERSION)`) and changes nothing: with nothing
+/// to enforce it makes no `landlock_restrict_self` call.
+fn landlock_abi() -> (u8, Option<u8>) {
+    let status = landlock::RestrictSelf::default()
+        .no_new_privs(false)
+        .apply();
+    match status.map(|s| s.landlock) {
+        Ok(landlock::LandlockStatus::Available {
+            effective_abi,
+            kernel_abi,
+        }) => {
+            let known = u8::try_from(effective_abi as i32).unwrap_or(0);
+            match kernel_abi.map(|k| u8::try_from(k).unwrap_or(u8::MAX)) {
+                Some(kernel) if kernel > known => (kernel, Some(known)),
+                _ => (known, None),
+            }
+        }
+        _ => (0, None),
     }
 }
 
 /// Enter a new PID namespace for the guard's children (and a user namespace when not root, so
-/// that it is allowed). Returns whether it was made; without it the caller reaps as a
-/// subreaper instead. No network namespace: seccomp already refuses every `socket()` when the
+/// that it is allowed). Returns whether it was made; without it the caller starts a reaper
+/// (see [`crate::launcher`]) instead. No network namespace: seccomp already refuses every `socket()` when the
 /// network is off, and Landlock every TCP bind/connect, and a network namespace would add
 /// milliseconds to every call.
 pub fn enter_namespaces() -> bool {
@@ -154,8 +149,7 @@ pub fn enter_namespaces() -> bool {
             true
         }
         Err(e) => {
-            tracing::debug!("no PID/network namespace ({e}); reaping as a subreaper instead");
-            let _ = nix::sys::prctl::set_child_subreaper(true);
+            tracing::debug!("no PID namespace ({e}); reaping as a subreaper instead");
             false
         }
     }
@@ -216,6 +210,39 @@ fn landlock(policy: &Policy) -> Result<(), String> {
         return Err("Landlock: this kernel enforced none of the rules".to_owned());
     }
     Ok(())
+}
+
+/// What a restricted thread may still read: randomness, and the time zone (glibc loads it once
+/// per process; a load refused here would leave the whole process on UTC).
+const THREAD_READ_ONLY: &[&str] = &["/dev/urandom", "/etc/localtime", "/usr/share/zoneinfo"];
+
+/// See [`crate::restrict_this_thread_to`]. `landlock_restrict_self` without the thread-sync
+/// flag applies to the calling thread only; `no_new_privs` too is per thread.
+pub fn restrict_thread<F: std::os::fd::AsFd>(dirs: &[F]) -> Result<bool, String> {
+    let abi = TESTED_ABI;
+    let err = |e: landlock::RulesetError| format!("Landlock: {e}");
+    let status = landlock::Ruleset::default()
+        .handle_access(AccessFs::from_all(abi))
+        .map_err(err)?
+        .handle_access(AccessNet::from_all(abi))
+        .map_err(err)?
+        .create()
+        .map_err(err)?
+        .add_rules(dirs.iter().map(|d| {
+            Ok::<_, landlock::RulesetError>(landlock::PathBeneath::new(
+                d.as_fd(),
+                AccessFs::from_all(abi),
+            ))
+        }))
+        .map_err(err)?
+        .add_rules(path_beneath_rules(
+            THREAD_READ_ONLY.iter().filter(|p| Path::new(p).exists()),
+            AccessFs::from_read(abi),
+        ))
+        .map_err(err)?
+        .restrict_self()
+        .map_err(err)?;
+    Ok(status.ruleset != RulesetStatus::NotEnforced)
 }
 
 /// `/etc`'s entries minus [`ETC_SECRETS`], and minus links that lead out of the system's

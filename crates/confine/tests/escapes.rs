@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use toolgate_confine::{Confiner, Policy, PrivateDirs};
+use toolgate_confine::{Confiner, FORCE_SUBREAPER_ENV, Policy, PrivateDirs};
 
 const LAUNCHER: &str = env!("CARGO_BIN_EXE_toolgate-confine-launcher");
 
@@ -204,50 +204,87 @@ fn unique(tag: &str) -> String {
     format!("tgmark-{tag}-{}-{nanos}", std::process::id())
 }
 
-#[test]
-fn a_setsid_daemon_does_not_outlive_the_program() {
-    let f = fixture();
-    let marker = unique("daemon");
-    let script = format!(
-        "setsid bash -c 'touch started-a; exec -a {marker}-a sleep 300' < /dev/null > /dev/null 2>&1 & \
+/// The escapes of a program that a setsid daemon and a double fork make, then "started".
+fn escaping_script(marker: &str) -> String {
+    format!(
+        "echo pid=$$ switch=${{{FORCE_SUBREAPER_ENV}:-unset}}; \
+         setsid bash -c 'touch started-a; exec -a {marker}-a sleep 300' < /dev/null > /dev/null 2>&1 & \
          ( ( touch started-b; exec -a {marker}-b sleep 301 ) & ) ; sleep 0.3; echo started"
-    );
-    let o = f.bash(&script);
-    assert!(text(&o).contains("started"), "{}", text(&o));
+    )
+}
+
+fn daemons_do_not_outlive_the_program(fallback: bool) {
+    let f = fixture();
+    let marker = unique(if fallback { "fb-daemon" } else { "daemon" });
+    let mut cmd = f.command(&f.policy(), &escaping_script(&marker));
+    if fallback {
+        cmd.env(FORCE_SUBREAPER_ENV, "1");
+    }
+    let o = cmd.output().unwrap();
+    let out = text(&o);
+    assert!(out.contains("started"), "{out}");
+    // The program is PID 1 of its namespace, or (fallback) an ordinary pid below the reaper;
+    // the test switch never reaches the program.
+    assert_eq!(out.contains("pid=1 "), !fallback, "{out}");
+    assert!(out.contains("switch=unset"), "{out}");
     // Both escapes really started (and wrote their mark in the workspace)…
     assert!(f.ws.join("started-a").exists() && f.ws.join("started-b").exists());
     // …and neither is running now that the program is done.
     let left = none_left(&marker);
-    assert!(left.is_empty(), "survivors: {left:?}");
+    assert!(left.is_empty(), "fallback={fallback}: survivors: {left:?}");
 }
 
 #[test]
-fn killing_the_call_kills_everything_it_started() {
+fn a_setsid_daemon_does_not_outlive_the_program() {
+    daemons_do_not_outlive_the_program(false);
+}
+
+/// The subreaper fallback (a machine without unprivileged user namespaces), forced with the
+/// launcher's test switch: a `setsid` daemon and a double-forked orphan die when the program
+/// ends, not when toolgate exits.
+#[test]
+fn without_a_pid_namespace_a_setsid_daemon_does_not_outlive_the_program() {
+    daemons_do_not_outlive_the_program(true);
+}
+
+fn killing_the_call_kills_all(fallback: bool) {
     let f = fixture();
     for kill_group in [true, false] {
-        let marker = unique(if kill_group { "group" } else { "guard" });
+        let marker = unique(match (fallback, kill_group) {
+            (false, true) => "group",
+            (false, false) => "guard",
+            (true, true) => "fb-group",
+            (true, false) => "fb-guard",
+        });
         let script = format!(
-            "(exec -a {marker}-a sleep 300) & setsid bash -c 'exec -a {marker}-b sleep 301' & \
-             exec -a {marker}-c sleep 302"
+            "echo $$ > pid.txt; (exec -a {marker}-a sleep 300) & \
+             setsid bash -c 'exec -a {marker}-b sleep 301' & \
+             ( ( exec -a {marker}-d sleep 303 ) & ) ; exec -a {marker}-c sleep 302"
         );
-        let mut child = f
-            .command(&f.policy(), &script)
+        let mut cmd = f.command(&f.policy(), &script);
+        if fallback {
+            cmd.env(FORCE_SUBREAPER_ENV, "1");
+        }
+        let mut child = cmd
             .process_group(0)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
         let start = Instant::now();
-        while running(&marker).len() < 3 && start.elapsed() < Duration::from_secs(5) {
+        while running(&marker).len() < 4 && start.elapsed() < Duration::from_secs(5) {
             std::thread::sleep(Duration::from_millis(20));
         }
-        assert_eq!(running(&marker).len(), 3, "the program did not start");
+        assert_eq!(running(&marker).len(), 4, "the program did not start");
+        let pid = std::fs::read_to_string(f.ws.join("pid.txt")).unwrap();
+        assert_eq!(pid.trim() == "1", !fallback, "the program's pid: {pid}");
         if kill_group {
             // What toolgate does when a call times out or ends.
             let group = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
             rustix::process::kill_process_group(group, rustix::process::Signal::KILL).unwrap();
         } else {
-            // The guard alone dies (e.g. toolgate's own kill_on_drop): PID 1 follows it.
+            // The guard alone dies (e.g. toolgate's own kill_on_drop): PID 1 (or the
+            // fallback's reaper) follows it.
             child.kill().unwrap();
         }
         let killed = Instant::now();
@@ -259,9 +296,44 @@ fn killing_the_call_kills_everything_it_started() {
         let left = none_left(&marker);
         assert!(
             left.is_empty(),
-            "kill_group={kill_group}: survivors {left:?}"
+            "fallback={fallback} kill_group={kill_group}: survivors {left:?}"
         );
     }
+}
+
+#[test]
+fn killing_the_call_kills_everything_it_started() {
+    killing_the_call_kills_all(false);
+}
+
+#[test]
+fn without_a_pid_namespace_killing_the_call_kills_everything_it_started() {
+    killing_the_call_kills_all(true);
+}
+
+/// The fallback confines as much as the namespace does: files and the network stay out of
+/// reach.
+#[test]
+fn without_a_pid_namespace_files_and_network_stay_out_of_reach() {
+    let f = fixture();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let script = format!(
+        "cat {}/secret.txt; echo hi > {}/written.txt; echo x > /dev/tcp/127.0.0.1/{port}; echo done",
+        f.outside.display(),
+        f.outside.display()
+    );
+    let o = f
+        .command(&f.policy(), &script)
+        .env(FORCE_SUBREAPER_ENV, "1")
+        .output()
+        .unwrap();
+    let out = text(&o);
+    assert!(out.contains("done"), "{out}");
+    assert!(!out.contains("PLANTED-SECRET-OUTSIDE"), "{out}");
+    assert!(!f.outside.join("written.txt").exists());
+    assert!(listener.accept().is_err(), "the listener got a connection");
 }
 
 #[test]

@@ -72,6 +72,11 @@ async fn registry(kind: RegistryKind, dir: &Path) -> Result<Registry, EvalError>
                 call_command: vec![dir.join("missing-python").to_string_lossy().into_owned()],
                 timeout: Duration::from_secs(20),
                 env: Vec::new(),
+                // toolgate's own scripted stand-ins for a Python server (cat and sh on files
+                // this fixture wrote), not a server from anyone's config.
+                confiner: None,
+                network: false,
+                unconfined: true,
             };
             match registry.register(Arc::new(broken)).await {
                 Ok(n) => {
@@ -109,6 +114,9 @@ async fn registry(kind: RegistryKind, dir: &Path) -> Result<Registry, EvalError>
                 ],
                 timeout: Duration::from_secs(20),
                 env: Vec::new(),
+                confiner: None,
+                network: false,
+                unconfined: true,
             };
             registry.register(Arc::new(server)).await.map_err(|e| {
                 EvalError::Setup(format!("registering the failing tool server: {e}"))

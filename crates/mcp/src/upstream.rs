@@ -13,7 +13,7 @@
 //! `readOnlyHint` is a hint from an untrusted party and is not trusted.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -593,62 +593,17 @@ impl Provider for Upstream {
     }
 }
 
-/// What a confined upstream server may touch: read-write its `cwd` (when given) and a private
-/// home/tmp; the network (an upstream server is often a client of a remote service); read-only
-/// the install its program and script arguments come from — for each that names an existing
-/// file (the program found on `PATH`), the outermost `node_modules` above it (a Node package),
-/// else the folder above its `bin/` or `shims/` (a venv, a pyenv, a Python/Node install,
-/// through symbolic links too), else the folder holding it (a script and its siblings).
+/// What a confined upstream server may touch: [`toolgate_confine::server_policy`] (its `cwd`,
+/// a private home/tmp, read-only its program's and scripts' install) plus the network (an
+/// upstream server is often a client of a remote service).
 pub fn upstream_policy(
     command: &str,
     args: &[String],
     cwd: Option<&str>,
     dirs: &toolgate_confine::PrivateDirs,
 ) -> toolgate_confine::Policy {
-    let cwd = cwd.and_then(|c| std::path::Path::new(c).canonicalize().ok());
-    let mut policy = toolgate_confine::Policy::new(cwd.as_deref(), dirs).with_network(true);
-    let program = if command.contains('/') {
-        Some(PathBuf::from(command))
-    } else {
-        std::env::var_os("PATH").and_then(|p| {
-            std::env::split_paths(&p)
-                .map(|d| d.join(command))
-                .find(|p| p.is_file())
-        })
-    };
-    let base = cwd.unwrap_or_else(|| PathBuf::from("."));
-    let candidates = program
-        .into_iter()
-        .chain(args.iter().map(|a| base.join(a)))
-        .filter(|p| p.is_file());
-    for path in candidates {
-        for p in [Some(path.clone()), path.canonicalize().ok()]
-            .into_iter()
-            .flatten()
-        {
-            let Some(parent) = p.parent() else { continue };
-            // A Node package resolves its imports from every node_modules above it: allow the
-            // outermost one.
-            let node_modules = p
-                .ancestors()
-                .filter(|a| a.file_name().is_some_and(|n| n == "node_modules"))
-                .last();
-            let root = if let Some(nm) = node_modules {
-                nm
-            } else if parent
-                .file_name()
-                .is_some_and(|n| n == "bin" || n == "shims")
-            {
-                parent.parent().unwrap_or(parent)
-            } else {
-                parent
-            };
-            if root != std::path::Path::new("/") {
-                policy = policy.with_read_only(root);
-            }
-        }
-    }
-    policy
+    toolgate_confine::server_policy(command, args, cwd.map(std::path::Path::new), dirs)
+        .with_network(true)
 }
 
 /// Connect every configured server; a server that fails is reported and skipped (the others

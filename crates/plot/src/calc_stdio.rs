@@ -5,6 +5,15 @@
 //! The registry validates ids and parameters before a provider is called, so a process is never
 //! spawned for an invented id or bad parameters. A call that outlives its timeout is killed (the
 //! spike only marked it cancelled); stderr is captured into the error.
+//!
+//! Each process starts as upstream MCP servers do: a cleared environment, its own process group
+//! (killed when the call ends, times out or is dropped), and OS confinement through toolgate's
+//! launcher ([`toolgate_confine::server_policy`]): read-only its program's and scripts'
+//! install and the system's directories, writes only a private tmp/home — no workspace (a calc
+//! server gets its input on stdin) — no network unless the user's config allows it, a PID
+//! namespace so nothing it starts outlives the call. Where this machine cannot confine, it
+//! starts unconfined with a warning (as upstream servers do), or on purpose when the user's own
+//! config opts the server out.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -37,6 +46,16 @@ pub struct StdioToolServer {
     /// Extra environment for the processes (beyond `PATH`, `HOME`, `LANG` and a few more of
     /// toolgate's own; the rest is cleared).
     pub env: Vec<(String, String)>,
+    /// Starts the processes under OS confinement (toolgate's own binary as the launcher).
+    /// `None`: this machine cannot confine; they start unconfined with a warning, as upstream
+    /// MCP servers do.
+    pub confiner: Option<toolgate_confine::Confiner>,
+    /// Whether the confined processes may use the network: only when the user's own config
+    /// says so.
+    pub network: bool,
+    /// Start without OS confinement: the user's own config opted this server out
+    /// (`"toolgate": {"unconfined": true}`), never a project's.
+    pub unconfined: bool,
 }
 
 fn humanise(id: &str) -> String {
@@ -105,80 +124,173 @@ struct RunOutput {
     stderr: Vec<u8>,
 }
 
-async fn run(
-    argv: &[String],
-    env: &[(String, String)],
-    input: Option<Vec<u8>>,
-    timeout: Duration,
-    tool: &str,
-) -> Result<RunOutput, CallError> {
-    let Some((program, args)) = argv.split_first() else {
-        return Err(CallError::failed(
-            "the tool server has no command configured",
-        ));
-    };
-    let mut cmd = tokio::process::Command::new(program);
-    // A tool server gets toolgate's basic environment and what its configuration names, never
-    // the rest (API keys and tokens in toolgate's own environment are not its business).
-    cmd.env_clear();
-    for key in INHERITED_ENV {
-        if let Some(v) = std::env::var_os(key) {
-            cmd.env(key, v);
+/// The most of a response (stdout) kept; a server that prints more gets an error, not an
+/// unbounded buffer.
+const STDOUT_CAP: usize = 64 * 1024 * 1024;
+
+/// Kills a process group when dropped (the call ended, timed out, or its future was dropped).
+struct GroupKill(Option<i32>);
+
+impl Drop for GroupKill {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0.take().and_then(rustix::process::Pid::from_raw) {
+            // ESRCH (the group is gone already) is fine.
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
         }
     }
-    let mut child = cmd
-        .args(args)
-        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .stdin(if input.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| {
-            CallError::failed(format!("could not start the tool server `{program}`: {e}"))
-        })?;
-    let mut stdin = child.stdin.take();
-    let mut stdout = child.stdout.take();
-    let mut stderr = child.stderr.take();
-    let work = async {
-        if let (Some(mut w), Some(bytes)) = (stdin.take(), input) {
-            // A server that exits without reading its input is reported by its response.
-            let _ = w.write_all(&bytes).await;
-            drop(w);
+}
+
+/// Read to the end, keeping the first `cap` bytes (the rest drained, so the child never blocks
+/// on a full pipe); also whether anything was cut.
+async fn read_capped<R: tokio::io::AsyncRead + Unpin>(mut r: R, cap: usize) -> (Vec<u8>, bool) {
+    let mut kept = Vec::new();
+    let mut cut = false;
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        match r.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                let take = n.min(cap.saturating_sub(kept.len()));
+                kept.extend_from_slice(&buf[..take]);
+                cut |= take < n;
+            }
         }
-        let mut out = Vec::new();
-        let mut err = Vec::new();
-        let read_out = async {
-            if let Some(s) = stdout.as_mut() {
-                let _ = s.read_to_end(&mut out).await;
+    }
+    (kept, cut)
+}
+
+impl StdioToolServer {
+    /// The command for `argv`: through the confinement launcher unless this server is
+    /// unconfined (by the user's choice, or because this machine cannot confine), and the
+    /// private home/tmp to remove once the process is gone.
+    fn command(
+        &self,
+        program: &str,
+        args: &[String],
+    ) -> Result<
+        (
+            tokio::process::Command,
+            Option<toolgate_confine::PrivateDirs>,
+        ),
+        CallError,
+    > {
+        match self.confiner.as_ref().filter(|_| !self.unconfined) {
+            Some(confiner) => {
+                let dirs = toolgate_confine::PrivateDirs::new().map_err(|e| {
+                    CallError::failed(format!(
+                        "could not make a private tmp dir for the tool server `{program}`: {e}"
+                    ))
+                })?;
+                // No workspace (cwd): the server gets its input on stdin.
+                let policy = toolgate_confine::server_policy(program, args, None, &dirs)
+                    .with_network(self.network);
+                let cmd = confiner.command(&policy, std::ffi::OsStr::new(program), args);
+                Ok((tokio::process::Command::from(cmd), Some(dirs)))
             }
-        };
-        let read_err = async {
-            if let Some(s) = stderr.as_mut() {
-                let _ = s.read_to_end(&mut err).await;
+            None => {
+                let mut cmd = tokio::process::Command::new(program);
+                cmd.args(args);
+                Ok((cmd, None))
             }
+        }
+    }
+
+    async fn run(
+        &self,
+        argv: &[String],
+        input: Option<Vec<u8>>,
+        timeout: Duration,
+        tool: &str,
+    ) -> Result<RunOutput, CallError> {
+        let Some((program, args)) = argv.split_first() else {
+            return Err(CallError::failed(
+                "the tool server has no command configured",
+            ));
         };
-        tokio::join!(read_out, read_err);
-        let status = child.wait().await.ok().and_then(|s| s.code());
-        (status, out, err)
-    };
-    match tokio::time::timeout(timeout, work).await {
-        Ok((status, stdout, stderr)) => Ok(RunOutput {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let (mut cmd, private) = self.command(program, args)?;
+        // A tool server gets toolgate's basic environment and what its configuration names,
+        // never the rest (API keys and tokens in toolgate's own environment are not its
+        // business).
+        cmd.env_clear();
+        for key in INHERITED_ENV {
+            if let Some(v) = std::env::var_os(key) {
+                cmd.env(key, v);
+            }
+        }
+        let mut child = cmd
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdin(if input.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| {
+                CallError::failed(format!("could not start the tool server `{program}`: {e}"))
+            })?;
+        // However this future ends, the group dies (and, confined, everything it started).
+        let group = GroupKill(child.id().and_then(|p| i32::try_from(p).ok()));
+        let stdin = child.stdin.take();
+        let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+            return Err(CallError::failed(format!(
+                "could not capture the output of the tool server `{program}`"
+            )));
+        };
+        let read_out = tokio::spawn(read_capped(stdout, STDOUT_CAP));
+        let read_err = tokio::spawn(read_capped(stderr, STDERR_CAP * 4));
+        let work = async {
+            if let (Some(mut w), Some(bytes)) = (stdin, input) {
+                // A server that exits without reading its input is reported by its response.
+                let _ = w.write_all(&bytes).await;
+                drop(w);
+            }
+            child.wait().await.ok().and_then(|s| s.code())
+        };
+        let Ok(status) = tokio::time::timeout(timeout, work).await else {
+            drop(group);
+            read_out.abort();
+            read_err.abort();
+            return Err(CallError::Timeout {
+                tool: tool.to_owned(),
+                seconds: timeout.as_secs_f64(),
+            });
+        };
+        // The server is done: whatever it left running goes too (it would hold the pipes
+        // open, and nothing may outlive the call).
+        drop(group);
+        // Confined, the pipes close with the namespace; unconfined, a `setsid` daemon may hold
+        // them open: read no longer than the call had left.
+        let left = deadline
+            .saturating_duration_since(tokio::time::Instant::now())
+            .max(Duration::from_millis(500));
+        let outputs = tokio::time::timeout(left, async {
+            let out = read_out.await.unwrap_or_default();
+            let err = read_err.await.unwrap_or_default();
+            (out, err)
+        })
+        .await;
+        drop(private);
+        let Ok(((stdout, stdout_cut), (stderr, _))) = outputs else {
+            return Err(CallError::failed(format!(
+                "the tool server `{program}` exited but left a process holding its output open; run it confined, or make it not leave processes behind"
+            )));
+        };
+        if stdout_cut {
+            return Err(CallError::failed(format!(
+                "the tool server `{program}` printed more than {} MiB; its response was refused",
+                STDOUT_CAP / (1024 * 1024)
+            )));
+        }
+        Ok(RunOutput {
             status,
             stdout,
             stderr,
-        }),
-        Err(_) => {
-            // `kill_on_drop` ends the process when `child` is dropped with the future; be explicit.
-            Err(CallError::Timeout {
-                tool: tool.to_owned(),
-                seconds: timeout.as_secs_f64(),
-            })
-        }
+        })
     }
 }
 
@@ -283,7 +395,14 @@ impl Provider for StdioToolServer {
             provider: self.name.clone(),
             message,
         };
-        let out = run(&self.list_command, &self.env, None, self.timeout, "list")
+        if self.confiner.is_none() && !self.unconfined {
+            tracing::warn!(
+                server = %self.name,
+                "starting the tool server without OS confinement (unavailable here)"
+            );
+        }
+        let out = self
+            .run(&self.list_command, None, self.timeout, "list")
             .await
             .map_err(|e| err(e.to_string()))?;
         if out.status != Some(0) {
@@ -306,14 +425,9 @@ impl Provider for StdioToolServer {
         });
         let bytes = serde_json::to_vec(&request).map_err(|e| CallError::failed(e.to_string()))?;
         let timeout = call.timeout.unwrap_or(self.timeout);
-        let out = run(
-            &self.call_command,
-            &self.env,
-            Some(bytes),
-            timeout,
-            &call.tool_id,
-        )
-        .await?;
+        let out = self
+            .run(&self.call_command, Some(bytes), timeout, &call.tool_id)
+            .await?;
         // A non-zero exit with a JSON response is still read (the protocol prints errors to stdout).
         let response: Value = match serde_json::from_slice(&out.stdout) {
             Ok(v) => v,

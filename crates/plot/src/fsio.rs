@@ -1,8 +1,20 @@
 //! Atomic file writes: a temp file in the same directory, fsynced, then renamed over the target,
 //! so a reader (or a crash) sees either the old file or the new one, never a partial one.
+//!
+//! Every step happens relative to one descriptor of the target's directory, opened once —
+//! beneath the store root with `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)` when there
+//! is one: the temp is created in it with `O_CREAT | O_EXCL | O_NOFOLLOW`, renamed within it
+//! with `renameat`, and the conflict check reads the current file through it with
+//! `O_NOFOLLOW`. A directory swapped for a symbolic link after that open cannot redirect any
+//! of it: the descriptor still names the directory that was opened.
 
-use std::io::Write;
+use std::ffi::{OsStr, OsString};
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
 
 fn dir_of(path: &Path) -> &Path {
     path.parent()
@@ -16,19 +28,93 @@ fn name_of(path: &Path) -> String {
         .unwrap_or_else(|| "file".to_owned())
 }
 
+fn file_name(path: &Path) -> std::io::Result<&OsStr> {
+    path.file_name().ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{} names no file", path.display()),
+        )
+    })
+}
+
+/// Open the directory `dir` for the writes and reads of this module. With a `root` that `dir`
+/// lies under, it is opened beneath a descriptor of `root` and every link that would leave
+/// `root` is refused by the kernel (`EXDEV`); where `openat2` is missing (Linux < 5.6) its
+/// canonical path is checked against `root` and opened by name. Without a root (a file opened
+/// on its own) it is opened by name.
+pub fn open_dir_beneath(root: Option<&Path>, dir: &Path) -> std::io::Result<OwnedFd> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    if let Some(root) = root
+        && let Ok(rel) = dir.strip_prefix(root)
+    {
+        let root_fd = rustix::fs::open(root, flags, Mode::empty())?;
+        if rel.as_os_str().is_empty() {
+            return Ok(root_fd);
+        }
+        match rustix::fs::openat2(
+            &root_fd,
+            rel,
+            flags,
+            Mode::empty(),
+            ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+        ) {
+            Ok(fd) => return Ok(fd),
+            Err(rustix::io::Errno::NOSYS) => {
+                let real = dir.canonicalize()?;
+                if !real.starts_with(root.canonicalize()?) {
+                    return Err(rustix::io::Errno::XDEV.into());
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(rustix::fs::open(dir, flags, Mode::empty())?)
+}
+
+/// Read the regular file `name` in `dir` (never through a symbolic link, never blocking on a
+/// FIFO).
+pub fn read_in(dir: BorrowedFd<'_>, name: &OsStr) -> std::io::Result<Vec<u8>> {
+    let fd = rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
+        Mode::empty(),
+    )?;
+    if FileType::from_raw_mode(rustix::fs::fstat(&fd)?.st_mode) != FileType::RegularFile {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{} is not a regular file", name.to_string_lossy()),
+        ));
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::from(fd).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
 /// Remove the temp files a save of `path` left behind when its process died mid-write (a
 /// `kill -9` between creating `.<name>.tmp-<pid>-<n>` and renaming it). Only temps of *this*
 /// file whose writing process no longer exists are removed: this process's own (a save in
 /// another thread may be under way) and a live process's are kept. Best effort; never fails.
 pub fn remove_stale_temps(path: &Path) {
-    let dir = dir_of(path);
-    let prefix = format!(".{}.tmp-", name_of(path));
-    let Ok(entries) = std::fs::read_dir(dir) else {
+    remove_stale_temps_beneath(None, path);
+}
+
+/// [`remove_stale_temps`] through a descriptor of the directory opened beneath `root`.
+pub fn remove_stale_temps_beneath(root: Option<&Path>, path: &Path) {
+    if let Ok(dir) = open_dir_beneath(root, dir_of(path)) {
+        remove_stale_temps_in(dir.as_fd(), &name_of(path));
+    }
+}
+
+/// [`remove_stale_temps`] for the file `name` in the directory `dir`.
+pub fn remove_stale_temps_in(dir: BorrowedFd<'_>, name: &str) {
+    let prefix = format!(".{name}.tmp-");
+    let Ok(entries) = rustix::fs::Dir::read_from(dir) else {
         return;
     };
     let me = std::process::id();
     for entry in entries.flatten() {
-        let file_name = entry.file_name();
+        let file_name = OsStr::from_bytes(entry.file_name().to_bytes()).to_owned();
         let Some(rest) = file_name.to_str().and_then(|n| n.strip_prefix(&prefix)) else {
             continue;
         };
@@ -42,13 +128,15 @@ pub fn remove_stale_temps(path: &Path) {
             continue;
         }
         // Only plain files: never follow or remove anything else that happens to match.
-        if entry.file_type().is_ok_and(|t| t.is_file()) {
-            match std::fs::remove_file(entry.path()) {
+        let regular = rustix::fs::statat(dir, &file_name, AtFlags::SYMLINK_NOFOLLOW)
+            .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::RegularFile);
+        if regular {
+            match rustix::fs::unlinkat(dir, &file_name, AtFlags::empty()) {
                 Ok(()) => {
-                    tracing::info!(temp = %entry.path().display(), "removed a stale save temp file");
+                    tracing::info!(temp = %file_name.to_string_lossy(), "removed a stale save temp file");
                 }
                 Err(e) => {
-                    tracing::debug!(temp = %entry.path().display(), error = %e, "stale temp file not removed");
+                    tracing::debug!(temp = %file_name.to_string_lossy(), error = %e, "stale temp file not removed");
                 }
             }
         }
@@ -69,26 +157,73 @@ fn process_exists(pid: u32) -> bool {
     )
 }
 
+/// Atomically replace `path` with `bytes` (its directory made first, by name).
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = dir_of(path);
-    std::fs::create_dir_all(dir)?;
-    remove_stale_temps(path);
-    let name = name_of(path);
-    let tmp = dir.join(format!(".{name}.tmp-{}-{}", std::process::id(), unique()));
+    std::fs::create_dir_all(dir_of(path))?;
+    atomic_write_beneath(None, path, bytes)
+}
+
+/// Atomically replace `path` with `bytes`, through a descriptor of its directory opened
+/// beneath `root` (see [`open_dir_beneath`]). The directory must exist.
+pub fn atomic_write_beneath(root: Option<&Path>, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = open_dir_beneath(root, dir_of(path))?;
+    write_in(dir.as_fd(), file_name(path)?, bytes)
+}
+
+/// What [`replace_beneath`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Replaced {
+    Done,
+    /// The file's bytes no longer hash to the expected SHA-256: nothing was written.
+    Changed,
+}
+
+/// Replace `path` with `bytes` only if its current content hashes to `expected_sha256` (the
+/// save's conflict check), checked and written through one descriptor of its directory opened
+/// beneath `root`.
+pub fn replace_beneath(
+    root: Option<&Path>,
+    path: &Path,
+    expected_sha256: &str,
+    bytes: &[u8],
+) -> std::io::Result<Replaced> {
+    let dir = open_dir_beneath(root, dir_of(path))?;
+    let name = file_name(path)?;
+    if sha256_hex(&read_in(dir.as_fd(), name)?) != expected_sha256 {
+        return Ok(Replaced::Changed);
+    }
+    write_in(dir.as_fd(), name, bytes)?;
+    Ok(Replaced::Done)
+}
+
+/// Write `bytes` to a new temp file in `dir` (`O_CREAT | O_EXCL | O_NOFOLLOW`), fsync it, and
+/// rename it over `name` within `dir`; stale temps of `name` from killed saves go first.
+pub fn write_in(dir: BorrowedFd<'_>, name: &OsStr, bytes: &[u8]) -> std::io::Result<()> {
+    let shown = name.to_string_lossy();
+    remove_stale_temps_in(dir, &shown);
+    let mut tmp = OsString::from(format!(".{shown}.tmp-{}-{}", std::process::id(), unique()));
+    if tmp.len() > 255 {
+        // A long name: keep the temp within NAME_MAX (it is still recognisably this file's).
+        tmp = OsString::from(format!(".tmp-{}-{}", std::process::id(), unique()));
+    }
     let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
+        let fd = rustix::fs::openat(
+            dir,
+            &tmp,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o666),
+        )?;
+        let mut f = std::fs::File::from(fd);
         f.write_all(bytes)?;
         f.sync_all()?;
         drop(f);
-        std::fs::rename(&tmp, path)?;
+        rustix::fs::renameat(dir, &tmp, dir, name)?;
         // Persist the rename itself.
-        if let Ok(d) = std::fs::File::open(dir) {
-            let _ = d.sync_all();
-        }
+        let _ = rustix::fs::fsync(dir);
         Ok(())
     })();
     if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+        let _ = rustix::fs::unlinkat(dir, &tmp, AtFlags::empty());
     }
     result
 }

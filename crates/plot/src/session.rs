@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::Value;
 use toolgate_core::{ChangeSet, Edit};
 
-use crate::fsio::{atomic_write, sha256_hex};
+use crate::fsio::{Replaced, replace_beneath, sha256_hex};
 use crate::model;
 use crate::store::{ItemEntry, StacStore, StoreError};
 
@@ -377,6 +377,7 @@ impl Document {
         SaveJob {
             plot_id,
             path: self.path.clone(),
+            root: None,
             bytes: self.to_bytes(),
             expected_sha256: self.disk_sha256.clone(),
             state: self.state,
@@ -395,6 +396,8 @@ impl Document {
 pub struct SaveJob {
     plot_id: String,
     path: PathBuf,
+    /// The store root the file lies under: its directory is opened beneath it.
+    root: Option<PathBuf>,
     bytes: Vec<u8>,
     expected_sha256: String,
     state: u64,
@@ -414,19 +417,22 @@ impl SaveJob {
     }
 
     /// Refuse when the file changed on disk since it was opened or last saved, else write it
-    /// atomically. Blocking: async code runs it through [`off_runtime`].
+    /// atomically — both through one descriptor of its directory, opened beneath the store
+    /// root (see [`crate::fsio`]). Blocking: async code runs it through [`off_runtime`].
     pub fn write(self) -> Result<SavedPlot, SessionError> {
-        let current = std::fs::read(&self.path).map_err(|source| SessionError::Write {
+        let replaced = replace_beneath(
+            self.root.as_deref(),
+            &self.path,
+            &self.expected_sha256,
+            &self.bytes,
+        )
+        .map_err(|source| SessionError::Write {
             path: self.path.clone(),
             source,
         })?;
-        if sha256_hex(&current) != self.expected_sha256 {
+        if replaced == Replaced::Changed {
             return Err(SessionError::Conflict { path: self.path });
         }
-        atomic_write(&self.path, &self.bytes).map_err(|source| SessionError::Write {
-            path: self.path.clone(),
-            source,
-        })?;
         Ok(SavedPlot {
             plot_id: self.plot_id,
             state: self.state,
@@ -670,13 +676,16 @@ impl Session {
 
     /// Save a plot to disk. Only people's surfaces call this.
     pub fn save(&mut self, plot_id: &str) -> Result<(), SessionError> {
-        self.plot_mut(plot_id)?.doc.save()
+        let saved = self.save_job(plot_id)?.write()?;
+        self.finish_save(&saved)
     }
 
     /// [`Session::save`] in two halves, so the file is written without the session lock held:
     /// take the job here, [`SaveJob::write`] it, then [`Session::finish_save`].
     pub fn save_job(&self, plot_id: &str) -> Result<SaveJob, SessionError> {
-        Ok(self.plot(plot_id)?.doc.save_job(plot_id.to_owned()))
+        let mut job = self.plot(plot_id)?.doc.save_job(plot_id.to_owned());
+        job.root = self.find_item(plot_id).map(|(store, _)| store.root.clone());
+        Ok(job)
     }
 
     /// Record a finished save (the plot is clean unless it was edited while it was written).

@@ -6,7 +6,7 @@ use std::path::{Component, Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use crate::fsio::{atomic_write, sha256_hex};
+use crate::fsio::{atomic_write, atomic_write_beneath, sha256_hex};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -421,7 +421,7 @@ impl StacStore {
                 plot_id: entry.plot_id.clone(),
             })?;
         // Opening a plot is when a save that was killed half-way is noticed: its temp files go.
-        crate::fsio::remove_stale_temps(&path);
+        crate::fsio::remove_stale_temps_beneath(Some(&self.root), &path);
         let bytes = read(&self.root, &path)?;
         let collection: Value = serde_json::from_slice(&bytes).map_err(|e| StoreError::Parse {
             path: path.clone(),
@@ -469,8 +469,15 @@ impl StacStore {
         features_geojson: &[u8],
     ) -> Result<String, StoreError> {
         let dir = confine(&self.root, &self.root, dir_name)?;
+        let write_error = |path: &Path, source| StoreError::Write {
+            path: path.to_owned(),
+            source,
+        };
+        std::fs::create_dir_all(&dir).map_err(|e| write_error(&dir, e))?;
+        // Each file through a descriptor of its directory opened beneath the root.
+        let root = self.root.clone();
         let write_bytes = |path: &Path, bytes: &[u8]| -> Result<(), StoreError> {
-            atomic_write(path, bytes).map_err(|source| StoreError::Write {
+            atomic_write_beneath(Some(&root), path, bytes).map_err(|source| StoreError::Write {
                 path: path.to_owned(),
                 source,
             })

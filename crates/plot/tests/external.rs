@@ -26,6 +26,11 @@ fn server(log: &std::path::Path, timeout: Duration) -> StdioToolServer {
         call_command: vec!["python3".into(), s, "call".into()],
         timeout,
         env: vec![("CALC_SPAWN_LOG".into(), log.to_string_lossy().into_owned())],
+        // These tests are about the protocol; confinement is tested through the real launcher
+        // in crates/cli/tests/confine_exec.rs.
+        confiner: None,
+        network: false,
+        unconfined: true,
     }
 }
 
@@ -181,6 +186,9 @@ async fn a_tool_server_gets_a_cleared_environment() {
         call_command: vec!["true".into()],
         timeout: Duration::from_secs(10),
         env: vec![("OWN".into(), "given".into())],
+        confiner: None,
+        network: false,
+        unconfined: true,
     };
     let tools = s.list_tools().await.unwrap();
     assert_eq!(tools[0].id, "clean-given");

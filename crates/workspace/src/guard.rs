@@ -175,6 +175,12 @@ impl PathGuard {
         &self.root
     }
 
+    /// The `O_PATH` descriptor of the workspace root every open is made beneath (for a
+    /// Landlock rule that confines a thread to the same directory; see `sql`).
+    pub fn root_fd(&self) -> BorrowedFd<'_> {
+        self.root_fd.as_fd()
+    }
+
     /// The workspace-relative form of a path under the root ("." for the root itself). Paths
     /// elsewhere are shown as they are.
     pub fn relative(&self, path: &Path) -> String {

@@ -76,8 +76,8 @@ fn open(inner: &Inner, db_arg: &str) -> Result<(Connection, String), CallError> 
     }
     // The folders are made and the name checked beneath the workspace root's descriptor. SQLite
     // then opens the file (and its journal) by path itself; SQLITE_OPEN_NOFOLLOW makes it refuse
-    // a path with any symbolic link in it at that moment, which narrows (but cannot close) the
-    // window in which a swapped directory could redirect it: bash confinement is the backstop.
+    // a path with any symbolic link in it at that moment, and this thread's Landlock domain (see
+    // `sql`) refuses whatever a swap in between makes the name resolve to outside.
     let slot = inner.guard.slot(db_arg, true)?;
     let rel = slot.rel.clone();
     if slot.exists {
@@ -171,7 +171,43 @@ fn json_size(v: &Value) -> usize {
     }
 }
 
+/// The `sql` tool. SQLite opens its database, journal and WAL by name (its unix VFS resolves
+/// every path, `/proc/self/fd/N/…` included, to a textual one and reopens that), so a name
+/// checked beneath the workspace could be redirected by a directory swapped for a symbolic
+/// link in between. The whole call therefore runs on a thread of its own that Landlock
+/// restricts to the workspace root's descriptor before anything is opened: whatever a name
+/// resolves to, the kernel refuses every file outside the workspace. Without Landlock (an old
+/// kernel) only the name checks and `SQLITE_OPEN_NOFOLLOW` remain.
 pub fn sql(
+    inner: &Inner,
+    map: &Map<String, Value>,
+    deadline: Option<Duration>,
+) -> Result<ToolOutcome, CallError> {
+    std::thread::scope(|scope| {
+        let worker = std::thread::Builder::new()
+            .name("toolgate-sql".to_owned())
+            .spawn_scoped(scope, || {
+                match toolgate_confine::restrict_this_thread_to(&[inner.guard.root_fd()]) {
+                    Ok(true) => {}
+                    Ok(false) => tracing::debug!(
+                        "sql: no Landlock here; the database is confined by name checks only"
+                    ),
+                    Err(e) => {
+                        return Err(CallError::failed(format!(
+                            "sql: could not confine the database to the workspace ({e}); nothing was opened"
+                        )));
+                    }
+                }
+                sql_confined(inner, map, deadline)
+            })
+            .map_err(|e| CallError::failed(format!("sql: could not start a thread: {e}")))?;
+        worker
+            .join()
+            .unwrap_or_else(|_| Err(CallError::failed("sql: the query thread panicked")))
+    })
+}
+
+fn sql_confined(
     inner: &Inner,
     map: &Map<String, Value>,
     deadline: Option<Duration>,
