@@ -210,10 +210,21 @@ pub fn server_policy(
         })
     };
     let base = cwd.unwrap_or_else(|| PathBuf::from("."));
+    // Only the program and its script (the first argument that is not an option and names a
+    // file): a later argument such as `--config ~/.ssh/config` names data the server reads, not
+    // code it runs, and must not open that folder to it.
+    let script = args
+        .iter()
+        .filter(|a| !a.starts_with('-'))
+        .map(|a| base.join(a))
+        .find(|p| p.is_file());
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .and_then(|h| h.canonicalize().ok());
     let candidates = program
         .into_iter()
-        .chain(args.iter().map(|a| base.join(a)))
-        .filter(|p| p.is_file());
+        .filter(|p| p.is_file())
+        .chain(script);
     for path in candidates {
         for p in [Some(path.clone()), path.canonicalize().ok()]
             .into_iter()
@@ -236,7 +247,14 @@ pub fn server_policy(
             } else {
                 parent
             };
-            if root != Path::new("/") && root != Path::new("") {
+            // A script kept directly in the home folder (or above it) gets itself, not the
+            // folder: the home holds the user's keys and tokens.
+            let covers_home = home.as_deref().is_some_and(|h| {
+                h.starts_with(root) || root.canonicalize().is_ok_and(|r| h.starts_with(r))
+            });
+            if covers_home {
+                policy = policy.with_read_only(p.clone());
+            } else if root != Path::new("/") && root != Path::new("") {
                 policy = policy.with_read_only(root);
             }
         }
@@ -400,6 +418,57 @@ mod tests {
             let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
             if major == 6 && (15..=19).contains(&minor) {
                 assert_eq!(level.landlock_abi, 7);
+            }
+        }
+    }
+
+    #[test]
+    fn a_server_may_read_its_program_and_script_but_not_the_folders_of_its_other_arguments() {
+        let dirs = PrivateDirs::new().unwrap();
+        let tree = tempfile::tempdir().unwrap();
+        let (app, data) = (tree.path().join("app"), tree.path().join("secrets"));
+        std::fs::create_dir_all(&app).unwrap();
+        std::fs::create_dir_all(&data).unwrap();
+        std::fs::write(app.join("server.py"), "print(1)").unwrap();
+        std::fs::write(data.join("config"), "token=x").unwrap();
+        let args = vec![
+            "-u".to_owned(),
+            app.join("server.py").display().to_string(),
+            "--config".to_owned(),
+            data.join("config").display().to_string(),
+        ];
+        let p = server_policy("python3", &args, None, &dirs);
+        let canon = |d: &Path| d.canonicalize().unwrap();
+        assert!(
+            p.read_only.iter().any(|r| r == &app || r == &canon(&app)),
+            "{:?}",
+            p.read_only
+        );
+        assert!(
+            !p.read_only
+                .iter()
+                .any(|r| r.starts_with(&data) || r.starts_with(canon(&data))),
+            "a data argument opens nothing: {:?}",
+            p.read_only
+        );
+        // A script directly in $HOME gets itself, never the home folder.
+        if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
+            let script = home.join(format!("toolgate-policy-test-{}.py", std::process::id()));
+            if std::fs::write(&script, "print(1)").is_ok() {
+                let p = server_policy(
+                    "python3",
+                    &[script.display().to_string()],
+                    None,
+                    &dirs,
+                );
+                let _ = std::fs::remove_file(&script);
+                let home_c = home.canonicalize().unwrap_or(home.clone());
+                assert!(
+                    !p.read_only.iter().any(|r| r == &home || r == &home_c),
+                    "{:?}",
+                    p.read_only
+                );
+                assert!(p.read_only.iter().any(|r| r.ends_with(script.file_name().unwrap())));
             }
         }
     }

@@ -198,7 +198,25 @@ pub fn worker_main() -> i32 {
         }
     };
     let next_id = AtomicU64::new(0);
-    let mut baseline: Option<u64> = None;
+    // Measured before the restriction below, which leaves no way to read /proc.
+    let mut baseline: Option<u64> = address_space_bytes();
+    // The interpreter has no OS access of its own (every file, process and network operation is
+    // a host tool call, answered by the parent). Should a bug in it ever reach the OS anyway,
+    // the kernel refuses: Landlock on this single thread — the whole process, since the worker
+    // never starts another — allows no file but `/dev/urandom` and the time zone, and no TCP.
+    // Only the pipes to the parent, opened above, stay usable.
+    match toolgate_confine::restrict_this_thread_to::<std::fs::File>(&[]) {
+        Ok(true) => {}
+        Ok(false) => {
+            let _ = writeln!(
+                io::stderr(),
+                "toolgate worker: Landlock is unavailable; the interpreter runs without a kernel file barrier"
+            );
+        }
+        Err(e) => {
+            let _ = writeln!(io::stderr(), "toolgate worker: not confined: {e}");
+        }
+    }
     loop {
         let (req, tools, unavailable) = match link.recv() {
             Some(ToWorker::Run {
