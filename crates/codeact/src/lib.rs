@@ -57,7 +57,7 @@ pub enum CodeactError {
     Register {
         what: String,
         #[source]
-        source: RegistryError,
+        source: Box<RegistryError>,
     },
     #[error("cannot locate the toolgate executable to start sandbox workers: {0}")]
     WorkerCommand(#[source] std::io::Error),
@@ -117,7 +117,7 @@ impl Tools {
             .await
             .map_err(|e| CodeactError::Register {
                 what: what.clone(),
-                source: e.into(),
+                source: Box::new(e.into()),
             })?;
         setup::register(
             &mut self.registry,

@@ -75,7 +75,7 @@ pub(crate) fn register(
         .register_specs(provider.clone(), specs.clone())
         .map_err(|source| CodeactError::Register {
             what: what.to_owned(),
-            source,
+            source: Box::new(source),
         })?;
     registered.push((provider, specs));
     Ok(())
@@ -87,7 +87,7 @@ async fn specs_of(provider: &dyn Provider, what: &str) -> Result<Vec<ToolSpec>, 
         .await
         .map_err(|e| CodeactError::Register {
             what: what.to_owned(),
-            source: e.into(),
+            source: Box::new(e.into()),
         })
 }
 

@@ -81,8 +81,16 @@ impl Confirmer for Person {
             Reply::Approve => Answer::Approve,
             Reply::Decline => Answer::Decline,
             Reply::ApproveOther => {
-                let other = CallDigest::of(COMMIT_TOOL, &serde_json::Map::new(), &serde_json::json!({"plot": PLOT}));
-                if other == *digest { Answer::Approve } else { Answer::Decline }
+                let other = CallDigest::of(
+                    COMMIT_TOOL,
+                    &serde_json::Map::new(),
+                    &serde_json::json!({"plot": PLOT}),
+                );
+                if other == *digest {
+                    Answer::Approve
+                } else {
+                    Answer::Decline
+                }
             }
         }
     }

@@ -243,31 +243,32 @@ async fn case(
         runs,
         "confirming ran the program again"
     );
-    let s = debrief.session();
-    let doc = &s.plot(PLOT).unwrap().doc;
-    if applied_after {
-        for edit in &expected.change.edits {
-            if let toolgate_core::Edit::Upsert { id, item } = edit {
-                prop_assert_eq!(doc.feature(id), Some(item));
+    {
+        let s = debrief.session();
+        let doc = &s.plot(PLOT).unwrap().doc;
+        if applied_after {
+            for edit in &expected.change.edits {
+                if let toolgate_core::Edit::Upsert { id, item } = edit {
+                    prop_assert_eq!(doc.feature(id), Some(item));
+                }
             }
+            prop_assert!(doc.is_dirty());
+        } else {
+            prop_assert_eq!(
+                doc.to_bytes(),
+                before,
+                "{:?}: an unconfirmed change was applied",
+                act
+            );
+            prop_assert!(!doc.is_dirty());
         }
-        prop_assert!(doc.is_dirty());
-    } else {
-        prop_assert_eq!(
-            doc.to_bytes(),
-            before,
-            "{:?}: an unconfirmed change was applied",
-            act
-        );
-        prop_assert!(!doc.is_dirty());
+        let commits: Vec<_> = sink
+            .records()
+            .into_iter()
+            .filter(|r| r.tool == COMMIT_TOOL)
+            .collect();
+        prop_assert_eq!(commits.len(), usize::from(applied_after), "{:?}", commits);
     }
-    let commits: Vec<_> = sink
-        .records()
-        .into_iter()
-        .filter(|r| r.tool == COMMIT_TOOL)
-        .collect();
-    prop_assert_eq!(commits.len(), usize::from(applied_after), "{:?}", commits);
-    drop(s);
     let _ = client.cancel().await;
     server.abort();
     Ok(())
