@@ -290,6 +290,19 @@ impl Surface {
         }
     }
 
+    /// Why a plot function cannot be called in a program that has no plot, and what would work.
+    fn no_plot_reason(self) -> Option<&'static str> {
+        match self {
+            Surface::Exec => Some(
+                "the plot functions need a plot: run the program with `toolgate exec --plot stac://…`",
+            ),
+            Surface::RunCode { .. } => Some(
+                "no plot is open in this session: open one first (debrief_searchPlots with open: true), then run the program again",
+            ),
+            Surface::Direct { .. } => None,
+        }
+    }
+
     fn policy(self, mut host: RegistryHost) -> RegistryHost {
         // RegistryHost pre-approves the workspace provider by default; start from nothing so
         // this table is the whole truth.
@@ -413,6 +426,13 @@ impl Runtime {
         if let Some(tx) = plot {
             let tx = tx.clone();
             host = host.with_applier(move |cs| tx.apply_to_scratch(cs));
+        } else if let Some(reason) = self.surface.no_plot_reason() {
+            host = host.with_unavailable(scratch_specs().iter().map(|s| {
+                (
+                    toolgate_sandbox::python_identifier(&s.id),
+                    reason.to_owned(),
+                )
+            }));
         }
         Ok(host.shared())
     }

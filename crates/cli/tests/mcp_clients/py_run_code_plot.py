@@ -104,6 +104,10 @@ async def main():
         desc = tools["run_code"].description
         check("run_code's description lists the plot functions", "set_track_color(" in desc and "trim_track(" in desc, desc)
 
+        r = await c.call_tool("run_code", {"code": 'set_track_color(color="red", feature_names=["HMS Nelson"])'})
+        env = json.loads(text(r))
+        check("without an open plot the plot functions say what to do", r.is_error and (env.get("error") or {}).get("type") == "NameError" and "no plot is open" in env["error"]["message"], env)
+
         r = await c.call_tool("debrief_searchPlots", {"text": "Alpha — Day 1", "open": True})
         check("the plot is open", json.loads(text(r)).get("opened") == PLOT, text(r))
 
