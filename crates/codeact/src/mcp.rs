@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value};
 use toolgate_core::flow::Confirmer;
 use toolgate_mcp::{CodeRunner, DirectTools};
-use toolgate_plot::transaction::{PlotTransaction, scratch_specs};
+use toolgate_plot::transaction::PlotTransaction;
 use toolgate_sandbox::ExecRequest;
 
 use crate::{Runtime, Surface};
@@ -29,13 +29,15 @@ impl McpRunner {
     pub fn functions(&self, with_plot: bool) -> String {
         let mut line = function_line(&self.runtime.function_names());
         if with_plot {
-            let specs = scratch_specs();
+            // The tools' own parameters; the three target keywords every plot function takes
+            // are said once instead of fifteen times.
+            let specs = toolgate_plot::tools::specs();
             let signatures: Vec<String> = toolgate_sandbox::python_signatures(&specs)
                 .lines()
                 .filter_map(|l| l.strip_prefix("def "))
                 .map(|l| l.trim_end_matches(':').to_owned())
                 .collect();
-            line.push_str("\n\nPlot functions (when a plot is open — debrief_searchPlots with open:true): they edit a scratch copy of the active plot, so later calls see earlier edits; when the program ends, its net change is shown to the user once and applied as one undo step only if they approve (the result's `plot` says what happened). Target features with feature_names / feature_ids, or scope=\"all\". ");
+            line.push_str("\n\nPlot functions (when a plot is open — debrief_searchPlots with open:true): they edit a scratch copy of the active plot, so later calls see earlier edits; when the program ends, its net change is shown to the user once and applied as one undo step only if they approve (the result's `plot` says what happened). Each also takes feature_names: list[str] | None, feature_ids: list[str] | None, scope: 'all' | 'selection' | None to choose its targets. ");
             line.push_str(&signatures.join("; "));
             line.push('.');
         }
