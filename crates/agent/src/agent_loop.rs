@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolgate_core::flow::{Answer, Confirmer};
-use toolgate_core::{Preview, TokenCounter};
+use toolgate_core::{Preview, Refusal, RefusalKind, Reply, TokenCounter};
 use toolgate_plot::agent::{Debrief, Settings, agent_tool_specs};
 
 use crate::client::{ChatRequest, Message, ModelClient, Role, ToolDef, Usage};
@@ -57,7 +57,12 @@ pub enum AgentEvent {
     ToolCallFinished {
         tool: String,
         result: String,
+        /// The call ran (and any change was applied): a refusal, a decline or a failure is not ok.
         ok: bool,
+        /// How it ended (`ok`, `refused`, `declined`, `failed`) and why (`no_plot`, `target`, …).
+        status: toolgate_core::Status,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
     ConfirmationAsked {
         preview: Preview,
@@ -106,6 +111,11 @@ pub struct CallRecord {
     pub input: Value,
     pub result: String,
     pub status: CallStatus,
+    /// How the surface ended the call (a refusal is dispatched but not ok); the loop's own
+    /// corrections (unknown tool, malformed arguments) count as refused.
+    pub outcome: toolgate_core::Status,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     pub ms: f64,
 }
 
@@ -392,15 +402,18 @@ impl AgentLoop {
                 } else {
                     serde_json::from_str(raw)
                 };
-                let (input, result, status) = match parsed {
+                let (input, reply, status) = match parsed {
                     Err(e) => {
                         corrections += 1;
                         (
                             Value::String(call.arguments.clone()),
-                            format!(
-                                "The arguments of your {} call are not valid JSON ({e}). Call {} again with one JSON object that matches its schema.",
-                                call.name, call.name
-                            ),
+                            Reply::refused(Refusal::new(
+                                RefusalKind::InvalidParameters,
+                                format!(
+                                    "The arguments of your {} call are not valid JSON ({e}). Call {} again with one JSON object that matches its schema.",
+                                    call.name, call.name
+                                ),
+                            )),
                             CallStatus::MalformedArguments,
                         )
                     }
@@ -420,7 +433,11 @@ impl AgentLoop {
                             Ok(r) => (input, r, CallStatus::Dispatched),
                             Err(msg) => {
                                 corrections += 1;
-                                (input, msg, CallStatus::UnknownTool)
+                                (
+                                    input,
+                                    Reply::refused(Refusal::new(RefusalKind::UnknownTool, msg)),
+                                    CallStatus::UnknownTool,
+                                )
                             }
                         }
                     }
@@ -438,18 +455,26 @@ impl AgentLoop {
                     );
                     out.confirmations.push((preview, approved));
                 }
-                let ok = status == CallStatus::Dispatched;
+                let Reply {
+                    status: outcome,
+                    reason,
+                    text: result,
+                    ..
+                } = reply;
                 emit(
                     &events,
                     AgentEvent::ToolCallFinished {
                         tool: call.name.clone(),
                         result: result.clone(),
-                        ok,
+                        ok: outcome == toolgate_core::Status::Ok,
+                        status: outcome,
+                        reason: reason.clone(),
                     },
                 );
                 conversation.log(
                     "result",
-                    json!({"id": call.id, "tool": call.name, "status": status, "result": result,
+                    json!({"id": call.id, "tool": call.name, "status": status, "outcome": outcome,
+                        "reason": reason, "result": result,
                         "ms": took, "resultTokens": self.counter.count(&result)}),
                 );
                 conversation.messages.push(Message::tool(call, &result));
@@ -458,6 +483,8 @@ impl AgentLoop {
                     input,
                     result,
                     status,
+                    outcome,
+                    reason,
                     ms: took,
                 });
             }

@@ -513,3 +513,54 @@ async fn the_anthropic_client_drives_the_loop() {
             .any(|m| m["content"][0]["type"] == "tool_result")
     );
 }
+
+#[tokio::test]
+async fn a_refused_call_is_recorded_and_streamed_as_refused_not_ok() {
+    let mock = MockModel::sequence(vec![
+        Reply::tool(
+            RUN_TOOL,
+            json!({"toolId": "set-track-color", "params": {"color": "red"}}),
+        ),
+        Reply::text("Nothing was selected."),
+    ])
+    .await
+    .unwrap();
+    let h = harness("mock-model", true).await;
+    let agent = AgentLoop::new(
+        client(&mock, false),
+        h.debrief.clone(),
+        AgentConfig::default(),
+    );
+    let events = std::sync::Mutex::new(Vec::new());
+    let out = agent
+        .run(
+            &mut Conversation::new("c-refused"),
+            "colour the track red",
+            &Fixed(Answer::Approve),
+            |e| events.lock().unwrap().push(e),
+        )
+        .await;
+    assert_eq!(out.calls[0].status, CallStatus::Dispatched);
+    assert_eq!(out.calls[0].outcome, toolgate_core::Status::Refused);
+    assert_eq!(out.calls[0].reason.as_deref(), Some("target"));
+    assert!(
+        out.calls[0].result.contains("I will not guess"),
+        "{}",
+        out.calls[0].result
+    );
+    assert!(
+        out.confirmations.is_empty(),
+        "refused before anyone is asked"
+    );
+    let finished: Vec<(bool, toolgate_core::Status)> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            toolgate_agent::AgentEvent::ToolCallFinished { ok, status, .. } => Some((*ok, *status)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(finished, [(false, toolgate_core::Status::Refused)]);
+    assert!(!h.debrief.session().plot(PLOT).unwrap().doc.is_dirty());
+}

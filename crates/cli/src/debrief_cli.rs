@@ -31,6 +31,10 @@ pub enum ToolsCommand {
         /// Which tools: the Debrief analysis tools, the CodeAct sandbox functions, or both.
         #[arg(long, value_enum, default_value = "all")]
         surface: Surface,
+        /// With `--surface codeact`: also the plot functions a program can call when it runs
+        /// with a plot open (`toolgate exec --plot PLOT_ID`), with their parameters.
+        #[arg(long)]
+        plot: bool,
         /// Workspace root for the CodeAct tools (default: the current directory).
         #[arg(long, value_name = "DIR")]
         workspace: Option<PathBuf>,
@@ -108,6 +112,14 @@ pub enum PlotCommand {
     },
     /// Run an analysis tool: shows the plain-language preview, asks, applies, and saves only
     /// when you confirm on a terminal or pass `--yes --save`.
+    ///
+    /// Targets: the features named by --feature/--feature-id, else --scope. Without either, an
+    /// analytical tool runs on every feature, while a tool that changes the plot is refused
+    /// (nothing is selected on the command line, and toolgate does not guess what to change):
+    /// name the features or pass --scope all.
+    ///
+    /// Exit codes: 0 ran (and applied), 1 the tool failed, 2 usage error, 3 refused before
+    /// running (unknown tool, bad parameters, unresolvable targets), 4 declined.
     Run {
         /// Tool id (see `toolgate tools list`).
         tool: String,
@@ -123,6 +135,8 @@ pub enum PlotCommand {
         /// Target a feature by id (repeatable).
         #[arg(long = "feature-id")]
         feature_ids: Vec<String>,
+        /// Without --feature/--feature-id: `all` features, or the `selection` (empty on the
+        /// command line). Edits need names or `--scope all`.
         #[arg(long, value_enum)]
         scope: Option<ScopeArg>,
         /// Approve the edit without asking.
@@ -229,9 +243,21 @@ pub async fn tools(command: ToolsCommand) -> Result<i32> {
         json,
         markdown,
         surface,
+        plot,
         workspace,
         upstream,
     } = command;
+    if plot && surface != Surface::Codeact {
+        bail!(
+            "--plot lists the plot functions of a CodeAct program (`toolgate exec --plot`); use it with --surface codeact"
+        );
+    }
+    // The plot tools as a program sees them over its scratch copy (no plot needs to be open).
+    let plot_specs = if plot {
+        toolgate_plot::transaction::scratch_specs()
+    } else {
+        Vec::new()
+    };
     let root = match workspace {
         Some(w) => w,
         None => std::env::current_dir().context("reading the current directory")?,
@@ -270,12 +296,18 @@ pub async fn tools(command: ToolsCommand) -> Result<i32> {
     if json {
         let manifest: Vec<Value> = registry
             .specs()
+            .chain(&plot_specs)
             .map(|s| toolgate_sandbox::manifest_entry(s, backend))
             .collect();
         out(&serde_json::to_string_pretty(&manifest)?);
     } else if markdown && surface == Surface::Codeact {
         let specs: Vec<_> = registry.specs().cloned().collect();
-        out(&toolgate_sandbox::markdown_reference(&specs, backend));
+        let mut md = toolgate_sandbox::markdown_reference(&specs, backend);
+        if plot {
+            md.push('\n');
+            md.push_str(&toolgate_sandbox::plot_functions_reference(&plot_specs));
+        }
+        out(md.trim_end());
     } else if markdown {
         let mut md = String::from(
             "# toolgate tools\n\nRun them through `debrief_runTool` (or as Python functions inside `run_code`). Tools marked **modifies** ask for a confirmation and leave the plot unsaved.\n",
@@ -329,6 +361,18 @@ pub async fn tools(command: ToolsCommand) -> Result<i32> {
                 t.id,
                 if t.mutating { "modifies" } else { "read" },
                 t.name
+            ));
+        }
+        for s in &plot_specs {
+            out(&format!(
+                "{:<28} {:<9} {} (with --plot)",
+                toolgate_sandbox::python_identifier(&s.id),
+                if s.effect().is_mutating() {
+                    "modifies"
+                } else {
+                    "read"
+                },
+                s.title
             ));
         }
     }
@@ -515,8 +559,9 @@ pub async fn plot(command: PlotCommand) -> Result<i32> {
             if let Some(b) = token_budget {
                 input["tokenBudget"] = json!(b);
             }
-            out(&d.summarize(&input));
-            Ok(0)
+            let reply = d.summarize(&input);
+            out(&reply.text);
+            Ok(reply.status.exit_code())
         }
         PlotCommand::Run {
             tool,
@@ -555,17 +600,21 @@ pub async fn plot(command: PlotCommand) -> Result<i32> {
                 });
             }
             let reply = d.run_tool(&input, &TerminalConfirmer { yes }).await;
-            out(&reply);
+            out(&reply.text);
             let (dirty, label) = {
                 let session = d.session();
                 let p = session.plot(&id)?;
                 (p.doc.is_dirty(), p.doc.undo_label().map(str::to_owned))
             };
-            if let Some(ds) = d.datasets().last() {
+            if let Some(ds) = d
+                .datasets()
+                .into_iter()
+                .find(|ds| reply.dataset.as_deref() == Some(ds.id.as_str()))
+            {
                 out(&serde_json::to_string_pretty(&ds.data)?);
             }
             if !dirty {
-                return Ok(i32::from(!reply.starts_with("Ran ")));
+                return Ok(reply.status.exit_code());
             }
             if let Some(l) = label.filter(|l| !l.is_empty()) {
                 eprintln!("Change: {l}");
@@ -671,7 +720,7 @@ pub async fn demo(args: &DemoArgs) -> Result<i32> {
             .call(tool, input, &DemoConfirmer)
             .await
             .map_err(anyhow::Error::msg)?;
-        out(&format!("   reply: {}\n", clip(&reply, 600)));
+        out(&format!("   reply: {}\n", clip(&reply.text, 600)));
     }
     let active = d
         .session()

@@ -19,14 +19,10 @@ use toolgate_core::telemetry::JsonlSink;
 use toolgate_plot::transaction::{Committed, PlotTransaction};
 use toolgate_sandbox::{Backend, Envelope, ExecRequest, Limits};
 
-/// Exit code: the program ran, but its plot edits were not applied (declined, refused by the
-/// policy, or the plot changed meanwhile). The envelope says `success: false` and why under
-/// `plot`.
-pub const EXIT_PLOT_NOT_APPLIED: i32 = 3;
-
 /// Run a Python program (the monty subset) in the sandbox. Tools are Python functions; the
 /// program's stdout, return value and error come back as a JSON envelope. Exit code 1 when the
-/// program failed, 2 when there was no program, 3 when its plot edits were not applied.
+/// program failed, 2 when there was no program; when its plot edits were not applied, the
+/// commit's status code (3 refused, 4 declined, 1 failed — as every command's).
 #[derive(clap::Args, Debug, Clone)]
 pub struct ExecArgs {
     /// Workspace root: the file tools are confined to it and relative paths resolve against it
@@ -80,7 +76,7 @@ pub struct ExecArgs {
     /// `feature_names` / `feature_ids` / `scope`). Their edits land on a scratch copy; when the
     /// program succeeds the net change is previewed once and applied as one undo step on
     /// approval (`--yes` or the terminal), or dropped (then `success` is false, `plot.status`
-    /// says why, and the exit code is 3).
+    /// says why, and the exit code is 4 for a decline, 3 for a refusal, 1 for a failure).
     #[arg(long, value_name = "PLOT_ID")]
     pub plot: Option<String>,
 
@@ -237,8 +233,9 @@ fn print_envelope(env: &Envelope, json: &Value, raw: bool) -> Result<()> {
 }
 
 /// `toolgate exec`. Returns the exit code: 0 when the program succeeded (and its plot edits, if
-/// any, were applied), 1 when it failed, 2 when there was no program to run,
-/// [`EXIT_PLOT_NOT_APPLIED`] when its plot edits were not applied.
+/// any, were applied), 1 when it failed, 2 when there was no program to run; a commit that was
+/// not applied exits with its status's code (`Status::exit_code`: 3 refused, 4 declined, 1
+/// failed).
 pub async fn run(args: ExecArgs) -> Result<i32> {
     let (code, script_name) = match read_program(&args) {
         Ok(p) => p,
@@ -305,12 +302,12 @@ pub async fn run(args: ExecArgs) -> Result<i32> {
     // part of what the program cost (a spinning tool file must not hide behind a 5 ms figure).
     envelope.duration_ms += runtime.custom_load_time().as_secs_f64() * 1000.0;
     let mut report = None;
-    let mut plot_ok = true;
+    let mut plot_status = toolgate_core::Status::Ok;
     if let (Some(tx), true) = (&transaction, envelope.success) {
         let committed = runtime.commit(tx, confirmer.as_ref()).await;
         let plot_id = tx.plot_id();
         eprintln!("{}", committed.message(plot_id));
-        plot_ok = committed.is_ok();
+        plot_status = committed.status();
         if let (Committed::Applied { .. }, true) = (&committed, args.save) {
             tx.session()
                 .lock()
@@ -324,10 +321,10 @@ pub async fn run(args: ExecArgs) -> Result<i32> {
     }
     let json = toolgate_codeact::envelope_with_plot(&envelope, report);
     print_envelope(&envelope, &json, args.raw)?;
-    Ok(match (envelope.success, plot_ok) {
-        (false, _) => 1,
-        (true, false) => EXIT_PLOT_NOT_APPLIED,
-        (true, true) => 0,
+    Ok(if envelope.success {
+        plot_status.exit_code()
+    } else {
+        1
     })
 }
 

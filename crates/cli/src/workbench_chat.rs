@@ -34,9 +34,18 @@ fn to_chat(event: AgentEvent) -> Option<ChatEvent> {
         AgentEvent::ToolCallStarted { tool, input } => {
             Some(ChatEvent::ToolCallStarted { tool, input })
         }
-        AgentEvent::ToolCallFinished { tool, result, .. } => {
-            Some(ChatEvent::ToolCallFinished { tool, result })
-        }
+        AgentEvent::ToolCallFinished {
+            tool,
+            result,
+            status,
+            reason,
+            ..
+        } => Some(ChatEvent::ToolCallFinished {
+            tool,
+            result,
+            status,
+            reason,
+        }),
         AgentEvent::Final { text } => Some(ChatEvent::Final { text }),
         AgentEvent::Error { message } => Some(ChatEvent::Error { message }),
         AgentEvent::ConfirmationAsked { .. } | AgentEvent::ConfirmationAnswered { .. } => None,

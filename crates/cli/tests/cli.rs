@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../plot/tests/fixtures/rep")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../rep/tests/fixtures/rep")
 }
 
 fn toolgate(data: &Path, args: &[&str]) -> Output {
@@ -196,6 +196,34 @@ fn plot_run_saves_only_when_a_person_says_so() {
         "{err}"
     );
     assert!(out.contains("declined"), "{out}");
+    assert_eq!(o.status.code(), Some(4), "a decline has its own exit code");
+    assert_eq!(std::fs::read(&file).unwrap(), original);
+
+    // refusals exit 3, typed (not from the wording); nothing written
+    for (args, needle) in [
+        (
+            // a mutation with no target named and nothing selected is not guessed
+            vec!["-p", "color=red"],
+            "I will not guess",
+        ),
+        (
+            vec!["-p", "colour=red", "--scope", "all"],
+            "unknown parameter \"colour\"",
+        ),
+        (
+            vec!["-p", "color=red", "--feature", "Nobody"],
+            "Could not resolve the target",
+        ),
+    ] {
+        let mut full = vec!["plot", "run", "set-track-color", "--plot", plot, "--yes"];
+        full.extend(args);
+        let o = toolgate(d.path(), &full);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(3), "{full:?}: {out}{err}");
+        assert!(out.contains(needle), "{full:?}: {out}");
+    }
+    let o = toolgate(d.path(), &["plot", "run", "make-it-pretty", "--plot", plot]);
+    assert_eq!(o.status.code(), Some(3), "{:?}", text(&o));
     assert_eq!(std::fs::read(&file).unwrap(), original);
 
     // --yes without --save: applied in memory, discarded at exit
@@ -248,6 +276,22 @@ fn plot_run_saves_only_when_a_person_says_so() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert!(recs.iter().any(|r| r["confirmation"] == "declined"));
+    // the telemetry outcome is the real one: declined, refused with its kind
+    assert!(
+        recs.iter().any(|r| r["outcome"]["status"] == "declined"),
+        "{tel}"
+    );
+    assert!(
+        recs.iter()
+            .any(|r| r["outcome"]["status"] == "refused" && r["outcome"]["reason"] == "target"),
+        "{tel}"
+    );
+    assert!(
+        recs.iter().any(
+            |r| r["outcome"]["status"] == "refused" && r["outcome"]["reason"] == "unknown_tool"
+        ),
+        "{tel}"
+    );
     for r in &recs {
         assert!(
             toolgate_core::telemetry::schema_problems(r).is_empty(),

@@ -266,7 +266,7 @@ fn exec_with_a_plot_confirms_once_and_saves_only_when_asked() {
         err.contains("Declined: the program's plot edits were dropped"),
         "{err}"
     );
-    assert_eq!(o.status.code(), Some(3), "declined → exit 3: {err}");
+    assert_eq!(o.status.code(), Some(4), "declined → exit 4: {err}");
     let env: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(env["success"], false, "{env}");
     assert_eq!(env["plot"]["status"], "declined", "{env}");

@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value};
 
 use crate::digest::CallDigest;
+use crate::outcome::{Failure, FailureKind, Refusal, RefusalKind, Status};
 use crate::policy::{self, Approvals, Confirmation, Decision, Mode};
 use crate::preview::{Preview, PreviewInput};
 use crate::provider::{ChangeSet, ToolCall, ToolOutcome};
@@ -121,16 +122,37 @@ pub enum Ended {
         confirmation: Confirmation,
     },
     /// Stopped before running: unknown id, invalid params, unresolvable targets, denied.
-    Refused { message: String },
+    Refused(Refusal),
     /// A person declined; nothing ran.
     Declined { preview: Preview },
     /// The tool ran and failed, or its result was refused by the guard or could not be applied.
-    Failed { message: String },
+    Failed(Failure),
 }
 
 impl Ended {
     pub fn is_done(&self) -> bool {
         matches!(self, Ended::Done { .. })
+    }
+
+    pub fn status(&self) -> Status {
+        match self {
+            Ended::Done { .. } => Status::Ok,
+            Ended::Refused(_) => Status::Refused,
+            Ended::Declined { .. } => Status::Declined,
+            Ended::Failed(_) => Status::Failed,
+        }
+    }
+
+    /// The telemetry outcome of this ending: `ok`, or the message with its status and kind.
+    pub fn telemetry_outcome(&self) -> Outcome {
+        match self {
+            Ended::Done { .. } => Outcome::ok(),
+            Ended::Refused(r) => Outcome::typed(Status::Refused, Some(r.kind.as_str()), &r.message),
+            Ended::Failed(f) => Outcome::typed(Status::Failed, Some(f.kind.as_str()), &f.message),
+            Ended::Declined { .. } => {
+                Outcome::typed(Status::Declined, None, "declined by the user")
+            }
+        }
     }
 }
 
@@ -166,8 +188,8 @@ impl Gate<'_> {
         apply: A,
     ) -> Ended
     where
-        P: FnOnce(&ResolvedTool<'_>, Map<String, Value>) -> Result<Prepared, String>,
-        A: FnOnce(&ChangeSet) -> Result<(), String>,
+        P: FnOnce(&ResolvedTool<'_>, Map<String, Value>) -> Result<Prepared, Refusal>,
+        A: FnOnce(&ChangeSet) -> Result<(), Failure>,
     {
         let started = Instant::now();
         let mut rec = TelemetryRecord::now(self.surface, self.record_as.unwrap_or(tool_id), input);
@@ -177,11 +199,7 @@ impl Gate<'_> {
             .run(tool_id, params, prepare, confirmer, apply, &mut rec)
             .await;
         rec.latency_ms.total = ms(started);
-        rec.outcome = match &ended {
-            Ended::Done { .. } => Outcome::ok(),
-            Ended::Refused { message } | Ended::Failed { message } => Outcome::error(message),
-            Ended::Declined { .. } => Outcome::error("declined by the user"),
-        };
+        rec.outcome = ended.telemetry_outcome();
         self.sink.record(&rec);
         ended
     }
@@ -196,8 +214,8 @@ impl Gate<'_> {
         rec: &mut TelemetryRecord,
     ) -> Ended
     where
-        P: FnOnce(&ResolvedTool<'_>, Map<String, Value>) -> Result<Prepared, String>,
-        A: FnOnce(&ChangeSet) -> Result<(), String>,
+        P: FnOnce(&ResolvedTool<'_>, Map<String, Value>) -> Result<Prepared, Refusal>,
+        A: FnOnce(&ChangeSet) -> Result<(), Failure>,
     {
         // 1. resolve
         let t = Instant::now();
@@ -206,7 +224,7 @@ impl Gate<'_> {
             Err(e) => {
                 let message = e.to_string();
                 rec.validation = Validation::rejected(&message);
-                return Ended::Refused { message };
+                return Ended::Refused(Refusal::new(RefusalKind::UnknownTool, message));
             }
         };
         rec.latency_ms.resolve = Some(ms(t));
@@ -217,14 +235,14 @@ impl Gate<'_> {
             Err(e) => {
                 let message = e.to_string();
                 rec.validation = Validation::rejected(&message);
-                return Ended::Refused { message };
+                return Ended::Refused(Refusal::new(RefusalKind::InvalidParameters, message));
             }
         };
         rec.latency_ms.validate = Some(ms(t));
         // 3. domain preparation: plot, targets, subject
         let prepared = match prepare(&tool, params) {
             Ok(p) => p,
-            Err(message) => return Ended::Refused { message },
+            Err(refusal) => return Ended::Refused(refusal),
         };
         // 4. policy
         let t = Instant::now();
@@ -249,7 +267,9 @@ impl Gate<'_> {
         let confirmation = match decision {
             Decision::Allow => Confirmation::NotRequired,
             Decision::PreApproved { .. } => Confirmation::PreApproved,
-            Decision::Deny { reason } => return Ended::Refused { message: reason },
+            Decision::Deny { reason } => {
+                return Ended::Refused(Refusal::new(RefusalKind::PolicyDenied, reason));
+            }
             Decision::Confirm(preview) => {
                 let t = Instant::now();
                 let answer = confirmer.confirm_call(&preview, &digest).await;
@@ -270,23 +290,17 @@ impl Gate<'_> {
         rec.latency_ms.run = Some(ms(t));
         let outcome = match result {
             Ok(o) => o,
-            Err(e) => {
-                return Ended::Failed {
-                    message: e.to_string(),
-                };
-            }
+            Err(e) => return Ended::Failed(Failure::from_call(e)),
         };
         // 6. guard
         if let Err(e) = policy::guard(tool_id, confirmation, &outcome) {
-            return Ended::Failed {
-                message: e.to_string(),
-            };
+            return Ended::Failed(Failure::new(FailureKind::Guard, e.to_string()));
         }
         // 7. apply
         if let Some(cs) = outcome.change_set.as_ref().filter(|c| !c.is_empty()) {
             let t = Instant::now();
-            if let Err(message) = apply(cs) {
-                return Ended::Failed { message };
+            if let Err(failure) = apply(cs) {
+                return Ended::Failed(failure);
             }
             rec.latency_ms.apply = Some(ms(t));
         }

@@ -112,6 +112,9 @@ pub enum CallError {
     /// A file or item the call named does not exist.
     #[error("{message}")]
     NotFound { message: String },
+    /// The call would create something that already exists (`create` on an existing file).
+    #[error("{message}")]
+    AlreadyExists { message: String },
     /// Refused by a guard (path outside the workspace, forbidden SQL, …).
     #[error("{message}")]
     PermissionDenied { message: String },

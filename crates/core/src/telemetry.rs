@@ -65,8 +65,15 @@ impl Validation {
 pub enum Outcome {
     /// Serialised as `"ok"`.
     Ok(OkTag),
-    /// Serialised as `{"error": "<message>"}`.
-    Error { error: String },
+    /// Serialised as `{"error": "<message>"}`, with the status (`refused`, `declined`,
+    /// `failed`) and the refusal/failure kind when the caller knows them.
+    Error {
+        error: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        status: Option<crate::outcome::Status>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -82,6 +89,29 @@ impl Outcome {
     pub fn error(message: impl Into<String>) -> Self {
         Outcome::Error {
             error: message.into(),
+            status: None,
+            reason: None,
+        }
+    }
+
+    /// An error outcome that says how the call ended and why (a refusal kind, a failure kind).
+    pub fn typed(
+        status: crate::outcome::Status,
+        reason: Option<&str>,
+        message: impl Into<String>,
+    ) -> Self {
+        Outcome::Error {
+            error: message.into(),
+            status: Some(status),
+            reason: reason.map(str::to_owned),
+        }
+    }
+
+    /// `ok`, or the error's status (`failed` when the recorder did not say).
+    pub fn status(&self) -> crate::outcome::Status {
+        match self {
+            Outcome::Ok(_) => crate::outcome::Status::Ok,
+            Outcome::Error { status, .. } => status.unwrap_or(crate::outcome::Status::Failed),
         }
     }
 }

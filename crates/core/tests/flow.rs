@@ -13,6 +13,7 @@ use toolgate_core::{
     CallError, ChangeSet, Edit, OutputKind, Provider, ProviderError, Registry, ToolCall,
     ToolOutcome, ToolSpec,
 };
+use toolgate_core::{Failure, FailureKind, Refusal, RefusalKind, Status};
 
 #[derive(Default)]
 struct Counting {
@@ -187,7 +188,7 @@ async fn approve_applies_once_and_reads_need_no_question() {
             json!({}),
             |_, p| Ok(prepared(ToolCall::new("track-stats", p))),
             &Fixed(Answer::Decline),
-            |_| Err("must not apply".into()),
+            |_| Err(Failure::new(FailureKind::Apply, "must not apply")),
         )
         .await;
     assert!(ended.is_done(), "{ended:?}");
@@ -225,9 +226,10 @@ async fn refusals_spawn_nothing_and_are_recorded_as_rejected() {
         .await;
     assert_eq!(
         ended,
-        Ended::Refused {
-            message: "Unknown tool id \"make-it-pretty\". Call debrief_listTools first. Available: set-track-color, track-stats".into()
-        }
+        Ended::Refused(Refusal::new(
+            RefusalKind::UnknownTool,
+            "Unknown tool id \"make-it-pretty\". Call debrief_listTools first. Available: set-track-color, track-stats"
+        ))
     );
     let ended = gate
         .invoke(
@@ -241,9 +243,10 @@ async fn refusals_spawn_nothing_and_are_recorded_as_rejected() {
         .await;
     assert_eq!(
         ended,
-        Ended::Refused {
-            message: "Invalid parameters for \"set-track-color\": unknown parameter \"colour\"; missing required parameter \"color\"".into()
-        }
+        Ended::Refused(Refusal::new(
+            RefusalKind::InvalidParameters,
+            "Invalid parameters for \"set-track-color\": unknown parameter \"colour\"; missing required parameter \"color\""
+        ))
     );
     // A domain refusal (no plot open) is asked about nothing.
     let ended = gate
@@ -251,12 +254,12 @@ async fn refusals_spawn_nothing_and_are_recorded_as_rejected() {
             "set-track-color",
             &params(json!({"color": "red"})),
             json!({}),
-            |_, _| Err("No plot is open, so there is nothing to run a tool against. Search the catalog and open a plot first.".into()),
+            |_, _| Err(Refusal::new(RefusalKind::NoPlot, "No plot is open, so there is nothing to run a tool against. Search the catalog and open a plot first.")),
             &Fixed(Answer::Approve),
             |_| Ok(()),
         )
         .await;
-    assert!(matches!(ended, Ended::Refused { .. }));
+    assert!(matches!(&ended, Ended::Refused(r) if r.kind == RefusalKind::NoPlot));
     assert_eq!(provider.calls.load(Ordering::SeqCst), 0);
     let recs = sink.records();
     assert_eq!(recs.len(), 3);
@@ -264,6 +267,22 @@ async fn refusals_spawn_nothing_and_are_recorded_as_rejected() {
     assert!(matches!(recs[1].validation, Validation::Rejected { .. }));
     assert_eq!(recs[2].confirmation, Confirmation::NotRequired);
     assert!(matches!(recs[2].outcome, Outcome::Error { .. }));
+    // The record says how each ended, typed: refused, and why.
+    let reasons: Vec<(Status, Option<String>)> = recs
+        .iter()
+        .map(|r| match &r.outcome {
+            Outcome::Error { status, reason, .. } => (status.unwrap(), reason.clone()),
+            Outcome::Ok(_) => (Status::Ok, None),
+        })
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            (Status::Refused, Some("unknown_tool".to_owned())),
+            (Status::Refused, Some("invalid_parameters".to_owned())),
+            (Status::Refused, Some("no_plot".to_owned())),
+        ]
+    );
 }
 
 #[tokio::test]
@@ -295,9 +314,10 @@ async fn guard_refuses_a_read_that_returns_changes() {
             },
         )
         .await;
-    let Ended::Failed { message } = ended else {
+    let Ended::Failed(Failure { kind, message, .. }) = ended else {
         panic!("guard should fail the call")
     };
+    assert_eq!(kind, FailureKind::Guard);
     assert!(
         message.contains("Refusing to apply an unconfirmed edit"),
         "{message}"

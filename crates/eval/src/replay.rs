@@ -39,7 +39,7 @@ pub async fn replay_one(s: &Scenario) -> Result<ReplayResult, EvalError> {
     let mut results = Vec::new();
     for (tool, input) in &s.replay {
         let (dispatched, result) = match fx.debrief.call(tool, input, &confirmer).await {
-            Ok(r) => (true, r),
+            Ok(r) => (true, r.text),
             Err(r) => (false, r),
         };
         calls.push(CallView {

@@ -15,6 +15,6 @@ pub mod transport;
 pub mod upstream;
 
 pub use server::{
-    CodeRunner, DirectTools, McpShared, SESSION_HEADER, SessionFactory, ToolgateServer,
+    CodeRunner, DirectTools, McpShared, SESSION_HEADER, STATUS_META, SessionFactory, ToolgateServer,
 };
 pub use surface::{RUN_CODE, Surface, surface_specs, tool_list_json};

@@ -24,7 +24,10 @@ use serde_json::{Map, Value, json};
 use toolgate_core::flow::Fixed;
 use toolgate_core::policy::Mode;
 use toolgate_core::telemetry::{NullSink, Outcome, TelemetryRecord, TelemetrySink};
-use toolgate_core::{Answer, Confirmer, ParamValidator, Preview};
+use toolgate_core::{
+    Answer, Confirmer, Failure, FailureKind, ParamValidator, Preview, Refusal, RefusalKind, Reply,
+    Status,
+};
 use toolgate_plot::agent::{self, Debrief};
 use toolgate_plot::session::Session;
 use toolgate_plot::transaction::{Commit, CommitGate, Committed, PlotTransaction, attach_report};
@@ -363,24 +366,24 @@ impl ToolgateServer {
             }
             let approved = answer.as_ref().is_some_and(accepted);
             if !approved {
-                let text = debrief.run_tool(&input, &Fixed(Answer::Decline)).await;
-                return Ok(text_result(text, false));
+                let reply = debrief.run_tool(&input, &Fixed(Answer::Decline)).await;
+                return Ok(reply_result(reply));
             }
             let confirmer = ApprovedDigest::new(state.digest);
-            let text = debrief.run_tool(&input, &confirmer).await;
+            let reply = debrief.run_tool(&input, &confirmer).await;
             if confirmer.mismatch.take().is_some() {
                 return Ok(text_result(
                     crate::confirm::ConfirmRejected::Mismatch.to_string(),
                     true,
                 ));
             }
-            return Ok(text_result(text, false));
+            return Ok(reply_result(reply));
         }
 
         // Token fallback, second step.
         if let Some(token) = token {
             let confirmer = TokenConfirmer::new(confirm, token);
-            let text = debrief.run_tool(&input, &confirmer).await;
+            let reply = debrief.run_tool(&input, &confirmer).await;
             if let Some(rejected) = confirmer.rejection() {
                 let mut msg = rejected.to_string();
                 if let Some(asked) = confirmer.asked.take() {
@@ -389,15 +392,15 @@ impl ToolgateServer {
                 }
                 return Ok(text_result(msg, true));
             }
-            return Ok(text_result(text, false));
+            return Ok(reply_result(reply));
         }
 
         if Self::can_elicit(ctx) {
             if Self::is_modern(ctx) {
                 let recording = Recording::default();
-                let text = debrief.run_tool(&input, &recording).await;
+                let reply = debrief.run_tool(&input, &recording).await;
                 let Some(asked) = recording.take() else {
-                    return Ok(text_result(text, false));
+                    return Ok(reply_result(reply));
                 };
                 let sealed = confirm
                     .seal(&asked.digest)
@@ -413,19 +416,19 @@ impl ToolgateServer {
                 peer: ctx.peer.clone(),
                 timeout: self.shared.elicit_timeout,
             };
-            let text = debrief.run_tool(&input, &confirmer).await;
-            return Ok(text_result(text, false));
+            let reply = debrief.run_tool(&input, &confirmer).await;
+            return Ok(reply_result(reply));
         }
 
         // No way to ask: fail closed with a preview and a single-use token.
         let recording = Recording::default();
-        let text = debrief.run_tool(&input, &recording).await;
+        let reply = debrief.run_tool(&input, &recording).await;
         match recording.take() {
             Some(asked) => {
                 let token = confirm.mint_token(&asked.digest);
                 Ok(text_result(token_request(&asked.preview, &token), false))
             }
-            None => Ok(text_result(text, false)),
+            None => Ok(reply_result(reply)),
         }
     }
 
@@ -617,14 +620,14 @@ impl ToolgateServer {
         let confirm = &self.shared.confirm;
         let state = match confirm.open(sealed) {
             Ok(s) => s,
-            Err(e) => return text_result(e.to_string(), true),
+            Err(e) => return rejected(&e),
         };
         if !confirm.consume(&state) {
-            return text_result(crate::confirm::ConfirmRejected::Replayed.to_string(), true);
+            return rejected(&crate::confirm::ConfirmRejected::Replayed);
         }
         let pending = match self.pending_for(&state.digest, code, debrief) {
             Ok(p) => p,
-            Err(e) => return text_result(e.to_string(), true),
+            Err(e) => return rejected(&e),
         };
         let approved = responses
             .and_then(|r| r.get(CONFIRM_KEY))
@@ -657,17 +660,14 @@ impl ToolgateServer {
     ) -> CallToolResponse {
         let confirm = &self.shared.confirm;
         let Some(digest) = confirm.token_digest(token) else {
-            return text_result(
-                crate::confirm::ConfirmRejected::UnknownToken.to_string(),
-                true,
-            );
+            return rejected(&crate::confirm::ConfirmRejected::UnknownToken);
         };
         let pending = match self.pending_for(&digest, code, debrief) {
             Ok(p) => p,
             Err(e) => {
                 // The token is single-use: a wrong attempt consumes it.
                 confirm.revoke_token(token);
-                return text_result(e.to_string(), true);
+                return rejected(&e);
             }
         };
         let identity = Self::identity(ctx);
@@ -677,24 +677,45 @@ impl ToolgateServer {
             .commit
             .invoke(&pending.session, &gate, &confirmer)
             .await;
-        if let Some(rejected) = confirmer.rejection() {
-            return text_result(rejected.to_string(), true);
+        if let Some(e) = confirmer.rejection() {
+            return rejected(&e);
         }
         commit_result(pending.envelope, &pending.commit, &committed)
     }
 }
 
-/// The run_code result: the envelope as JSON text; `isError` when the program failed or its
-/// plot edits were not applied.
+/// The run_code result: the envelope as JSON text; `isError` (and the `_meta` status) from
+/// whether the program succeeded.
 fn envelope_result(envelope: Value) -> CallToolResponse {
-    let failed = envelope.get("success").and_then(Value::as_bool) != Some(true);
+    let ok = envelope.get("success").and_then(Value::as_bool) == Some(true);
     let text = serde_json::to_string_pretty(&envelope).unwrap_or_default();
-    text_result(text, failed)
+    reply_result(if ok {
+        Reply::ok(text)
+    } else {
+        Reply::failed(Failure::new(FailureKind::Tool, text))
+    })
 }
 
+/// The run_code result after the program's commit: the envelope with the commit's report under
+/// `plot`; the status is the commit's (a decline is an answer, not an error; a refusal or a
+/// failure to apply is).
 fn commit_result(mut envelope: Value, commit: &Commit, committed: &Committed) -> CallToolResponse {
     attach_report(&mut envelope, committed.report(&commit.plot_id));
-    envelope_result(envelope)
+    let text = serde_json::to_string_pretty(&envelope).unwrap_or_default();
+    reply_result(match committed {
+        Committed::NoChanges | Committed::Applied { .. } => Reply::ok(text),
+        Committed::Declined { .. } => Reply::declined(text),
+        Committed::Refused(r) => Reply::refused(Refusal::new(r.kind, text)),
+        Committed::Failed(f) => Reply::failed(Failure::new(f.kind, text)),
+    })
+}
+
+/// A confirming call whose token or MRTR state was not accepted: nothing was applied.
+fn rejected(e: &crate::confirm::ConfirmRejected) -> CallToolResponse {
+    reply_result(Reply::refused(Refusal::new(
+        RefusalKind::Confirmation,
+        e.to_string(),
+    )))
 }
 
 fn accepted(r: &ElicitResult) -> bool {
@@ -704,6 +725,39 @@ fn accepted(r: &ElicitResult) -> bool {
             .and_then(|c| c.get("approve"))
             .and_then(Value::as_bool)
             != Some(false)
+}
+
+/// The `_meta` key under which a Debrief tool result carries its typed status
+/// (`{"status": "refused", "reason": "no_plot", "dataset": "result-1"}`), for clients that want
+/// more than `isError`.
+pub const STATUS_META: &str = "io.toolgate/status";
+
+/// A Debrief reply as an MCP result: `isError` from its status (refused and failed are errors; a
+/// person's decline is an answer), the status itself in `_meta`.
+fn reply_result(reply: Reply) -> CallToolResponse {
+    let status = serde_json::json!({
+        "status": reply.status,
+        "reason": reply.reason,
+        "dataset": reply.dataset,
+    });
+    let content = vec![ContentBlock::text(reply.text)];
+    let mut result = if reply.status.is_error() {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    };
+    let mut meta = rmcp::model::MetaObject::new();
+    meta.0.insert(STATUS_META.to_owned(), status);
+    result.meta = Some(meta);
+    result.into()
+}
+
+/// The typed status a [`reply_result`] put in `_meta`.
+fn typed_status(r: &CallToolResult) -> Option<(Status, Option<String>)> {
+    let v = r.meta.as_ref()?.0.get(STATUS_META)?;
+    let status = serde_json::from_value(v.get("status")?.clone()).ok()?;
+    let reason = v.get("reason").and_then(Value::as_str).map(str::to_owned);
+    Some((status, reason))
 }
 
 fn text_result(text: impl Into<String>, is_error: bool) -> CallToolResponse {
@@ -826,7 +880,10 @@ impl rmcp::ServerHandler for ToolgateServer {
             .and_then(|(_, v)| v.validate(&checked).err())
             .map(|problems| format!("Invalid arguments for {name}: {}", problems.join("; ")));
         let response = if let Some(message) = invalid {
-            Ok(text_result(message, true))
+            Ok(reply_result(Reply::refused(toolgate_core::Refusal::new(
+                toolgate_core::RefusalKind::InvalidParameters,
+                message,
+            ))))
         } else if name == RUN_CODE {
             self.run_code(
                 args.clone(),
@@ -874,15 +931,18 @@ impl rmcp::ServerHandler for ToolgateServer {
                     .call(&name, &Value::Object(args.clone()), &Fixed(Answer::Decline))
                     .await
                 {
-                    Ok(text) => Ok(text_result(text, false)),
+                    Ok(reply) => Ok(reply_result(reply)),
                     Err(text) => Ok(text_result(text, true)),
                 }
             }
         };
         let outcome = match &response {
-            Ok(CallToolResponse::Complete(r)) if r.is_error == Some(true) => {
-                Outcome::error(first_text(r))
-            }
+            Ok(CallToolResponse::Complete(r)) => match typed_status(r) {
+                Some((Status::Ok, _)) => Outcome::ok(),
+                Some((status, reason)) => Outcome::typed(status, reason.as_deref(), first_text(r)),
+                None if r.is_error == Some(true) => Outcome::error(first_text(r)),
+                None => Outcome::ok(),
+            },
             Ok(_) => Outcome::ok(),
             Err(e) => Outcome::error(e.message.to_string()),
         };

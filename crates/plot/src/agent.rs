@@ -9,13 +9,16 @@ use toolgate_core::flow::{Confirmer, Ended, Gate, Prepared};
 use toolgate_core::policy::{Approvals, Mode};
 use toolgate_core::telemetry::{Outcome, TelemetryRecord, TelemetrySink, Validation};
 use toolgate_core::validate::ParamValidator;
-use toolgate_core::{OutputKind, Registry, TokenCounter, ToolCall, ToolSpec};
+use toolgate_core::{
+    Failure, FailureKind, OutputKind, Refusal, RefusalKind, Registry, Reply, TokenCounter,
+    ToolCall, ToolSpec,
+};
 
 use crate::model;
 use crate::search::{self, SearchQuery};
 use crate::session::{self, Session, SessionError};
 use crate::summary::{self, NoPlot, SummaryRequest};
-use crate::targeting::{self, Scope, TargetRequest};
+use crate::targeting::{self, Intent, Scope, TargetRequest};
 
 pub const SEARCH: &str = "debrief_searchPlots";
 pub const SUMMARIZE: &str = "debrief_summarizeCurrentPlot";
@@ -138,6 +141,14 @@ pub struct Debrief {
     store_read_timeout: std::time::Duration,
     /// One save at a time: each checks the file against the last save's hash.
     saving: tokio::sync::Mutex<()>,
+}
+
+fn refused_outcome(r: &Refusal) -> Outcome {
+    Outcome::typed(
+        toolgate_core::Status::Refused,
+        Some(r.kind.as_str()),
+        &r.message,
+    )
 }
 
 fn text_of(v: &impl serde::Serialize) -> String {
@@ -314,17 +325,18 @@ impl Debrief {
         input: &Value,
         prefix: &str,
         started: std::time::Instant,
-    ) -> Result<Map<String, Value>, String> {
+    ) -> Result<Map<String, Value>, Reply> {
         self.check(tool, input).map_err(|e| {
             let msg = format!("{prefix}{e}");
+            let refusal = Refusal::new(RefusalKind::InvalidParameters, msg);
             self.record(
                 tool,
                 json!({}),
-                Validation::rejected(&msg),
-                Outcome::error(&msg),
+                Validation::rejected(&refusal.message),
+                refused_outcome(&refusal),
                 started,
             );
-            msg
+            Reply::refused(refusal)
         })
     }
 
@@ -334,7 +346,7 @@ impl Debrief {
         tool: &str,
         input: &Value,
         confirmer: &dyn Confirmer,
-    ) -> Result<String, String> {
+    ) -> Result<Reply, String> {
         match tool {
             SEARCH => Ok(self.search_plots(input).await),
             SUMMARIZE => Ok(self.summarize(input)),
@@ -346,7 +358,7 @@ impl Debrief {
         }
     }
 
-    pub async fn search_plots(&self, input: &Value) -> String {
+    pub async fn search_plots(&self, input: &Value) -> Reply {
         let started = std::time::Instant::now();
         let args = match self.accept(SEARCH, input, "Invalid search input: ", started) {
             Ok(a) => a,
@@ -378,15 +390,18 @@ impl Debrief {
         let result = match searched {
             Ok(r) => r,
             Err(e) => {
-                let msg = format!("Invalid search input: {e}");
+                let refusal = Refusal::new(
+                    RefusalKind::InvalidParameters,
+                    format!("Invalid search input: {e}"),
+                );
                 self.record(
                     SEARCH,
                     Value::Object(args),
-                    Validation::rejected(&msg),
-                    Outcome::error(&msg),
+                    Validation::rejected(&refusal.message),
+                    refused_outcome(&refusal),
                     started,
                 );
-                return msg;
+                return Reply::refused(refusal);
             }
         };
         let mut reply = serde_json::to_value(&result).unwrap_or(Value::Null);
@@ -411,10 +426,10 @@ impl Debrief {
             Outcome::ok(),
             started,
         );
-        text_of(&reply)
+        Reply::ok(text_of(&reply))
     }
 
-    pub fn summarize(&self, input: &Value) -> String {
+    pub fn summarize(&self, input: &Value) -> Reply {
         let started = std::time::Instant::now();
         let args = match self.accept(SUMMARIZE, input, "Invalid summary input: ", started) {
             Ok(a) => a,
@@ -428,19 +443,25 @@ impl Debrief {
         };
         let reply = match plot {
             None => {
-                let hint = match plot_id {
-                    Some(id) => {
-                        format!("No open plot matches \"{id}\". Choose one of the open plots.")
-                    }
-                    None => {
-                        "No plot is open. Search the catalog first, then open a plot.".to_owned()
-                    }
+                let (kind, hint) = match plot_id {
+                    Some(id) => (
+                        RefusalKind::UnknownPlot,
+                        format!("No open plot matches \"{id}\". Choose one of the open plots."),
+                    ),
+                    None => (
+                        RefusalKind::NoPlot,
+                        "No plot is open. Search the catalog first, then open a plot.".to_owned(),
+                    ),
                 };
-                text_of(&NoPlot {
-                    no_plot_open: true,
-                    hint,
-                    open_plots: summary::open_plots(&session),
-                })
+                // The model reads the structured reply (the open plots it may choose from).
+                Reply::refused(Refusal::new(
+                    kind,
+                    text_of(&NoPlot {
+                        no_plot_open: true,
+                        hint,
+                        open_plots: summary::open_plots(&session),
+                    }),
+                ))
             }
             Some(plot) => {
                 let req = SummaryRequest {
@@ -453,21 +474,26 @@ impl Debrief {
                         .and_then(Value::as_u64)
                         .and_then(|n| usize::try_from(n).ok()),
                 };
-                summary::summarize(&session, plot, &req, &self.counter).1
+                Reply::ok(summary::summarize(&session, plot, &req, &self.counter).1)
             }
         };
         drop(session);
+        let outcome = if reply.is_ok() {
+            Outcome::ok()
+        } else {
+            Outcome::typed(reply.status, reply.reason.as_deref(), &reply.text)
+        };
         self.record(
             SUMMARIZE,
             Value::Object(args),
             Validation::accepted(),
-            Outcome::ok(),
+            outcome,
             started,
         );
         reply
     }
 
-    pub fn list_tools(&self, input: &Value) -> String {
+    pub fn list_tools(&self, input: &Value) -> Reply {
         let started = std::time::Instant::now();
         let args = match self.accept(LIST_TOOLS, input, "Invalid input: ", started) {
             Ok(a) => a,
@@ -485,15 +511,20 @@ impl Debrief {
                     why.join("; ")
                 )
             };
-            let outcome = Outcome::error(reason.clone());
-            (
+            let refusal = Refusal::new(
+                RefusalKind::Unavailable,
                 text_of(&json!({"toolsUnavailable": true, "reason": reason})),
-                outcome,
-            )
+            );
+            let outcome = Outcome::typed(
+                toolgate_core::Status::Refused,
+                Some(refusal.kind.as_str()),
+                reason,
+            );
+            (Reply::refused(refusal), outcome)
         } else {
             // Providers that failed next to working ones are logged at registration; the
             // listing keeps its shape (an array of tools).
-            (text_of(&listing), Outcome::ok())
+            (Reply::ok(text_of(&listing)), Outcome::ok())
         };
         self.record(
             LIST_TOOLS,
@@ -505,7 +536,7 @@ impl Debrief {
         reply
     }
 
-    pub async fn run_tool(&self, input: &Value, confirmer: &dyn Confirmer) -> String {
+    pub async fn run_tool(&self, input: &Value, confirmer: &dyn Confirmer) -> Reply {
         let started = std::time::Instant::now();
         let args = match self.accept(RUN_TOOL, input, "", started) {
             Ok(a) => a,
@@ -518,15 +549,18 @@ impl Debrief {
             .trim()
             .to_owned();
         if tool_id.is_empty() {
-            let msg = "\"toolId\" is required and must be a non-empty string".to_owned();
+            let refusal = Refusal::new(
+                RefusalKind::InvalidParameters,
+                "\"toolId\" is required and must be a non-empty string",
+            );
             self.record(
                 RUN_TOOL,
                 json!({}),
-                Validation::rejected(&msg),
-                Outcome::error(&msg),
+                Validation::rejected(&refusal.message),
+                refused_outcome(&refusal),
                 started,
             );
-            return msg;
+            return Reply::refused(refusal);
         }
         let params = args
             .get("params")
@@ -594,21 +628,25 @@ impl Debrief {
                     let active = session.active_id().map(str::to_owned);
                     let plot = match (&plot_arg, &active) {
                         (None, None) => {
-                            return Err("No plot is open, so there is nothing to run a tool against. Search the catalog and open a plot first.".to_owned());
+                            return Err(Refusal::new(RefusalKind::NoPlot, "No plot is open, so there is nothing to run a tool against. Search the catalog and open a plot first."));
                         }
                         (Some(id), _) if session.plot(id).is_err() => {
-                            return Err(format!(
+                            return Err(Refusal::new(RefusalKind::UnknownPlot, format!(
                                 "No open plot matches \"{id}\". Ask to summarise the current plot to see the open plots."
-                            ));
+                            )));
                         }
                         (Some(id), Some(a)) if id != a => {
-                            return Err(format!(
+                            return Err(Refusal::new(RefusalKind::PlotNotFocused, format!(
                                 "The plot \"{id}\" is open but not focused. Open it before running a tool against it."
-                            ));
+                            )));
                         }
-                        (Some(id), _) | (None, Some(id)) => session.plot(id).map_err(|e| e.to_string())?,
+                        (Some(id), _) | (None, Some(id)) => session
+                            .plot(id)
+                            .map_err(|e| Refusal::new(RefusalKind::UnknownPlot, e.to_string()))?,
                     };
-                    let targets = targeting::resolve(plot, &targets_req)?;
+                    let intent = if tool.effect.is_mutating() { Intent::Mutate } else { Intent::Analyse };
+                    let targets = targeting::resolve(plot, &targets_req, intent)
+                        .map_err(|m| Refusal::new(RefusalKind::Target, m))?;
                     let subject: Vec<Value> = targets
                         .ids
                         .iter()
@@ -635,11 +673,18 @@ impl Debrief {
                         .lock()
                         .ok()
                         .and_then(|s| s.as_ref().map(|(p, v, _, _)| (p.clone(), *v)))
-                        .ok_or_else(|| "internal: the call was not prepared".to_owned())?;
+                        .ok_or_else(|| Failure::new(FailureKind::Apply, "internal: the call was not prepared"))?;
                     self.session()
                         .apply(&plot_id, cs, version)
                         .map(|_| ())
-                        .map_err(|e| e.to_string())
+                        .map_err(|e| {
+                            let kind = if matches!(e, SessionError::VersionMismatch { .. }) {
+                                FailureKind::Conflict
+                            } else {
+                                FailureKind::Apply
+                            };
+                            Failure::new(kind, e.to_string())
+                        })
                 },
             )
             .await;
@@ -654,14 +699,14 @@ impl Debrief {
                 Some(cs) if !cs.is_empty() => {
                     let plot_title = prepared.map(|p| p.2).unwrap_or_default();
                     let n = cs.touched_ids().len();
-                    format!(
+                    Reply::ok(format!(
                         "Applied {title} to {n} feature(s) in \"{plot_title}\". {} The plot is now dirty (unsaved) — undo/revert to discard, or Save to persist.",
                         if cs.label.is_empty() { String::new() } else { format!("{}.", cs.label.trim_end_matches('.')) }
                     )
                     .replace(". .", ".")
-                    .replace("  ", " ")
+                    .replace("  ", " "))
                 }
-                Some(_) => format!("{title} ran but produced no editable change."),
+                Some(_) => Reply::ok(format!("{title} ran but produced no editable change.")),
                 None => {
                     let (plot_id, _, _, _) = prepared.unwrap_or_default();
                     let id = self.keep_result(
@@ -673,24 +718,25 @@ impl Debrief {
                     );
                     let summary = outcome.summary.trim();
                     let stop = if summary.ends_with('.') { "" } else { "." };
-                    format!(
+                    Reply::ok(format!(
                         "Ran {title}. {summary}{stop} The full result is in the Results panel as {id}."
-                    )
+                    ))
+                    .with_dataset(id)
                 }
             },
-            Ended::Failed { message } => {
+            Ended::Failed(failure) => {
                 // As in the spike, a tool that ran and failed also leaves an error entry in the
                 // Results panel, so the analyst sees it next to the results; the model gets the
                 // error text unchanged.
                 let plot_id = prepared.map(|p| p.0).unwrap_or_default();
-                let data = json!({ "error": message });
-                self.keep_result(&tool_id, plot_id, ERROR_KIND, &message, data);
-                message
+                let data = json!({ "error": failure.message });
+                let id = self.keep_result(&tool_id, plot_id, ERROR_KIND, &failure.message, data);
+                Reply::failed(failure).with_dataset(id)
             }
-            Ended::Refused { message } => message,
-            Ended::Declined { .. } => format!(
+            Ended::Refused(refusal) => Reply::refused(refusal),
+            Ended::Declined { .. } => Reply::declined(format!(
                 "The analyst declined {title}; nothing was run or changed. Do not retry unless they ask again."
-            ),
+            )),
         }
     }
 }

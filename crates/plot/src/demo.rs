@@ -6,6 +6,7 @@ use std::path::Path;
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use serde_json::{Value, json};
 
+use crate::model::{Feature, union_bbox};
 use crate::store::{StacStore, StoreError};
 
 /// Store id of the demo catalogue (plot ids are `stac://demo/<dir>/item.json`).
@@ -245,19 +246,17 @@ pub fn bulk(tracks: usize, points: usize) -> Vec<Value> {
 }
 
 fn bbox_and_span(features: &[Value]) -> (Option<[f64; 4]>, Option<(String, String)>) {
-    let bbox = features.iter().fold(None, |acc, f| {
-        crate::model::union_bbox(acc, crate::model::feature_bbox(f))
-    });
-    let mut span: Option<(String, String)> = None;
-    for f in features {
-        if let Some((s, e)) = crate::model::time_span(f) {
-            span = Some(match span {
-                None => (s, e),
-                Some((a, b)) => (a.min(s), b.max(e)),
-            });
-        }
+    let bbox = features
+        .iter()
+        .fold(None, |acc, f| union_bbox(acc, Feature(f).bbox()));
+    let mut span: Option<(&str, &str)> = None;
+    for (s, e) in features.iter().filter_map(|f| Feature(f).time_span()) {
+        span = Some(match span {
+            None => (s, e),
+            Some((a, b)) => (a.min(s), b.max(e)),
+        });
     }
-    (bbox, span)
+    (bbox, span.map(|(s, e)| (s.to_owned(), e.to_owned())))
 }
 
 /// A STAC item for a generated plot; the bbox and time span are those of `features` (TRACK and

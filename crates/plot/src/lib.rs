@@ -1,16 +1,22 @@
-//! The Debrief plot domain: REP import, the STAC catalogue, sessions with dirty/undo/save,
-//! search, summary, targeting, the native analysis tools and the four agent tools.
+//! The Debrief plot domain: the STAC catalogue, sessions with dirty/undo/save, search, summary,
+//! targeting and the four agent tools.
+//!
+//! REP import (`toolgate-rep`), the native analysis tools (`toolgate-analysis`) and the feature
+//! model (`toolgate-feature`) are crates of their own that depend on nothing here; they are
+//! re-exported as [`rep`], [`tools`] and [`model`] so `toolgate_plot::rep::…`,
+//! `toolgate_plot::tools::…` and `crate::model::…` paths keep working.
 
 pub mod agent;
 pub mod calc_stdio;
 pub mod demo;
 pub mod fsio;
 pub mod model;
-pub mod rep;
 pub mod search;
 pub mod session;
 pub mod store;
 pub mod summary;
 pub mod targeting;
-pub mod tools;
 pub mod transaction;
+
+pub use toolgate_analysis as tools;
+pub use toolgate_rep as rep;

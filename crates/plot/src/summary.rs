@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_json::Value;
 use toolgate_core::TokenCounter;
 
-use crate::model;
+use crate::model::{Feature, union_bbox};
 use crate::session::{OpenPlot, Session};
 
 /// Default cap on inventory rows.
@@ -234,8 +234,9 @@ fn row(
     plot_bbox: Option<[f64; 4]>,
     plot_span: Option<&(String, String)>,
 ) -> Row {
-    let id = model::feature_id(f);
-    let name = model::display_name(f);
+    let feature = Feature(f);
+    let id = feature.id().unwrap_or_default();
+    let name = feature.display_name();
     // The platform id says most (it links to the catalogue's platform records); show it unless
     // it repeats the name, else the platform name when that differs from the display name.
     let platform = f
@@ -243,10 +244,10 @@ fn row(
         .and_then(Value::as_str)
         .filter(|p| !p.is_empty() && !p.eq_ignore_ascii_case(&name))
         .map(str::to_owned)
-        .or_else(|| model::platform(f))
+        .or_else(|| feature.platform().map(str::to_owned))
         .filter(|p| p != &name)
         .unwrap_or_default();
-    let kind = model::kind(f);
+    let kind = feature.kind();
     Row {
         cells: [
             cell(&id),
@@ -257,9 +258,14 @@ fn row(
             },
             cell(kind),
             cell(&platform),
-            span_cell(model::time_span(f), plot_span),
+            span_cell(
+                feature
+                    .time_span()
+                    .map(|(s, e)| (s.to_owned(), e.to_owned())),
+                plot_span,
+            ),
             // A POINT is one point by definition: the column would only repeat that.
-            match model::point_count(f) {
+            match feature.point_count() {
                 Some(n) if kind != "POINT" => n.to_string(),
                 _ => String::new(),
             },
@@ -381,11 +387,11 @@ pub fn summarize(
         .doc
         .features()
         .iter()
-        .map(model::feature_bbox)
+        .map(|f| Feature(f).bbox())
         .collect();
     let bbox = boxes
         .iter()
-        .fold(None, |acc, b| model::union_bbox(acc, *b))
+        .fold(None, |acc, b| union_bbox(acc, *b))
         .or(plot.entry.bbox);
     let selected = req.selection_only.then(|| plot.selected_ids());
     let features: Vec<(&Value, Option<[f64; 4]>)> = plot
@@ -396,7 +402,7 @@ pub fn summarize(
         .filter(|(f, _)| {
             selected
                 .as_ref()
-                .is_none_or(|s| s.contains(&model::feature_id(f)))
+                .is_none_or(|s| s.contains(&Feature(f).id().unwrap_or_default()))
         })
         .collect();
     let total = features.len();

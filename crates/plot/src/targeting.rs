@@ -1,4 +1,6 @@
-//! Feature targeting (reference §4): explicit ids/names, else the selection, else all.
+//! Feature targeting (reference §4): explicit ids/names, else the selection, else — for an
+//! analytical tool only — all features. A mutation with no names, no selection and no explicit
+//! `scope: "all"` is refused: toolgate does not guess what to change.
 
 use crate::model;
 use crate::session::OpenPlot;
@@ -27,8 +29,15 @@ pub struct Targets {
 pub const NOTHING_SELECTED: &str = "Nothing is selected. Select one or more features in the plot, name them explicitly (featureNames), or run on all features (scope:\"all\"). I will not guess.";
 pub const EMPTY_PLOT: &str = "The plot has no features to run the tool on.";
 
+/// Whether the call changes the plot (then the default target is the selection only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Intent {
+    Analyse,
+    Mutate,
+}
+
 /// Resolve the targets of a call. Any problem fails the whole request, naming candidates.
-pub fn resolve(plot: &OpenPlot, req: &TargetRequest) -> Result<Targets, String> {
+pub fn resolve(plot: &OpenPlot, req: &TargetRequest, intent: Intent) -> Result<Targets, String> {
     let features = plot.doc.features();
     if !req.feature_ids.is_empty() || !req.feature_names.is_empty() {
         let mut ids: Vec<String> = Vec::new();
@@ -87,21 +96,7 @@ pub fn resolve(plot: &OpenPlot, req: &TargetRequest) -> Result<Targets, String> 
             }
         }
         if !problems.is_empty() {
-            let all = if names.is_empty() {
-                "(none)".to_owned()
-            } else {
-                names
-                    .iter()
-                    .map(|(id, n)| {
-                        if n == id {
-                            n.clone()
-                        } else {
-                            format!("{n} ({id})")
-                        }
-                    })
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            };
+            let all = candidates(plot);
             return Err(format!(
                 "Could not resolve the target features: {}. Features in this plot: {all}. Select them, or pass exact names/ids from debrief_summarizeCurrentPlot.",
                 problems.join("; ")
@@ -111,11 +106,17 @@ pub fn resolve(plot: &OpenPlot, req: &TargetRequest) -> Result<Targets, String> 
         return Ok(Targets { ids, description });
     }
     let selected = plot.selected_ids();
-    let scope = req.scope.unwrap_or(if selected.is_empty() {
-        Scope::All
-    } else {
-        Scope::Selection
-    });
+    let scope = match (req.scope, selected.is_empty(), intent) {
+        (Some(scope), _, _) => scope,
+        (None, false, _) => Scope::Selection,
+        (None, true, Intent::Analyse) => Scope::All,
+        (None, true, Intent::Mutate) => {
+            return Err(format!(
+                "{NOTHING_SELECTED} Features in this plot: {}.",
+                candidates(plot)
+            ));
+        }
+    };
     match scope {
         Scope::Selection => {
             if selected.is_empty() {
@@ -137,6 +138,23 @@ pub fn resolve(plot: &OpenPlot, req: &TargetRequest) -> Result<Targets, String> 
             })
         }
     }
+}
+
+/// Every feature as `name (id)` (or the id alone when it is the name), for refusals that name
+/// the candidates.
+fn candidates(plot: &OpenPlot) -> String {
+    let features = plot.doc.features();
+    if features.is_empty() {
+        return "(none)".to_owned();
+    }
+    features
+        .iter()
+        .map(|f| {
+            let (id, n) = (model::feature_id(f), model::display_name(f));
+            if n == id { n } else { format!("{n} ({id})") }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn describe(plot: &OpenPlot, ids: &[String]) -> String {

@@ -13,8 +13,9 @@ use toolgate_core::flow::{Confirmer, Ended, Gate, Prepared};
 use toolgate_core::policy::{Approvals, Mode};
 use toolgate_core::telemetry::TelemetrySink;
 use toolgate_core::{
-    CallDigest, CallError, ChangeSet, Edit, OutputKind, Preview, PreviewInput, Provider,
-    ProviderError, Registry, ToolCall, ToolOutcome, ToolSpec,
+    CallDigest, CallError, ChangeSet, Edit, Failure, FailureKind, OutputKind, Preview,
+    PreviewInput, Provider, ProviderError, Refusal, Registry, Status, ToolCall, ToolOutcome,
+    ToolSpec,
 };
 
 use crate::model;
@@ -47,10 +48,10 @@ pub enum Committed {
     /// Declined: nothing was applied.
     Declined { preview: Preview },
     /// Refused before anyone was asked (policy): nothing was applied.
-    Refused { message: String },
-    /// Approved but not applied (the plot changed since the program started, or the guard
-    /// refused): nothing was applied.
-    Failed { message: String },
+    Refused(Refusal),
+    /// Approved but not applied (the plot changed since the program started — `Conflict` —, or
+    /// the guard refused): nothing was applied.
+    Failed(Failure),
 }
 
 impl Committed {
@@ -59,14 +60,24 @@ impl Committed {
         matches!(self, Committed::NoChanges | Committed::Applied { .. })
     }
 
-    /// The short status word surfaces report (`plot.status` of the CodeAct envelope).
-    pub fn status(&self) -> &'static str {
+    /// The commit's status as every surface maps it (exit code, `isError`).
+    pub fn status(&self) -> Status {
+        match self {
+            Committed::NoChanges | Committed::Applied { .. } => Status::Ok,
+            Committed::Declined { .. } => Status::Declined,
+            Committed::Refused(_) => Status::Refused,
+            Committed::Failed(_) => Status::Failed,
+        }
+    }
+
+    /// The word the CodeAct envelope carries under `plot.status`.
+    pub fn status_word(&self) -> &'static str {
         match self {
             Committed::NoChanges => "unchanged",
             Committed::Applied { .. } => "applied",
             Committed::Declined { .. } => "declined",
-            Committed::Refused { .. } => "refused",
-            Committed::Failed { .. } => "failed",
+            Committed::Refused(_) => "refused",
+            Committed::Failed(_) => "failed",
         }
     }
 
@@ -78,18 +89,27 @@ impl Committed {
                 "Applied the program's edits to {features} feature(s) of {plot_id} as one undo step. The plot is now dirty (unsaved) — undo/revert to discard, or save to keep."
             ),
             Committed::Declined { .. } => "Declined: the program's plot edits were dropped; nothing was applied. Do not retry unless the user asks again.".to_owned(),
-            Committed::Refused { message } => {
-                format!("The program's plot edits were not applied: {message}")
+            Committed::Refused(r) => {
+                format!("The program's plot edits were not applied: {}", r.message)
             }
-            Committed::Failed { message } => {
-                format!("The program's plot edits were not applied: {message}")
+            Committed::Failed(f) => {
+                format!("The program's plot edits were not applied: {}", f.message)
             }
         }
     }
 
-    /// `{"status", "plot", "message"}`: what the CodeAct envelope carries under `plot`.
+    /// `{"status", "reason"?, "plot", "message"}`: what the CodeAct envelope carries under `plot`.
     pub fn report(&self, plot_id: &str) -> Value {
-        json!({"status": self.status(), "plot": plot_id, "message": self.message(plot_id)})
+        let mut v = json!({"status": self.status_word(), "plot": plot_id, "message": self.message(plot_id)});
+        let reason = match self {
+            Committed::Refused(r) => Some(r.kind.as_str()),
+            Committed::Failed(f) => Some(f.kind.as_str()),
+            _ => None,
+        };
+        if let (Some(reason), Some(obj)) = (reason, v.as_object_mut()) {
+            obj.insert("reason".to_owned(), Value::String(reason.to_owned()));
+        }
+        v
     }
 }
 
@@ -161,12 +181,10 @@ impl PlotTransaction {
     }
 
     /// Apply one tool's change set to the scratch copy (the sandbox host's applier).
-    pub fn apply_to_scratch(&self, cs: &ChangeSet) -> Result<(), String> {
-        lock(&self.scratch)
-            .doc
-            .apply(cs)
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+    pub fn apply_to_scratch(&self, cs: &ChangeSet) -> Result<(), toolgate_core::Failure> {
+        lock(&self.scratch).doc.apply(cs).map(|_| ()).map_err(|e| {
+            toolgate_core::Failure::new(toolgate_core::FailureKind::Apply, e.to_string())
+        })
     }
 
     /// The net change of the program: every feature whose final state differs from the start.
@@ -302,9 +320,10 @@ impl Commit {
             change: self.change.clone(),
         });
         if let Err(e) = registry.register_specs(tool, vec![commit_spec()]) {
-            return Committed::Failed {
-                message: format!("internal: the commit tool could not be registered: {e}"),
-            };
+            return Committed::Failed(Failure::new(
+                FailureKind::Apply,
+                format!("internal: the commit tool could not be registered: {e}"),
+            ));
         }
         let approvals = Approvals::none();
         let g = Gate {
@@ -343,7 +362,14 @@ impl Commit {
                     lock(session)
                         .apply(&self.plot_id, cs, self.base_version)
                         .map(|_| ())
-                        .map_err(|e| e.to_string())
+                        .map_err(|e| {
+                            let kind = if matches!(e, SessionError::VersionMismatch { .. }) {
+                                FailureKind::Conflict
+                            } else {
+                                FailureKind::Apply
+                            };
+                            Failure::new(kind, e.to_string())
+                        })
                 },
             )
             .await;
@@ -353,8 +379,8 @@ impl Commit {
                 preview: self.preview(),
             },
             Ended::Declined { preview } => Committed::Declined { preview },
-            Ended::Refused { message } => Committed::Refused { message },
-            Ended::Failed { message } => Committed::Failed { message },
+            Ended::Refused(r) => Committed::Refused(r),
+            Ended::Failed(f) => Committed::Failed(f),
         }
     }
 }
@@ -396,16 +422,10 @@ impl Provider for CommitTool {
     }
 }
 
-/// The native plot tools over a transaction's scratch copy. Each takes the tool's parameters
-/// plus `feature_names`, `feature_ids` and `scope` to choose its targets.
-pub struct ScratchTools {
-    tx: Arc<PlotTransaction>,
-}
-
-const TARGET_KEYS: [&str; 3] = ["feature_names", "feature_ids", "scope"];
-
-/// The specs of the plot tools as a program sees them (the tools' parameters plus the target
-/// keywords); the same whichever plot is open, so a surface can list them up front.
+/// The plot tools as a program sees them over a scratch copy ([`ScratchTools`]): the native
+/// specs plus the target parameters, and the result schema (every plot tool returns a JSON
+/// object) under the `outputSchema` annotation the sandbox's signatures read. Public so that
+/// references (`toolgate tools list --plot`, MCP `run_code`) can list them without a plot.
 pub fn scratch_specs() -> Vec<ToolSpec> {
     tools::specs()
         .into_iter()
@@ -417,12 +437,22 @@ pub fn scratch_specs() -> Vec<ToolSpec> {
             {
                 props.insert("feature_names".into(), json!({"type": "array", "items": {"type": "string"}, "description": "Target features by display name (exact, else unique substring)"}));
                 props.insert("feature_ids".into(), json!({"type": "array", "items": {"type": "string"}, "description": "Target features by id"}));
-                props.insert("scope".into(), json!({"type": "string", "enum": ["all", "selection"], "description": "Without names/ids: the selection (default when something is selected) or all features"}));
+                props.insert("scope".into(), json!({"type": "string", "enum": ["all", "selection"], "description": "Without names/ids: the selection (default when something is selected), or all features (an edit needs a selection or scope \"all\"; analyses default to all)"}));
             }
+            s.annotations
+                .insert("outputSchema".into(), json!({"type": "object"}));
             s
         })
         .collect()
 }
+
+/// The native plot tools over a transaction's scratch copy. Each takes the tool's parameters
+/// plus `feature_names`, `feature_ids` and `scope` to choose its targets.
+pub struct ScratchTools {
+    tx: Arc<PlotTransaction>,
+}
+
+const TARGET_KEYS: [&str; 3] = ["feature_names", "feature_ids", "scope"];
 
 #[async_trait]
 impl Provider for ScratchTools {
@@ -458,7 +488,18 @@ impl Provider for ScratchTools {
         };
         let subject = {
             let scratch = lock(&self.tx.scratch);
-            let targets = targeting::resolve(&scratch, &req).map_err(CallError::invalid)?;
+            // Analytical tools default to every feature; edits need named targets, a selection
+            // or an explicit scope "all" (toolgate does not guess what to change).
+            let intent = if tools::specs()
+                .iter()
+                .find(|s| s.id == call.tool_id)
+                .is_some_and(|s| s.effect().is_mutating())
+            {
+                targeting::Intent::Mutate
+            } else {
+                targeting::Intent::Analyse
+            };
+            let targets = targeting::resolve(&scratch, &req, intent).map_err(CallError::invalid)?;
             targets
                 .ids
                 .iter()

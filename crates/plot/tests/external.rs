@@ -65,7 +65,8 @@ async fn python_tools_plug_in_and_bad_calls_spawn_nothing() {
     let r = d
         .call(RUN_TOOL, &json!({"toolId": "py-nope"}), &ask)
         .await
-        .unwrap();
+        .unwrap()
+        .text;
     assert!(r.starts_with("Unknown tool id \"py-nope\""), "{r}");
     let r = d
         .call(
@@ -74,7 +75,8 @@ async fn python_tools_plug_in_and_bad_calls_spawn_nothing() {
             &ask,
         )
         .await
-        .unwrap();
+        .unwrap()
+        .text;
     assert_eq!(
         r,
         "Invalid parameters for \"py-set-color\": unknown parameter \"colour\"; missing required parameter \"color\""
@@ -88,7 +90,7 @@ async fn python_tools_plug_in_and_bad_calls_spawn_nothing() {
     let r = d
         .call(RUN_TOOL, &json!({"toolId": "py-set-color", "params": {"color": "red"}, "featureIds": ["track-1"]}), &ask)
         .await
-        .unwrap();
+        .unwrap().text;
     assert!(r.starts_with("Applied Py Set Color to 1 feature(s)"), "{r}");
     assert_eq!(ask.asked().len(), 1);
     {
@@ -108,7 +110,8 @@ async fn python_tools_plug_in_and_bad_calls_spawn_nothing() {
             &ask,
         )
         .await
-        .unwrap();
+        .unwrap()
+        .text;
     assert!(r.contains("Results panel"), "{r}");
     assert_eq!(d.datasets()[0].data["items"][0]["properties"]["count"], 2);
     assert_eq!(spawns(&log).len(), 3);
@@ -126,7 +129,8 @@ async fn a_hung_process_is_killed_and_stderr_is_reported() {
             &ask,
         )
         .await
-        .unwrap();
+        .unwrap()
+        .text;
     assert!(
         started.elapsed() < Duration::from_secs(10),
         "killed at the timeout"
@@ -139,7 +143,8 @@ async fn a_hung_process_is_killed_and_stderr_is_reported() {
             &ask,
         )
         .await
-        .unwrap();
+        .unwrap()
+        .text;
     assert!(
         r.contains("exit status 3") && r.contains("ValueError: boom in py-crash"),
         "{r}"

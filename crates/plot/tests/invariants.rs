@@ -63,7 +63,7 @@ proptest! {
                     }
                 };
                 let confirmer = Scripted::new(vec![if approve { Answer::Approve } else { Answer::Decline }]);
-                let reply = h.debrief.call(RUN_TOOL, &input, &confirmer).await.unwrap();
+                let reply = h.debrief.call(RUN_TOOL, &input, &confirmer).await.unwrap().text;
                 let after = h.debrief.session().plot(PLOT).unwrap().doc.to_bytes();
                 if mutating && !approve {
                     prop_assert_eq!(&after, &before, "declined: byte-identical ({})", reply);
@@ -95,7 +95,7 @@ async fn save_refuses_when_the_file_changed_on_disk() {
     let h = harness().await;
     h.debrief.session().open(PLOT).unwrap();
     let ask = Scripted::new(vec![Answer::Approve]);
-    let r = h.debrief.call(RUN_TOOL, &json!({"toolId": "set-track-color", "params": {"color": "red"}, "featureIds": ["track-1"]}), &ask).await.unwrap();
+    let r = h.debrief.call(RUN_TOOL, &json!({"toolId": "set-track-color", "params": {"color": "red"}, "featureIds": ["track-1"]}), &ask).await.unwrap().text;
     assert!(r.starts_with("Applied"), "{r}");
     let path = h.dir.path().join("items/alpha-day1/features.geojson");
     let external = std::fs::read_to_string(&path)
@@ -116,7 +116,7 @@ async fn save_refuses_when_the_file_changed_on_disk() {
     );
     // after a revert (loading the file's version) saving works again
     h.debrief.session().revert(PLOT).unwrap();
-    let r = h.debrief.call(RUN_TOOL, &json!({"toolId": "set-track-color", "params": {"color": "green"}, "featureIds": ["track-1"]}), &Scripted::new(vec![Answer::Approve])).await.unwrap();
+    let r = h.debrief.call(RUN_TOOL, &json!({"toolId": "set-track-color", "params": {"color": "green"}, "featureIds": ["track-1"]}), &Scripted::new(vec![Answer::Approve])).await.unwrap().text;
     assert!(r.starts_with("Applied"), "{r}");
     h.debrief.session().save(PLOT).unwrap();
     let saved: serde_json::Value =

@@ -25,13 +25,19 @@ async fn happy_paths_h1_to_h5() {
         &h.debrief
             .call(SEARCH, &json!({"text": "Alpha", "open": true}), &never)
             .await
-            .unwrap(),
+            .unwrap()
+            .text,
     );
     assert_eq!(reply["opened"], PLOT, "{reply}");
     assert_eq!(h.debrief.session().active_id(), Some(PLOT));
 
     // H2: "what's in this plot?"
-    let text = h.debrief.call(SUMMARIZE, &json!({}), &never).await.unwrap();
+    let text = h
+        .debrief
+        .call(SUMMARIZE, &json!({}), &never)
+        .await
+        .unwrap()
+        .text;
     let reply = parse(&text);
     assert_eq!(reply["total"], 2);
     assert_eq!(
@@ -57,7 +63,8 @@ async fn happy_paths_h1_to_h5() {
         &h.debrief
             .call(LIST_TOOLS, &json!({}), &never)
             .await
-            .unwrap(),
+            .unwrap()
+            .text,
     );
     let stc = tools
         .as_array()
@@ -76,7 +83,7 @@ async fn happy_paths_h1_to_h5() {
         .debrief
         .call(RUN_TOOL, &json!({"toolId": "set-track-color", "params": {"color": "red"}, "utterance": "colour the submarine track red"}), &approve)
         .await
-        .unwrap();
+        .unwrap().text;
     assert!(
         reply.contains("dirty") && reply.contains("unsaved"),
         "{reply}"
@@ -127,7 +134,8 @@ async fn happy_paths_h1_to_h5() {
             &never,
         )
         .await
-        .unwrap();
+        .unwrap()
+        .text;
     assert!(reply.contains("Results panel"), "{reply}");
     assert!(
         never.asked().is_empty(),
@@ -143,7 +151,8 @@ async fn happy_paths_h1_to_h5() {
         &h.debrief
             .call(SUMMARIZE, &json!({"selectionOnly": true}), &never)
             .await
-            .unwrap(),
+            .unwrap()
+            .text,
     );
     assert_eq!(reply["selectionOnly"], true);
     assert_eq!(
@@ -181,7 +190,8 @@ async fn f1_no_plot_open_refuses_without_asking_or_running() {
             &ask,
         )
         .await
-        .unwrap();
+        .unwrap()
+        .text;
     assert_eq!(
         reply,
         "No plot is open, so there is nothing to run a tool against. Search the catalog and open a plot first."
@@ -209,7 +219,8 @@ async fn f2_nothing_selected_is_refused() {
             &ask,
         )
         .await
-        .unwrap();
+        .unwrap()
+        .text;
     assert!(
         reply.starts_with("Nothing is selected.") && reply.ends_with("I will not guess."),
         "{reply}"
@@ -235,7 +246,8 @@ async fn f3_invented_tool_id_is_corrected() {
             &ask,
         )
         .await
-        .unwrap();
+        .unwrap()
+        .text;
     assert!(reply.starts_with("Unknown tool id \"make-it-pretty\". Call debrief_listTools first. Available: set-track-color"), "{reply}");
     assert_eq!(
         h.provider.calls.load(Ordering::SeqCst),
@@ -252,15 +264,15 @@ async fn invalid_params_and_names_are_refused_before_asking() {
     let h = harness().await;
     h.debrief.session().open(PLOT).unwrap();
     let ask = Scripted::new(vec![Answer::Approve]);
-    let reply = h.debrief.call(RUN_TOOL, &json!({"toolId": "enlarge-shape", "params": {"scale_factor": 4, "radius": 2}, "scope": "all"}), &ask).await.unwrap();
+    let reply = h.debrief.call(RUN_TOOL, &json!({"toolId": "enlarge-shape", "params": {"scale_factor": 4, "radius": 2}, "scope": "all"}), &ask).await.unwrap().text;
     assert_eq!(
         reply,
         "Invalid parameters for \"enlarge-shape\": unknown parameter \"radius\"; parameter \"scale_factor\" must be one of: 0.25, 0.5, 1.5, 2.0, 3.0, 5.0"
     );
-    let reply = h.debrief.call(RUN_TOOL, &json!({"toolId": "set-track-color", "params": {"color": "red"}, "featureNames": ["Nelsen"]}), &ask).await.unwrap();
+    let reply = h.debrief.call(RUN_TOOL, &json!({"toolId": "set-track-color", "params": {"color": "red"}, "featureNames": ["Nelsen"]}), &ask).await.unwrap().text;
     assert!(reply.starts_with("Could not resolve the target features: no feature named \"Nelsen\". Features in this plot: HMS Nelson (track-1), Datum A (point-1)."), "{reply}");
     // Named targeting without a selection works (the "buffer the Contact track" variant).
-    let reply = h.debrief.call(RUN_TOOL, &json!({"toolId": "set-track-color", "params": {"color": "green"}, "featureNames": ["nelson"]}), &ask).await.unwrap();
+    let reply = h.debrief.call(RUN_TOOL, &json!({"toolId": "set-track-color", "params": {"color": "green"}, "featureNames": ["nelson"]}), &ask).await.unwrap().text;
     assert!(
         reply.starts_with("Applied Set Track Color to 1 feature(s)"),
         "{reply}"
@@ -288,7 +300,8 @@ async fn a_decline_changes_nothing_and_is_recorded() {
             &decline,
         )
         .await
-        .unwrap();
+        .unwrap()
+        .text;
     assert!(reply.contains("declined"), "{reply}");
     assert_eq!(h.provider.calls.load(Ordering::SeqCst), 0);
     let s = h.debrief.session();

@@ -164,6 +164,7 @@ fn nested_selection_paths_resolve_to_their_feature() {
     let t = toolgate_plot::targeting::resolve(
         plot,
         &toolgate_plot::targeting::TargetRequest::default(),
+        toolgate_plot::targeting::Intent::Mutate,
     )
     .unwrap();
     assert_eq!(t.description, "Contact, RV Point");

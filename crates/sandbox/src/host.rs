@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum PyExc {
     FileNotFoundError,
+    FileExistsError,
     PermissionError,
     ValueError,
     TimeoutError,
@@ -23,6 +24,7 @@ impl PyExc {
     pub fn as_str(self) -> &'static str {
         match self {
             PyExc::FileNotFoundError => "FileNotFoundError",
+            PyExc::FileExistsError => "FileExistsError",
             PyExc::PermissionError => "PermissionError",
             PyExc::ValueError => "ValueError",
             PyExc::TimeoutError => "TimeoutError",
@@ -36,6 +38,7 @@ impl PyExc {
     pub(crate) fn exc_type(self) -> ExcType {
         match self {
             PyExc::FileNotFoundError => ExcType::FileNotFoundError,
+            PyExc::FileExistsError => ExcType::FileExistsError,
             PyExc::PermissionError => ExcType::PermissionError,
             PyExc::ValueError => ExcType::ValueError,
             PyExc::TimeoutError => ExcType::TimeoutError,

@@ -62,5 +62,8 @@ pub use limits::{
 };
 pub use pool::{PoolConfig, WORKER_SUBCOMMAND, WorkerCommand, WorkerPool};
 pub use registry_host::{RegistryHost, WORKSPACE_PROVIDER, call_error_to_host, calling_host};
-pub use stubs::{manifest_entry, markdown_reference, python_identifier, python_signatures};
+pub use stubs::{
+    OUTPUT_SCHEMA, manifest_entry, markdown_reference, plot_functions_reference, python_identifier,
+    python_return_type, python_signatures,
+};
 pub use worker::worker_main;

@@ -2,14 +2,10 @@
 //! (`toolgate_core::flow::Gate`: resolve → validate → policy → confirm → provider → guard →
 //! telemetry).
 //!
-//! The gate reports a provider failure as text only, so the host registers the registry's
-//! tools in a private registry whose providers forward to the real ones and keep the typed
-//! [`CallError`] of the call in progress (a task-local slot). The private registry has the same
-//! specs, so the same validators, effects and policy apply.
+//! The gate's typed outcome (`Refusal` kind, `Failure` with the provider's `CallError`) picks
+//! the Python exception type; no message text is inspected.
 
-use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -19,7 +15,7 @@ use toolgate_core::flow::{Confirmer, Ended, Gate, Prepared};
 use toolgate_core::policy::{Approvals, Mode};
 use toolgate_core::telemetry::{NullSink, TelemetrySink};
 use toolgate_core::{
-    CallError, ChangeSet, Provider, ProviderError, Registry, RegistryError, ToolCall, ToolOutcome,
+    CallError, ChangeSet, Failure, FailureKind, RefusalKind, Registry, RegistryError, ToolCall,
     ToolSpec,
 };
 
@@ -31,7 +27,6 @@ use crate::stubs::python_identifier;
 pub const WORKSPACE_PROVIDER: &str = "workspace";
 
 tokio::task_local! {
-    static CALL_ERROR: RefCell<Option<CallError>>;
     static CALLING_HOST: Arc<dyn ToolHost>;
 }
 
@@ -40,45 +35,6 @@ tokio::task_local! {
 /// it so the nested program's tool calls take the same registry, policy and confirmer.
 pub fn calling_host() -> Option<Arc<dyn ToolHost>> {
     CALLING_HOST.try_with(Arc::clone).ok()
-}
-
-/// Forwards calls to the registry that owns the real provider, keeping the typed error.
-struct Forward {
-    name: String,
-    inner: Arc<Registry>,
-}
-
-#[async_trait]
-impl Provider for Forward {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    async fn list_tools(&self) -> Result<Vec<ToolSpec>, ProviderError> {
-        Ok(self
-            .inner
-            .specs()
-            .filter(|s| {
-                self.inner
-                    .resolve(&s.id)
-                    .is_ok_and(|t| t.provider_name() == self.name)
-            })
-            .cloned()
-            .collect())
-    }
-
-    async fn call(&self, call: &ToolCall) -> Result<ToolOutcome, CallError> {
-        let tool = self
-            .inner
-            .resolve(&call.tool_id)
-            .map_err(|e| CallError::failed(e.to_string()))?;
-        let result = tool.call(call).await;
-        if let Err(e) = &result {
-            // Outside a scope (nobody asked for the typed error) there is nothing to keep.
-            let _ = CALL_ERROR.try_with(|slot| *slot.borrow_mut() = Some(e.clone()));
-        }
-        result
-    }
 }
 
 struct Entry {
@@ -90,7 +46,7 @@ struct Entry {
     target_param: Option<String>,
 }
 
-type Applier = Arc<dyn Fn(&ChangeSet) -> Result<(), String> + Send + Sync>;
+type Applier = Arc<dyn Fn(&ChangeSet) -> Result<(), Failure> + Send + Sync>;
 
 /// Runs sandbox tool calls through the registry and the policy.
 ///
@@ -100,11 +56,11 @@ type Applier = Arc<dyn Fn(&ChangeSet) -> Result<(), String> + Send + Sync>;
 ///
 /// Errors become Python exceptions: an unknown tool → `NameError` listing the tools; invalid
 /// parameters → `ValueError` with the core's message; `CallError::NotFound` →
-/// `FileNotFoundError`, `PermissionDenied` → `PermissionError`, `InvalidInput` →
-/// `ValueError`, `Timeout` → `TimeoutError`, anything else → `RuntimeError`; a declined
-/// confirmation or a policy refusal → `PermissionError`.
+/// `FileNotFoundError`, `AlreadyExists` → `FileExistsError`, `PermissionDenied` →
+/// `PermissionError`, `InvalidInput` → `ValueError`, `Timeout` → `TimeoutError`, anything
+/// else → `RuntimeError`; a declined confirmation or a policy refusal → `PermissionError`.
 pub struct RegistryHost {
-    shadow: Registry,
+    registry: Arc<Registry>,
     entries: Vec<Entry>,
     by_python: HashMap<String, usize>,
     confirmer: Arc<dyn Confirmer>,
@@ -139,7 +95,6 @@ impl RegistryHost {
                 None => groups.push((provider, vec![spec.clone()])),
             }
         }
-        let mut shadow = Registry::new();
         let mut entries = Vec::new();
         let mut by_python = HashMap::new();
         for (provider, specs) in groups {
@@ -167,11 +122,6 @@ impl RegistryHost {
                     target_param,
                 });
             }
-            let forward = Arc::new(Forward {
-                name: provider,
-                inner: Arc::clone(&registry),
-            });
-            shadow.register_specs(forward, specs)?;
         }
         let unavailable = registry
             .disabled_ids()
@@ -183,7 +133,7 @@ impl RegistryHost {
             .filter(|(python, _)| !by_python.contains_key(python))
             .collect();
         Ok(Self {
-            shadow,
+            registry,
             entries,
             by_python,
             confirmer,
@@ -277,7 +227,7 @@ impl RegistryHost {
     #[must_use]
     pub fn with_applier(
         mut self,
-        apply: impl Fn(&ChangeSet) -> Result<(), String> + Send + Sync + 'static,
+        apply: impl Fn(&ChangeSet) -> Result<(), Failure> + Send + Sync + 'static,
     ) -> Self {
         self.applier = Some(Arc::new(apply));
         self
@@ -368,7 +318,7 @@ impl RegistryHost {
             Mode::Strict
         };
         let gate = Gate {
-            registry: &self.shadow,
+            registry: &self.registry,
             mode,
             approvals: &self.approvals,
             sink: self.sink.as_ref(),
@@ -377,7 +327,6 @@ impl RegistryHost {
             priming_enabled: self.priming_enabled,
             record_as: None,
         };
-        let prepared_ran = AtomicBool::new(false);
         let target = entry
             .target_param
             .as_ref()
@@ -392,10 +341,8 @@ impl RegistryHost {
             format!("\"{}\" tools", entry.provider)
         };
         let call_timeout = self.call_timeout;
-        let ran = &prepared_ran;
         let prepare = move |tool: &toolgate_core::ResolvedTool<'_>,
                             validated: Map<String, Value>| {
-            ran.store(true, Ordering::Relaxed);
             Ok(Prepared {
                 call: ToolCall {
                     tool_id: tool.spec.id.clone(),
@@ -415,34 +362,28 @@ impl RegistryHost {
         let applier = self.applier.clone();
         let apply = move |cs: &ChangeSet| match &applier {
             Some(apply) => apply(cs),
-            None => Err(format!(
-                "the tool returned changes ({}) and this sandbox has no document to apply them to",
-                if cs.label.is_empty() {
-                    "unlabelled"
-                } else {
-                    &cs.label
-                }
+            None => Err(Failure::new(
+                FailureKind::Apply,
+                format!(
+                    "the tool returned changes ({}) and this sandbox has no document to apply them to",
+                    if cs.label.is_empty() {
+                        "unlabelled"
+                    } else {
+                        &cs.label
+                    }
+                ),
             )),
         };
         let input = Value::Object(params.clone());
-        let (ended, call_error) = CALL_ERROR
-            .scope(RefCell::new(None), async {
-                let ended = gate
-                    .invoke(
-                        &entry.id,
-                        &params,
-                        input,
-                        prepare,
-                        self.confirmer.as_ref(),
-                        apply,
-                    )
-                    .await;
-                let typed = CALL_ERROR
-                    .try_with(|c| c.borrow_mut().take())
-                    .ok()
-                    .flatten();
-                (ended, typed)
-            })
+        let ended = gate
+            .invoke(
+                &entry.id,
+                &params,
+                input,
+                prepare,
+                self.confirmer.as_ref(),
+                apply,
+            )
             .await;
         match ended {
             Ended::Done { outcome, .. } => Ok(if outcome.data.is_null() {
@@ -457,20 +398,21 @@ impl RegistryHost {
                     entry.python
                 ),
             )),
-            Ended::Refused { message } => Err(HostError::new(
-                if prepared_ran.load(Ordering::Relaxed) {
-                    PyExc::PermissionError
-                } else {
-                    PyExc::ValueError
+            Ended::Refused(refusal) => Err(HostError::new(
+                match refusal.kind {
+                    RefusalKind::UnknownTool => PyExc::NameError,
+                    RefusalKind::InvalidParameters => PyExc::ValueError,
+                    RefusalKind::Target => PyExc::ValueError,
+                    _ => PyExc::PermissionError,
                 },
-                message,
+                refusal.message,
             )),
-            Ended::Failed { message } => Err(match call_error {
-                Some(e) => call_error_to_host(&e),
-                None if message.contains("not gated by a confirmation") => {
-                    HostError::new(PyExc::PermissionError, message)
+            Ended::Failed(failure) => Err(match (&failure.call_error, failure.kind) {
+                (Some(e), _) => call_error_to_host(e),
+                (None, FailureKind::Guard) => {
+                    HostError::new(PyExc::PermissionError, failure.message)
                 }
-                None => HostError::new(PyExc::RuntimeError, message),
+                (None, _) => HostError::new(PyExc::RuntimeError, failure.message),
             }),
         }
     }
@@ -480,6 +422,7 @@ impl RegistryHost {
 pub fn call_error_to_host(e: &CallError) -> HostError {
     let py_type = match e {
         CallError::NotFound { .. } => PyExc::FileNotFoundError,
+        CallError::AlreadyExists { .. } => PyExc::FileExistsError,
         CallError::PermissionDenied { .. } => PyExc::PermissionError,
         CallError::InvalidInput { .. } => PyExc::ValueError,
         CallError::Timeout { .. } => PyExc::TimeoutError,

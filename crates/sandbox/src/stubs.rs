@@ -196,10 +196,31 @@ fn docstring_text(s: &str) -> String {
         .replace("\"\"\"", "\\\"\\\"\\\"")
 }
 
+/// The Python type a call of this tool returns inside a program (what [`crate::RegistryHost`]
+/// hands back: the outcome's data, else its summary as a `str`): from the spec's
+/// `outputSchema` annotation (a JSON Schema of the result, e.g. `{"type": "string"}` → `str`,
+/// an array of strings → `list[str]`), else the type that leads its `returns` annotation
+/// (`"dict: {stdout: str, …}"` → `dict`), else `Any`.
+pub fn python_return_type(spec: &ToolSpec) -> String {
+    if let Some(schema) = spec.annotations.get(OUTPUT_SCHEMA) {
+        return py_type_of(schema);
+    }
+    spec.annotations
+        .get("returns")
+        .and_then(Value::as_str)
+        .map(|r| r.split(':').next().unwrap_or(r).trim())
+        .filter(|r| !r.is_empty())
+        .unwrap_or("Any")
+        .to_owned()
+}
+
+/// The annotation under which a tool declares the JSON Schema of its result (as MCP's
+/// `outputSchema`); [`python_return_type`] reads it.
+pub const OUTPUT_SCHEMA: &str = "outputSchema";
+
 /// One `def` per tool, from its JSON Schema:
-/// `def name(*, p: type = default) -> dict: """desc"""`. Required parameters have no default;
-/// optional ones without a declared default show `= None`. The return annotation is `dict`
-/// unless the spec's `annotations.returns` names a Python type.
+/// `def name(*, p: type = default) -> T: """desc"""`. Required parameters have no default;
+/// optional ones without a declared default show `= None`. `T` is [`python_return_type`].
 pub fn python_signatures(specs: &[ToolSpec]) -> String {
     let mut out = String::new();
     for spec in specs {
@@ -236,12 +257,7 @@ pub fn python_signatures(specs: &[ToolSpec]) -> String {
                 }
             }
         }
-        let returns = spec
-            .annotations
-            .get("returns")
-            .and_then(Value::as_str)
-            .filter(|r| !r.trim().is_empty())
-            .unwrap_or("dict");
+        let returns = python_return_type(spec);
         let sig = if params.is_empty() {
             String::new()
         } else {
@@ -309,9 +325,8 @@ pub fn manifest_entry(spec: &ToolSpec, backend: Backend) -> Value {
         "title": spec.title,
         "description": spec.description,
         "parameters": spec.input_schema,
-        "returns": spec.annotations.get("returns").cloned().unwrap_or_else(
-            || serde_json::json!(spec.output_kind.as_ref().map(|k| k.as_str()))
-        ),
+        "returns": python_return_type(spec),
+        "outputSchema": spec.annotations.get(OUTPUT_SCHEMA),
         "outputKind": spec.output_kind.as_ref().map(|k| k.as_str()),
         "effect": spec.effect(),
         "risk": risk,
@@ -328,7 +343,7 @@ pub fn markdown_reference(specs: &[ToolSpec], backend: Backend) -> String {
     let mut md = String::new();
     let _ = writeln!(
         md,
-        "# Sandbox tools (`toolgate exec`, backend: {backend})\n\nRun one Python program per step with `toolgate exec --code '<python>'` (or `--file F`, or `-` for stdin). The program runs in a sandbox with no file, process, network or environment access of its own: it reaches the outside only through the tools below. Do several tool calls, loops and filtering in one program instead of one tool call per turn.\n"
+        "# Sandbox tools (`toolgate exec`, backend: {backend})\n\nRun one Python program per step with `toolgate exec --code '<python>'` (or `--file F`, or `-` for stdin). The program runs in a sandbox with no file, process, network or environment access of its own: it reaches the outside only through the tools below. Do several tool calls, loops and filtering in one program instead of one tool call per turn. With `--plot PLOT_ID` the program can also call the Debrief plot functions (`toolgate tools list --surface codeact --plot --markdown` lists them).\n"
     );
     md.push_str("## Calling tools\n\n");
     let sample = if has("view") {
@@ -343,36 +358,35 @@ pub fn markdown_reference(specs: &[ToolSpec], backend: Backend) -> String {
         "- Tools are Python functions; call them with keyword arguments: `{sample}`. Positional arguments map onto the parameters in the order shown."
     );
     md.push_str("- A tool returns JSON data (dict, list, str, int, float, bool, None). Arguments must be JSON data too.\n");
-    md.push_str("- A failing tool raises an exception you can catch: `FileNotFoundError`, `PermissionError` (outside the workspace, or declined by the user: do not retry), `ValueError` (bad arguments; the message lists every problem), `TimeoutError`, `RuntimeError`.\n");
+    md.push_str("- A failing tool raises an exception you can catch: `FileNotFoundError` (no such file), `FileExistsError` (`create` on a path that exists), `PermissionError` (outside the workspace, or declined by the user: do not retry), `ValueError` (bad arguments; the message lists every problem), `TimeoutError` (the tool ran past its deadline), `RuntimeError` (anything else).\n");
     md.push_str("- An unknown name raises `NameError` listing the available tools.\n");
     md.push_str("- The result is a JSON envelope: `stdout` holds what you `print()`, `return_value` the value of the program's last expression, `error` the uncaught exception (`type`, `message`, `line`, `column`, `traceback`). `success` is false (and the exit code 1) when the program failed.\n");
     md.push_str("- Concurrency: a tool call written right after `await`, or inside the parentheses of `asyncio.gather(...)`, becomes awaitable and runs concurrently with the others on the host. Any other call returns its result directly.\n\n");
 
     md.push_str("## Signatures\n\n```python\n");
     md.push_str(python_signatures(specs).trim_end());
-    md.push_str("\n```\n\n## Examples\n\n");
-    let mut examples = 0;
+    md.push_str("\n```\n\n");
+    let mut ex = String::new();
+    // Each example runs against a fixture workspace in crates/cli/tests/reference_examples.rs,
+    // which asserts what it prints: change an example there too.
     if has("grep") {
-        md.push_str("Find TODOs:\n\n```python\nhits = grep(pattern=\"TODO\", paths=\"src\")\ntodos = [line for line in str(hits).splitlines() if line.strip()]\nprint(len(todos), \"TODOs\")\ntodos[:20]\n```\n\n");
-        examples += 1;
+        ex.push_str("Find TODOs (grep returns one dict per matching line):\n\n```python\nhits = grep(pattern=\"TODO\", paths=\"src\")\nprint(len(hits), \"TODOs\")\nfor h in hits[:20]:\n    print(h[\"file\"] + \":\" + str(h[\"line\"]) + \": \" + h[\"text\"].strip())\n```\n\n");
     }
     if has("view") && has("glob") {
-        md.push_str("Count lines per file:\n\n```python\ncounts = {}\nfor path in glob(pattern=\"src/**/*.py\"):\n    counts[path] = len(view(path=path).splitlines())\nsorted(counts.items(), key=lambda kv: -kv[1])[:10]\n```\n\n");
-        md.push_str("Read many files concurrently:\n\n```python\nimport asyncio\npaths = glob(pattern=\"docs/*.md\")\ntexts = await asyncio.gather(*[view(path=p) for p in paths])\n{p: len(t) for p, t in zip(paths, texts)}\n```\n\n");
-        examples += 2;
+        ex.push_str("Count lines per file:\n\n```python\ncounts = {}\nfor path in glob(pattern=\"src/**/*.py\"):\n    counts[path] = len(view(path=path).splitlines())\nsorted(counts.items(), key=lambda kv: -kv[1])[:10]\n```\n\n");
+        ex.push_str("Read many files concurrently:\n\n```python\nimport asyncio\npaths = glob(pattern=\"docs/*.md\")\ntexts = await asyncio.gather(*[view(path=p) for p in paths])\n{p: len(t) for p, t in zip(paths, texts)}\n```\n\n");
     }
     if has("view") {
-        md.push_str("Handle a missing file:\n\n```python\nimport json\ntry:\n    config = json.loads(view(path=\"config.json\"))\nexcept FileNotFoundError:\n    config = {}\nconfig.get(\"version\")\n```\n\n");
-        examples += 1;
+        ex.push_str("Handle a missing file:\n\n```python\nimport json\ntry:\n    config = json.loads(view(path=\"config.json\"))\nexcept FileNotFoundError:\n    config = {}\nconfig.get(\"version\")\n```\n\n");
     }
-    if examples == 0
-        && let Some(first) = specs.first()
-    {
-        let call = example_call(first);
-        let _ = writeln!(
-            md,
-            "Call a tool twice concurrently and combine the results:\n\n```python\nimport asyncio\nresults = await asyncio.gather({call}, {call})\nprint(results)\nlen(results)\n```\n"
-        );
+    if has("create") && has("edit") && has("view") {
+        ex.push_str("Create a file, or change it when it exists:\n\n```python\ntry:\n    create(path=\"notes/todo.md\", file_text=\"- write docs\\n\")\nexcept FileExistsError:\n    edit(path=\"notes/todo.md\", old_str=\"- write docs\", new_str=\"- write docs\\n- add tests\")\nprint(view(path=\"notes/todo.md\"))\n```\n\n");
+    }
+    // Without the file tools there is no example whose output a test can know: only the
+    // call syntax above.
+    if !ex.is_empty() {
+        md.push_str("## Examples\n\n");
+        md.push_str(&ex);
     }
 
     let _ = writeln!(
@@ -401,6 +415,34 @@ pub fn markdown_reference(specs: &[ToolSpec], backend: Backend) -> String {
         );
     }
     md.push_str(") instead\n- `subprocess`, `__import__`, third-party packages\n");
+    md
+}
+
+/// The plot functions a program can call when a plot is open (`toolgate exec --plot PLOT_ID`,
+/// MCP `run_code` with a plot): how targets are chosen, the one-confirmation rule, the Python
+/// signatures of `specs` (the plot tools as the program sees them, e.g.
+/// `toolgate_plot::transaction::scratch_specs()`), and an example when the functions it uses
+/// are among them. Markdown, to append to [`markdown_reference`] or to a tool description.
+pub fn plot_functions_reference(specs: &[ToolSpec]) -> String {
+    let names: Vec<String> = specs.iter().map(|s| python_identifier(&s.id)).collect();
+    let has = |n: &str| names.iter().any(|x| x == n);
+    let mut md = String::from("## Plot functions (`toolgate exec --plot PLOT_ID`)\n\n");
+    if specs.is_empty() {
+        md.push_str("No plot functions are available.\n");
+        return md;
+    }
+    md.push_str("With a plot open (`toolgate exec --plot stac://…`; ids from `toolgate catalog search`) the program can also call these functions. Choose the features a call works on with `feature_names` (display names: exact, else a unique substring), `feature_ids`, or `scope` (`\"selection\"` or `\"all\"`).\n\n");
+    md.push_str("- Edits land on a scratch copy of the plot: later calls in the same program see them, the plot itself is untouched while the program runs.\n");
+    md.push_str("- When the program succeeds, its net change is previewed once and applied as one undo step if the person approves; otherwise nothing is applied. Nothing is saved to disk unless the person asks (`--save`).\n");
+    md.push_str("- A function that edits returns `{\"modified\": [feature ids]}`; an analysis returns its result as a dict. A target that matches no feature raises `ValueError`.\n\n");
+    md.push_str("```python\n");
+    md.push_str(python_signatures(specs).trim_end());
+    md.push_str("\n```\n\n");
+    // Run with `--plot` on the demo plot by crates/cli/tests/reference_examples.rs, which
+    // asserts what it prints.
+    if has("set_track_color") && has("track_stats") {
+        md.push_str("Recolour a track and read its statistics in the same program:\n\n```python\nchanged = set_track_color(color=\"red\", feature_names=[\"Contact\"])\nstats = track_stats(feature_names=[\"Contact\"])\nprint(changed[\"modified\"], stats[\"name\"], stats[\"point_count\"])\n```\n");
+    }
     md
 }
 
@@ -444,10 +486,49 @@ mod tests {
         );
         let text = python_signatures(&[s]);
         assert!(
-            text.starts_with("def view(*, path: str, view_range: list[int] | None = None, mode: Literal['a', 'b'] = 'a', strict: bool = False) -> dict:"),
+            text.starts_with("def view(*, path: str, view_range: list[int] | None = None, mode: Literal['a', 'b'] = 'a', strict: bool = False) -> Any:"),
             "{text}"
         );
         assert!(text.contains("\"\"\"Do view. Really."), "{text}");
         assert!(text.contains("path: File to read"), "{text}");
+    }
+
+    #[test]
+    fn return_types_come_from_the_output_schema() {
+        let mut s = spec("glob", json!({"type": "object", "properties": {}}));
+        assert_eq!(python_return_type(&s), "Any");
+        s.annotations.insert(
+            "returns".into(),
+            json!("dict: {stdout: str, stderr: str, returncode: int}"),
+        );
+        assert_eq!(python_return_type(&s), "dict");
+        s.annotations.insert(
+            OUTPUT_SCHEMA.into(),
+            json!({"type": "array", "items": {"type": "string"}}),
+        );
+        assert_eq!(python_return_type(&s), "list[str]");
+        assert!(python_signatures(&[s.clone()]).starts_with("def glob() -> list[str]:"));
+        assert_eq!(manifest_entry(&s, Backend::Monty)["returns"], "list[str]");
+    }
+
+    #[test]
+    fn the_plot_reference_lists_every_function_with_its_parameters() {
+        let specs = [
+            spec(
+                "set-track-color",
+                json!({"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]}),
+            ),
+            spec("track-stats", json!({"type": "object", "properties": {}})),
+        ];
+        let md = plot_functions_reference(&specs);
+        assert!(md.contains("def set_track_color(*, color: str)"), "{md}");
+        assert!(md.contains("def track_stats()"), "{md}");
+        assert!(md.contains("set_track_color(color=\"red\""), "{md}");
+        let md = plot_functions_reference(&specs[1..]);
+        assert!(
+            !md.contains("set_track_color("),
+            "no example for a missing function: {md}"
+        );
+        assert!(plot_functions_reference(&[]).contains("No plot functions"));
     }
 }

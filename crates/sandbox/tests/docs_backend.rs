@@ -21,33 +21,47 @@ fn spec(id: &str, description: &str, schema: Value) -> ToolSpec {
     }
 }
 
+fn returning(mut s: ToolSpec, schema: Value) -> ToolSpec {
+    s.annotations.insert("outputSchema".into(), schema);
+    s
+}
+
 fn workspace_specs() -> Vec<ToolSpec> {
     vec![
-        spec(
-            "view",
-            "Read a file, or list a directory.",
-            json!({"type": "object", "properties": {
-                "path": {"type": "string", "description": "File or directory"},
-                "view_range": {"type": "array", "items": {"type": "integer"}, "description": "[start, end], 1-based"}
-            }, "required": ["path"]}),
+        returning(
+            spec(
+                "view",
+                "Read a file, or list a directory.",
+                json!({"type": "object", "properties": {
+                    "path": {"type": "string", "description": "File or directory"},
+                    "view_range": {"type": "array", "items": {"type": "integer"}, "description": "[start, end], 1-based"}
+                }, "required": ["path"]}),
+            ),
+            json!({"type": "string"}),
         ),
-        spec(
-            "glob",
-            "Find files by pattern.",
-            json!({"type": "object", "properties": {
-                "pattern": {"type": "string", "default": "**/*"},
-                "paths": {"type": "string", "default": "."},
-                "exclude_dirs": {"type": ["array", "null"], "items": {"type": "string"}}
-            }}),
+        returning(
+            spec(
+                "glob",
+                "Find files by pattern.",
+                json!({"type": "object", "properties": {
+                    "pattern": {"type": "string", "default": "**/*"},
+                    "paths": {"type": "string", "default": "."},
+                    "exclude_dirs": {"type": ["array", "null"], "items": {"type": "string"}}
+                }}),
+            ),
+            json!({"type": "array", "items": {"type": "string"}}),
         ),
-        spec(
-            "grep",
-            "Search file contents with a regular expression.",
-            json!({"type": "object", "properties": {
-                "pattern": {"type": "string"},
-                "paths": {"type": "string", "default": "."},
-                "context_lines": {"type": "integer", "default": 0}
-            }, "required": ["pattern"]}),
+        returning(
+            spec(
+                "grep",
+                "Search file contents with a regular expression.",
+                json!({"type": "object", "properties": {
+                    "pattern": {"type": "string"},
+                    "paths": {"type": "string", "default": "."},
+                    "context_lines": {"type": "integer", "default": 0}
+                }, "required": ["pattern"]}),
+            ),
+            json!({"type": "array", "items": {"type": "object"}}),
         ),
         spec(
             "web-fetch",
@@ -64,10 +78,11 @@ fn workspace_specs() -> Vec<ToolSpec> {
 fn signatures_are_valid_looking_python_from_the_schema() {
     let text = python_signatures(&workspace_specs());
     for line in [
-        "def view(*, path: str, view_range: list[int] | None = None) -> dict:",
-        "def glob(*, pattern: str = '**/*', paths: str = '.', exclude_dirs: list[str] | None = None) -> dict:",
-        "def grep(*, pattern: str, paths: str = '.', context_lines: int = 0) -> dict:",
-        "def web_fetch(*, url: str, method: Literal['GET', 'POST'] = 'GET') -> dict:",
+        "def view(*, path: str, view_range: list[int] | None = None) -> str:",
+        "def glob(*, pattern: str = '**/*', paths: str = '.', exclude_dirs: list[str] | None = None) -> list[str]:",
+        "def grep(*, pattern: str, paths: str = '.', context_lines: int = 0) -> list[dict]:",
+        // No output schema: the signature does not pretend to know.
+        "def web_fetch(*, url: str, method: Literal['GET', 'POST'] = 'GET') -> Any:",
     ] {
         assert!(text.contains(line), "missing {line:?} in\n{text}");
     }
@@ -105,13 +120,11 @@ fn the_reference_covers_calls_examples_limits_and_the_subset() {
     ] {
         assert!(md.contains(needle), "missing {needle:?} in\n{md}");
     }
-    // without file tools, no example calls a tool that does not exist
+    // without file tools, no example calls a tool that does not exist (nor one with made-up
+    // arguments that would fail)
     let md = markdown_reference(&workspace_specs()[3..], Backend::Monty);
     assert!(!md.contains("view(path"), "{md}");
-    assert!(
-        md.contains("asyncio.gather(web_fetch(url='example'), "),
-        "{md}"
-    );
+    assert!(!md.contains("## Examples"), "{md}");
 }
 
 /// Answers the documented examples' calls with plausible workspace data.
@@ -130,7 +143,11 @@ impl ToolHost for DocHost {
                 Err(HostError::new(PyExc::FileNotFoundError, "config.json"))
             }
             "view" => Ok(json!("line1\nline2\n")),
-            "grep" => Ok(json!("a.py:1:# TODO one\nb.py:9:# TODO two\n")),
+            // What the real grep returns: one dict per matching line.
+            "grep" => Ok(json!([
+                {"file": "a.py", "line": 1, "text": "# TODO one"},
+                {"file": "b.py", "line": 9, "text": "# TODO two"}
+            ])),
             _ => Err(HostError::new(PyExc::NameError, name)),
         }
     }
@@ -146,11 +163,14 @@ async fn every_documented_example_runs() {
         .filter(|b| !b.starts_with("def "))
         .collect();
     assert_eq!(blocks.len(), 4, "{md}");
-    for code in blocks {
-        let env = run(ExecRequest::new(code), &DocHost).await;
+    for code in &blocks {
+        let env = run(ExecRequest::new(*code), &DocHost).await;
         assert!(env.success, "example failed:\n{code}\n{env:?}");
         assert!(env.tool_calls > 0, "{code}");
     }
+    // The TODO example counts matches, not characters or lines of a string.
+    let env = run(ExecRequest::new(blocks[0]), &DocHost).await;
+    assert!(env.stdout.starts_with("2 TODOs\n"), "{}", env.stdout);
 }
 
 #[test]

@@ -1288,7 +1288,10 @@
         case 'toolCallFinished': {
           const div = lastTool && lastTool.dataset.tool === ev.tool ? lastTool : chatMsg('tool', ev.tool);
           div.querySelector('.tres') ? (div.querySelector('.tres').textContent = ev.result) : div.appendChild(document.createTextNode(`\n${ev.result}`));
-          if (/^(No |Unknown |Invalid |Could not |Nothing |The analyst declined|\"toolId\")/.test(ev.result)) div.classList.add('refused');
+          if (ev.status && ev.status !== 'ok') {
+            div.classList.add(ev.status === 'failed' ? 'failed' : 'refused');
+            div.dataset.status = ev.status;
+          }
           lastTool = null;
           refreshState();
           break;

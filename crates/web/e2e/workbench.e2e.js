@@ -331,6 +331,12 @@ async function main() {
   await page.click('#confirm-decline');
   await waitChatIdle(page);
   assert.match(await page.innerText('#chat-log'), /declined/);
+  // The page styles the outcome from the event's typed status, not from the wording.
+  assert.equal(
+    await page.locator('#chat-log .msg.tool').last().getAttribute('data-status'),
+    'declined',
+    'the declined call is marked from its status field'
+  );
   st = await serverState(page);
   assert.equal(activeOf(st).version, vBefore, 'Decline applies nothing');
   assert.equal(activeOf(st).dirty, false);

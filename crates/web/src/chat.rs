@@ -23,8 +23,16 @@ pub enum ChatEvent {
     TextDelta { text: String },
     /// The model called a tool (shown as it happens).
     ToolCallStarted { tool: String, input: Value },
-    /// The tool's result exactly as the model sees it (errors and refusals included).
-    ToolCallFinished { tool: String, result: String },
+    /// The tool's result exactly as the model sees it (errors and refusals included), with how
+    /// the call ended (`ok`, `refused`, `declined`, `failed`) and why (`no_plot`, `target`, …):
+    /// the page styles refusals from `status`, never from the wording.
+    ToolCallFinished {
+        tool: String,
+        result: String,
+        status: toolgate_core::Status,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
     /// A mutating call needs the person's answer: the page shows the preview with Approve and
     /// Decline, and POSTs the answer to `/api/chat/confirm` with this id.
     ConfirmationAsked { id: String, preview: Preview },
@@ -196,6 +204,8 @@ mod tests {
             ChatEvent::ToolCallFinished {
                 tool: "t".into(),
                 result: "r".into(),
+                status: toolgate_core::Status::Refused,
+                reason: Some("no_plot".into()),
             },
             ChatEvent::ConfirmationAsked {
                 id: "c".into(),

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 use serde_json::Value;
-use toolgate_plot::model;
+use toolgate_plot::model::Feature;
 use toolgate_plot::session::{OpenPlot, Session};
 
 /// The cheap part of the session a page must follow: which plot is active and each open plot's
@@ -75,15 +75,16 @@ pub struct InventoryRow {
 
 impl InventoryRow {
     pub fn of(f: &Value) -> Self {
-        let span = model::time_span(f);
+        let feature = Feature(f);
+        let span = feature.time_span();
         Self {
-            id: model::feature_id(f),
-            name: model::display_name(f),
-            kind: model::kind(f).to_owned(),
-            platform: model::platform(f),
-            start: span.as_ref().map(|s| s.0.clone()),
-            end: span.map(|s| s.1),
-            point_count: model::point_count(f),
+            id: feature.id().unwrap_or_default(),
+            name: feature.display_name(),
+            kind: feature.kind().to_owned(),
+            platform: feature.platform().map(str::to_owned),
+            start: span.map(|s| s.0.to_owned()),
+            end: span.map(|s| s.1.to_owned()),
+            point_count: feature.point_count(),
         }
     }
 }
@@ -108,7 +109,7 @@ impl Serialize for Features<'_> {
         use serde::ser::SerializeSeq;
         let mut seq = s.serialize_seq(Some(self.features.len()))?;
         for f in self.features {
-            if self.map_only && model::kind(f) == "TRACK" {
+            if self.map_only && Feature(f).kind() == "TRACK" {
                 seq.serialize_element(&Trimmed {
                     value: f,
                     at: Trimmed::FEATURE,

@@ -108,6 +108,7 @@ async fn colour(st: &WebState, ids: &[&str], colour: &str) -> String {
             &Fixed(Answer::Approve),
         )
         .await
+        .text
 }
 
 #[tokio::test]
@@ -587,7 +588,8 @@ async fn the_selection_is_the_one_the_agent_tools_use() {
             &json!({"toolId": "set-track-color", "params": {"color": "orange"}}),
             &Fixed(Answer::Approve),
         )
-        .await;
+        .await
+        .text;
     assert!(
         reply.starts_with("Applied Set Track Color to 2 feature(s)"),
         "{reply}"
@@ -598,7 +600,8 @@ async fn the_selection_is_the_one_the_agent_tools_use() {
     assert_eq!(line_colour(&p, "track-collingwood"), "#008000");
     // the summary tool sees it too
     let summary: Value =
-        serde_json::from_str(&st.debrief().summarize(&json!({"selectionOnly": true}))).unwrap();
+        serde_json::from_str(&st.debrief().summarize(&json!({"selectionOnly": true})).text)
+            .unwrap();
     assert_eq!(summary["total"], 2, "{summary}");
     // clearing
     let s = ok(&st, "/api/select", json!({"ids": [], "plotId": ALPHA})).await;
@@ -765,7 +768,7 @@ async fn live_updates_follow_changes_made_directly_on_the_shared_session() {
     let d = st.debrief().clone();
     let reply = d
         .search_plots(&json!({"text": "alpha", "open": true, "startTime": "2026-03-01", "endTime": "2026-03-01T12:00:00Z"}))
-        .await;
+        .await.text;
     assert!(reply.contains("\"opened\""), "{reply}");
     let (_, opened) = next_event(&mut stream, &mut buf, |_, v| v["activePlot"] == ALPHA).await;
     assert_eq!(opened["plots"][0]["version"], 1);
@@ -793,7 +796,8 @@ async fn live_updates_follow_changes_made_directly_on_the_shared_session() {
             &json!({"toolId": "range-bearing", "featureIds": ["track-nelson", "track-contact"]}),
             &Fixed(Answer::Decline),
         )
-        .await;
+        .await
+        .text;
     assert!(reply.starts_with("Ran Range Bearing"), "{reply}");
     let (_, ds) = next_event(&mut stream, &mut buf, |_, v| v["datasets"] == 1).await;
     assert_eq!(ds["plots"][0]["version"], 2);
@@ -814,7 +818,8 @@ async fn datasets_for_the_results_panel() {
             &json!({"toolId": "range-bearing", "featureIds": ["track-nelson", "track-contact"]}),
             &Fixed(Answer::Decline),
         )
-        .await;
+        .await
+        .text;
     assert!(reply.contains("Results panel as result-1"), "{reply}");
     let ds = get(&st, "/api/datasets").await.json();
     let d = &ds["datasets"][0];
@@ -953,6 +958,11 @@ async fn chat_streams_tool_calls_and_asks_before_an_edit() {
             .starts_with("Nothing is selected"),
         "{finished}"
     );
+    assert_eq!(
+        finished["status"], "refused",
+        "typed, not matched from the wording"
+    );
+    assert_eq!(finished["reason"], "target", "{finished}");
     while stream.next().await.is_some() {}
 
     // An analytical call runs without a dialog and fills the Results panel
@@ -1079,7 +1089,8 @@ async fn a_tool_that_fails_leaves_an_error_entry_in_the_results_panel() {
             &json!({"toolId": "track-stats", "featureIds": ["point-rv"]}),
             &Fixed(Answer::Approve),
         )
-        .await;
+        .await
+        .text;
     assert!(!reply.starts_with("Ran "), "{reply}");
     let after = get(&st, "/api/state").await.json();
     assert_eq!(after["datasets"], 1, "{after}");

@@ -47,7 +47,8 @@ async fn external_edit(State(debrief): State<Arc<Debrief>>, Json(body): Json<Val
         .call(agent::RUN_TOOL, &input, &Fixed(Answer::Approve))
         .await
     {
-        Ok(text) | Err(text) => text,
+        Ok(reply) => reply.text,
+        Err(text) => text,
     }
 }
 

@@ -207,9 +207,9 @@ fn view_dir(inner: &Inner, opened: &Opened) -> Result<ToolOutcome, CallError> {
 }
 
 fn exists_error(rel: &str) -> CallError {
-    CallError::invalid(format!(
-        "FileExistsError: \"{rel}\" already exists — use edit to modify it."
-    ))
+    CallError::AlreadyExists {
+        message: format!("\"{rel}\" already exists — use edit to modify it."),
+    }
 }
 
 pub fn create(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, CallError> {
@@ -460,7 +460,11 @@ mod tests {
         )
         .await
         .unwrap_err();
-        assert!(err.to_string().contains("already exists"), "{err}");
+        assert!(
+            matches!(err, CallError::AlreadyExists { .. })
+                && err.to_string().contains("already exists"),
+            "{err:?}"
+        );
         assert_eq!(
             std::fs::read_to_string(root.join("new/dir/f.txt")).unwrap(),
             "héllo"

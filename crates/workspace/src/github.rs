@@ -81,7 +81,7 @@ pub fn github_api(
                 if config.http_writes_enabled {
                     ""
                 } else {
-                    " Write methods need the workspace setting http_writes_enabled."
+                    crate::web::ENABLE_HTTP_WRITES
                 }
             ),
         });
@@ -210,6 +210,9 @@ fn scrub(e: CallError, token: Option<&str>) -> CallError {
             message: clean(message),
         },
         CallError::NotFound { message } => CallError::NotFound {
+            message: clean(message),
+        },
+        CallError::AlreadyExists { message } => CallError::AlreadyExists {
             message: clean(message),
         },
         CallError::PermissionDenied { message } => CallError::PermissionDenied {

@@ -273,7 +273,7 @@ pub fn all(config: &WorkspaceConfig) -> Vec<ToolSpec> {
             if config.web_fetch_enabled {
                 ""
             } else {
-                "DISABLED in this workspace: calls fail until web_fetch_enabled is set."
+                "DISABLED in this workspace: calls fail until a person sets `web_fetch = true` in the `[workspace]` table of the user config file."
             },
             if writes {
                 ""
@@ -329,7 +329,54 @@ pub fn all(config: &WorkspaceConfig) -> Vec<ToolSpec> {
             &["endpoint"],
         ),
     );
-    vec![
+    let mut all = vec![
         view, create, edit, glob, grep, bash, sql, web_fetch, github_api,
-    ]
+    ];
+    for spec in &mut all {
+        if let Some(schema) = output_schema(&spec.id) {
+            spec.annotations.insert("outputSchema".to_owned(), schema);
+        }
+    }
+    all
+}
+
+/// The JSON Schema of what each tool's call returns to a program (the outcome's data), which
+/// the sandbox turns into the return annotation of its Python signature
+/// (`toolgate_sandbox::python_return_type`). crates/cli/tests/reference_examples.rs checks each
+/// against a real call.
+fn output_schema(id: &str) -> Option<Value> {
+    let text = json!({"type": "string"});
+    Some(match id {
+        "view" | "create" | "edit" | "web_fetch" | "github_api" => text,
+        "glob" => json!({"type": "array", "items": {"type": "string"}}),
+        "grep" => json!({"type": "array", "items": {
+            "type": "object",
+            "properties": {
+                "file": {"type": "string"},
+                "line": {"type": "integer"},
+                "text": {"type": "string"},
+                "context": {"type": "boolean"}
+            },
+            "required": ["file", "line", "text"]
+        }}),
+        "bash" => json!({
+            "type": "object",
+            "properties": {
+                "stdout": {"type": "string"},
+                "stderr": {"type": "string"},
+                "returncode": {"type": "integer"}
+            },
+            "required": ["stdout", "stderr", "returncode"]
+        }),
+        "sql" => json!({
+            "type": "object",
+            "properties": {
+                "columns": {"type": "array", "items": {"type": "string"}},
+                "rows": {"type": "array", "items": {"type": "array"}},
+                "rows_affected": {"type": "integer"},
+                "truncated": {"type": "string"}
+            }
+        }),
+        _ => return None,
+    })
 }

@@ -368,6 +368,14 @@ const FORBIDDEN_HEADERS: &[&str] = &[
     "proxy-connection",
 ];
 
+/// How a person turns web_fetch on: the key of the CodeAct config file
+/// (`toolgate_sandbox::config`, `[workspace]` table), which is what people edit; the
+/// `WorkspaceConfig` field it sets has another name.
+pub(crate) const ENABLE_WEB_FETCH: &str = "A person can enable it in the user config file ($TOOLGATE_CONFIG, else ~/.config/toolgate/config.toml) with `web_fetch = true` in its `[workspace]` table (a project's .toolgate/config.toml counts only after `toolgate trust`).";
+
+/// The same for write methods in web_fetch and github_api.
+pub(crate) const ENABLE_HTTP_WRITES: &str = " Write methods need `http_writes = true` in the `[workspace]` table of the user config file ($TOOLGATE_CONFIG, else ~/.config/toolgate/config.toml).";
+
 pub fn web_fetch(
     inner: &Inner,
     map: &Map<String, Value>,
@@ -375,9 +383,9 @@ pub fn web_fetch(
 ) -> Result<ToolOutcome, CallError> {
     let config = &inner.config;
     if !config.web_fetch_enabled {
-        return Err(refused(
-            "web_fetch is disabled in this workspace: network access is off by default. A person can enable it with the workspace setting web_fetch_enabled = true.".to_owned(),
-        ));
+        return Err(refused(format!(
+            "web_fetch is disabled in this workspace: network access is off by default. {ENABLE_WEB_FETCH}"
+        )));
     }
     let p = Params::new("web_fetch", map);
     let raw_url = p.str_req("url")?;
@@ -397,7 +405,7 @@ pub fn web_fetch(
             if config.http_writes_enabled {
                 ""
             } else {
-                " Write methods need the workspace setting http_writes_enabled."
+                ENABLE_HTTP_WRITES
             }
         )));
     };
@@ -1013,7 +1021,7 @@ pub(crate) mod tests {
         )
         .await
         .unwrap_err();
-        assert!(err.to_string().contains("http_writes_enabled"), "{err}");
+        assert!(err.to_string().contains("`http_writes = true`"), "{err}");
         let err = run(
             &t,
             "web_fetch",

@@ -135,7 +135,7 @@ async def main():
             check("applied", plot.get("status") == "applied" and env.get("success") is True and not r.is_error, env)
         else:
             check("one confirmation was asked", len(asked) == 1 and names_both(asked[0]), asked)
-            check("declined: nothing applied, and the result says so", plot.get("status") == "declined" and env.get("success") is False and r.is_error and "nothing was applied" in plot.get("message", ""), env)
+            check("declined: nothing applied, and the result says so (an answer, not an error)", plot.get("status") == "declined" and env.get("success") is False and not r.is_error and "nothing was applied" in plot.get("message", ""), env)
 
         s = await summary(c)
         applied = args.confirm != "decline"

@@ -98,11 +98,14 @@ async def main():
         # F1 first: nothing is open in a fresh session.
         r = await c.call_tool("debrief_runTool", {"toolId": "set-track-color", "params": {"color": "red"}})
         check("F1 no plot open", "No plot is open" in text(r), text(r))
+        check("F1 is a typed refusal: isError", r.is_error is True, r)
+        check("F1 carries its kind", (r.meta or {}).get("io.toolgate/status", {}).get("reason") == "no_plot", r.meta)
 
         # H1
         r = await c.call_tool("debrief_searchPlots", {"text": "Alpha — Day 1", "open": True})
         reply = json.loads(text(r))
         check("H1 search opens the plot", reply.get("opened") == PLOT, reply)
+        check("H1 a success is not an error", r.is_error is False, r)
 
         # H2
         r = await c.call_tool("debrief_summarizeCurrentPlot", {})
@@ -141,6 +144,7 @@ async def main():
         else:
             check("H3 elicitation was asked", len(asked) == 1, asked)
             check("H3 declined: nothing changed", "declined" in t and "nothing was run or changed" in t, t)
+            check("H3 a decline is an answer, typed", r.is_error is False and (r.meta or {}).get("io.toolgate/status", {}).get("status") == "declined", r)
         r = await c.call_tool("debrief_summarizeCurrentPlot", {})
         dirty = json.loads(text(r)).get("dirty")
         check("dirty flag matches the answer", bool(dirty) == (args.confirm != "decline"), text(r)[:400])
@@ -158,10 +162,19 @@ async def main():
         # F2 nothing selected
         r = await c.call_tool("debrief_runTool", {"toolId": "set-track-color", "params": {"color": "red"}, "scope": "selection"})
         check("F2 nothing selected", "nothing is selected" in text(r).lower(), text(r))
+        check("F2 is a typed refusal: isError", r.is_error is True, r)
+        # The seed's case: no scope at all, nothing selected — a mutation is not guessed.
+        r = await c.call_tool("debrief_runTool", {"toolId": "set-track-color", "params": {"color": "red"}})
+        check("F2 default target of a mutation is not 'all'", r.is_error is True and "I will not guess" in text(r), text(r))
 
         # F3 invented tool
         r = await c.call_tool("debrief_runTool", {"toolId": "make-it-pretty", "params": {}})
         check("F3 unknown tool id", "Unknown tool id" in text(r), text(r))
+        check("F3 is a typed refusal: isError", r.is_error is True and (r.meta or {}).get("io.toolgate/status", {}).get("reason") == "unknown_tool", r)
+        r = await c.call_tool("debrief_runTool", {"toolId": "set-track-color", "params": {"colour": "red"}, "scope": "all"})
+        check("invalid parameters are a typed refusal", r.is_error is True and "unknown parameter" in text(r), text(r))
+        r = await c.call_tool("debrief_runTool", {"toolId": "set-track-color", "params": {"color": "red"}, "featureNames": ["Nobody At All"]})
+        check("an unknown feature name is a typed refusal", r.is_error is True and (r.meta or {}).get("io.toolgate/status", {}).get("reason") == "target", text(r))
 
         # run_code: a program that calls a tool and returns a value
         r = await c.call_tool("run_code", {"code": "x = [n * 2 for n in range(5)]\nsum(x)"})

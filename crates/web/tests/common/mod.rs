@@ -147,11 +147,14 @@ impl ChatBackend for Scripted {
                 input: input.clone(),
             })
             .await;
-        let result = self.debrief.run_tool(&input, confirmer.as_ref()).await;
+        let reply = self.debrief.run_tool(&input, confirmer.as_ref()).await;
+        let result = reply.text.clone();
         let _ = events
             .send(ChatEvent::ToolCallFinished {
                 tool: "debrief_runTool".to_owned(),
                 result: result.clone(),
+                status: reply.status,
+                reason: reply.reason,
             })
             .await;
         let _ = events

@@ -6,6 +6,7 @@ use chrono::{DateTime, NaiveDateTime, SecondsFormat};
 use geo::{Bearing, Destination, Distance, Haversine, Point};
 use serde_json::{Map, Value, json};
 use toolgate_core::{CallError, ChangeSet, Edit, OutputKind, ToolCall, ToolOutcome, ToolSpec};
+use toolgate_feature::Feature;
 
 pub(crate) const METRES_PER_NM: f64 = 1852.0;
 pub(crate) const METRES_PER_KM: f64 = 1000.0;
@@ -155,58 +156,15 @@ fn json_type(v: &Value) -> &'static str {
     }
 }
 
-pub(crate) fn props(f: &Value) -> Option<&Map<String, Value>> {
-    f.get("properties").and_then(Value::as_object)
-}
-
-fn prop_str<'a>(f: &'a Value, key: &str) -> Option<&'a str> {
-    props(f)
-        .and_then(|p| p.get(key))
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-}
-
-/// `properties.kind`, or "" when absent.
-pub(crate) fn kind(f: &Value) -> &str {
-    prop_str(f, "kind").unwrap_or_default()
-}
-
-/// The feature's id: top-level `id` (string or number), else `properties.id`.
-pub(crate) fn feature_id(f: &Value) -> Option<String> {
-    match f.get("id") {
-        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
-        Some(Value::Number(n)) => Some(n.to_string()),
-        _ => prop_str(f, "id").map(str::to_owned),
-    }
-}
-
-/// The name a person knows the feature by.
-pub(crate) fn display_name(f: &Value) -> String {
-    const KEYS: &[&str] = &[
-        "display_name",
-        "name",
-        "platform_name",
-        "platform_id",
-        "label",
-        "text",
-    ];
-    KEYS.iter()
-        .find_map(|k| prop_str(f, k))
-        .map(str::to_owned)
-        .or_else(|| feature_id(f))
-        .unwrap_or_else(|| "(unnamed)".to_owned())
-}
-
 /// `POINT "Datum A"`.
 pub(crate) fn describe(f: &Value) -> String {
-    let k = kind(f);
+    let k = Feature(f).kind();
     let k = if k.is_empty() {
         "feature without a kind"
     } else {
         k
     };
-    format!("{k} \"{}\"", display_name(f))
+    format!("{k} \"{}\"", Feature(f).display_name())
 }
 
 /// "A", "A and B", "A, B and C", "A, B, C, D, E and 3 more".
@@ -263,7 +221,7 @@ impl Selection<'_> {
 }
 
 fn require_ids(title: &str, features: &[&Value]) -> Result<(), CallError> {
-    match features.iter().find(|f| feature_id(f).is_none()) {
+    match features.iter().find(|f| Feature(f).id().is_none()) {
         Some(f) => Err(CallError::invalid(format!(
             "{title} cannot change {} because it has no id; every feature needs a string \"id\"",
             describe(f)
@@ -278,8 +236,9 @@ pub(crate) fn select_multi<'a>(
     features: &[&'a Value],
     kinds: &[&str],
 ) -> Result<Selection<'a>, CallError> {
-    let (matched, skipped): (Vec<&Value>, Vec<&Value>) =
-        features.iter().partition(|f| kinds.contains(&kind(f)));
+    let (matched, skipped): (Vec<&Value>, Vec<&Value>) = features
+        .iter()
+        .partition(|f| kinds.contains(&Feature(f).kind()));
     if matched.is_empty() {
         return Err(CallError::invalid(format!(
             "{title} needs at least one {} feature; {}",
@@ -298,7 +257,7 @@ pub(crate) fn select_single<'a>(
     kinds: &[&str],
 ) -> Result<&'a Value, CallError> {
     match features {
-        [one] if kinds.contains(&kind(one)) => {
+        [one] if kinds.contains(&Feature(one).kind()) => {
             require_ids(title, features)?;
             Ok(one)
         }
@@ -317,7 +276,7 @@ pub(crate) fn select_exactly<'a>(
     kinds: &[&str],
     n: usize,
 ) -> Result<Vec<&'a Value>, CallError> {
-    if features.len() == n && features.iter().all(|f| kinds.contains(&kind(f))) {
+    if features.len() == n && features.iter().all(|f| kinds.contains(&Feature(f).kind())) {
         return Ok(features.to_vec());
     }
     Err(CallError::invalid(format!(
@@ -565,11 +524,15 @@ pub(crate) fn map_positions(v: &mut Value, f: &mut dyn FnMut(Coord) -> Coord) ->
 
 /// A `[lon, lat]` property (CIRCLE `center`, VECTOR `origin`).
 pub(crate) fn coord_prop(f: &Value, key: &str) -> Option<Coord> {
-    props(f).and_then(|p| p.get(key)).and_then(coord_of)
+    Feature(f)
+        .properties()
+        .and_then(|p| p.get(key))
+        .and_then(coord_of)
 }
 
 pub(crate) fn number_prop(f: &Value, key: &str) -> Option<f64> {
-    props(f)
+    Feature(f)
+        .properties()
         .and_then(|p| p.get(key))
         .and_then(Value::as_f64)
         .filter(|x| x.is_finite())
@@ -720,13 +683,14 @@ impl<'a> Track<'a> {
         for v in lines {
             push(v);
         }
-        let positions: &[Value] = props(feature)
+        let positions: &[Value] = Feature(feature)
+            .properties()
             .and_then(|p| p.get("positions"))
             .and_then(Value::as_array)
             .map_or(&[], Vec::as_slice);
         Track {
-            id: feature_id(feature).unwrap_or_default(),
-            name: display_name(feature),
+            id: Feature(feature).id().unwrap_or_default(),
+            name: Feature(feature).display_name(),
             coords,
             positions,
             legacy_times,
@@ -847,7 +811,7 @@ pub(crate) fn change(
     let edits = features
         .into_iter()
         .map(|item| Edit::Upsert {
-            id: feature_id(&item).unwrap_or_default(),
+            id: Feature(&item).id().unwrap_or_default(),
             item,
         })
         .collect();
@@ -871,7 +835,7 @@ pub(crate) fn analysis(kind: &str, summary: String, data: Value) -> ToolOutcome 
 
 /// `{"modified": [ids]}`.
 pub(crate) fn modified_data(features: &[Value]) -> Value {
-    json!({ "modified": features.iter().filter_map(feature_id).collect::<Vec<_>>() })
+    json!({ "modified": features.iter().filter_map(|f| Feature(f).id()).collect::<Vec<_>>() })
 }
 
 #[cfg(test)]

@@ -112,7 +112,7 @@ pub(crate) fn rectangle(id: &str, name: &str, b: [f64; 4]) -> Value {
 pub(crate) fn boat1() -> Value {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/stac/core--boat1/features.geojson"
+        "/tests/fixtures/core--boat1/features.geojson"
     );
     let text = std::fs::read_to_string(path).unwrap();
     let fc: Value = serde_json::from_str(&text).unwrap();

@@ -9,20 +9,20 @@ use serde_json::{Value, json};
 use super::lex::{fmt_time, parse_f64, slug};
 use super::{PlatformRecord, RepError, parse_rep};
 
-const BOAT1: &str = include_str!("../../tests/fixtures/rep/valid/boat1.rep");
-const BOAT2: &str = include_str!("../../tests/fixtures/rep/valid/boat2.rep");
-const NARRATIVE: &str = include_str!("../../tests/fixtures/rep/valid/narrative.rep");
-const BAD_COORDINATES: &str = include_str!("../../tests/fixtures/rep/invalid/bad_coordinates.rep");
-const BAD_TIMESTAMP: &str = include_str!("../../tests/fixtures/rep/invalid/bad_timestamp.rep");
-const TRUNCATED: &str = include_str!("../../tests/fixtures/rep/invalid/truncated.rep");
-const BOAT1_GEOJSON: &str = include_str!("../../tests/fixtures/stac/core--boat1/features.geojson");
-const BOAT1_ITEM: &str = include_str!("../../tests/fixtures/stac/core--boat1/item.json");
+const BOAT1: &str = include_str!("../tests/fixtures/rep/valid/boat1.rep");
+const BOAT2: &str = include_str!("../tests/fixtures/rep/valid/boat2.rep");
+const NARRATIVE: &str = include_str!("../tests/fixtures/rep/valid/narrative.rep");
+const BAD_COORDINATES: &str = include_str!("../tests/fixtures/rep/invalid/bad_coordinates.rep");
+const BAD_TIMESTAMP: &str = include_str!("../tests/fixtures/rep/invalid/bad_timestamp.rep");
+const TRUNCATED: &str = include_str!("../tests/fixtures/rep/invalid/truncated.rep");
+const BOAT1_GEOJSON: &str = include_str!("../tests/fixtures/core--boat1/features.geojson");
+const BOAT1_ITEM: &str = include_str!("../tests/fixtures/core--boat1/item.json");
 /// Every command and position-line variant the importer knows, and the features file that the
 /// `serde_json::Value`-building importer (before the typed output) wrote for it with
 /// `toolgate import`.
-const EVERY_COMMAND: &str = include_str!("../../tests/fixtures/rep/golden/every_command.rep");
+const EVERY_COMMAND: &str = include_str!("../tests/fixtures/rep/golden/every_command.rep");
 const EVERY_COMMAND_GEOJSON: &str =
-    include_str!("../../tests/fixtures/rep/golden/every_command.features.geojson");
+    include_str!("../tests/fixtures/rep/golden/every_command.features.geojson");
 
 fn kind(f: &Value) -> &str {
     f["properties"]["kind"].as_str().unwrap()

@@ -2,10 +2,11 @@
 
 use serde_json::{Value, json};
 use toolgate_core::{CallError, ToolCall, ToolOutcome, ToolSpec};
+use toolgate_feature::Feature;
 
 use super::common::{
     Coord, Def, METRES_PER_KM, SHAPE_KINDS, change, coord_prop, describe, destination, f64_or,
-    geometry_coords, humanise, kind, map_geometry, map_positions, modified_data, multi, name_list,
+    geometry_coords, humanise, map_geometry, map_positions, modified_data, multi, name_list,
     normalise_lon, number_prop, props_mut, select_multi, subject, vertex_mean,
 };
 
@@ -191,7 +192,7 @@ pub(crate) fn enlarge_shape(call: &ToolCall) -> Result<ToolOutcome, CallError> {
         if let Some(g) = feature.get_mut("geometry") {
             map_geometry(g, &mut scale);
         }
-        let shape_kind = kind(f).to_owned();
+        let shape_kind = Feature(f).kind().to_owned();
         let props = props_mut(&mut feature)?;
         for key in ["center", "origin"] {
             if let Some(v) = props.get_mut(key) {
@@ -223,7 +224,7 @@ pub(crate) fn enlarge_shape(call: &ToolCall) -> Result<ToolOutcome, CallError> {
 
 /// A CIRCLE's `center`, else the mean of the geometry's vertices.
 fn shape_centre(f: &Value) -> Option<Coord> {
-    if kind(f) == "CIRCLE"
+    if Feature(f).kind() == "CIRCLE"
         && let Some(c) = coord_prop(f, "center")
     {
         return Some(c);
@@ -237,8 +238,8 @@ fn shape_centre(f: &Value) -> Option<Coord> {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::super::common::distance_m;
-    use super::super::tests::{call, circle, edited, rectangle, track};
     use super::*;
+    use crate::tests::{call, circle, edited, rectangle, track};
 
     #[test]
     fn move_five_km_east() {

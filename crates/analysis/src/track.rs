@@ -286,8 +286,8 @@ fn trimmed_feature(f: &Value, track: &Track<'_>, keep: &[bool]) -> Result<Value,
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
-    use super::super::tests::{boat1, call, edited, point, track, track_from};
     use super::*;
+    use crate::tests::{boat1, call, edited, point, track, track_from};
 
     #[test]
     fn due_east_one_minute_apart() {

@@ -13,12 +13,12 @@ use std::process::{Command, Stdio};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Map, Value, json};
+use toolgate_analysis::run;
 use toolgate_core::ToolCall;
-use toolgate_plot::tools::run;
 
 const FIXTURE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/stac/core--boat1/features.geojson"
+    "/tests/fixtures/core--boat1/features.geojson"
 );
 
 /// The track-stats computation of debrief-calc, inline: point count, duration, haversine

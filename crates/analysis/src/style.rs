@@ -2,11 +2,12 @@
 
 use serde_json::{Value, json};
 use toolgate_core::{CallError, ToolCall, ToolOutcome, ToolSpec};
+use toolgate_feature::Feature;
 
 use super::common::{
-    DURATION_PATTERN, DURATION_PRESETS, Def, check_colour, colour_schema, display_name,
-    duration_seconds, modified_data, multi, name_list, object_entry, opt_str, props_mut,
-    select_multi, str_or, subject,
+    DURATION_PATTERN, DURATION_PRESETS, Def, check_colour, colour_schema, duration_seconds,
+    modified_data, multi, name_list, object_entry, opt_str, props_mut, select_multi, str_or,
+    subject,
 };
 
 pub(crate) const SET_TRACK_COLOR: &str = "set-track-color";
@@ -115,7 +116,7 @@ fn restyle(
     for f in &selection.matched {
         let mut feature = (*f).clone();
         edit(props_mut(&mut feature)?)?;
-        names.push(display_name(f));
+        names.push(Feature(f).display_name());
         changed.push(feature);
     }
     let label = format!("{describe_change} on {}", name_list(&names));
@@ -231,8 +232,8 @@ pub(crate) fn symbol_interval(call: &ToolCall) -> Result<ToolOutcome, CallError>
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
-    use super::super::tests::{call, edited, point, track};
     use super::*;
+    use crate::tests::{call, edited, point, track};
     use toolgate_core::Edit;
 
     #[test]

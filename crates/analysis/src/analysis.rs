@@ -3,12 +3,13 @@
 use geo::{ConvexHull, GeodesicArea};
 use serde_json::{Map, Value, json};
 use toolgate_core::{CallError, ToolCall, ToolOutcome, ToolSpec};
+use toolgate_feature::Feature;
 
 use super::common::{
     Coord, Def, METRES_PER_KM, METRES_PER_MILE, METRES_PER_NM, Track, analysis, bbox, bearing_deg,
-    bool_or, coord_prop, describe, destination, display_name, distance_m, feature_id, format_time,
-    geometry_coords, humanise, kind, multi, name_list, number_prop, opt_f64, round_to,
-    select_exactly, select_multi, select_single, single, str_or, subject, unwrap_lon, vertex_mean,
+    bool_or, coord_prop, describe, destination, distance_m, format_time, geometry_coords, humanise,
+    multi, name_list, number_prop, opt_f64, round_to, select_exactly, select_multi, select_single,
+    single, str_or, subject, unwrap_lon, vertex_mean,
 };
 
 pub(crate) const TRACK_STATS: &str = "track-stats";
@@ -205,7 +206,7 @@ fn fixed_point(f: &Value) -> Option<Coord> {
 }
 
 fn range_subject<'a>(title: &str, f: &'a Value) -> Result<Subject<'a>, CallError> {
-    if kind(f) == "TRACK" {
+    if Feature(f).kind() == "TRACK" {
         let track = Track::parse(f);
         let timed = track.times().iter().filter(|t| t.is_some()).count();
         if timed == 0 {
@@ -223,7 +224,7 @@ fn range_subject<'a>(title: &str, f: &'a Value) -> Result<Subject<'a>, CallError
         ))
     })?;
     Ok(Subject::Fixed {
-        name: display_name(f),
+        name: Feature(f).display_name(),
         at,
     })
 }
@@ -367,8 +368,8 @@ pub(crate) fn range_bearing(call: &ToolCall) -> Result<ToolOutcome, CallError> {
         )
     };
     let data = json!({
-        "from": {"id": feature_id(a), "name": from.name()},
-        "to": {"id": feature_id(b), "name": to.name()},
+        "from": {"id": Feature(a).id(), "name": from.name()},
+        "to": {"id": Feature(b).id(), "name": to.name()},
         "count": series.len(),
         "min": at(min),
         "max": at(max),
@@ -384,7 +385,7 @@ pub(crate) fn range_bearing(call: &ToolCall) -> Result<ToolOutcome, CallError> {
 /// points.
 fn extent_coords(f: &Value) -> Vec<Coord> {
     let mut coords = f.get("geometry").map(geometry_coords).unwrap_or_default();
-    if kind(f) == "CIRCLE"
+    if Feature(f).kind() == "CIRCLE"
         && coords.len() <= 1
         && let (Some(c), Some(r)) = (coord_prop(f, "center"), number_prop(f, "radius"))
     {
@@ -410,8 +411,11 @@ pub(crate) fn area_summary(call: &ToolCall) -> Result<ToolOutcome, CallError> {
     let mut by_kind: Map<String, Value> = Map::new();
     for f in &selection.matched {
         coords.extend(extent_coords(f));
-        let n = by_kind.get(kind(f)).and_then(Value::as_u64).unwrap_or(0);
-        by_kind.insert(kind(f).to_owned(), json!(n + 1));
+        let n = by_kind
+            .get(Feature(f).kind())
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        by_kind.insert(Feature(f).kind().to_owned(), json!(n + 1));
     }
     let Some([west, south, east, north]) = bbox(&coords) else {
         let names: Vec<String> = selection.matched.iter().map(|f| describe(f)).collect();
@@ -458,7 +462,11 @@ pub(crate) fn area_summary(call: &ToolCall) -> Result<ToolOutcome, CallError> {
             json!([round_to(mid_lon, 6), round_to(mid_lat, 6)]),
         );
     }
-    let names: Vec<String> = selection.matched.iter().map(|f| display_name(f)).collect();
+    let names: Vec<String> = selection
+        .matched
+        .iter()
+        .map(|f| Feature(f).display_name())
+        .collect();
     let summary = format!(
         "{}: {:.1} x {:.1} nm, bounding box {:.1} sq nm, hull {:.1} sq nm{}",
         name_list(&names),
@@ -562,8 +570,8 @@ pub(crate) fn speed_filter(call: &ToolCall) -> Result<ToolOutcome, CallError> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
-    use super::super::tests::{boat1, call, circle, point, rectangle, track, track_from};
     use super::*;
+    use crate::tests::{boat1, call, circle, point, rectangle, track, track_from};
 
     #[test]
     fn track_stats_on_boat1() {

@@ -6,12 +6,12 @@ use std::collections::HashMap;
 use geo::{ConvexHull, Intersects};
 use serde_json::{Value, json};
 use toolgate_core::{CallError, ToolCall, ToolOutcome, ToolSpec};
+use toolgate_feature::Feature;
 
 use super::common::{
     Coord, Def, METRES_PER_NM, Track, analysis, bbox, change, coord_prop, describe, destination,
-    display_name, distance_m, feature_id, geometry_coords, humanise, kind, multi, name_list,
-    normalise_lon, number_prop, opt_f64, opt_u64, polygons, props, round_to, select_single, single,
-    str_or, subject, unwrap_lon,
+    distance_m, geometry_coords, humanise, multi, name_list, normalise_lon, number_prop, opt_f64,
+    opt_u64, polygons, round_to, select_single, single, str_or, subject, unwrap_lon,
 };
 
 pub(crate) const BUFFER_ZONE_GENERATOR: &str = "buffer-zone-generator";
@@ -249,12 +249,14 @@ struct Zone {
 }
 
 fn zones_of(f: &Value) -> Vec<Zone> {
-    let defs = props(f)
+    let defs = Feature(f)
+        .properties()
         .and_then(|p| p.get("zones"))
         .and_then(Value::as_array)
         .map_or(&[][..], Vec::as_slice);
-    let feature_name = display_name(f);
-    let feature_colour = props(f)
+    let feature_name = Feature(f).display_name();
+    let feature_colour = Feature(f)
+        .properties()
         .and_then(|p| p.get("style"))
         .and_then(|s| s.get("fill_color").or_else(|| s.get("color")))
         .and_then(Value::as_str)
@@ -286,7 +288,7 @@ fn zones_of(f: &Value) -> Vec<Zone> {
             Zone {
                 name,
                 colour,
-                feature_id: feature_id(f).unwrap_or_default(),
+                feature_id: Feature(f).id().unwrap_or_default(),
                 polygon,
             }
         })
@@ -295,16 +297,18 @@ fn zones_of(f: &Value) -> Vec<Zone> {
 
 /// The name of point `i` of a POINT feature.
 fn point_name(f: &Value, i: usize, many: bool) -> String {
-    let meta = props(f).and_then(|p| p.get("point_metadata").or_else(|| p.get("pointMetadata")));
+    let meta = Feature(f)
+        .properties()
+        .and_then(|p| p.get("point_metadata").or_else(|| p.get("pointMetadata")));
     meta.and_then(|m| m.get(i))
         .and_then(|m| m.get("name"))
         .and_then(Value::as_str)
         .map(str::to_owned)
         .unwrap_or_else(|| {
             if many {
-                format!("{} #{}", display_name(f), i + 1)
+                format!("{} #{}", Feature(f).display_name(), i + 1)
             } else {
-                display_name(f)
+                Feature(f).display_name()
             }
         })
 }
@@ -315,12 +319,12 @@ pub(crate) fn point_in_zone_classifier(call: &ToolCall) -> Result<ToolOutcome, C
     let points: Vec<&Value> = features
         .iter()
         .copied()
-        .filter(|f| kind(f) == "POINT")
+        .filter(|f| Feature(f).kind() == "POINT")
         .collect();
     let zone_features: Vec<&Value> = features
         .iter()
         .copied()
-        .filter(|f| kind(f) == "ZONE")
+        .filter(|f| Feature(f).kind() == "ZONE")
         .collect();
     if points.is_empty() || zone_features.is_empty() {
         let got: Vec<String> = features.iter().map(|f| describe(f)).collect();
@@ -368,7 +372,7 @@ pub(crate) fn point_in_zone_classifier(call: &ToolCall) -> Result<ToolOutcome, C
                     }
                 };
             rows.push(json!({
-                "feature_id": feature_id(f),
+                "feature_id": Feature(f).id(),
                 "index": i,
                 "name": point_name(f, i, many),
                 "lon": c[0],
@@ -584,8 +588,8 @@ pub(crate) fn generate_reference_points(call: &ToolCall) -> Result<ToolOutcome, 
             describe(shape)
         )));
     }
-    let source_id = feature_id(shape).unwrap_or_default();
-    let shape_name = display_name(shape);
+    let source_id = Feature(shape).id().unwrap_or_default();
+    let shape_name = Feature(shape).display_name();
     let new_id = format!("{source_id}-ref-{pattern}");
     let metadata: Vec<Value> = (0..coords.len())
         .map(|i| json!({"index": i, "name": format!("Ref {}", i + 1)}))
@@ -622,8 +626,8 @@ pub(crate) fn generate_reference_points(call: &ToolCall) -> Result<ToolOutcome, 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
-    use super::super::tests::{boat1, call, circle, edited, point, rectangle, track};
     use super::*;
+    use crate::tests::{boat1, call, circle, edited, point, rectangle, track};
 
     fn zone_from(out: &ToolOutcome) -> Value {
         edited(out).into_iter().next().unwrap()
