@@ -431,7 +431,7 @@ pub fn plot_functions_reference(specs: &[ToolSpec]) -> String {
         md.push_str("No plot functions are available.\n");
         return md;
     }
-    md.push_str("With a plot open (`toolgate exec --plot stac://…`; ids from `toolgate catalog search`) the program can also call these functions. Choose the features a call works on with `feature_names` (display names: exact, else a unique substring), `feature_ids`, or `scope` (`\"selection\"` or `\"all\"`).\n\n");
+    md.push_str("With a plot open (`toolgate exec --plot stac://…`; ids from `toolgate catalog search`) the program can also call these functions. Choose the features a call works on with `feature_names` (display names: exact, else a unique substring), `feature_ids`, or `scope` (`\"selection\"` or `\"all\"`). An edit with none of these and nothing selected raises `ValueError` (toolgate does not guess what to change); an analysis defaults to every feature.\n\n");
     md.push_str("- Edits land on a scratch copy of the plot: later calls in the same program see them, the plot itself is untouched while the program runs.\n");
     md.push_str("- When the program succeeds, its net change is previewed once and applied as one undo step if the person approves; otherwise nothing is applied. Nothing is saved to disk unless the person asks (`--save`).\n");
     md.push_str("- A function that edits returns `{\"modified\": [feature ids]}`; an analysis returns its result as a dict. A target that matches no feature raises `ValueError`.\n\n");
