@@ -178,17 +178,19 @@ pub fn tool_filter() -> Result<toolgate_core::ToolFilter> {
     Ok(config.tool_filter())
 }
 
-/// The registry CodeAct programs see: the workspace tools confined to `root`, plus the command
-/// and custom tools from the config files. (`exec --plot` adds the plot tools over a scratch copy.)
-pub async fn codeact_registry(root: &Path) -> Result<Registry> {
-    // CodeAct config (user file, <root>/.toolgate/config.toml, env), workspace, command and
-    // custom tools: see crate::exec::setup.
-    let config = crate::exec::load_config(root)?;
-    let mut registry = Registry::new()
-        .with_discovery_hint("Call `toolgate tools list --markdown` (or read the tools reference) for the available functions.")
-        .with_filter(config.tool_filter());
-    crate::exec::register_codeact_tools(&mut registry, root, &config).await?;
-    Ok(registry)
+/// How the CodeAct runtime finds the user's config and reports configuration warnings.
+pub fn codeact_host() -> toolgate_codeact::Host {
+    toolgate_codeact::Host {
+        user_config: paths::user_config(),
+        warn: |message| eprintln!("toolgate: warning: {message}"),
+    }
+}
+
+/// The tools CodeAct programs see: the workspace tools confined to `root`, plus the command
+/// and custom tools from the config files (`exec --plot` and `run_code` with an open plot add
+/// the plot tools over a scratch copy).
+pub async fn codeact_tools(root: &Path) -> Result<toolgate_codeact::Tools> {
+    Ok(toolgate_codeact::Tools::open(root, &codeact_host()).await?)
 }
 
 pub fn open_store(args: &StoreArgs) -> Result<StacStore> {
@@ -262,7 +264,7 @@ pub async fn tools(command: ToolsCommand) -> Result<i32> {
     };
     let mut registry = match surface {
         Surface::Debrief => debrief_registry().await?,
-        Surface::Codeact | Surface::All => codeact_registry(&root).await?,
+        Surface::Codeact | Surface::All => codeact_tools(&root).await?.into_registry(),
     };
     if surface == Surface::All {
         registry

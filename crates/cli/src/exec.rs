@@ -1,10 +1,7 @@
 //! `toolgate exec`: run a CodeAct Python program whose every tool call goes through the registry
-//! and the policy, and print what it did as a JSON envelope.
-
-// The CodeAct config, command tools and custom tools (used by `debrief_cli::codeact_registry`).
-pub mod command_tools;
-pub mod setup;
-pub use setup::{load_config, register_codeact_tools};
+//! and the policy, and print what it did as a JSON envelope. The runtime itself (tools,
+//! pre-approvals, the plot commit through the gate) is `toolgate_codeact`; this file is the
+//! command line around it.
 
 use std::fs::OpenOptions;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -14,16 +11,18 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use async_trait::async_trait;
+use serde_json::Value;
+use toolgate_codeact::{Executor, Surface};
 use toolgate_core::Preview;
-use toolgate_core::Registry;
 use toolgate_core::flow::{Answer, Confirmer, Fixed};
-use toolgate_sandbox::{
-    Backend, Envelope, ExecRequest, Limits, PoolConfig, RegistryHost, WorkerCommand, WorkerPool,
-};
+use toolgate_core::telemetry::JsonlSink;
+use toolgate_plot::transaction::{Committed, PlotTransaction};
+use toolgate_sandbox::{Backend, Envelope, ExecRequest, Limits};
 
 /// Run a Python program (the monty subset) in the sandbox. Tools are Python functions; the
 /// program's stdout, return value and error come back as a JSON envelope. Exit code 1 when the
-/// program failed.
+/// program failed, 2 when there was no program; when its plot edits were not applied, the
+/// commit's status code (3 refused, 4 declined, 1 failed — as every command's).
 #[derive(clap::Args, Debug, Clone)]
 pub struct ExecArgs {
     /// Workspace root: the file tools are confined to it and relative paths resolve against it
@@ -76,7 +75,8 @@ pub struct ExecArgs {
     /// Open this plot (stac://…) so the program can call the Debrief plot tools (with
     /// `feature_names` / `feature_ids` / `scope`). Their edits land on a scratch copy; when the
     /// program succeeds the net change is previewed once and applied as one undo step on
-    /// approval (`--yes` or the terminal), or dropped.
+    /// approval (`--yes` or the terminal), or dropped (then `success` is false, `plot.status`
+    /// says why, and the exit code is 4 for a decline, 3 for a refusal, 1 for a failure).
     #[arg(long, value_name = "PLOT_ID")]
     pub plot: Option<String>,
 
@@ -198,7 +198,8 @@ fn ask_on_tty(text: &str) -> Answer {
     }
 }
 
-fn print_envelope(env: &Envelope, raw: bool) -> Result<()> {
+/// `json` is the envelope with the plot report (`--raw` prints the program's own output).
+fn print_envelope(env: &Envelope, json: &Value, raw: bool) -> Result<()> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     if raw {
@@ -224,17 +225,18 @@ fn print_envelope(env: &Envelope, raw: bool) -> Result<()> {
             }
         }
     } else {
-        out.write_all(env.to_json_pretty().as_bytes())?;
+        out.write_all(serde_json::to_string_pretty(json)?.as_bytes())?;
         out.write_all(b"\n")?;
         out.flush()?;
     }
     Ok(())
 }
 
-/// `toolgate exec`. `registry` already holds the workspace tools built for
-/// [`ExecArgs::workspace_root`]. Returns the exit code: 0 when the program succeeded, 1 when it
-/// failed, 2 when there was no program to run.
-pub async fn run(args: ExecArgs, mut registry: Registry) -> Result<i32> {
+/// `toolgate exec`. Returns the exit code: 0 when the program succeeded (and its plot edits, if
+/// any, were applied), 1 when it failed, 2 when there was no program to run; a commit that was
+/// not applied exits with its status's code (`Status::exit_code`: 3 refused, 4 declined, 1
+/// failed).
+pub async fn run(args: ExecArgs) -> Result<i32> {
     let (code, script_name) = match read_program(&args) {
         Ok(p) => p,
         Err(e) => {
@@ -251,9 +253,9 @@ pub async fn run(args: ExecArgs, mut registry: Registry) -> Result<i32> {
             selected.backend
         );
     }
+    let tools = crate::debrief_cli::codeact_tools(&args.workspace_root()?).await?;
     // Limits: built-in defaults, then the config files ([limits]), then the flags.
-    let config = load_config(&args.workspace_root()?)?;
-    let mut limits: Limits = config.limits();
+    let mut limits: Limits = tools.config().limits();
     if let Some(t) = args.timeout {
         limits.timeout = t;
     }
@@ -263,7 +265,6 @@ pub async fn run(args: ExecArgs, mut registry: Registry) -> Result<i32> {
     if let Some(n) = args.max_tool_calls {
         limits.max_tool_calls = n;
     }
-    let call_timeout = limits.timeout;
     let req = ExecRequest::new(code)
         .with_script_name(script_name)
         .with_limits(limits);
@@ -272,9 +273,13 @@ pub async fn run(args: ExecArgs, mut registry: Registry) -> Result<i32> {
     } else {
         Arc::new(TerminalConfirmer)
     };
-    // Command and custom tools run pre-approved like the workspace tools (choosing the
-    // workspace grants them); the calls a custom tool makes are gated on their own. `shared`
-    // lets custom tools run their nested programs on this host.
+    let executor = if args.in_process {
+        Executor::InProcess
+    } else {
+        Executor::workers(1)?
+    };
+    let sink = Arc::new(JsonlSink::new(crate::paths::telemetry_file()));
+    let runtime = tools.runtime(Surface::Exec, sink, executor);
     // A plot for the program: its tools edit a scratch copy (one confirmation at the end).
     let transaction = match &args.plot {
         Some(plot_id) => {
@@ -286,68 +291,41 @@ pub async fn run(args: ExecArgs, mut registry: Registry) -> Result<i32> {
                 .lock()
                 .map_err(|_| anyhow::anyhow!("the plot session is unavailable"))?
                 .open(plot_id)?;
-            let tx = toolgate_plot::transaction::PlotTransaction::begin(session.clone(), plot_id)?;
-            registry
-                .register(Arc::new(tx.provider()))
-                .await
-                .context("registering the plot tools")?;
-            Some((session, tx, plot_id.clone()))
+            Some(PlotTransaction::begin(session, plot_id)?)
         }
         None => None,
     };
-    let mut host = RegistryHost::new(Arc::new(registry), confirmer.clone())
-        .context("cannot prepare the tools for the sandbox")?
-        .auto_approve_provider(command_tools::COMMAND_TOOLS_PROVIDER)
-        .auto_approve_provider(toolgate_sandbox::CUSTOM_TOOLS_PROVIDER)
-        .with_call_timeout(call_timeout);
-    if let Some((_, tx, _)) = &transaction {
-        let tx = tx.clone();
-        host = host
-            .auto_approve_provider(toolgate_plot::transaction::SCRATCH_PROVIDER)
-            .with_applier(move |cs| tx.apply_to_scratch(cs));
-    }
-    let host = host.shared();
-    let host = host.as_ref();
-    let mut envelope = if args.in_process {
-        toolgate_sandbox::run(req, host).await
-    } else {
-        let command = WorkerCommand::current_exe()
-            .context("cannot locate the toolgate executable to start a sandbox worker")?;
-        let pool = WorkerPool::new(PoolConfig::new(command).with_size(1));
-        pool.run(req, host).await
-    };
+    let mut envelope = runtime
+        .run(req, confirmer.clone(), transaction.as_ref())
+        .await;
     // Loading the workspace's custom tools ran this project's code before the program: it is
     // part of what the program cost (a spinning tool file must not hide behind a 5 ms figure).
-    envelope.duration_ms += setup::custom_tools_load_time().as_secs_f64() * 1000.0;
-    print_envelope(&envelope, args.raw)?;
-    if let (Some((session, tx, plot_id)), true) = (&transaction, envelope.success) {
-        use toolgate_plot::transaction::Committed;
-        match tx
-            .commit(confirmer.as_ref())
-            .await
-            .map_err(anyhow::Error::msg)?
-        {
-            Committed::NoChanges => eprintln!("The program changed nothing on {plot_id}."),
-            Committed::Declined { .. } => {
-                eprintln!("Declined: the program's plot edits were dropped.");
-            }
-            Committed::Applied { features, .. } => {
-                eprintln!(
-                    "Applied the program's edits to {features} feature(s) of {plot_id} as one undo step."
-                );
-                let mut s = session
-                    .lock()
-                    .map_err(|_| anyhow::anyhow!("the plot session is unavailable"))?;
-                if args.save {
-                    s.save(plot_id)?;
-                    eprintln!("Saved {plot_id}.");
-                } else {
-                    eprintln!("Not saved (pass --save to keep it).");
-                }
-            }
+    envelope.duration_ms += runtime.custom_load_time().as_secs_f64() * 1000.0;
+    let mut report = None;
+    let mut plot_status = toolgate_core::Status::Ok;
+    if let (Some(tx), true) = (&transaction, envelope.success) {
+        let committed = runtime.commit(tx, confirmer.as_ref()).await;
+        let plot_id = tx.plot_id();
+        eprintln!("{}", committed.message(plot_id));
+        plot_status = committed.status();
+        if let (Committed::Applied { .. }, true) = (&committed, args.save) {
+            tx.session()
+                .lock()
+                .map_err(|_| anyhow::anyhow!("the plot session is unavailable"))?
+                .save(plot_id)?;
+            eprintln!("Saved {plot_id}.");
+        } else if let Committed::Applied { .. } = committed {
+            eprintln!("Not saved (pass --save to keep it).");
         }
+        report = Some(committed.report(plot_id));
     }
-    Ok(if envelope.success { 0 } else { 1 })
+    let json = toolgate_codeact::envelope_with_plot(&envelope, report);
+    print_envelope(&envelope, &json, args.raw)?;
+    Ok(if envelope.success {
+        plot_status.exit_code()
+    } else {
+        1
+    })
 }
 
 /// `toolgate __sandbox-worker`: the worker process's main loop (hidden; started by `exec`).

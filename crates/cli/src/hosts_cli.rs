@@ -272,17 +272,12 @@ fn preflight_backend(
 
 /// The `toolgate tools list --json` manifest of the CodeAct tools, and the Markdown reference.
 async fn discover(target: &Path, backend: toolgate_hosts::Backend) -> Result<(Vec<Value>, String)> {
-    let registry = crate::debrief_cli::codeact_registry(target).await?;
+    let tools = crate::debrief_cli::codeact_tools(target).await?;
     let sb = match backend {
         toolgate_hosts::Backend::Monty => Backend::Monty,
         toolgate_hosts::Backend::Hyperlight => Backend::Hyperlight,
     };
-    let manifest = registry
-        .specs()
-        .map(|s| toolgate_sandbox::manifest_entry(s, sb))
-        .collect();
-    let specs: Vec<_> = registry.specs().cloned().collect();
-    Ok((manifest, toolgate_sandbox::markdown_reference(&specs, sb)))
+    Ok((tools.manifest(sb), tools.reference(sb)))
 }
 
 fn show(p: &Path, root: &Path) -> String {

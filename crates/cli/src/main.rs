@@ -144,11 +144,7 @@ fn main() -> std::process::ExitCode {
             Command::Untrust(args) => trust_cli::untrust(&args),
             Command::Chat(args) => agent_cli::chat(args).await,
             Command::Eval { command } => agent_cli::eval(command).await,
-            Command::Exec(args) => {
-                let root = args.workspace_root()?;
-                let registry = debrief_cli::codeact_registry(&root).await?;
-                exec::run(args, registry).await
-            }
+            Command::Exec(args) => exec::run(args).await,
         }
     });
     match result {

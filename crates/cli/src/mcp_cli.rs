@@ -2,20 +2,18 @@
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use anyhow::{Context, Result};
-use async_trait::async_trait;
 use clap::Args;
-use serde_json::Value;
+use toolgate_codeact::mcp::{McpDirect, McpRunner};
+use toolgate_codeact::{Executor, Surface as CodeactSurface};
+use toolgate_core::Registry;
 use toolgate_core::telemetry::{JsonlSink, TelemetrySink};
-use toolgate_core::{Confirmer, Registry};
 use toolgate_mcp::upstream::{self, Upstream};
 use toolgate_mcp::{CodeRunner, DirectTools, McpShared, Surface};
 use toolgate_plot::agent::{Debrief, Settings};
 use toolgate_plot::session::Session;
 use toolgate_plot::store::StacStore;
-use toolgate_sandbox::{ExecRequest, PoolConfig, RegistryHost, WorkerCommand, WorkerPool};
 
 use crate::debrief_cli::{self, StoreArgs};
 use crate::paths;
@@ -79,91 +77,6 @@ pub struct ServeArgs {
     pub session_idle_minutes: u64,
 }
 
-/// Runs programs for `run_code` in sandbox workers, over the CodeAct registry.
-struct SandboxRunner {
-    registry: Arc<Registry>,
-    pool: WorkerPool,
-    limits: toolgate_sandbox::Limits,
-    sink: Arc<dyn TelemetrySink>,
-    auto_approve_commands: bool,
-}
-
-/// The policy of tools called over MCP: the workspace's file tools are pre-approved (the person
-/// chose the workspace with `--workspace`); `bash` and command tools run processes, so they ask
-/// the user unless the person started the server with `--auto-approve-commands`.
-fn mcp_policy(host: RegistryHost, auto_approve_commands: bool) -> RegistryHost {
-    if auto_approve_commands {
-        host.auto_approve_provider(crate::exec::command_tools::COMMAND_TOOLS_PROVIDER)
-    } else {
-        host.confirm_tool("bash")
-    }
-}
-
-#[async_trait]
-impl CodeRunner for SandboxRunner {
-    async fn run(
-        &self,
-        code: &str,
-        timeout: Option<Duration>,
-        confirmer: Arc<dyn Confirmer>,
-    ) -> Value {
-        let mut limits = self.limits.clone();
-        if let Some(t) = timeout {
-            limits.timeout = t;
-        }
-        let call_timeout = limits.timeout;
-        let req = ExecRequest::new(code)
-            .with_script_name("run_code.py")
-            .with_limits(limits);
-        let host = match RegistryHost::new(self.registry.clone(), confirmer) {
-            Ok(h) => mcp_policy(h, self.auto_approve_commands)
-                .auto_approve_provider(toolgate_sandbox::CUSTOM_TOOLS_PROVIDER)
-                .with_call_timeout(call_timeout)
-                .with_surface("mcp:run_code")
-                .with_sink(self.sink.clone())
-                .shared(),
-            Err(e) => {
-                return serde_json::json!({"success": false, "error": {"type": "SetupError", "message": e.to_string()}});
-            }
-        };
-        let envelope = self.pool.run(req, host.as_ref()).await;
-        serde_json::to_value(&envelope).unwrap_or(Value::Null)
-    }
-}
-
-/// The workspace tools served directly (`--workspace-tools`), through the same host as run_code.
-struct WorkspaceDirect {
-    registry: Arc<Registry>,
-    specs: Vec<toolgate_core::ToolSpec>,
-    sink: Arc<dyn TelemetrySink>,
-    auto_approve_commands: bool,
-}
-
-#[async_trait]
-impl DirectTools for WorkspaceDirect {
-    fn specs(&self) -> Vec<toolgate_core::ToolSpec> {
-        self.specs.clone()
-    }
-
-    async fn call(
-        &self,
-        tool: &str,
-        args: serde_json::Map<String, Value>,
-        confirmer: Arc<dyn Confirmer>,
-    ) -> Result<Value, String> {
-        let host =
-            RegistryHost::new(self.registry.clone(), confirmer).map_err(|e| e.to_string())?;
-        let host = mcp_policy(host, self.auto_approve_commands)
-            .with_surface("mcp")
-            .with_sink(self.sink.clone())
-            .shared();
-        use toolgate_sandbox::ToolHost;
-        host.call(&toolgate_sandbox::python_identifier(tool), args)
-            .await
-            .map_err(|e| e.to_string())
-    }
-}
-
 /// Everything an MCP server process holds: the shared state and the upstream connections (kept
 /// alive for the process's lifetime; dropping them kills their children).
 pub struct McpSetup {
@@ -221,46 +134,25 @@ pub async fn setup(args: &SurfaceArgs, surface_label: &str) -> Result<McpSetup> 
     let mut direct: Option<Arc<dyn DirectTools>> = None;
     let (code, functions): (Option<Arc<dyn CodeRunner>>, String) =
         if let (true, Some(root)) = (surface.has_codeact(), &args.workspace) {
-            let root = root.clone();
-            let config = crate::exec::load_config(&root)?;
-            let mut codeact = debrief_cli::codeact_registry(&root).await?;
+            let mut tools = debrief_cli::codeact_tools(root).await?;
             for u in &upstreams {
-                codeact.register(u.clone()).await.with_context(|| {
-                    format!("registering the tools of upstream server {}", u.name())
-                })?;
+                tools.add(u.clone()).await?;
             }
-            let names: Vec<String> = codeact
-                .specs()
-                .map(|s| toolgate_sandbox::python_identifier(&s.id))
-                .collect();
-            let functions = function_line(&names);
-            let command = WorkerCommand::current_exe()
-                .context("cannot locate the toolgate executable to start sandbox workers")?;
-            let codeact = Arc::new(codeact);
-            if args.workspace_tools {
-                let specs = codeact
-                    .specs()
-                    .filter(|s| {
-                        codeact.resolve(&s.id).is_ok_and(|t| {
-                            t.provider_name() == toolgate_sandbox::WORKSPACE_PROVIDER
-                        })
-                    })
-                    .cloned()
-                    .collect();
-                direct = Some(Arc::new(WorkspaceDirect {
-                    registry: codeact.clone(),
-                    specs,
-                    sink: sink.clone(),
+            let runtime = tools.runtime(
+                CodeactSurface::RunCode {
                     auto_approve_commands: args.auto_approve_commands,
-                }));
+                },
+                sink.clone(),
+                Executor::workers(2)?,
+            );
+            if args.workspace_tools {
+                direct = Some(Arc::new(McpDirect::new(
+                    &runtime,
+                    args.auto_approve_commands,
+                )));
             }
-            let runner = SandboxRunner {
-                registry: codeact,
-                pool: WorkerPool::new(PoolConfig::new(command).with_size(2)),
-                limits: config.limits(),
-                sink: sink.clone(),
-                auto_approve_commands: args.auto_approve_commands,
-            };
+            let runner = McpRunner::new(runtime);
+            let functions = runner.functions(surface.has_debrief());
             (Some(Arc::new(runner)), functions)
         } else {
             (None, String::new())
@@ -299,28 +191,6 @@ fn served_surface(args: &SurfaceArgs) -> Result<Surface> {
     tracing::info!("{note}");
     eprintln!("toolgate: {note}");
     Ok(Surface::Debrief)
-}
-
-/// `view, create, …` — the function names a program can call, bounded so the advertised tool
-/// list stays small whatever the registry size.
-fn function_line(names: &[String]) -> String {
-    const SHOWN: usize = 24;
-    let mut line = names
-        .iter()
-        .take(SHOWN)
-        .cloned()
-        .collect::<Vec<_>>()
-        .join(", ");
-    if names.len() > SHOWN {
-        line.push_str(&format!(
-            ", and {} more (`toolgate tools list --markdown` lists them all)",
-            names.len() - SHOWN
-        ));
-    }
-    if !line.is_empty() {
-        line.push('.');
-    }
-    line
 }
 
 pub async fn mcp(args: McpArgs) -> Result<i32> {

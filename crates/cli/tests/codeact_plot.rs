@@ -1,76 +1,114 @@
 //! One confirmation per CodeAct program: a program's plot edits land on a scratch copy (later
-//! reads see them), then the net change is previewed once and applied as one undo step.
+//! reads see them), then the net change goes through the gate as one `codeact-commit` call —
+//! previewed once (every feature, every edit), confirmed with the call digest, applied through
+//! the session at the base version as one undo step, recorded once.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use toolgate_core::flow::{Answer, Confirmer, Fixed};
-use toolgate_core::{Preview, Registry};
+use toolgate_codeact::{Executor, Host, Runtime, Surface, Tools};
+use toolgate_core::flow::{Answer, Confirmer};
+use toolgate_core::telemetry::MemorySink;
+use toolgate_core::{CallDigest, Preview};
 use toolgate_plot::demo;
 use toolgate_plot::session::Session;
-use toolgate_plot::transaction::{Committed, PlotTransaction, SCRATCH_PROVIDER};
-use toolgate_sandbox::{ExecRequest, RegistryHost};
+use toolgate_plot::transaction::{COMMIT_TOOL, Committed, PlotTransaction};
+use toolgate_sandbox::ExecRequest;
+
+mod support;
 
 const PLOT: &str = "stac://demo/alpha-day1/item.json";
 
 const PROGRAM: &str = r#"
-set_track_color(color="red", feature_names=["Contact"])
+set_track_color(color="red", feature_names=["HMS Nelson"])
 trim_track(start_time="2026-03-01T01:00:00Z", end_time="2026-03-01T11:00:00Z", feature_names=["Contact"])
 stats = track_stats(feature_names=["Contact"])
 stats
 "#;
 
-struct Recording(Mutex<Vec<Preview>>, Answer);
+/// Answers as told and remembers what it was shown, with the digest.
+struct Asking(Mutex<Vec<(Preview, Option<String>)>>, Answer);
 
 #[async_trait]
-impl Confirmer for Recording {
+impl Confirmer for Asking {
     async fn confirm(&self, preview: &Preview) -> Answer {
-        self.0.lock().unwrap().push(preview.clone());
+        self.0.lock().unwrap().push((preview.clone(), None));
+        self.1
+    }
+
+    async fn confirm_call(&self, preview: &Preview, digest: &CallDigest) -> Answer {
+        self.0
+            .lock()
+            .unwrap()
+            .push((preview.clone(), Some(digest.as_str().to_owned())));
         self.1
     }
 }
 
-async fn run_program(
-    answer: Answer,
-) -> (
-    Arc<Mutex<Session>>,
-    Vec<u8>,
-    Committed,
-    serde_json::Value,
-    usize,
-    tempfile::TempDir,
-) {
+struct Fixture {
+    session: Arc<Mutex<Session>>,
+    before: Vec<u8>,
+    runtime: Runtime,
+    sink: Arc<MemorySink>,
+    _dirs: (tempfile::TempDir, tempfile::TempDir),
+}
+
+async fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
     let store = demo::ensure_demo_store(dir.path()).unwrap();
     let session = Arc::new(Mutex::new(Session::new(vec![store])));
     session.lock().unwrap().open(PLOT).unwrap();
     let before = session.lock().unwrap().plot(PLOT).unwrap().doc.to_bytes();
-    let tx = PlotTransaction::begin(session.clone(), PLOT).unwrap();
-    let mut registry = Registry::new();
-    registry.register(Arc::new(tx.provider())).await.unwrap();
-    let applier_tx = tx.clone();
-    // Inside the program nobody is asked (the confirmer would refuse): edits only touch the scratch copy.
-    let host = RegistryHost::new(Arc::new(registry), Arc::new(Fixed(Answer::Decline)))
-        .unwrap()
-        .auto_approve_provider(SCRATCH_PROVIDER)
-        .with_applier(move |cs| applier_tx.apply_to_scratch(cs));
-    let env = toolgate_sandbox::run(ExecRequest::new(PROGRAM), &host).await;
+    let host = Host {
+        user_config: dir.path().join("no-config.toml"),
+        warn: |_| {},
+    };
+    let tools = Tools::open(ws.path(), &host).await.unwrap();
+    let sink = Arc::new(MemorySink::default());
+    let runtime = tools.runtime(Surface::Exec, sink.clone(), Executor::InProcess);
+    Fixture {
+        session,
+        before,
+        runtime,
+        sink,
+        _dirs: (dir, ws),
+    }
+}
+
+async fn run_program(f: &Fixture, answer: Answer) -> (Committed, serde_json::Value, Asking) {
+    let tx = PlotTransaction::begin(f.session.clone(), PLOT).unwrap();
+    // Inside the program nobody is asked: edits only touch the scratch copy.
+    let confirmer = Arc::new(Asking(Mutex::new(Vec::new()), answer));
+    let env = f
+        .runtime
+        .run(ExecRequest::new(PROGRAM), confirmer.clone(), Some(&tx))
+        .await;
     assert!(env.success, "{env:?}");
+    assert!(confirmer.0.lock().unwrap().is_empty(), "asked mid-program");
     // Nothing reached the session while the program ran.
     assert_eq!(
-        session.lock().unwrap().plot(PLOT).unwrap().doc.to_bytes(),
-        before
+        f.session.lock().unwrap().plot(PLOT).unwrap().doc.to_bytes(),
+        f.before
     );
-    let confirmer = Recording(Mutex::new(Vec::new()), answer);
-    let committed = tx.commit(&confirmer).await.unwrap();
-    let asked = confirmer.0.lock().unwrap().len();
-    (session, before, committed, env.return_value, asked, dir)
+    let asking = Asking(Mutex::new(Vec::new()), answer);
+    let committed = f.runtime.commit(&tx, &asking).await;
+    (committed, env.return_value, asking)
+}
+
+fn commit_records(sink: &MemorySink) -> Vec<serde_json::Value> {
+    sink.records()
+        .into_iter()
+        .filter(|r| r.tool == COMMIT_TOOL)
+        .map(|r| serde_json::to_value(&r).unwrap())
+        .collect()
 }
 
 #[tokio::test]
-async fn a_program_is_confirmed_once_and_applied_as_one_undo_step() {
-    let (session, before, committed, stats, asked, _dir) = run_program(Answer::Approve).await;
+async fn a_program_is_confirmed_once_through_the_gate_and_applied_as_one_undo_step() {
+    let f = fixture().await;
+    let (committed, stats, asked) = run_program(&f, Answer::Approve).await;
     // The read after the edits saw the scratch copy: the trimmed track has fewer points.
     let points = stats["point_count"]
         .as_u64()
@@ -79,31 +117,47 @@ async fn a_program_is_confirmed_once_and_applied_as_one_undo_step() {
         points < 361,
         "track-stats saw the trimmed scratch track: {points}"
     );
-    assert_eq!(asked, 1, "one confirmation for the whole program");
-    let Committed::Applied { features, preview } = committed else {
+    let asked = asked.0.into_inner().unwrap();
+    assert_eq!(asked.len(), 1, "one confirmation for the whole program");
+    let (preview, digest) = &asked[0];
+    assert!(
+        digest.is_some(),
+        "the confirmation carries the call digest (confirm_call)"
+    );
+    let Committed::Applied {
+        features,
+        preview: applied,
+    } = committed
+    else {
         panic!("{committed:?}")
     };
-    assert_eq!(features, 1);
+    assert_eq!(&applied, preview);
+    assert_eq!(features, 2);
     assert_eq!(
         preview.title,
         "Run CodeAct program on Exercise Alpha — Day 1"
     );
-    assert!(
-        preview.body.contains("- Target: Contact"),
-        "{}",
-        preview.body
-    );
-    assert!(
-        preview.body.contains("set-track-color, trim-track"),
-        "{}",
-        preview.body
-    );
-    let mut s = session.lock().unwrap();
+    for needle in [
+        "- Target: HMS Nelson, Contact",
+        "- edit 1: Set Track Color (color: red) on HMS Nelson",
+        "- edit 2: Trim Track (",
+        ") on Contact",
+    ] {
+        assert!(preview.body.contains(needle), "{needle}: {}", preview.body);
+    }
+    // Exactly one telemetry record for the commit, with the real confirmation.
+    let records = commit_records(&f.sink);
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0]["confirmation"], "approved", "{}", records[0]);
+    assert_eq!(records[0]["surface"], "exec");
+    assert_eq!(records[0]["outcome"], "ok", "{}", records[0]);
+    let mut s = f.session.lock().unwrap();
     {
         let plot = s.plot(PLOT).unwrap();
         assert!(plot.doc.is_dirty());
+        let nelson = plot.doc.feature("track-nelson").unwrap();
+        assert_eq!(nelson["properties"]["style"]["line"]["color"], "red");
         let contact = plot.doc.feature("track-contact").unwrap();
-        assert_eq!(contact["properties"]["style"]["line"]["color"], "red");
         assert_eq!(
             contact["properties"]["positions"].as_array().unwrap().len() as u64,
             points
@@ -112,29 +166,74 @@ async fn a_program_is_confirmed_once_and_applied_as_one_undo_step() {
     s.undo(PLOT).unwrap();
     assert_eq!(
         s.plot(PLOT).unwrap().doc.to_bytes(),
-        before,
+        f.before,
         "one undo removes the whole program's change"
     );
     assert!(s.undo(PLOT).is_err(), "it was a single step");
 }
 
 #[tokio::test]
-async fn a_declined_program_changes_nothing() {
-    let (session, before, committed, _, asked, _dir) = run_program(Answer::Decline).await;
-    assert_eq!(asked, 1);
+async fn a_declined_program_changes_nothing_and_is_recorded_as_declined() {
+    let f = fixture().await;
+    let (committed, _, asked) = run_program(&f, Answer::Decline).await;
+    assert_eq!(asked.0.into_inner().unwrap().len(), 1);
     assert!(matches!(committed, Committed::Declined { .. }));
-    let s = session.lock().unwrap();
-    assert_eq!(s.plot(PLOT).unwrap().doc.to_bytes(), before);
+    assert!(!committed.is_ok());
+    let s = f.session.lock().unwrap();
+    assert_eq!(s.plot(PLOT).unwrap().doc.to_bytes(), f.before);
     assert!(!s.plot(PLOT).unwrap().doc.is_dirty());
+    let records = commit_records(&f.sink);
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0]["confirmation"], "declined");
+}
+
+/// The commit applies at the version the program started from: an edit that lands meanwhile
+/// makes it fail, and nothing of the program is applied.
+#[tokio::test]
+async fn a_concurrent_edit_refuses_the_commit() {
+    let f = fixture().await;
+    let tx = PlotTransaction::begin(f.session.clone(), PLOT).unwrap();
+    let confirmer = Arc::new(Asking(Mutex::new(Vec::new()), Answer::Approve));
+    let env = f
+        .runtime
+        .run(ExecRequest::new(PROGRAM), confirmer.clone(), Some(&tx))
+        .await;
+    assert!(env.success, "{env:?}");
+    // Someone else edits the plot (one undo step of its own).
+    let other = toolgate_core::ChangeSet {
+        label: "someone else".into(),
+        edits: vec![toolgate_core::Edit::Remove {
+            id: "track-collingwood".into(),
+        }],
+    };
+    let version = f.session.lock().unwrap().plot(PLOT).unwrap().doc.version();
+    f.session
+        .lock()
+        .unwrap()
+        .apply(PLOT, &other, version)
+        .unwrap();
+    let after_other = f.session.lock().unwrap().plot(PLOT).unwrap().doc.to_bytes();
+    let committed = f.runtime.commit(&tx, confirmer.as_ref()).await;
+    assert!(
+        matches!(committed, Committed::Failed { .. }),
+        "{committed:?}"
+    );
+    assert_eq!(
+        f.session.lock().unwrap().plot(PLOT).unwrap().doc.to_bytes(),
+        after_other,
+        "nothing of the program was applied"
+    );
 }
 
 /// The same through the binary: `toolgate exec --plot … --yes --save` writes the net change;
-/// without a terminal or `--yes` the program's edits are dropped.
+/// without a terminal or `--yes` the program's edits are dropped, and the envelope and exit code
+/// say so. Every run is recorded in the telemetry file.
 #[test]
 fn exec_with_a_plot_confirms_once_and_saves_only_when_asked() {
     let d = tempfile::tempdir().unwrap();
     let ws = tempfile::tempdir().unwrap();
-    let file = d.path().join("demo-store/alpha-day1/features.geojson");
+    let telemetry = d.path().join("telemetry.jsonl");
+    let file = d.path().join("data/demo-store/alpha-day1/features.geojson");
     let run = |extra: &[&str]| {
         let mut args = vec![
             "exec",
@@ -142,32 +241,59 @@ fn exec_with_a_plot_confirms_once_and_saves_only_when_asked() {
             ws.path().to_str().unwrap(),
             "--plot",
             PLOT,
-            "--raw",
             "--code",
             "set_track_color(color=\"red\", feature_names=[\"Contact\"])",
         ];
         args.extend_from_slice(extra);
-        std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        support::isolated_toolgate(d.path())
             .args(&args)
-            .env("TOOLGATE_DATA_DIR", d.path())
-            .env("TOOLGATE_CONFIG", d.path().join("none.toml"))
-            .env("HOME", d.path())
+            .env("TOOLGATE_TELEMETRY", &telemetry)
             .stdin(std::process::Stdio::null())
             .output()
             .unwrap()
     };
+    let commits = || -> Vec<serde_json::Value> {
+        std::fs::read_to_string(&telemetry)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|r| r["tool"] == COMMIT_TOOL)
+            .collect()
+    };
     let o = run(&[]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("Declined: the program's plot edits were dropped."),
+        err.contains("Declined: the program's plot edits were dropped"),
         "{err}"
     );
+    assert_eq!(o.status.code(), Some(4), "declined → exit 4: {err}");
+    let env: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(env["success"], false, "{env}");
+    assert_eq!(env["plot"]["status"], "declined", "{env}");
     assert!(!std::fs::read_to_string(&file).unwrap().contains("\"red\""));
+    let c = commits();
+    assert_eq!(c.len(), 1, "{c:?}");
+    assert_eq!(c[0]["confirmation"], "declined");
+    assert_eq!(c[0]["surface"], "exec");
+
     let o = run(&["--yes", "--save"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         o.status.success() && err.contains("as one undo step") && err.contains("Saved"),
         "{err}"
     );
+    let env: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(env["success"], true, "{env}");
+    assert_eq!(env["plot"]["status"], "applied", "{env}");
     assert!(std::fs::read_to_string(&file).unwrap().contains("\"red\""));
+    let c = commits();
+    assert_eq!(c.len(), 2, "{c:?}");
+    assert_eq!(c[1]["confirmation"], "approved");
+    // The program's own tool call is recorded too (exec wrote no telemetry before).
+    let all = std::fs::read_to_string(&telemetry).unwrap();
+    assert!(
+        all.lines()
+            .any(|l| l.contains("\"set-track-color\"") && l.contains("\"exec\"")),
+        "{all}"
+    );
 }

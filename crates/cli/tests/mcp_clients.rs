@@ -518,3 +518,114 @@ fn tools_list_includes_upstream_tools_namespaced_and_mutating_unless_configured(
     assert_eq!(find("everything__get_sum")["effect"], "read");
     assert!(find("set-track-color").is_object());
 }
+
+/// The `codeact-commit` records of a telemetry file.
+fn commit_records(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|r| r["tool"] == "codeact-commit")
+        .collect()
+}
+
+fn run_code_plot_script(env: &Env, mode: &str, confirm: &str, target: &[String], telemetry: &Path) {
+    let out = env
+        .cmd(&python())
+        .env("TOOLGATE_TELEMETRY", telemetry)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_clients/py_run_code_plot.py"))
+        .args(["--mode", mode, "--confirm", confirm, "--store"])
+        .arg(env.store())
+        .args(target)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("\"done\": true"),
+        "python SDK run_code plot ({mode}, {confirm}) failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Exactly one record for the commit, with the real confirmation outcome (the preview round
+    // of MRTR/token is not the commit; forged and replayed tokens never reach it).
+    let records = commit_records(telemetry);
+    assert_eq!(records.len(), 1, "{mode}/{confirm}: {records:#?}");
+    let expected = if confirm == "decline" {
+        "declined"
+    } else {
+        "approved"
+    };
+    assert_eq!(records[0]["confirmation"], expected, "{}", records[0]);
+    assert_eq!(records[0]["surface"], "mcp:run_code", "{}", records[0]);
+    if confirm != "decline" {
+        assert_eq!(records[0]["outcome"], "ok", "{}", records[0]);
+    }
+}
+
+/// A run_code program that recolours one track and trims another: one preview naming both,
+/// one approval (elicitation on 2025-11-25, MRTR on 2026-07-28, or the token), both applied as
+/// one undo step, dirty, disk untouched; a decline applies nothing; forged and replayed tokens
+/// apply nothing; one telemetry record for the commit.
+#[test]
+fn python_sdk_run_code_edits_the_open_plot_with_one_confirmation() {
+    let _serial = serial();
+    if !require_or_skip("the MCP Python SDK", &python()) {
+        return;
+    }
+    let env = Env::new();
+    let stdio = vec![
+        "--".to_owned(),
+        BIN.to_owned(),
+        "mcp".to_owned(),
+        "--workspace".to_owned(),
+        env.workspace.clone(),
+    ];
+    let mut n = 0;
+    let mut telemetry = || {
+        n += 1;
+        env.data.path().join(format!("telemetry-{n}.jsonl"))
+    };
+    for mode in ["legacy", "auto"] {
+        for confirm in ["approve", "decline", "token"] {
+            run_code_plot_script(&env, mode, confirm, &stdio, &telemetry());
+        }
+    }
+    // Stateless HTTP drives the workbench's session: the undo step is checked there.
+    for confirm in ["approve", "token"] {
+        let t = telemetry();
+        let mut server = {
+            let mut c = env.cmd(Path::new(BIN));
+            c.env("TOOLGATE_TELEMETRY", &t);
+            c
+        };
+        let mut child = server
+            .args(["serve", "--port", "0", "--workspace", &env.workspace])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let line = BufReader::new(stdout)
+            .lines()
+            .find_map(|l| l.ok().filter(|l| l.contains("/mcp")))
+            .expect("serve printed its MCP URL");
+        let url = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap()
+            .to_owned();
+        let server = Server { child, url };
+        let workbench = server.url.trim_end_matches("/mcp").to_owned();
+        run_code_plot_script(
+            &env,
+            "auto",
+            confirm,
+            &[
+                "--url".to_owned(),
+                server.url.clone(),
+                "--workbench".to_owned(),
+                workbench,
+            ],
+            &t,
+        );
+    }
+}

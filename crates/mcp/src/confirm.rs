@@ -125,6 +125,25 @@ impl ConfirmState {
         token
     }
 
+    /// The digest an outstanding, unexpired token was minted for, without redeeming it (to find
+    /// what a confirming call refers to; [`ConfirmState::redeem_token`] still decides).
+    pub fn token_digest(&self, token: &str) -> Option<String> {
+        self.tokens
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(token)
+            .filter(|p| p.expires > SystemTime::now())
+            .map(|p| p.digest.clone())
+    }
+
+    /// Forget a token (a confirming call that misused it: tokens are single-use).
+    pub fn revoke_token(&self, token: &str) {
+        self.tokens
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(token);
+    }
+
     /// Redeem a token for this digest. Single-use: any redemption attempt consumes it, so a
     /// token guessed wrong once cannot be retried against another call.
     pub fn redeem_token(&self, token: &str, digest: &CallDigest) -> Result<(), ConfirmRejected> {

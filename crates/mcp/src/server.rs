@@ -22,9 +22,15 @@ use rmcp::model::{
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use serde_json::{Map, Value, json};
 use toolgate_core::flow::Fixed;
-use toolgate_core::telemetry::{Outcome, TelemetryRecord, TelemetrySink};
-use toolgate_core::{Answer, Confirmer, ParamValidator, Preview, Reply, Status};
+use toolgate_core::policy::Mode;
+use toolgate_core::telemetry::{NullSink, Outcome, TelemetryRecord, TelemetrySink};
+use toolgate_core::{
+    Answer, Confirmer, Failure, FailureKind, ParamValidator, Preview, Refusal, RefusalKind, Reply,
+    Status,
+};
 use toolgate_plot::agent::{self, Debrief};
+use toolgate_plot::session::Session;
+use toolgate_plot::transaction::{Commit, CommitGate, Committed, PlotTransaction, attach_report};
 
 use crate::confirm::{ApprovedDigest, ConfirmState, Recording, TokenConfirmer};
 use crate::sessions::SessionLimits;
@@ -40,12 +46,14 @@ const CONFIRM_KEY: &str = "confirm";
 #[async_trait]
 pub trait CodeRunner: Send + Sync {
     /// Run `code`; the result is the sandbox envelope as JSON. `confirmer` answers for the
-    /// program's mutating calls.
+    /// program's mutating calls. With `plot`, the program's plot functions edit the
+    /// transaction's scratch copy; the server commits the net change afterwards.
     async fn run(
         &self,
         code: &str,
         timeout: Option<Duration>,
         confirmer: Arc<dyn Confirmer>,
+        plot: Option<Arc<PlotTransaction>>,
     ) -> Value;
 }
 
@@ -62,6 +70,22 @@ pub trait DirectTools: Send + Sync {
         confirmer: Arc<dyn Confirmer>,
     ) -> Result<Value, String>;
 }
+
+/// A program's plot change waiting for an out-of-band confirmation (MRTR or token), kept so the
+/// confirmation applies exactly what was previewed without running the program again.
+struct PendingCommit {
+    commit: Commit,
+    /// The session it was previewed on: only that session's client can confirm it.
+    session: Arc<Mutex<Session>>,
+    /// The program (a confirming call must name the same one).
+    code: String,
+    /// The program's envelope, returned again with the commit's outcome.
+    envelope: Value,
+    expires: Instant,
+}
+
+/// The surface name telemetry records of a `run_code` commit carry.
+const RUN_CODE_SURFACE: &str = "mcp:run_code";
 
 /// Makes a private Debrief session; the argument is the client's identity (for telemetry).
 pub type SessionFactory = dyn Fn(&str) -> Arc<Debrief> + Send + Sync;
@@ -81,6 +105,8 @@ pub struct McpShared {
     direct: Option<Arc<dyn DirectTools>>,
     direct_ids: Vec<String>,
     pub confirm: ConfirmState,
+    /// Program commits waiting for their MRTR answer or token, by call digest.
+    pending: Mutex<HashMap<String, PendingCommit>>,
     pub sink: Arc<dyn TelemetrySink>,
     /// One line per function `run_code` programs can call (in its description).
     pub run_code_functions: String,
@@ -121,6 +147,7 @@ impl McpShared {
             direct: None,
             direct_ids: Vec::new(),
             confirm: ConfirmState::new(),
+            pending: Mutex::new(HashMap::new()),
             sink,
             run_code_functions,
             elicit_timeout: Duration::from_secs(600),
@@ -202,6 +229,29 @@ impl McpShared {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .len()
+    }
+
+    fn keep_pending(&self, digest: &str, pending: PendingCommit) {
+        let mut p = self
+            .pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let now = Instant::now();
+        p.retain(|_, c| c.expires > now);
+        p.insert(digest.to_owned(), pending);
+    }
+
+    fn take_pending(&self, digest: &str) -> Option<PendingCommit> {
+        self.pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(digest)
+            .filter(|c| c.expires > Instant::now())
+    }
+
+    /// How many program commits wait for a confirmation (tests, diagnostics).
+    pub fn pending_commits(&self) -> usize {
+        self.pending.lock().map(|p| p.len()).unwrap_or(0)
     }
 
     fn shared(&self, identity: &str) -> Arc<Debrief> {
@@ -384,7 +434,9 @@ impl ToolgateServer {
 
     async fn run_code(
         &self,
-        args: &Map<String, Value>,
+        mut args: Map<String, Value>,
+        request_state: Option<String>,
+        responses: Option<&rmcp::model::InputResponses>,
         ctx: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let Some(runner) = &self.shared.code else {
@@ -393,19 +445,40 @@ impl ToolgateServer {
                 true,
             ));
         };
-        let Some(code) = args.get("code").and_then(Value::as_str) else {
+        let token = args
+            .remove(CONFIRM_ARG)
+            .and_then(|v| v.as_str().map(str::to_owned));
+        let Some(code) = args.get("code").and_then(Value::as_str).map(str::to_owned) else {
             return Ok(text_result(
                 "\"code\" is required: the Python program to run, as a string.",
                 true,
             ));
         };
+        let debrief = self
+            .shared
+            .surface
+            .has_debrief()
+            .then(|| self.session_for(ctx));
+        // The second round of an out-of-band confirmation applies the kept change; the
+        // program does not run again.
+        if let Some(sealed) = request_state {
+            return Ok(self
+                .confirm_by_mrtr(&sealed, responses, &code, debrief.as_deref(), ctx)
+                .await);
+        }
+        if let Some(token) = token {
+            return Ok(self
+                .confirm_by_token(&token, &code, debrief.as_deref(), ctx)
+                .await);
+        }
         let timeout = args
             .get("timeoutSeconds")
             .and_then(Value::as_f64)
             .filter(|t| t.is_finite() && *t > 0.0)
             .map(|t| Duration::from_secs_f64(t.min(600.0)));
-        // A program's mutating calls are confirmed by elicitation when the client has it (legacy
-        // protocol); otherwise they are declined — a program cannot be paused for a token.
+        // A program's own mutating calls (bash, upstream tools) are confirmed by elicitation
+        // when the client has it (legacy protocol); otherwise they are declined — a program
+        // cannot be paused mid-run for a token. Its plot edits are confirmed once, at the end.
         let confirmer: Arc<dyn Confirmer> = if !Self::is_modern(ctx) && Self::can_elicit(ctx) {
             Arc::new(Elicit {
                 peer: ctx.peer.clone(),
@@ -414,11 +487,235 @@ impl ToolgateServer {
         } else {
             Arc::new(Fixed(Answer::Decline))
         };
-        let envelope = runner.run(code, timeout, confirmer).await;
-        let failed = envelope.get("success").and_then(Value::as_bool) == Some(false);
-        let text = serde_json::to_string_pretty(&envelope).unwrap_or_default();
-        Ok(text_result(text, failed))
+        let tx = debrief.as_ref().and_then(|d| {
+            let plot_id = d.session().active_id().map(str::to_owned)?;
+            PlotTransaction::begin(d.session_handle(), &plot_id).ok()
+        });
+        let envelope = runner.run(&code, timeout, confirmer, tx.clone()).await;
+        let succeeded = envelope.get("success").and_then(Value::as_bool) == Some(true);
+        let commit = tx.as_ref().filter(|_| succeeded).and_then(|t| t.finish());
+        let (Some(commit), Some(tx)) = (commit, tx) else {
+            return Ok(envelope_result(envelope));
+        };
+        Ok(self
+            .commit_program(commit, tx.session().clone(), code, envelope, ctx)
+            .await)
     }
+
+    fn commit_gate<'a>(&self, sink: &'a dyn TelemetrySink, identity: &'a str) -> CommitGate<'a> {
+        CommitGate {
+            sink,
+            surface: RUN_CODE_SURFACE,
+            active_model: identity,
+            mode: Mode::Strict,
+        }
+    }
+
+    /// Preview a finished program's net change once and have it confirmed the way this client
+    /// can: legacy elicitation now; otherwise keep the change and ask by MRTR or token.
+    async fn commit_program(
+        &self,
+        commit: Commit,
+        session: Arc<Mutex<Session>>,
+        code: String,
+        envelope: Value,
+        ctx: &RequestContext<RoleServer>,
+    ) -> CallToolResponse {
+        let identity = Self::identity(ctx);
+        if Self::can_elicit(ctx) && !Self::is_modern(ctx) {
+            let confirmer = Elicit {
+                peer: ctx.peer.clone(),
+                timeout: self.shared.elicit_timeout,
+            };
+            let gate = self.commit_gate(self.shared.sink.as_ref(), &identity);
+            let committed = commit.invoke(&session, &gate, &confirmer).await;
+            return commit_result(envelope, &commit, &committed);
+        }
+        // Out of band: the first round only previews (it is not the commit's record; the
+        // round that answers is).
+        let recording = Recording::default();
+        let committed = commit
+            .invoke(
+                &session,
+                &self.commit_gate(&NullSink, &identity),
+                &recording,
+            )
+            .await;
+        let Some(asked) = recording.take() else {
+            return commit_result(envelope, &commit, &committed);
+        };
+        let confirm = &self.shared.confirm;
+        let plot_id = commit.plot_id.clone();
+        self.shared.keep_pending(
+            asked.digest.as_str(),
+            PendingCommit {
+                commit,
+                session,
+                code,
+                envelope: envelope.clone(),
+                expires: Instant::now() + crate::confirm::CONFIRM_TTL,
+            },
+        );
+        if Self::can_elicit(ctx) {
+            let sealed = match confirm.seal(&asked.digest) {
+                Ok(s) => s,
+                Err(e) => return text_result(format!("internal: {e}"), true),
+            };
+            let params = match elicit_params(&asked.preview) {
+                Ok(p) => p,
+                Err(e) => return text_result(e.message.to_string(), true),
+            };
+            let mut requests = InputRequests::new();
+            requests.insert(
+                CONFIRM_KEY.to_owned(),
+                InputRequest::Elicitation(ElicitRequest::new(params)),
+            );
+            return InputRequiredResult::new(Some(requests), Some(sealed)).into();
+        }
+        let token = confirm.mint_token(&asked.digest);
+        let mut envelope = envelope;
+        attach_report(
+            &mut envelope,
+            json!({
+                "status": "confirmation_needed",
+                "plot": plot_id,
+                "preview": preview_text(&asked.preview),
+                "confirm": token,
+                "message": format!(
+                    "Confirmation needed — the program ran, but its plot edits have not been applied yet. Show the preview to the user. Only if they approve, call run_code again with exactly the same code plus \"confirm\": \"{token}\" (single use, valid for {} minutes; the program does not run again — the previewed change is applied). If they decline, do nothing.",
+                    crate::confirm::CONFIRM_TTL.as_secs() / 60
+                ),
+            }),
+        );
+        envelope_result(envelope)
+    }
+
+    /// A kept commit for this confirming call: same program, same session.
+    fn pending_for(
+        &self,
+        digest: &str,
+        code: &str,
+        debrief: Option<&Debrief>,
+    ) -> Result<PendingCommit, crate::confirm::ConfirmRejected> {
+        let pending = self
+            .shared
+            .take_pending(digest)
+            .ok_or(crate::confirm::ConfirmRejected::Expired)?;
+        let same_session =
+            debrief.is_some_and(|d| Arc::ptr_eq(&d.session_handle(), &pending.session));
+        if pending.code != code || !same_session {
+            return Err(crate::confirm::ConfirmRejected::Mismatch);
+        }
+        Ok(pending)
+    }
+
+    async fn confirm_by_mrtr(
+        &self,
+        sealed: &str,
+        responses: Option<&rmcp::model::InputResponses>,
+        code: &str,
+        debrief: Option<&Debrief>,
+        ctx: &RequestContext<RoleServer>,
+    ) -> CallToolResponse {
+        let confirm = &self.shared.confirm;
+        let state = match confirm.open(sealed) {
+            Ok(s) => s,
+            Err(e) => return rejected(&e),
+        };
+        if !confirm.consume(&state) {
+            return rejected(&crate::confirm::ConfirmRejected::Replayed);
+        }
+        let pending = match self.pending_for(&state.digest, code, debrief) {
+            Ok(p) => p,
+            Err(e) => return rejected(&e),
+        };
+        let approved = responses
+            .and_then(|r| r.get(CONFIRM_KEY))
+            .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok())
+            .as_ref()
+            .is_some_and(accepted);
+        let identity = Self::identity(ctx);
+        let gate = self.commit_gate(self.shared.sink.as_ref(), &identity);
+        let committed = if approved {
+            let confirmer = ApprovedDigest::new(state.digest);
+            pending
+                .commit
+                .invoke(&pending.session, &gate, &confirmer)
+                .await
+        } else {
+            pending
+                .commit
+                .invoke(&pending.session, &gate, &Fixed(Answer::Decline))
+                .await
+        };
+        commit_result(pending.envelope, &pending.commit, &committed)
+    }
+
+    async fn confirm_by_token(
+        &self,
+        token: &str,
+        code: &str,
+        debrief: Option<&Debrief>,
+        ctx: &RequestContext<RoleServer>,
+    ) -> CallToolResponse {
+        let confirm = &self.shared.confirm;
+        let Some(digest) = confirm.token_digest(token) else {
+            return rejected(&crate::confirm::ConfirmRejected::UnknownToken);
+        };
+        let pending = match self.pending_for(&digest, code, debrief) {
+            Ok(p) => p,
+            Err(e) => {
+                // The token is single-use: a wrong attempt consumes it.
+                confirm.revoke_token(token);
+                return rejected(&e);
+            }
+        };
+        let identity = Self::identity(ctx);
+        let gate = self.commit_gate(self.shared.sink.as_ref(), &identity);
+        let confirmer = TokenConfirmer::new(confirm, token);
+        let committed = pending
+            .commit
+            .invoke(&pending.session, &gate, &confirmer)
+            .await;
+        if let Some(e) = confirmer.rejection() {
+            return rejected(&e);
+        }
+        commit_result(pending.envelope, &pending.commit, &committed)
+    }
+}
+
+/// The run_code result: the envelope as JSON text; `isError` (and the `_meta` status) from
+/// whether the program succeeded.
+fn envelope_result(envelope: Value) -> CallToolResponse {
+    let ok = envelope.get("success").and_then(Value::as_bool) == Some(true);
+    let text = serde_json::to_string_pretty(&envelope).unwrap_or_default();
+    reply_result(if ok {
+        Reply::ok(text)
+    } else {
+        Reply::failed(Failure::new(FailureKind::Tool, text))
+    })
+}
+
+/// The run_code result after the program's commit: the envelope with the commit's report under
+/// `plot`; the status is the commit's (a decline is an answer, not an error; a refusal or a
+/// failure to apply is).
+fn commit_result(mut envelope: Value, commit: &Commit, committed: &Committed) -> CallToolResponse {
+    attach_report(&mut envelope, committed.report(&commit.plot_id));
+    let text = serde_json::to_string_pretty(&envelope).unwrap_or_default();
+    reply_result(match committed {
+        Committed::NoChanges | Committed::Applied { .. } => Reply::ok(text),
+        Committed::Declined { .. } => Reply::declined(text),
+        Committed::Refused(r) => Reply::refused(Refusal::new(r.kind, text)),
+        Committed::Failed(f) => Reply::failed(Failure::new(f.kind, text)),
+    })
+}
+
+/// A confirming call whose token or MRTR state was not accepted: nothing was applied.
+fn rejected(e: &crate::confirm::ConfirmRejected) -> CallToolResponse {
+    reply_result(Reply::refused(Refusal::new(
+        RefusalKind::Confirmation,
+        e.to_string(),
+    )))
 }
 
 fn accepted(r: &ElicitResult) -> bool {
@@ -588,7 +885,13 @@ impl rmcp::ServerHandler for ToolgateServer {
                 message,
             ))))
         } else if name == RUN_CODE {
-            self.run_code(&args, &context).await
+            self.run_code(
+                args.clone(),
+                request.request_state.clone(),
+                request.input_responses.as_ref(),
+                &context,
+            )
+            .await
         } else if let (Some(direct), true) =
             (&self.shared.direct, self.shared.direct_ids.contains(&name))
         {

@@ -233,6 +233,18 @@ impl RegistryHost {
         self
     }
 
+    /// Names a program cannot call on this host although a surface knows them (the plot
+    /// functions when no plot is open), each with the reason its `NameError` gives.
+    #[must_use]
+    pub fn with_unavailable(mut self, names: impl IntoIterator<Item = (String, String)>) -> Self {
+        for (name, reason) in names {
+            if !self.by_python.contains_key(&name) {
+                self.unavailable.push((name, reason));
+            }
+        }
+        self
+    }
+
     fn listed(&self) -> String {
         let mut names: Vec<&str> = self.entries.iter().map(|e| e.python.as_str()).collect();
         names.sort_unstable();

@@ -6,39 +6,12 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
-use toolgate_core::{ParamValidator, Registry, RegistryError};
+use toolgate_core::{ParamValidator, Provider, Registry, RegistryError, ToolSpec};
 use toolgate_sandbox::{CodeactConfig, PythonTools};
 use toolgate_workspace::{Processes, WorkspaceConfig, WorkspaceSettings, WorkspaceTools};
 
-use super::command_tools::CommandTools;
-use crate::paths;
-
-/// The CodeAct configuration for the workspace at `root`: the user config file
-/// ([`paths::user_config`]), then `<root>/.toolgate/config.toml` (only narrowing unless the
-/// user trusted the workspace), then the environment (only narrowing). What the project
-/// configuration could not do is printed once per process as one warning line.
-pub fn load_config(root: &Path) -> Result<CodeactConfig> {
-    let config = CodeactConfig::load(&paths::user_config(), root, |k| std::env::var(k).ok())?;
-    if let Some(w) = config.warning() {
-        static WARNED: std::sync::Once = std::sync::Once::new();
-        WARNED.call_once(|| warn(&w));
-    }
-    Ok(config)
-}
-
-/// How long loading the custom tools took in this process (the budget is
-/// `toolgate_sandbox::custom::LOAD_BUDGET` for all files together), so a caller can count it in
-/// the duration it reports.
-pub fn custom_tools_load_time() -> std::time::Duration {
-    CUSTOM_LOAD_NANOS
-        .get()
-        .map_or(std::time::Duration::ZERO, |n| {
-            std::time::Duration::from_nanos(*n)
-        })
-}
-
-static CUSTOM_LOAD_NANOS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+use crate::command_tools::CommandTools;
+use crate::{CodeactError, Host};
 
 /// The `[workspace]` table as the workspace crate takes it.
 pub fn workspace_settings(config: &CodeactConfig) -> WorkspaceSettings {
@@ -69,7 +42,7 @@ pub fn processes(config: &CodeactConfig) -> Processes {
     )
 }
 
-fn sources(config: &CodeactConfig) -> String {
+pub(crate) fn sources(config: &CodeactConfig) -> String {
     if config.sources.is_empty() {
         "no config file".to_owned()
     } else {
@@ -82,42 +55,80 @@ fn sources(config: &CodeactConfig) -> String {
     }
 }
 
-fn warn(message: &str) {
-    eprintln!("toolgate: warning: {message}");
-}
-
 /// Whether no tool (enabled or disabled) has this id yet.
 fn free(registry: &Registry, id: &str) -> bool {
     matches!(registry.resolve(id), Err(RegistryError::UnknownTool { .. }))
 }
 
+/// The providers registered so far with their specs (a run with a plot builds its own registry
+/// from them plus the plot tools, without listing anything again).
+pub(crate) type Registered = Vec<(Arc<dyn Provider>, Vec<ToolSpec>)>;
+
+pub(crate) fn register(
+    registry: &mut Registry,
+    registered: &mut Registered,
+    provider: Arc<dyn Provider>,
+    specs: Vec<ToolSpec>,
+    what: &str,
+) -> Result<(), CodeactError> {
+    registry
+        .register_specs(provider.clone(), specs.clone())
+        .map_err(|source| CodeactError::Register {
+            what: what.to_owned(),
+            source: Box::new(source),
+        })?;
+    registered.push((provider, specs));
+    Ok(())
+}
+
+async fn specs_of(provider: &dyn Provider, what: &str) -> Result<Vec<ToolSpec>, CodeactError> {
+    provider
+        .list_tools()
+        .await
+        .map_err(|e| CodeactError::Register {
+            what: what.to_owned(),
+            source: Box::new(e.into()),
+        })
+}
+
 /// Register the workspace tools for `root`, then the command tools, then the custom Python
 /// tools. A command or custom tool whose id is taken is skipped with a warning (the first
 /// registered wins: built-ins, then command tools, then custom tools); so is a custom-tool file
-/// that cannot be loaded.
-pub async fn register_codeact_tools(
+/// that cannot be loaded. Returns how long loading the custom tools took.
+pub(crate) async fn register_codeact_tools(
     registry: &mut Registry,
+    registered: &mut Registered,
     root: &Path,
     config: &CodeactConfig,
-) -> Result<()> {
+    host: &Host,
+) -> Result<std::time::Duration, CodeactError> {
+    let warn = host.warn;
     let mut workspace = WorkspaceConfig::new(root)
-        .with_context(|| format!("opening the workspace {}", root.display()))?
+        .map_err(|e| CodeactError::Workspace {
+            root: root.to_owned(),
+            message: e.to_string(),
+        })?
         .with_settings(&workspace_settings(config))
-        .with_context(|| format!("the [workspace] settings ({})", sources(config)))?;
+        .map_err(|e| CodeactError::Settings {
+            sources: sources(config),
+            message: e.to_string(),
+        })?;
     workspace.processes = processes(config);
-    let tools = WorkspaceTools::new(workspace.clone())?;
-    registry
-        .register(Arc::new(tools))
-        .await
-        .context("registering the workspace tools")?;
+    let tools = WorkspaceTools::new(workspace.clone()).map_err(|e| CodeactError::Workspace {
+        root: root.to_owned(),
+        message: e.to_string(),
+    })?;
+    let what = "the workspace tools";
+    let specs = specs_of(&tools, what).await?;
+    register(registry, registered, Arc::new(tools), specs, what)?;
 
     for decl in &config.command_tools {
-        ParamValidator::compile(&decl.name, &decl.input_schema()).with_context(|| {
-            format!(
-                "{}: command tool \"{}\": invalid parameters",
-                decl.source.display(),
-                decl.name
-            )
+        ParamValidator::compile(&decl.name, &decl.input_schema()).map_err(|e| {
+            CodeactError::CommandTool {
+                source_file: decl.source.clone(),
+                name: decl.name.clone(),
+                message: e.to_string(),
+            }
         })?;
     }
     let mut commands = CommandTools::new(config.command_tools.clone(), &workspace);
@@ -131,15 +142,14 @@ pub async fn register_codeact_tools(
         ok
     });
     if !commands.is_empty() {
-        registry
-            .register(Arc::new(commands))
-            .await
-            .with_context(|| format!("registering the command tools ({})", sources(config)))?;
+        let what = format!("the command tools ({})", sources(config));
+        let specs = specs_of(&commands, &what).await?;
+        register(registry, registered, Arc::new(commands), specs, &what)?;
     }
 
     let started = std::time::Instant::now();
     let (loaded, warnings) = PythonTools::load_dirs(&config.tool_dirs).await;
-    let _ = CUSTOM_LOAD_NANOS.set(u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX));
+    let load_time = started.elapsed();
     for w in &warnings {
         warn(w);
     }
@@ -163,12 +173,11 @@ pub async fn register_codeact_tools(
         ok
     });
     if !custom.tools().is_empty() {
-        registry
-            .register(Arc::new(custom))
-            .await
-            .context("registering the custom tools")?;
+        let what = "the custom tools";
+        let specs = specs_of(&custom, what).await?;
+        register(registry, registered, Arc::new(custom), specs, what)?;
     }
-    Ok(())
+    Ok(load_time)
 }
 
 #[cfg(test)]
