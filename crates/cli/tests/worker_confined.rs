@@ -44,7 +44,10 @@ fn the_sandbox_worker_runs_under_landlock() {
     let mut child = support::isolated_toolgate(dir.path())
         .args(["exec", "--workspace"])
         .arg(&ws)
-        .args(["--code", &format!("bash(command=\"exec -a {marker} sleep 20\")")])
+        .args([
+            "--code",
+            &format!("bash(command=\"exec -a {marker} sleep 20\")"),
+        ])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -55,7 +58,10 @@ fn the_sandbox_worker_runs_under_landlock() {
         if !w.is_empty() && !support::running(&marker).is_empty() {
             break w;
         }
-        assert!(start.elapsed() < Duration::from_secs(30), "no worker appeared");
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no worker appeared"
+        );
         std::thread::sleep(Duration::from_millis(20));
     };
     let nnp: Vec<Option<String>> = workers

@@ -221,10 +221,7 @@ pub fn server_policy(
     let home = std::env::var_os("HOME")
         .map(PathBuf::from)
         .and_then(|h| h.canonicalize().ok());
-    let candidates = program
-        .into_iter()
-        .filter(|p| p.is_file())
-        .chain(script);
+    let candidates = program.into_iter().filter(|p| p.is_file()).chain(script);
     for path in candidates {
         for p in [Some(path.clone()), path.canonicalize().ok()]
             .into_iter()
@@ -455,12 +452,7 @@ mod tests {
         if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
             let script = home.join(format!("toolgate-policy-test-{}.py", std::process::id()));
             if std::fs::write(&script, "print(1)").is_ok() {
-                let p = server_policy(
-                    "python3",
-                    &[script.display().to_string()],
-                    None,
-                    &dirs,
-                );
+                let p = server_policy("python3", &[script.display().to_string()], None, &dirs);
                 let _ = std::fs::remove_file(&script);
                 let home_c = home.canonicalize().unwrap_or(home.clone());
                 assert!(
@@ -468,7 +460,11 @@ mod tests {
                     "{:?}",
                     p.read_only
                 );
-                assert!(p.read_only.iter().any(|r| r.ends_with(script.file_name().unwrap())));
+                assert!(
+                    p.read_only
+                        .iter()
+                        .any(|r| r.ends_with(script.file_name().unwrap()))
+                );
             }
         }
     }
