@@ -200,10 +200,12 @@ pub(super) fn number(
     }
 }
 
-/// Whether a token is one of REP's "no value" markers (`NULL`, `NaN`, `N/A`…): Debrief treats
-/// any token starting with `N` that way in sensor lines.
+/// Whether a token is one of REP's "no value" markers (`NULL`, `N/A`…): Debrief treats any
+/// token starting with `N` that way in sensor lines — except `NaN`, which is a number that is
+/// not one and so an error, as `inf` is, rather than a silently dropped value.
 pub(super) fn is_null(tok: Tok<'_>) -> bool {
     matches!(tok.text.as_bytes().first(), Some(b'N' | b'n'))
+        && !tok.text.eq_ignore_ascii_case("nan")
 }
 
 fn two_digits(b: &[u8], at: usize) -> u32 {

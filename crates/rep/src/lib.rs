@@ -18,9 +18,12 @@
 //!   by any ASCII whitespace; CRLF and a missing final newline are fine.
 //! * `;` lines: `;NARRATIVE:`, `;NARRATIVE2:`, `;TEXT:`, `;TIMETEXT:`, `;PERIODTEXT:`,
 //!   `;CIRCLE:`, `;LINE:`, `;RECT:`, `;POLY:`, `;POLYLINE:`, `;VECTOR:`, `;ELLIPSE:`,
-//!   `;SENSOR:` and `;SENSOR2:` (command names are matched case-insensitively). Any other `;`
-//!   line (plain comments, `;TMA_POS:`, `;DYNAMIC_RECT:`, …) is skipped with a
-//!   `tracing::debug!` event.
+//!   `;SENSOR:` and `;SENSOR2:` (command names are matched case-insensitively). `;;` lines and
+//!   `;` followed by anything but a letter are comments. Any other `;KEYWORD` line
+//!   (`;SENSORARC:`, `;TMA_POS:`, `;DYNAMIC_RECT:`, …) is not imported but never dropped
+//!   silently: [`RepImport::unhandled`] counts each kind with its first line number.
+//! * Bytes: [`decode_rep`] reads UTF-8 and falls back to Windows-1252 (a superset of
+//!   Latin-1's printable characters, what legacy Debrief files were written in).
 //! * Blank lines are skipped. Any malformed line aborts the import with a [`RepError`].
 //!
 //! # Output
@@ -141,6 +144,31 @@ pub struct RepImport {
     pub time_span: Option<(DateTime<Utc>, DateTime<Utc>)>,
     /// Number of position lines read.
     pub position_count: usize,
+    /// The `;KEYWORD` line kinds the importer skipped, in first-seen order: what the features
+    /// do not show. Empty when every line was read.
+    pub unhandled: Vec<Unhandled>,
+}
+
+/// One kind of `;KEYWORD` line that [`parse_rep`] does not import (e.g. `;SENSORARC`), with how
+/// many such lines the file has and where the first one is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unhandled {
+    /// The keyword, upper-cased, with its `;` and without its `:` (e.g. `;SENSORARC`).
+    pub keyword: String,
+    /// How many lines of this kind the file has.
+    pub count: usize,
+    /// The 1-based line number of the first one.
+    pub first_line: usize,
+}
+
+impl std::fmt::Display for Unhandled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} line(s) of kind {} not imported (first at line {})",
+            self.count, self.keyword, self.first_line
+        )
+    }
 }
 
 impl RepImport {
@@ -187,6 +215,29 @@ impl RepImport {
     /// None in practice: serialising the features cannot fail.
     pub fn feature_collection_bytes(&self) -> std::io::Result<Vec<u8>> {
         json::feature_collection_bytes(self)
+    }
+}
+
+/// The text encoding [`decode_rep`] read a file's bytes as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextEncoding {
+    /// Valid UTF-8 (the default; a leading byte-order mark is allowed).
+    Utf8,
+    /// Not valid UTF-8, so decoded as Windows-1252: legacy Debrief tools wrote REP files in
+    /// the Windows code page, whose narratives carry `é`, `°` and the like.
+    Windows1252,
+}
+
+/// Decodes a REP file's bytes: UTF-8 when they are valid UTF-8, else Windows-1252 (every byte
+/// sequence decodes, so nothing is refused as a whole; a mis-guess shows as odd characters in
+/// the text, not as a lost file).
+pub fn decode_rep(bytes: &[u8]) -> (std::borrow::Cow<'_, str>, TextEncoding) {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => (std::borrow::Cow::Borrowed(text), TextEncoding::Utf8),
+        Err(_) => {
+            let (text, _) = encoding_rs::WINDOWS_1252.decode_without_bom_handling(bytes);
+            (text, TextEncoding::Windows1252)
+        }
     }
 }
 
@@ -247,10 +298,11 @@ fn parse_in_pieces(source_name: &str, text: &str, pieces: usize) -> error::Res<R
     let mut lines_before = 0;
     let mut merged: Option<parser::Parser<'_>> = None;
     for (parsed, lines) in results {
-        let parsed = parsed.map_err(|mut e| {
+        let mut parsed = parsed.map_err(|mut e| {
             e.shift_lines(lines_before);
             e
         })?;
+        parsed.shift_lines(lines_before);
         match merged.as_mut() {
             None => merged = Some(parsed),
             Some(m) => m.merge(parsed),

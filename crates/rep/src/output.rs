@@ -62,6 +62,7 @@ pub(super) fn finish(parser: Parser<'_>) -> RepImport {
         bounds,
         mut span,
         position_count,
+        unhandled,
         ..
     } = parser;
     for track in &mut tracks {
@@ -151,5 +152,6 @@ pub(super) fn finish(parser: Parser<'_>) -> RepImport {
         bbox: bounds.get(),
         time_span: span,
         position_count,
+        unhandled,
     }
 }

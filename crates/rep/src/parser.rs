@@ -122,6 +122,8 @@ pub(super) struct Parser<'a> {
     pub bounds: Bounds,
     pub span: Option<(DateTime<Utc>, DateTime<Utc>)>,
     pub position_count: usize,
+    /// `;KEYWORD` line kinds this importer does not read, in first-seen order.
+    pub unhandled: Vec<crate::Unhandled>,
     last_date: Option<(&'a str, NaiveDate)>,
 }
 
@@ -139,6 +141,7 @@ impl<'a> Parser<'a> {
             bounds: Bounds::new(),
             span: None,
             position_count: 0,
+            unhandled: Vec::new(),
             last_date: None,
         }
     }
@@ -169,12 +172,7 @@ impl<'a> Parser<'a> {
             .find(|(name, _)| name.eq_ignore_ascii_case(first.text))
             .map(|(_, c)| *c);
         let Some(command) = command else {
-            tracing::debug!(
-                file = self.file,
-                line = line_no,
-                command = first.text,
-                "skipping unsupported REP line"
-            );
+            self.note_unhandled(line_no, first.text);
             return Ok(());
         };
         match command {
@@ -186,8 +184,47 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// Counts a `;` line that is not one of [`COMMANDS`]. `;;` lines and `;` followed by
+    /// anything but a letter are comments; `;WORD…` is a line kind, reported rather than
+    /// dropped silently so that the person importing knows what the plot is missing.
+    fn note_unhandled(&mut self, line_no: usize, first: &str) {
+        let body = first.get(1..).unwrap_or_default();
+        if !body.starts_with(|c: char| c.is_ascii_alphabetic()) {
+            return;
+        }
+        let word = body.split(':').next().unwrap_or_default();
+        let keyword = format!(";{}", word.to_ascii_uppercase());
+        tracing::debug!(
+            file = self.file,
+            line = line_no,
+            command = first,
+            "unsupported REP line"
+        );
+        match self.unhandled.iter_mut().find(|u| u.keyword == keyword) {
+            Some(u) => u.count += 1,
+            None => self.unhandled.push(crate::Unhandled {
+                keyword,
+                count: 1,
+                first_line: line_no,
+            }),
+        }
+    }
+
+    /// Adds `lines` to the line numbers recorded so far (for a run that followed `lines` lines).
+    pub fn shift_lines(&mut self, lines: usize) {
+        for u in &mut self.unhandled {
+            u.first_line += lines;
+        }
+    }
+
     /// Appends the results of parsing the text that follows this parser's text.
     pub fn merge(&mut self, other: Parser<'a>) {
+        for u in other.unhandled {
+            match self.unhandled.iter_mut().find(|m| m.keyword == u.keyword) {
+                Some(m) => m.count += u.count,
+                None => self.unhandled.push(u),
+            }
+        }
         for track in other.tracks {
             let i = self.track_for(track.name, "");
             if let Some(mine) = self.tracks.get_mut(i) {

@@ -1131,3 +1131,151 @@ fn throughput_100mb() {
         assert!(mb / best_cpu >= 50.0, "{:.1} MB/s", mb / best_cpu);
     }
 }
+
+// ---- no silent loss (issue 17): unhandled kinds, no-time files, Windows-1252, NaN ----
+
+const ARC: &str = ";SENSORARC: 951212 050000 951212 060000 NELSON @A 1 0 0 N 1 0 0 E 10 20 0 \
+                   5000 sonar";
+
+#[test]
+fn unhandled_line_kinds_are_reported_with_count_and_first_line() {
+    let text = format!(
+        ";; a comment\n\
+         ; another comment\n\
+         951212 050000 NELSON @A 1 0 0 N 1 0 0 E 0 0 0\n\
+         {ARC}\n\
+         ;DYNAMIC_RECT: @A 1 0 0 N 1 0 0 E 2 0 0 N 2 0 0 E 951212 050000 951212 060000\n\
+         {ARC}\n\
+         ;tma_pos: whatever\n\
+         ;WHEEL: 951212 050000 NELSON 10 20 spokes\n\
+         ;DYNAMIC_CIRCLE: x\n;DYNAMIC_POLY: x\n;TMA_RB: x\n;NEWTHING x\n"
+    );
+    let import = parse_rep("t.rep", &text).unwrap();
+    let got: Vec<(&str, usize, usize)> = import
+        .unhandled
+        .iter()
+        .map(|u| (u.keyword.as_str(), u.count, u.first_line))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (";SENSORARC", 2, 4),
+            (";DYNAMIC_RECT", 1, 5),
+            (";TMA_POS", 1, 7),
+            (";WHEEL", 1, 8),
+            (";DYNAMIC_CIRCLE", 1, 9),
+            (";DYNAMIC_POLY", 1, 10),
+            (";TMA_RB", 1, 11),
+            (";NEWTHING", 1, 12),
+        ]
+    );
+    assert_eq!(
+        import.unhandled[0].to_string(),
+        "2 line(s) of kind ;SENSORARC not imported (first at line 4)"
+    );
+    assert_eq!(import.tracks.len(), 1);
+}
+
+#[test]
+fn unhandled_report_is_the_same_when_parsed_in_pieces() {
+    let mut text = String::new();
+    for i in 0..200 {
+        text.push_str(&format!(
+            "951212 05{:02}00 NELSON @A 1 0 0 N 1 0 0 E 0 0 0\n",
+            i % 60
+        ));
+        if i % 50 == 7 {
+            text.push_str(ARC);
+            text.push('\n');
+        }
+    }
+    text.push_str(";WHEEL: late\n");
+    let one = super::parse_in_pieces("t.rep", &text, 1).unwrap();
+    let four = super::parse_in_pieces("t.rep", &text, 4).unwrap();
+    assert_eq!(one.unhandled, four.unhandled);
+    assert_eq!(one.unhandled[0].count, 4);
+    assert_eq!(one.unhandled[0].first_line, 9);
+    assert_eq!(one.unhandled[1].first_line, text.lines().count());
+}
+
+#[test]
+fn a_file_of_only_unhandled_lines_has_no_features_and_no_times() {
+    let text = format!("{ARC}\n").repeat(47);
+    let import = parse_rep("arcs.rep", &text).unwrap();
+    assert_eq!(import.feature_count(), 0);
+    assert_eq!(import.time_span, None);
+    assert_eq!(import.unhandled.len(), 1);
+    assert_eq!(import.unhandled[0].count, 47);
+    assert_eq!(import.unhandled[0].first_line, 1);
+}
+
+#[test]
+fn windows_1252_bytes_decode_and_round_trip_into_the_geojson() {
+    // "café 45°" in Windows-1252 / Latin-1: é = 0xE9, ° = 0xB0 (invalid as UTF-8).
+    let mut bytes = b";NARRATIVE: 951212 050000 NELSON caf".to_vec();
+    bytes.extend([0xE9, b' ', b'4', b'5', 0xB0, b'\n']);
+    bytes.extend(b";TEXT: @A 1 0 0 N 1 0 0 E \x93quoted\x94\n");
+    assert!(std::str::from_utf8(&bytes).is_err());
+    let (text, encoding) = super::decode_rep(&bytes);
+    assert_eq!(encoding, super::TextEncoding::Windows1252);
+    let import = parse_rep("latin.rep", &text).unwrap();
+    let geojson = String::from_utf8(import.feature_collection_bytes().unwrap()).unwrap();
+    let v: Value = serde_json::from_str(&geojson).unwrap();
+    let features = v["features"].as_array().unwrap();
+    assert_eq!(
+        of_kind(features, "NARRATIVE")[0]["properties"]["text"],
+        "café 45°"
+    );
+    // 0x93/0x94 are Windows-1252's curly quotes (Latin-1 would give C1 controls).
+    assert!(geojson.contains("\u{201c}quoted\u{201d}"), "{geojson}");
+}
+
+#[test]
+fn utf8_stays_the_default_encoding() {
+    let bytes = ";NARRATIVE: 951212 050000 NELSON café 45°\n".as_bytes();
+    let (text, encoding) = super::decode_rep(bytes);
+    assert_eq!(encoding, super::TextEncoding::Utf8);
+    assert!(text.contains("café 45°"));
+}
+
+#[test]
+fn nan_and_infinities_in_sensor_fields_are_errors_with_file_line_col() {
+    for (line, field, col) in [
+        (
+            ";SENSOR: 951212 050000 GHOST @A NULL NaN NULL sonar",
+            "bearing",
+            38,
+        ),
+        (
+            ";SENSOR: 951212 050000 GHOST @A NULL inf NULL sonar",
+            "bearing",
+            38,
+        ),
+        (
+            ";SENSOR: 951212 050000 GHOST @A NULL 10 nan sonar",
+            "range",
+            41,
+        ),
+        (
+            ";SENSOR2: 951212 050000 GHOST @A NULL 10 NaN NULL NULL sonar",
+            "ambiguous bearing",
+            42,
+        ),
+        (
+            ";SENSOR2: 951212 050000 GHOST @A NULL 10 NULL -Infinity NULL sonar",
+            "frequency",
+            47,
+        ),
+    ] {
+        let text = format!("951212 050000 GHOST @A 1 0 0 N 1 0 0 E 0 0 0\n{line}\n");
+        let e = err("s.rep", &text).to_string();
+        assert!(
+            e.starts_with(&format!("s.rep:2:{col}: invalid {field} ")),
+            "{line}: {e}"
+        );
+    }
+    // NULL and N/A still mean "no value", as in Debrief.
+    let ok = "951212 050000 GHOST @A 1 0 0 N 1 0 0 E 0 0 0\n\
+              ;SENSOR: 951212 050000 GHOST @A NULL N/A NULL sonar\n";
+    assert!(parse_rep("s.rep", ok).is_ok());
+}
