@@ -417,13 +417,38 @@ fn slug(s: &str) -> String {
 }
 
 fn import_one(store: &mut StacStore, file: &Path) -> Result<String> {
-    let text =
-        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+    let (text, encoding) = rep::decode_rep(&bytes);
     let name = file
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let parsed = rep::parse_rep(&name, &text)?;
+    if encoding == rep::TextEncoding::Windows1252 {
+        eprintln!("note: {name} is not UTF-8; read it as Windows-1252 (Latin-1)");
+    }
+    // What the plot will not show, one line per line kind, so that nothing is lost silently.
+    for unhandled in &parsed.unhandled {
+        eprintln!("warning: {name}: {unhandled}");
+    }
+    if parsed.feature_count() == 0 {
+        let skipped: usize = parsed.unhandled.iter().map(|u| u.count).sum();
+        let why = if skipped == 0 {
+            "the file is empty or only comments".to_owned()
+        } else {
+            format!("its {skipped} line(s) are of kinds toolgate cannot import yet, listed above")
+        };
+        bail!(
+            "{name}: nothing to import: no position, narrative, annotation or sensor lines \
+             ({why}); no plot was written"
+        );
+    }
+    if parsed.time_span.is_none() {
+        eprintln!(
+            "warning: {name} has no times (no position, narrative, sensor or timed annotation \
+             lines): the plot is imported undated"
+        );
+    }
     let stem = file
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())

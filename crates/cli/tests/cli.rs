@@ -316,3 +316,91 @@ fn demo_runs_and_writes_nothing() {
     );
     assert!(out.contains("Unknown tool id \"make-it-pretty\""));
 }
+
+/// Issue 17: REP line kinds toolgate cannot import are reported, never dropped silently; a
+/// file of nothing but such lines is refused (not an empty plot with a made-up date); a file
+/// without times is undated; Windows-1252 text round-trips into the features.
+#[test]
+fn import_reports_unhandled_line_kinds_refuses_nothing_and_decodes_windows_1252() {
+    let d = tempfile::tempdir().unwrap();
+    let store = d.path().join("store");
+    let arc = ";SENSORARC: 951212 050000 951212 060000 NELSON @A 1 0 0 N 1 0 0 E 10 20 0 5000 s";
+    let mixed = d.path().join("mixed.rep");
+    std::fs::write(
+        &mixed,
+        format!(
+            "951212 050000 NELSON @A 1 0 0 N 1 0 0 E 0 0 0\n{arc}\n;WHEEL: x\n{arc}\n;; comment\n"
+        ),
+    )
+    .unwrap();
+    let arcs = d.path().join("arcs.rep");
+    std::fs::write(&arcs, format!("{arc}\n").repeat(47)).unwrap();
+    let latin = d.path().join("latin.rep");
+    let mut bytes = b"951212 050000 NELSON @A 1 0 0 N 1 0 0 E 0 0 0\n".to_vec();
+    bytes.extend(b";NARRATIVE: 951212 050000 NELSON caf\xe9 45\xb0\n");
+    std::fs::write(&latin, &bytes).unwrap();
+    let undated = d.path().join("undated.rep");
+    std::fs::write(&undated, ";CIRCLE: @A 1 0 0 N 1 0 0 E 1000 ring\n").unwrap();
+
+    let s = store.to_str().unwrap();
+    let o = toolgate(d.path(), &["import", "--store", s, mixed.to_str().unwrap()]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    assert!(
+        err.contains(
+            "warning: mixed.rep: 2 line(s) of kind ;SENSORARC not imported (first at line 2)"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("warning: mixed.rep: 1 line(s) of kind ;WHEEL not imported (first at line 3)"),
+        "{err}"
+    );
+    assert_eq!(err.matches("not imported").count(), 2, "{err}");
+
+    let o = toolgate(d.path(), &["import", "--store", s, arcs.to_str().unwrap()]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(
+        err.contains("47 line(s) of kind ;SENSORARC not imported (first at line 1)"),
+        "{err}"
+    );
+    assert!(err.contains("arcs.rep: nothing to import"), "{err}");
+    assert!(!store.join("arcs").exists());
+    let empty = d.path().join("empty.rep");
+    std::fs::write(&empty, ";; only a comment\n").unwrap();
+    let o = toolgate(d.path(), &["import", "--store", s, empty.to_str().unwrap()]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(err.contains("the file is empty or only comments"), "{err}");
+
+    let o = toolgate(d.path(), &["import", "--store", s, latin.to_str().unwrap()]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    assert!(
+        err.contains("latin.rep is not UTF-8; read it as Windows-1252"),
+        "{err}"
+    );
+    let features = std::fs::read_to_string(store.join("latin/features.geojson")).unwrap();
+    assert!(features.contains("café 45°"), "{features}");
+
+    let o = toolgate(
+        d.path(),
+        &["import", "--store", s, undated.to_str().unwrap()],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    assert!(err.contains("undated.rep has no times"), "{err}");
+    let item: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(store.join("undated/item.json")).unwrap()).unwrap();
+    assert_eq!(
+        item["properties"]["datetime"],
+        serde_json::Value::Null,
+        "{item}"
+    );
+    assert!(item["properties"].get("start_datetime").is_none(), "{item}");
+    // The dated import keeps its own (1995) times.
+    let item: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(store.join("mixed/item.json")).unwrap()).unwrap();
+    assert_eq!(item["properties"]["datetime"], "1995-12-12T05:00:00+00:00");
+}

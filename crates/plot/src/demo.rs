@@ -300,8 +300,13 @@ fn item_json(
     span: Option<(String, String)>,
 ) -> Value {
     let b = bbox.unwrap_or([0.0, 0.0, 0.0, 0.0]);
-    let (start, end) = span.unwrap_or_else(|| (iso(t0(1)), iso(t0(1))));
-    json!({
+    // A plot without times stays undated (`datetime: null`, no interval) rather than being
+    // given a made-up date that searches by time would then match.
+    let (start, end) = match span {
+        Some((start, end)) => (Value::from(start), Value::from(end)),
+        None => (Value::Null, Value::Null),
+    };
+    let mut item = json!({
         "type": "Feature",
         "stac_version": "1.0.0",
         "stac_extensions": ["https://debrief.info/stac-extensions/debrief/v1.0.0/schema.json"],
@@ -325,7 +330,14 @@ fn item_json(
         "assets": {
             "features": {"href": "./features.geojson", "type": "application/geo+json", "title": "GeoJSON Features", "roles": ["data"]}
         }
-    })
+    });
+    if end.is_null()
+        && let Some(props) = item["properties"].as_object_mut()
+    {
+        props.remove("start_datetime");
+        props.remove("end_datetime");
+    }
+    item
 }
 
 fn collection(features: Vec<Value>) -> Value {
