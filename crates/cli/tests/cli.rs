@@ -324,17 +324,20 @@ fn demo_runs_and_writes_nothing() {
 fn import_reports_unhandled_line_kinds_refuses_nothing_and_decodes_windows_1252() {
     let d = tempfile::tempdir().unwrap();
     let store = d.path().join("store");
-    let arc = ";SENSORARC: 951212 050000 951212 060000 NELSON @A 1 0 0 N 1 0 0 E 10 20 0 5000 s";
+    let arc = ";SENSORARC: 951212 050000 951212 060000 NELSON @A -75 35 0 1000 \"fwd dyn\"";
     let mixed = d.path().join("mixed.rep");
     std::fs::write(
         &mixed,
         format!(
-            "951212 050000 NELSON @A 1 0 0 N 1 0 0 E 0 0 0\n{arc}\n;WHEEL: x\n{arc}\n;; comment\n"
+            "951212 050000 NELSON @A 1 0 0 N 1 0 0 E 0 0 0\n;TMA_POS: x\n;WHEEL: x\n{arc}\n\
+             ;tma_pos: y\n;; comment\n"
         ),
     )
     .unwrap();
     let arcs = d.path().join("arcs.rep");
     std::fs::write(&arcs, format!("{arc}\n").repeat(47)).unwrap();
+    let dynamic = d.path().join("dynamic.rep");
+    std::fs::write(&dynamic, ";DYNAMIC_RECT: x\n".repeat(47)).unwrap();
     let latin = d.path().join("latin.rep");
     let mut bytes = b"951212 050000 NELSON @A 1 0 0 N 1 0 0 E 0 0 0\n".to_vec();
     bytes.extend(b";NARRATIVE: 951212 050000 NELSON caf\xe9 45\xb0\n");
@@ -348,7 +351,7 @@ fn import_reports_unhandled_line_kinds_refuses_nothing_and_decodes_windows_1252(
     assert!(o.status.success(), "{out}{err}");
     assert!(
         err.contains(
-            "warning: mixed.rep: 2 line(s) of kind ;SENSORARC not imported (first at line 2)"
+            "warning: mixed.rep: 2 line(s) of kind ;TMA_POS not imported (first at line 2)"
         ),
         "{err}"
     );
@@ -358,15 +361,45 @@ fn import_reports_unhandled_line_kinds_refuses_nothing_and_decodes_windows_1252(
     );
     assert_eq!(err.matches("not imported").count(), 2, "{err}");
 
+    // A file of 47 sensor arcs is 47 SENSOR_ARC features dated by the file (1995).
     let o = toolgate(d.path(), &["import", "--store", s, arcs.to_str().unwrap()]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    assert!(!err.contains("not imported"), "{err}");
+    let features: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(store.join("arcs/features.geojson")).unwrap())
+            .unwrap();
+    let kinds: Vec<_> = features["features"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["properties"]["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["SENSOR_ARC"; 47]);
+    let item: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(store.join("arcs/item.json")).unwrap()).unwrap();
+    assert_eq!(
+        item["properties"]["start_datetime"],
+        "1995-12-12T05:00:00+00:00"
+    );
+    assert_eq!(
+        item["properties"]["end_datetime"],
+        "1995-12-12T06:00:00+00:00"
+    );
+
+    // A file of nothing toolgate can import is refused, not an empty plot.
+    let o = toolgate(
+        d.path(),
+        &["import", "--store", s, dynamic.to_str().unwrap()],
+    );
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}{err}");
     assert!(
-        err.contains("47 line(s) of kind ;SENSORARC not imported (first at line 1)"),
+        err.contains("47 line(s) of kind ;DYNAMIC_RECT not imported (first at line 1)"),
         "{err}"
     );
-    assert!(err.contains("arcs.rep: nothing to import"), "{err}");
-    assert!(!store.join("arcs").exists());
+    assert!(err.contains("dynamic.rep: nothing to import"), "{err}");
+    assert!(!store.join("dynamic").exists());
     let empty = d.path().join("empty.rep");
     std::fs::write(&empty, ";; only a comment\n").unwrap();
     let o = toolgate(d.path(), &["import", "--store", s, empty.to_str().unwrap()]);

@@ -18,9 +18,9 @@
 //!   by any ASCII whitespace; CRLF and a missing final newline are fine.
 //! * `;` lines: `;NARRATIVE:`, `;NARRATIVE2:`, `;TEXT:`, `;TIMETEXT:`, `;PERIODTEXT:`,
 //!   `;CIRCLE:`, `;LINE:`, `;RECT:`, `;POLY:`, `;POLYLINE:`, `;VECTOR:`, `;ELLIPSE:`,
-//!   `;SENSOR:` and `;SENSOR2:` (command names are matched case-insensitively). `;;` lines and
-//!   `;` followed by anything but a letter are comments. Any other `;KEYWORD` line
-//!   (`;SENSORARC:`, `;TMA_POS:`, `;DYNAMIC_RECT:`, …) is not imported but never dropped
+//!   `;SENSOR:`, `;SENSOR2:` and `;SENSORARC:` (command names are matched
+//!   case-insensitively). `;;` lines and `;` followed by anything but a letter are comments.
+//!   Any other `;KEYWORD` line (`;TMA_POS:`, `;DYNAMIC_RECT:`, `;WHEEL:`, …) is not imported but never dropped
 //!   silently: [`RepImport::unhandled`] counts each kind with its first line number.
 //! * Bytes: [`decode_rep`] reads UTF-8 and falls back to Windows-1252 (a superset of
 //!   Latin-1's printable characters, what legacy Debrief files were written in).
@@ -29,12 +29,13 @@
 //! # Output
 //!
 //! Features come in this order, each group in file order: TRACKs (first-seen order),
-//! NARRATIVEs, annotations, then SENSOR features for sensor data whose host track has no
-//! position lines. Ids are deterministic and unique within one import:
+//! NARRATIVEs, annotations, SENSOR features for sensor data whose host track has no
+//! position lines, then SENSOR_ARCs. Ids are deterministic and unique within one import:
 //!
 //! * `track-<slug>` (lowercase ASCII letters/digits, other runs → `-`; a clash gets `-2`, `-3`…),
 //! * `narrative-<n>` and `shape-<n>` (1-based, in file order),
-//! * `sensor-<slug>` for the orphan sensor features.
+//! * `sensor-<slug>` for the orphan sensor features,
+//! * `sensorarc-<n>` (1-based, in file order).
 //!
 //! TRACK properties: `kind`, `platform_id` and `platform_name` (both the track name),
 //! `track_type` (always `CONTACT`, as Debrief's importer does: REP carries no ownship flag),
@@ -54,6 +55,13 @@
 //! (`[lon, lat]`), `label` and `comment` (text after `//` in the label). Sensor data for a track
 //! name without position lines becomes a `SENSOR` feature (null geometry) with `platform_id`
 //! and `sensors`.
+//!
+//! SENSOR_ARC features (`;SENSORARC:` `START_DATE START_TIME|NULL END_DATE END_TIME|NULL TRACK
+//! SYMBOL (LEFT RIGHT INNER OUTER)… SENSOR`, read as Debrief reads it; null geometry, since a
+//! sector's place depends on the host's position and heading at each time) have `track_name`,
+//! `track_id` (when the track has position lines), `sensor_name`, `color`, `start_time` and
+//! `end_time` (each absent for `NULL`) and `arcs`: `{left_bearing, right_bearing, min_range,
+//! max_range}` per sector, bearings in degrees relative to the host's heading, ranges in metres.
 //!
 //! Annotations (`shape-<n>`, each with `style` from its symbology code and `label` when given):
 //! CIRCLE (Point, `center`, `radius`), LINE (LineString), RECTANGLE from `;RECT:` (Polygon),
@@ -90,8 +98,8 @@ use serde::{Deserialize, Serialize};
 pub use error::RepError;
 pub use symbology::{DEFAULT_COLOUR, Symbol, colour_for_letter};
 pub use types::{
-    LonLat, NarrativeFeature, Position, SensorContact, SensorData, SensorFeature, Shape,
-    ShapeFeature, TrackFeature,
+    ArcSector, LonLat, NarrativeFeature, Position, SensorArcFeature, SensorContact, SensorData,
+    SensorFeature, Shape, ShapeFeature, TrackFeature,
 };
 
 /// A platform seen in the file: one per track. Only `id` (the track name) is known from REP;
@@ -134,6 +142,8 @@ pub struct RepImport {
     pub shapes: Vec<ShapeFeature>,
     /// SENSOR features for sensor data whose host track has no position lines.
     pub sensors: Vec<SensorFeature>,
+    /// SENSOR_ARC features, one per `;SENSORARC:` line, in file order.
+    pub sensor_arcs: Vec<SensorArcFeature>,
     /// One per track, in the same order as the TRACK features.
     pub platforms: Vec<PlatformRecord>,
     /// `[west, south, east, north]` over every coordinate of every feature geometry (and sensor
@@ -174,7 +184,11 @@ impl std::fmt::Display for Unhandled {
 impl RepImport {
     /// How many features the import has.
     pub fn feature_count(&self) -> usize {
-        self.tracks.len() + self.narratives.len() + self.shapes.len() + self.sensors.len()
+        self.tracks.len()
+            + self.narratives.len()
+            + self.shapes.len()
+            + self.sensors.len()
+            + self.sensor_arcs.len()
     }
 
     /// The features as `serde_json::Value`s, in output order (built on demand: this allocates
@@ -190,6 +204,7 @@ impl RepImport {
         out.extend(self.narratives.iter().map(value));
         out.extend(self.shapes.iter().map(value));
         out.extend(self.sensors.iter().map(value));
+        out.extend(self.sensor_arcs.iter().map(value));
         out
     }
 

@@ -4,7 +4,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::lex::slug;
 use super::parser::{Parser, Sensor};
-use super::types::{NarrativeFeature, SensorData, SensorFeature, TrackFeature};
+use super::types::{NarrativeFeature, SensorArcFeature, SensorData, SensorFeature, TrackFeature};
 use super::{PlatformRecord, RepImport};
 
 /// Mean earth radius (IUGG), for placing the far end of a VECTOR.
@@ -59,6 +59,7 @@ pub(super) fn finish(parser: Parser<'_>) -> RepImport {
         narratives,
         mut shapes,
         sensors,
+        sensor_arcs,
         bounds,
         mut span,
         position_count,
@@ -126,6 +127,21 @@ pub(super) fn finish(parser: Parser<'_>) -> RepImport {
         })
         .collect();
 
+    let sensor_arcs = sensor_arcs
+        .into_iter()
+        .enumerate()
+        .map(|(n, arc)| SensorArcFeature {
+            id: format!("sensorarc-{}", n + 1),
+            track_name: arc.host.to_owned(),
+            track_id: track_ids.get(arc.host).cloned(),
+            sensor_name: arc.name,
+            colour: arc.colour,
+            start: arc.start,
+            end: arc.end,
+            arcs: arc.arcs,
+        })
+        .collect();
+
     for (n, shape) in shapes.iter_mut().enumerate() {
         shape.id = format!("shape-{}", n + 1);
     }
@@ -148,6 +164,7 @@ pub(super) fn finish(parser: Parser<'_>) -> RepImport {
         narratives,
         shapes,
         sensors: sensor_features,
+        sensor_arcs,
         platforms,
         bbox: bounds.get(),
         time_span: span,

@@ -10,7 +10,7 @@ use super::lex::{
 };
 use super::output;
 use super::symbology::Symbol;
-use super::types::{Position, SensorContact, Shape, ShapeFeature};
+use super::types::{ArcSector, Position, SensorContact, Shape, ShapeFeature};
 
 /// Metres in an international yard: REP ranges, radii and axes are in yards.
 pub(super) const YARDS_TO_METRES: f64 = 0.9144;
@@ -41,6 +41,16 @@ pub(super) struct Sensor<'a> {
     pub name: &'a str,
     pub colour: &'static str,
     pub contacts: Vec<SensorContact>,
+}
+
+/// One `;SENSORARC:` line (numbered and linked to its track by `output::finish`).
+pub(super) struct SensorArc<'a> {
+    pub host: &'a str,
+    pub name: String,
+    pub colour: &'static str,
+    pub start: Option<DateTime<Utc>>,
+    pub end: Option<DateTime<Utc>>,
+    pub arcs: Vec<ArcSector>,
 }
 
 /// Running `[west, south, east, north]`.
@@ -90,9 +100,10 @@ enum Command {
     PeriodText,
     Sensor,
     Sensor2,
+    SensorArc,
 }
 
-const COMMANDS: [(&str, Command); 14] = [
+const COMMANDS: [(&str, Command); 15] = [
     (";NARRATIVE:", Command::Narrative),
     (";NARRATIVE2:", Command::Narrative2),
     (";TEXT:", Command::Text),
@@ -107,6 +118,7 @@ const COMMANDS: [(&str, Command); 14] = [
     (";PERIODTEXT:", Command::PeriodText),
     (";SENSOR:", Command::Sensor),
     (";SENSOR2:", Command::Sensor2),
+    (";SENSORARC:", Command::SensorArc),
 ];
 
 pub(super) struct Parser<'a> {
@@ -118,6 +130,7 @@ pub(super) struct Parser<'a> {
     /// Annotation features, in file order (numbered by `output::finish`).
     pub shapes: Vec<ShapeFeature>,
     pub sensors: Vec<Sensor<'a>>,
+    pub sensor_arcs: Vec<SensorArc<'a>>,
     sensor_index: HashMap<(&'a str, &'a str), usize>,
     pub bounds: Bounds,
     pub span: Option<(DateTime<Utc>, DateTime<Utc>)>,
@@ -137,6 +150,7 @@ impl<'a> Parser<'a> {
             narratives: Vec::new(),
             shapes: Vec::new(),
             sensors: Vec::new(),
+            sensor_arcs: Vec::new(),
             sensor_index: HashMap::new(),
             bounds: Bounds::new(),
             span: None,
@@ -180,6 +194,7 @@ impl<'a> Parser<'a> {
             Command::Narrative2 => self.narrative(&ctx, cur, true),
             Command::Sensor => self.sensor(&ctx, cur, false),
             Command::Sensor2 => self.sensor(&ctx, cur, true),
+            Command::SensorArc => self.sensor_arc(&ctx, cur),
             _ => self.annotation(&ctx, cur, command),
         }
     }
@@ -240,6 +255,7 @@ impl<'a> Parser<'a> {
         self.last_track = None;
         self.narratives.extend(other.narratives);
         self.shapes.extend(other.shapes);
+        self.sensor_arcs.extend(other.sensor_arcs);
         for sensor in other.sensors {
             let next = self.sensors.len();
             let i = *self
@@ -377,6 +393,85 @@ impl<'a> Parser<'a> {
             track,
             entry_type,
             text,
+        });
+        Ok(())
+    }
+
+    /// `;SENSORARC: START_DATE START_TIME|NULL END_DATE END_TIME|NULL TRACK SYMBOL (LEFT RIGHT
+    /// INNER OUTER)… SENSOR` (bearings in degrees relative to the host's heading, ranges in
+    /// yards; a `NULL` time leaves that end of the interval open). The tokens after the
+    /// symbology are read as Debrief reads them: groups of four numbers while more than four
+    /// remain, then the sensor name.
+    fn sensor_arc(&mut self, ctx: &LineCtx<'a>, mut cur: Cursor<'a>) -> Res<()> {
+        const EXPECTED: &str = "YYMMDD HHMMSS[.sss]|NULL YYMMDD HHMMSS[.sss]|NULL TRACK SYMBOL \
+             LEFT RIGHT INNER OUTER [LEFT RIGHT INNER OUTER…] SENSOR";
+        let time = |cur: &mut Cursor<'a>| -> Res<Option<DateTime<Utc>>> {
+            match cur.peek() {
+                Some(tok) if is_null(tok) => {
+                    cur.next_token();
+                    Ok(None)
+                }
+                _ => parse_timestamp(ctx, cur).map(Some),
+            }
+        };
+        let start = time(&mut cur)?;
+        let end = time(&mut cur)?;
+        let host = cur.name(ctx, "track name", EXPECTED)?.text;
+        let symbol = Symbol::parse(cur.require(ctx, "symbology", EXPECTED)?.text);
+        let mut rest = Vec::new();
+        while cur.peek().is_some() {
+            rest.push(cur.name(ctx, "arc", EXPECTED)?);
+        }
+        if rest.len() < 5 {
+            let field = [
+                "left bearing",
+                "right bearing",
+                "inner range",
+                "outer range",
+                "sensor",
+            ];
+            let missing = field.get(rest.len()).copied().unwrap_or("sensor");
+            return Err(ctx.missing(missing, EXPECTED));
+        }
+        let groups = (rest.len() - 1) / 4;
+        let mut arcs = Vec::with_capacity(groups);
+        for group in rest.chunks_exact(4).take(groups) {
+            let &[left, right, inner, outer] = group else {
+                continue;
+            };
+            let range = |tok: Tok<'a>, field: &'static str| -> Res<f64> {
+                match lex::parse_f64(tok.text) {
+                    Some(v) if v.is_finite() && v >= 0.0 => Ok(v * YARDS_TO_METRES),
+                    _ => Err(ctx.invalid(field, tok, "a number of yards, 0 or more")),
+                }
+            };
+            arcs.push(ArcSector {
+                left: number(ctx, left, "left bearing", "a number of degrees")?,
+                right: number(ctx, right, "right bearing", "a number of degrees")?,
+                min_range: range(inner, "inner range")?,
+                max_range: range(outer, "outer range")?,
+            });
+        }
+        let name = rest
+            .get(groups * 4..)
+            .unwrap_or_default()
+            .iter()
+            .map(|t| t.text)
+            .collect::<Vec<_>>()
+            .join(" ");
+        if let Some(t) = start {
+            self.note_time(t);
+        }
+        if let Some(t) = end {
+            self.note_time(t);
+        }
+        self.sensor_arcs.push(SensorArc {
+            host,
+            name,
+            colour: symbol.colour,
+            start,
+            end,
+            arcs,
         });
         Ok(())
     }
@@ -574,7 +669,11 @@ impl<'a> Parser<'a> {
                 };
                 (shape, label(cur.rest()))
             }
-            Command::Narrative | Command::Narrative2 | Command::Sensor | Command::Sensor2 => {
+            Command::Narrative
+            | Command::Narrative2
+            | Command::Sensor
+            | Command::Sensor2
+            | Command::SensorArc => {
                 return Ok(());
             }
         };

@@ -1134,8 +1134,9 @@ fn throughput_100mb() {
 
 // ---- no silent loss (issue 17): unhandled kinds, no-time files, Windows-1252, NaN ----
 
-const ARC: &str = ";SENSORARC: 951212 050000 951212 060000 NELSON @A 1 0 0 N 1 0 0 E 10 20 0 \
-                   5000 sonar";
+/// A Debrief sensor arc: two sectors relative to the host's heading, ranges in yards.
+const ARC: &str =
+    ";SENSORARC: 951212 050000 951212 060000 NELSON @B -75 35 0 1000 150 210 100 2000 \"fwd dyn\"";
 
 #[test]
 fn unhandled_line_kinds_are_reported_with_count_and_first_line() {
@@ -1159,7 +1160,6 @@ fn unhandled_line_kinds_are_reported_with_count_and_first_line() {
     assert_eq!(
         got,
         [
-            (";SENSORARC", 2, 4),
             (";DYNAMIC_RECT", 1, 5),
             (";TMA_POS", 1, 7),
             (";WHEEL", 1, 8),
@@ -1171,9 +1171,10 @@ fn unhandled_line_kinds_are_reported_with_count_and_first_line() {
     );
     assert_eq!(
         import.unhandled[0].to_string(),
-        "2 line(s) of kind ;SENSORARC not imported (first at line 4)"
+        "1 line(s) of kind ;DYNAMIC_RECT not imported (first at line 5)"
     );
     assert_eq!(import.tracks.len(), 1);
+    assert_eq!(import.sensor_arcs.len(), 2);
 }
 
 #[test]
@@ -1185,8 +1186,7 @@ fn unhandled_report_is_the_same_when_parsed_in_pieces() {
             i % 60
         ));
         if i % 50 == 7 {
-            text.push_str(ARC);
-            text.push('\n');
+            text.push_str(";TMA_POS: x\n");
         }
     }
     text.push_str(";WHEEL: late\n");
@@ -1200,13 +1200,84 @@ fn unhandled_report_is_the_same_when_parsed_in_pieces() {
 
 #[test]
 fn a_file_of_only_unhandled_lines_has_no_features_and_no_times() {
-    let text = format!("{ARC}\n").repeat(47);
-    let import = parse_rep("arcs.rep", &text).unwrap();
+    let text = ";DYNAMIC_RECT: x\n".repeat(47);
+    let import = parse_rep("dyn.rep", &text).unwrap();
     assert_eq!(import.feature_count(), 0);
     assert_eq!(import.time_span, None);
     assert_eq!(import.unhandled.len(), 1);
     assert_eq!(import.unhandled[0].count, 47);
     assert_eq!(import.unhandled[0].first_line, 1);
+}
+
+#[test]
+fn sensor_arcs_become_sensor_arc_features_dated_by_their_own_times() {
+    let text = format!(
+        "951212 050000 NELSON @A 1 0 0 N 1 0 0 E 0 0 0\n{}\
+         ;SENSORARC: NULL 951212 070000.5 GHOST @A 0 360 0 500 towed\n",
+        format!("{ARC}\n").repeat(47)
+    );
+    let import = parse_rep("arcs.rep", &text).unwrap();
+    assert!(import.unhandled.is_empty(), "{:?}", import.unhandled);
+    assert_eq!(import.sensor_arcs.len(), 48);
+    let t = |s: &str| DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc);
+    assert_eq!(
+        import.time_span,
+        Some((t("1995-12-12T05:00:00Z"), t("1995-12-12T07:00:00.5Z")))
+    );
+    let features = import.features();
+    let arcs = of_kind(&features, "SENSOR_ARC");
+    assert_eq!(arcs.len(), 48);
+    assert_eq!(
+        arcs[0],
+        &json!({
+            "type": "Feature",
+            "id": "sensorarc-1",
+            "geometry": null,
+            "properties": {
+                "kind": "SENSOR_ARC",
+                "track_name": "NELSON",
+                "track_id": "track-nelson",
+                "sensor_name": "fwd dyn",
+                "color": "#00FF00",
+                "start_time": "1995-12-12T05:00:00+00:00",
+                "end_time": "1995-12-12T06:00:00+00:00",
+                "arcs": [
+                    {"left_bearing": -75.0, "right_bearing": 35.0, "min_range": 0.0, "max_range": 914.4},
+                    {"left_bearing": 150.0, "right_bearing": 210.0, "min_range": 91.44, "max_range": 1828.8}
+                ]
+            }
+        })
+    );
+    let last = &arcs[47]["properties"];
+    assert!(last.get("start_time").is_none(), "{last}");
+    assert_eq!(last["end_time"], "1995-12-12T07:00:00.500+00:00");
+    assert!(last.get("track_id").is_none(), "{last}");
+    // The streamed writer agrees with the Values.
+    let streamed: Value =
+        serde_json::from_slice(&import.feature_collection_bytes().unwrap()).unwrap();
+    assert_eq!(streamed["features"].as_array().unwrap().len(), 49);
+    assert_eq!(streamed["features"][1], *arcs[0]);
+}
+
+#[test]
+fn malformed_sensor_arcs_are_errors_with_file_line_col() {
+    for (line, expect) in [
+        (
+            ";SENSORARC: 951212 050000 951212 060000 NELSON @A -75 35 0",
+            "s.rep:1:59: missing outer range",
+        ),
+        (
+            ";SENSORARC: 951212 050000 951212 060000 NELSON @A NaN 35 0 1000 s",
+            "s.rep:1:51: invalid left bearing \"NaN\"",
+        ),
+        (
+            ";SENSORARC: 951212 050000 951212 060000 NELSON @A -75 35 0 -5 s",
+            "s.rep:1:60: invalid outer range \"-5\"",
+        ),
+    ] {
+        let e = err("s.rep", line).to_string();
+        assert!(e.starts_with(expect), "{line}: {e}");
+    }
 }
 
 #[test]

@@ -597,3 +597,77 @@ impl Serialize for ShapeFeature {
         )
     }
 }
+
+/// One `;SENSORARC:` line: where a sensor on a host track covers, for an interval, as sectors
+/// relative to the host's heading. The geometry is null: where a sector lies depends on the
+/// host's position and course at each moment of the interval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SensorArcFeature {
+    /// `sensorarc-<n>`, 1-based in file order.
+    pub id: String,
+    /// The host track name.
+    pub track_name: String,
+    /// The id of the TRACK called `track_name`, when there is one.
+    pub track_id: Option<String>,
+    /// The sensor's name (the line's label).
+    pub sensor_name: String,
+    /// `#RRGGBB` from the line's symbology.
+    pub colour: &'static str,
+    /// Start of the interval; `None` for `NULL` (open-ended).
+    pub start: Option<DateTime<Utc>>,
+    /// End of the interval; `None` for `NULL` (open-ended).
+    pub end: Option<DateTime<Utc>>,
+    /// The covered sectors, in line order (at least one).
+    pub arcs: Vec<ArcSector>,
+}
+
+/// One sector of a sensor arc: bearings in degrees relative to the host's heading (clockwise
+/// from `left` to `right`), ranges in metres.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ArcSector {
+    pub left: f64,
+    pub right: f64,
+    pub min_range: f64,
+    pub max_range: f64,
+}
+
+impl Serialize for ArcSector {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(4))?;
+        map.serialize_entry("left_bearing", &self.left)?;
+        map.serialize_entry("right_bearing", &self.right)?;
+        map.serialize_entry("min_range", &self.min_range)?;
+        map.serialize_entry("max_range", &self.max_range)?;
+        map.end()
+    }
+}
+
+struct SensorArcProperties<'a>(&'a SensorArcFeature);
+
+impl Serialize for SensorArcProperties<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let a = self.0;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("kind", "SENSOR_ARC")?;
+        map.serialize_entry("track_name", &a.track_name)?;
+        if let Some(id) = &a.track_id {
+            map.serialize_entry("track_id", id)?;
+        }
+        map.serialize_entry("sensor_name", &a.sensor_name)?;
+        map.serialize_entry("color", a.colour)?;
+        if let Some(t) = &a.start {
+            map.serialize_entry("start_time", &Rfc3339(t))?;
+        }
+        if let Some(t) = &a.end {
+            map.serialize_entry("end_time", &Rfc3339(t))?;
+        }
+        map.serialize_entry("arcs", &a.arcs)?;
+        map.end()
+    }
+}
+
+impl Serialize for SensorArcFeature {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        feature(serializer, &self.id, &NULL, &SensorArcProperties(self))
+    }
+}
