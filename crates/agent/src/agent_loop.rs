@@ -2,6 +2,11 @@
 //! limit, too many invalid calls, a model error or cancellation. Every tool call goes through
 //! [`Debrief::call`] (registry, validation, policy, confirmation, guard, session apply), so the
 //! loop cannot apply a change a person did not confirm.
+//!
+//! A reply without native `tool_calls` is read by [`crate::call_parse`]: calls to offered tools
+//! written into the text are dispatched exactly like native ones (same gate, same confirmation);
+//! a reply that meant a call but cannot be read gets one corrective user message per utterance,
+//! counted against [`AgentConfig::max_corrections`]. Replies with native calls are never re-read.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,8 +34,8 @@ pub struct AgentConfig {
     pub priming: bool,
     /// Model requests per utterance.
     pub max_turns: usize,
-    /// Invalid calls (unknown tool, malformed arguments) tolerated per utterance; one more stops
-    /// the loop.
+    /// Invalid calls (unknown tool, malformed arguments, a call in the text that cannot be read)
+    /// tolerated per utterance; one more stops the loop.
     pub max_corrections: usize,
 }
 
@@ -557,7 +562,7 @@ impl AgentLoop {
                 &events,
                 AgentEvent::Error {
                     message: format!(
-                        "Stopped: the model made {corrections} invalid tool calls (unknown tools or malformed arguments)."
+                        "Stopped: the model made {corrections} invalid tool calls (unknown tools, malformed arguments or calls in its text that could not be read)."
                     ),
                 },
             ),
