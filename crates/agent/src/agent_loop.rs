@@ -2,6 +2,11 @@
 //! limit, too many invalid calls, a model error or cancellation. Every tool call goes through
 //! [`Debrief::call`] (registry, validation, policy, confirmation, guard, session apply), so the
 //! loop cannot apply a change a person did not confirm.
+//!
+//! A reply without native `tool_calls` is read by [`crate::call_parse`]: calls to offered tools
+//! written into the text are dispatched exactly like native ones (same gate, same confirmation);
+//! a reply that meant a call but cannot be read gets one corrective user message per utterance,
+//! counted against [`AgentConfig::max_corrections`]. Replies with native calls are never re-read.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,7 +20,8 @@ use toolgate_core::flow::{Answer, Confirmer};
 use toolgate_core::{Preview, Refusal, RefusalKind, Reply, TokenCounter};
 use toolgate_plot::agent::{Debrief, Settings, agent_tool_specs};
 
-use crate::client::{ChatRequest, Message, ModelClient, Role, ToolDef, Usage};
+use crate::call_parse;
+use crate::client::{ChatRequest, Message, ModelClient, Role, ToolCallRequest, ToolDef, Usage};
 use crate::transcript::Transcript;
 
 /// The domain priming file shipped in the repository (`crates/agent/priming/debrief.md`).
@@ -28,8 +34,8 @@ pub struct AgentConfig {
     pub priming: bool,
     /// Model requests per utterance.
     pub max_turns: usize,
-    /// Invalid calls (unknown tool, malformed arguments) tolerated per utterance; one more stops
-    /// the loop.
+    /// Invalid calls (unknown tool, malformed arguments, a call in the text that cannot be read)
+    /// tolerated per utterance; one more stops the loop.
     pub max_corrections: usize,
 }
 
@@ -323,6 +329,7 @@ impl AgentLoop {
         conversation.log("message", json!({"role": "user", "content": utterance}));
         let cancel = conversation.cancel_token();
         let mut corrections = 0usize;
+        let mut nudged = false;
         out.stop = loop {
             if cancel.is_cancelled() {
                 break Stop::Cancelled;
@@ -369,6 +376,48 @@ impl AgentLoop {
                     "promptTokens": usage.prompt_tokens, "completionTokens": usage.completion_tokens,
                     "tokensEstimated": estimated, "finishReason": reply.finish_reason}),
             );
+            let mut reply = reply;
+            if reply.tool_calls.is_empty() {
+                // Small models write their call into the text (a ```json fence, a <tool_call>
+                // tag, …) instead of `tool_calls`; a reply with native calls is never re-read.
+                let offered: Vec<String> = self.tools.iter().map(|t| t.name.clone()).collect();
+                let found = call_parse::extract(&reply.text, &offered);
+                if !found.calls.is_empty() {
+                    let base = conversation.messages.len();
+                    reply.tool_calls = found
+                        .calls
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, c)| ToolCallRequest {
+                            id: format!("content-call-{base}-{i}"),
+                            name: c.name,
+                            arguments: c.arguments,
+                        })
+                        .collect();
+                    reply.text = found.prose;
+                } else if found.intended_call() && !nudged {
+                    // One corrective turn per utterance: the model meant to call a tool but no
+                    // call could be read. Counted as a correction like an invalid native call.
+                    nudged = true;
+                    corrections += 1;
+                    let correction = call_parse::corrective_message(&found, &offered);
+                    conversation
+                        .messages
+                        .push(Message::assistant(reply.text.clone(), Vec::new()));
+                    conversation.log(
+                        "message",
+                        json!({"role": "assistant", "content": reply.text}),
+                    );
+                    conversation
+                        .messages
+                        .push(Message::user(correction.clone()));
+                    conversation.log("correction", json!({"role": "user", "content": correction}));
+                    if corrections > self.config.max_corrections {
+                        break Stop::TooManyCorrections;
+                    }
+                    continue;
+                }
+            }
             if reply.tool_calls.is_empty() {
                 conversation
                     .messages
@@ -513,7 +562,7 @@ impl AgentLoop {
                 &events,
                 AgentEvent::Error {
                     message: format!(
-                        "Stopped: the model made {corrections} invalid tool calls (unknown tools or malformed arguments)."
+                        "Stopped: the model made {corrections} invalid tool calls (unknown tools, malformed arguments or calls in its text that could not be read)."
                     ),
                 },
             ),

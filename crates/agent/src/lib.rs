@@ -3,6 +3,10 @@
 //! - [`client`]: the [`ModelClient`] trait and [`HttpModel`] (both protocols, streaming,
 //!   timeouts, bounded retries with exponential backoff; API keys read from the environment
 //!   variable named in [`ModelConfig`], never logged).
+//! - [`call_parse`]: the one tolerant parser for tool calls written into reply text (fenced
+//!   JSON, bare JSON, `<tool_call>` tags, `<|python_tag|>` / `[TOOL_CALLS]` prefixes, the common
+//!   name/arguments shapes), used by the loop when a reply has no native `tool_calls` and by
+//!   the text protocol.
 //! - [`text_protocol`]: tool calls as fenced JSON for models without native tool calling.
 //! - [`agent_loop`]: [`AgentLoop::run`] — priming, the four Debrief tools, every call through
 //!   the surface's registry and policy, confirmations via the caller's [`Confirmer`], a JSONL
@@ -12,6 +16,7 @@
 
 pub mod agent_loop;
 mod anthropic;
+pub mod call_parse;
 pub mod client;
 mod openai;
 pub mod text_protocol;

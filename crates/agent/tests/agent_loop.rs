@@ -564,3 +564,187 @@ async fn a_refused_call_is_recorded_and_streamed_as_refused_not_ok() {
     assert_eq!(finished, [(false, toolgate_core::Status::Refused)]);
     assert!(!h.debrief.session().plot(PLOT).unwrap().doc.is_dirty());
 }
+
+/// What Qwen2.5-Coder-0.5B answered under llama.cpp in native mode (local-model trial): the call
+/// as a ```json fence in `content`, no `tool_calls`. It must be dispatched, not taken as final.
+#[tokio::test]
+async fn a_call_fenced_in_content_is_dispatched_like_a_native_one() {
+    for stream in [false, true] {
+        let mock = MockModel::sequence(vec![
+            Reply::text(format!(
+                "```json\n{{\"name\": \"{SUMMARIZE}\", \"arguments\": {{}}}}\n```"
+            )),
+            Reply::text("The plot has one track and one point."),
+        ])
+        .await
+        .unwrap();
+        let h = harness("mock-model", true).await;
+        let agent = AgentLoop::new(
+            client(&mock, stream),
+            h.debrief.clone(),
+            AgentConfig::default(),
+        );
+        let out = agent
+            .run(
+                &mut Conversation::new("c-fenced"),
+                "what's in this plot?",
+                &Fixed(Answer::Approve),
+                |_| {},
+            )
+            .await;
+        assert_eq!(out.stop, Stop::Final);
+        assert_eq!(out.calls.len(), 1, "stream={stream}");
+        assert_eq!(out.calls[0].tool, SUMMARIZE);
+        assert_eq!(out.calls[0].status, CallStatus::Dispatched);
+        assert!(out.calls[0].result.contains("HMS Nelson"));
+        assert_eq!(
+            out.final_text.as_deref(),
+            Some("The plot has one track and one point.")
+        );
+        // The recovered call goes back in the protocol's own shape: an assistant message with
+        // tool_calls and a tool message answering it, with native tools still advertised.
+        let reqs = mock.requests();
+        assert!(
+            reqs[1].body["tools"]
+                .as_array()
+                .is_some_and(|t| !t.is_empty())
+        );
+        let m = reqs[1].body["messages"].as_array().unwrap();
+        let asst = m.iter().find(|m| m["role"] == "assistant").unwrap();
+        assert_eq!(asst["tool_calls"][0]["function"]["name"], SUMMARIZE);
+        let tool = m.iter().find(|m| m["role"] == "tool").unwrap();
+        assert_eq!(tool["tool_call_id"], asst["tool_calls"][0]["id"]);
+    }
+}
+
+#[tokio::test]
+async fn a_tool_call_tag_in_content_is_dispatched() {
+    let mock = MockModel::sequence(vec![
+        Reply::text(format!(
+            "I will list them.\n<tool_call>\n{{\"name\": \"{LIST_TOOLS}\", \"arguments\": \"{{}}\"}}\n</tool_call>"
+        )),
+        Reply::text("You can run the speed filter."),
+    ])
+    .await
+    .unwrap();
+    let h = harness("mock-model", true).await;
+    let agent = AgentLoop::new(
+        client(&mock, false),
+        h.debrief.clone(),
+        AgentConfig::default(),
+    );
+    let out = agent
+        .run(
+            &mut Conversation::new("c-tag"),
+            "which tools can I run?",
+            &Fixed(Answer::Approve),
+            |_| {},
+        )
+        .await;
+    assert_eq!(out.stop, Stop::Final);
+    let tools: Vec<&str> = out.calls.iter().map(|c| c.tool.as_str()).collect();
+    assert_eq!(tools, [LIST_TOOLS]);
+    assert_eq!(out.calls[0].status, CallStatus::Dispatched);
+    let reqs = mock.requests();
+    let m = reqs[1].body["messages"].as_array().unwrap();
+    let asst = m.iter().find(|m| m["role"] == "assistant").unwrap();
+    assert_eq!(asst["content"], "I will list them.");
+}
+
+/// A reply that clearly meant to call a tool but cannot be read gets one corrective turn, then
+/// the loop goes on; a second unreadable reply is the answer (the correction is bounded).
+#[tokio::test]
+async fn an_unreadable_call_in_content_gets_one_corrective_turn() {
+    let broken = format!("```json\n{{\"name\": \"{RUN_TOOL}\", \"arguments\": {{\"toolId\": \n```");
+    let mock = MockModel::sequence(vec![
+        Reply::text(broken.clone()),
+        Reply::text(format!(
+            "{{\"name\": \"{LIST_TOOLS}\", \"arguments\": {{}}}}"
+        )),
+        Reply::text(broken.clone()),
+        Reply::text("unreachable"),
+    ])
+    .await
+    .unwrap();
+    let h = harness("mock-model", true).await;
+    let agent = AgentLoop::new(
+        client(&mock, false),
+        h.debrief.clone(),
+        AgentConfig::default(),
+    );
+    let mut conv = Conversation::new("c-nudge")
+        .with_transcript(&h.dir.path().join("t"))
+        .unwrap();
+    let out = agent
+        .run(
+            &mut conv,
+            "filter by speed",
+            &Fixed(Answer::Approve),
+            |_| {},
+        )
+        .await;
+    assert_eq!(out.stop, Stop::Final);
+    assert_eq!(out.turns, 3);
+    let tools: Vec<&str> = out.calls.iter().map(|c| c.tool.as_str()).collect();
+    assert_eq!(tools, [LIST_TOOLS]);
+    assert_eq!(out.final_text.as_deref(), Some(broken.as_str()));
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 3);
+    let m = reqs[1].body["messages"].as_array().unwrap();
+    let last = m.last().unwrap();
+    assert_eq!(last["role"], "user");
+    let text = last["content"].as_str().unwrap();
+    assert!(
+        text.contains("not valid JSON") && text.contains(LIST_TOOLS),
+        "{text}"
+    );
+    let log = std::fs::read_to_string(conv.transcript_path().unwrap()).unwrap();
+    assert_eq!(log.matches("\"correction\"").count(), 1);
+
+    // The corrective turn is counted in the corrections budget.
+    let mock = MockModel::sequence(vec![Reply::text(broken.clone()); 3])
+        .await
+        .unwrap();
+    let cfg = AgentConfig {
+        max_corrections: 0,
+        ..AgentConfig::default()
+    };
+    let agent = AgentLoop::new(client(&mock, false), h.debrief.clone(), cfg);
+    let out = agent
+        .run(
+            &mut Conversation::new("c-nudge-2"),
+            "x",
+            &Fixed(Answer::Approve),
+            |_| {},
+        )
+        .await;
+    assert_eq!(out.stop, Stop::TooManyCorrections);
+    assert_eq!(mock.requests().len(), 1);
+}
+
+/// Prose that merely names a tool is an answer, not a failed call: no corrective turn.
+#[tokio::test]
+async fn prose_naming_a_tool_is_still_a_final_answer() {
+    let mock = MockModel::sequence(vec![Reply::text(format!(
+        "I used {LIST_TOOLS}; the speed filter applies."
+    ))])
+    .await
+    .unwrap();
+    let h = harness("mock-model", true).await;
+    let agent = AgentLoop::new(
+        client(&mock, false),
+        h.debrief.clone(),
+        AgentConfig::default(),
+    );
+    let out = agent
+        .run(
+            &mut Conversation::new("c-prose"),
+            "x",
+            &Fixed(Answer::Approve),
+            |_| {},
+        )
+        .await;
+    assert_eq!(out.stop, Stop::Final);
+    assert_eq!(out.turns, 1);
+    assert!(out.calls.is_empty());
+}
