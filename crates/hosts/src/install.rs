@@ -30,6 +30,9 @@ pub struct JsonEntry {
     pub key: EntryKey,
     pub value: Value,
     pub skeleton: Value,
+    /// The host reads the file as JSONC (VS Code's `mcp.json`): comments and trailing commas are
+    /// accepted, and the entry is spliced into the text so the user's layout survives.
+    pub jsonc: bool,
 }
 
 /// What rendering produced.
@@ -150,7 +153,12 @@ pub fn plan(opts: &InstallOptions, loc: &Locations) -> Result<Plan, HostsError> 
                 let current_text = current.as_deref().map(text).transpose()?;
                 let mut doc = match &current_text {
                     Some(t) => {
-                        serde_json::from_str::<Value>(t).map_err(|source| HostsError::Json {
+                        let parsed = if entry.jsonc {
+                            jsonedit::parse_jsonc(t)
+                        } else {
+                            serde_json::from_str::<Value>(t)
+                        };
+                        parsed.map_err(|source| HostsError::Json {
                             path: path.clone(),
                             source,
                         })?
@@ -172,14 +180,28 @@ pub fn plan(opts: &InstallOptions, loc: &Locations) -> Result<Plan, HostsError> 
                             Some(_) => {}
                         }
                     }
-                    jsonedit::set(&mut doc, &entry.container, &entry.key, entry.value.clone())
-                        .map_err(|message| HostsError::JsonShape {
-                            path: path.clone(),
-                            message: format!(
-                                "{message}; toolgate cannot add its entry (fix the file, or remove it to let toolgate create it)"
-                            ),
-                        })?;
-                    pretty(&doc)
+                    let shape_err = |message: String| HostsError::JsonShape {
+                        path: path.clone(),
+                        message: format!(
+                            "{message}; toolgate cannot add its entry (fix the file, or remove it to let toolgate create it)"
+                        ),
+                    };
+                    match (&current_text, &entry.key) {
+                        (Some(t), EntryKey::Object(name)) if entry.jsonc => {
+                            jsonedit::splice_set(t, &entry.container, name, &entry.value)
+                                .map_err(shape_err)?
+                        }
+                        _ => {
+                            jsonedit::set(
+                                &mut doc,
+                                &entry.container,
+                                &entry.key,
+                                entry.value.clone(),
+                            )
+                            .map_err(shape_err)?;
+                            pretty(&doc)
+                        }
+                    }
                 };
                 let original = match prior {
                     Some(rec) => rec.original.clone(),
@@ -464,8 +486,15 @@ pub fn uninstall(host: Host, global: bool, loc: &Locations) -> Result<UninstallR
             }
             continue;
         }
-        // Edited since install: take out only toolgate's entry, if it is still as written.
-        let mut doc: Value = match serde_json::from_slice(&cur) {
+        // Edited since install: take out only toolgate's entry, if it is still as written. Object
+        // entries are VS Code's JSONC `mcp.json`: the entry's bytes are cut out of the text so
+        // the user's comments and layout stay.
+        let cur_text = String::from_utf8_lossy(&cur);
+        let parsed = match &rec.key {
+            EntryKey::Object(_) => jsonedit::parse_jsonc(&cur_text),
+            EntryKey::ArrayName(_) => serde_json::from_slice(&cur),
+        };
+        let mut doc: Value = match parsed {
             Ok(d) => d,
             Err(_) => {
                 report.kept_modified.push(rec.path.clone());
@@ -474,8 +503,17 @@ pub fn uninstall(host: Host, global: bool, loc: &Locations) -> Result<UninstallR
         };
         match jsonedit::get(&doc, &rec.container, &rec.key) {
             Some(v) if value_hash(v) == rec.value_sha256 => {
-                jsonedit::remove(&mut doc, &rec.container, &rec.key);
-                write_atomic(&rec.path, pretty(&doc).as_bytes())?;
+                let new_text = match &rec.key {
+                    EntryKey::Object(name) => {
+                        jsonedit::splice_remove(&cur_text, &rec.container, name)
+                    }
+                    EntryKey::ArrayName(_) => None,
+                };
+                let new_text = new_text.unwrap_or_else(|| {
+                    jsonedit::remove(&mut doc, &rec.container, &rec.key);
+                    pretty(&doc)
+                });
+                write_atomic(&rec.path, new_text.as_bytes())?;
                 report.restored.push(rec.path.clone());
             }
             Some(_) => report.kept_modified.push(rec.path.clone()),

@@ -192,6 +192,7 @@ pub fn actions(opts: &InstallOptions, loc: &Locations) -> Vec<Action> {
                         "metadata": {"description": "Plugins installed by `toolgate install copilot`.", "version": VERSION},
                         "plugins": [],
                     }),
+                    jsonc: false,
                 },
             });
             out.push(file(
@@ -290,6 +291,7 @@ pub fn actions(opts: &InstallOptions, loc: &Locations) -> Vec<Action> {
                         "owner": {"name": "toolgate"},
                         "plugins": [],
                     }),
+                    jsonc: false,
                 },
             });
             out.push(file(
@@ -341,6 +343,7 @@ pub fn actions(opts: &InstallOptions, loc: &Locations) -> Vec<Action> {
                     key: EntryKey::Object(PLUGIN_NAME.into()),
                     value: mcp_server(opts, true),
                     skeleton: json!({"servers": {}}),
+                    jsonc: true,
                 },
             });
             out.push(file(prompts.join("codeact.instructions.md"), instructions));
