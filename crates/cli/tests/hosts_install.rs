@@ -456,3 +456,34 @@ fn preflight_rejects_an_unusable_backend_and_writes_nothing() {
     );
     assert!(text.contains("no problems found"), "{text}");
 }
+
+/// Issue 19 item 3: VS Code's `mcp.json` is JSONC. Before the fix the install refused a file with
+/// comments (and re-indented one without).
+#[test]
+fn commented_vscode_mcp_json_survives_install_and_uninstall_byte_for_byte() {
+    const COMMENTED: &str = include_str!("../../hosts/tests/fixtures/vscode-mcp.jsonc");
+    let env = Env::new();
+    let mcp = env.repo.join(".vscode/mcp.json");
+    std::fs::create_dir_all(mcp.parent().unwrap()).unwrap();
+    std::fs::write(&mcp, COMMENTED).unwrap();
+    let before = tree(&env.repo);
+    let diff = env.ok(&["install", "vscode", "--dry-run"]);
+    assert!(diff.contains("+\t\t\"toolgate\": {"), "{diff}");
+    assert_eq!(tree(&env.repo), before);
+    env.ok(&["install", "vscode"]);
+    let installed = std::fs::read_to_string(&mcp).unwrap();
+    let doc = toolgate_hosts::parse_jsonc(&installed).unwrap();
+    assert_eq!(doc["servers"]["toolgate"]["type"], "stdio");
+    assert_eq!(doc["servers"]["Perplexity"]["command"], "npx");
+    // The user's lines are all still there, in order, with toolgate's lines between them.
+    let mut user = COMMENTED.lines().peekable();
+    for line in installed.lines() {
+        if user.peek() == Some(&line) {
+            user.next();
+        }
+    }
+    assert_eq!(user.next(), None, "{installed}");
+    env.ok(&["uninstall", "vscode"]);
+    assert_eq!(std::fs::read_to_string(&mcp).unwrap(), COMMENTED);
+    assert_eq!(tree(&env.repo), before);
+}
