@@ -580,4 +580,48 @@ mod tests {
                 .contains("not an object")
         );
     }
+
+    proptest::proptest! {
+        /// Whatever the user's servers, indentation, line ends, comments and trailing commas:
+        /// the spliced file parses to theirs plus toolgate's entry, and removing the entry gives
+        /// back their bytes.
+        #[test]
+        fn splice_round_trips(
+            names in proptest::collection::btree_set("[a-z]{1,6}( [a-z//*]{0,3})?", 0..4),
+            unit in proptest::sample::select(vec!["  ", "    ", "\t"]),
+            crlf: bool,
+            comment: bool,
+            trailing: bool,
+        ) {
+            let nl = if crlf { "\r\n" } else { "\n" };
+            let mut body = String::new();
+            for (i, n) in names.iter().enumerate() {
+                if i > 0 {
+                    body.push(',');
+                }
+                body.push_str(&format!("{nl}{unit}{unit}{}: {{\"command\": \"//{n}\"}}", quoted(n)));
+            }
+            if trailing && !names.is_empty() {
+                body.push(',');
+            }
+            if comment {
+                body.push_str(&format!("{nl}{unit}{unit}// \"x\": {{}}, /* */"));
+            }
+            let text = format!("{{{nl}{unit}/* head */{nl}{unit}\"servers\": {{{body}{nl}{unit}}}{nl}}}{nl}");
+            let before = parse_jsonc(&text).unwrap();
+            let value = json!({"command": "toolgate", "args": ["mcp"]});
+            let out = splice_set(&text, &servers(), "toolgate", &value).unwrap();
+            let mut expected = before.clone();
+            set(&mut expected, &servers(), &EntryKey::Object("toolgate".into()), value.clone()).unwrap();
+            proptest::prop_assert_eq!(parse_jsonc(&out).unwrap(), expected);
+            proptest::prop_assert_eq!(&splice_set(&out, &servers(), "toolgate", &value).unwrap(), &out);
+            if !names.is_empty() {
+                // Appended after the existing servers: removal restores every byte.
+                proptest::prop_assert_eq!(splice_remove(&out, &servers(), "toolgate").unwrap(), text);
+            } else {
+                let removed = splice_remove(&out, &servers(), "toolgate").unwrap();
+                proptest::prop_assert_eq!(parse_jsonc(&removed).unwrap(), before);
+            }
+        }
+    }
 }
