@@ -20,6 +20,24 @@ use toolgate_test_support::{MockModel, Reply};
 
 use common::{PLOT, Scripted, harness, hash_tree};
 
+/// One run with a fixed approving confirmer and no event sink: most tests need only the outcome.
+async fn run_plain(
+    client: Arc<HttpModel>,
+    h: &common::Harness,
+    cfg: AgentConfig,
+    conversation: &str,
+    utterance: &str,
+) -> toolgate_agent::RunOutcome {
+    AgentLoop::new(client, h.debrief.clone(), cfg)
+        .run(
+            &mut Conversation::new(conversation),
+            utterance,
+            &Fixed(Answer::Approve),
+            |_| {},
+        )
+        .await
+}
+
 fn client(mock: &MockModel, stream: bool) -> Arc<HttpModel> {
     let mut c = ModelConfig::new(Provider::OpenAi, mock.url(), "mock-model");
     c.stream = stream;
@@ -323,15 +341,7 @@ async fn corrections_and_turns_are_bounded() {
         max_turns: 3,
         ..AgentConfig::default()
     };
-    let agent = AgentLoop::new(client(&mock, false), h.debrief.clone(), cfg);
-    let out = agent
-        .run(
-            &mut Conversation::new("c6"),
-            "x",
-            &Fixed(Answer::Approve),
-            |_| {},
-        )
-        .await;
+    let out = run_plain(client(&mock, false), &h, cfg, "c6", "x").await;
     assert_eq!(out.stop, Stop::TurnLimit);
     assert_eq!(out.turns, 3);
     assert_eq!(mock.requests().len(), 3);
@@ -709,15 +719,7 @@ async fn an_unreadable_call_in_content_gets_one_corrective_turn() {
         max_corrections: 0,
         ..AgentConfig::default()
     };
-    let agent = AgentLoop::new(client(&mock, false), h.debrief.clone(), cfg);
-    let out = agent
-        .run(
-            &mut Conversation::new("c-nudge-2"),
-            "x",
-            &Fixed(Answer::Approve),
-            |_| {},
-        )
-        .await;
+    let out = run_plain(client(&mock, false), &h, cfg, "c-nudge-2", "x").await;
     assert_eq!(out.stop, Stop::TooManyCorrections);
     assert_eq!(mock.requests().len(), 1);
 }

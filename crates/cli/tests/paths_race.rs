@@ -8,11 +8,9 @@ use std::collections::BTreeSet;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use rustix::fs::{CWD, RenameFlags, renameat_with};
 use serde_json::Value;
+use toolgate_test_support::race::Swapper;
 
 const SECRET: &str = "PLANTED-OUTSIDE-SECRET-c41d";
 
@@ -64,21 +62,7 @@ fn a_program_racing_a_symlink_swap_never_reaches_outside() {
     let before = names(&outside);
     let e_inode = std::fs::metadata(outside.join("e.txt")).unwrap().ino();
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let swaps = Arc::new(AtomicU64::new(0));
-    let swapper = {
-        let (stop, swaps, ws) = (Arc::clone(&stop), Arc::clone(&swaps), ws.clone());
-        std::thread::spawn(move || {
-            let (real, swap) = (ws.join("real"), ws.join("swap"));
-            while !stop.load(Ordering::Relaxed) {
-                renameat_with(CWD, &real, CWD, &swap, RenameFlags::EXCHANGE).unwrap();
-                swaps.fetch_add(1, Ordering::Relaxed);
-            }
-            if swaps.load(Ordering::Relaxed) % 2 == 1 {
-                renameat_with(CWD, &real, CWD, &swap, RenameFlags::EXCHANGE).unwrap();
-            }
-        })
-    };
+    let swapper = Swapper::start(ws.join("real"), ws.join("swap"));
     let out = Command::new(env!("CARGO_BIN_EXE_toolgate"))
         .args(["exec", "--workspace"])
         .arg(&ws)
@@ -98,8 +82,7 @@ fn a_program_racing_a_symlink_swap_never_reaches_outside() {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    stop.store(true, Ordering::Relaxed);
-    swapper.join().unwrap();
+    let swaps = swapper.stop();
 
     let stdout = String::from_utf8_lossy(&out.stdout);
     let envelope: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
@@ -117,8 +100,7 @@ fn a_program_racing_a_symlink_swap_never_reaches_outside() {
     let created: Vec<&String> = after.difference(&before).collect();
     let e_replaced = std::fs::metadata(outside.join("e.txt")).unwrap().ino() != e_inode;
     eprintln!(
-        "swaps={} result={result} created_outside={created:?} outside_e_replaced={e_replaced}",
-        swaps.load(Ordering::Relaxed)
+        "swaps={swaps} result={result} created_outside={created:?} outside_e_replaced={e_replaced}"
     );
     assert!(
         !stdout.contains(SECRET),
@@ -137,8 +119,5 @@ fn a_program_racing_a_symlink_swap_never_reaches_outside() {
             "{k}: the tools still work: {result}"
         );
     }
-    assert!(
-        swaps.load(Ordering::Relaxed) > 1000,
-        "the swap really raced"
-    );
+    assert!(swaps > 1000, "the swap really raced");
 }

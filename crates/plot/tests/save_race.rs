@@ -12,11 +12,9 @@ mod common;
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use rustix::fs::{CWD, RenameFlags, renameat_with};
 use toolgate_plot::session::{Session, SessionError};
+use toolgate_test_support::race::Swapper;
 
 use common::{PLOT, spike_store};
 
@@ -55,26 +53,7 @@ fn saving_while_the_item_directory_is_swapped_for_a_link_never_writes_outside() 
     std::os::unix::fs::symlink(&outside, &swap).unwrap();
     let before = snapshot(&outside);
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let swaps = Arc::new(AtomicU64::new(0));
-    let swapper = {
-        let (stop, swaps, real, swap) = (
-            Arc::clone(&stop),
-            Arc::clone(&swaps),
-            item_dir.clone(),
-            swap,
-        );
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                renameat_with(CWD, &real, CWD, &swap, RenameFlags::EXCHANGE).unwrap();
-                swaps.fetch_add(1, Ordering::Relaxed);
-            }
-            // Leave the real directory in place (an even number of swaps).
-            if swaps.load(Ordering::Relaxed) % 2 == 1 {
-                renameat_with(CWD, &real, CWD, &swap, RenameFlags::EXCHANGE).unwrap();
-            }
-        })
-    };
+    let swapper = Swapper::start(item_dir.clone(), swap);
     let (mut saved, mut conflicts, mut errors) = (0usize, 0usize, BTreeMap::<String, usize>::new());
     for _ in 0..SAVES {
         match session.save(PLOT) {
@@ -86,8 +65,7 @@ fn saving_while_the_item_directory_is_swapped_for_a_link_never_writes_outside() 
             }
         }
     }
-    stop.store(true, Ordering::Relaxed);
-    swapper.join().unwrap();
+    let swaps = swapper.stop();
     let after = snapshot(&outside);
     let changed: Vec<&String> = after
         .iter()
@@ -96,13 +74,10 @@ fn saving_while_the_item_directory_is_swapped_for_a_link_never_writes_outside() 
         .collect();
     eprintln!(
         "{} swaps; {SAVES} saves: {saved} written, {conflicts} conflicts; outside files created or replaced: {}; errors: {errors:?}",
-        swaps.load(Ordering::Relaxed),
+        swaps,
         changed.len()
     );
-    assert!(
-        swaps.load(Ordering::Relaxed) > 1000,
-        "the swapper barely ran"
-    );
+    assert!(swaps > 1000, "the swapper barely ran");
     assert!(saved > 0, "no save succeeded: {errors:?}");
     assert!(
         changed.is_empty(),

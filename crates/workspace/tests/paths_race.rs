@@ -7,12 +7,10 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use rustix::fs::{CWD, RenameFlags, renameat_with};
 use serde_json::{Value, json};
 use toolgate_core::{Provider, ToolCall};
+use toolgate_test_support::race::Swapper;
 use toolgate_workspace::{WorkspaceConfig, WorkspaceTools};
 
 const SECRET: &str = "PLANTED-OUTSIDE-SECRET-7f3a";
@@ -68,25 +66,7 @@ async fn race() {
 
     let tools = WorkspaceTools::new(WorkspaceConfig::new(&ws).unwrap()).unwrap();
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let swaps = Arc::new(AtomicU64::new(0));
-    let swapper = {
-        let stop = Arc::clone(&stop);
-        let swaps = Arc::clone(&swaps);
-        let ws = ws.clone();
-        std::thread::spawn(move || {
-            let real = ws.join("real");
-            let swap = ws.join("swap");
-            while !stop.load(Ordering::Relaxed) {
-                renameat_with(CWD, &real, CWD, &swap, RenameFlags::EXCHANGE).unwrap();
-                swaps.fetch_add(1, Ordering::Relaxed);
-            }
-            // Leave the real directory at `real` (an even number of swaps).
-            if swaps.load(Ordering::Relaxed) % 2 == 1 {
-                renameat_with(CWD, &real, CWD, &swap, RenameFlags::EXCHANGE).unwrap();
-            }
-        })
-    };
+    let swapper = Swapper::start(ws.join("real"), ws.join("swap"));
 
     let mut view_reads = 0usize;
     let mut range_reads = 0usize;
@@ -164,8 +144,7 @@ async fn race() {
             std::fs::write(outside.join("e.txt"), &outside_e).unwrap();
         }
     }
-    stop.store(true, Ordering::Relaxed);
-    swapper.join().unwrap();
+    let swaps = swapper.stop();
 
     let after = snapshot(&outside);
     let created_outside: Vec<&String> = after.keys().filter(|k| !before.contains_key(*k)).collect();
@@ -183,14 +162,11 @@ async fn race() {
          outside reads: view={view_reads} view_range={range_reads} grep={grep_reads}; \
          files created outside by create={created_by_create}; outside files edited={outside_edits}; \
          created outside in all={} of which temp files={temps_outside}; changed_outside={changed_outside:?}",
-        swaps.load(Ordering::Relaxed),
+        swaps,
         created_outside.len(),
     );
     let outside_reads = view_reads + range_reads + grep_reads;
-    assert!(
-        swaps.load(Ordering::Relaxed) > 1000,
-        "the swapper must really have raced the tools"
-    );
+    assert!(swaps > 1000, "the swapper must really have raced the tools");
     assert!(
         view_ok > 0 && create_ok > 0 && edit_ok > 0,
         "the tools must still work while the directory is in place"

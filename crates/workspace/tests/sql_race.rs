@@ -10,12 +10,10 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use rustix::fs::{CWD, RenameFlags, renameat_with};
 use serde_json::{Value, json};
 use toolgate_core::{Provider, ToolCall};
+use toolgate_test_support::race::Swapper;
 use toolgate_workspace::{WorkspaceConfig, WorkspaceTools};
 
 const CALLS: usize = 3000;
@@ -66,22 +64,7 @@ async fn sql_racing_a_symlink_swap_never_reads_or_writes_outside() {
     let before = snapshot(&outside);
 
     let tools = WorkspaceTools::new(WorkspaceConfig::new(&ws).unwrap()).unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let swaps = Arc::new(AtomicU64::new(0));
-    let swapper = {
-        let (stop, swaps, ws) = (Arc::clone(&stop), Arc::clone(&swaps), ws.clone());
-        std::thread::spawn(move || {
-            let (real, swap) = (ws.join("real"), ws.join("swap"));
-            while !stop.load(Ordering::Relaxed) {
-                renameat_with(CWD, &real, CWD, &swap, RenameFlags::EXCHANGE).unwrap();
-                swaps.fetch_add(1, Ordering::Relaxed);
-            }
-            // Leave the real directory at `real` (an even number of swaps).
-            if swaps.load(Ordering::Relaxed) % 2 == 1 {
-                renameat_with(CWD, &real, CWD, &swap, RenameFlags::EXCHANGE).unwrap();
-            }
-        })
-    };
+    let swapper = Swapper::start(ws.join("real"), ws.join("swap"));
 
     let write = "CREATE TABLE IF NOT EXISTS t(a); INSERT INTO t VALUES (1); \
                  SELECT group_concat(name) FROM sqlite_master";
@@ -111,8 +94,7 @@ async fn sql_racing_a_symlink_swap_never_reads_or_writes_outside() {
             .await,
         );
     }
-    stop.store(true, Ordering::Relaxed);
-    swapper.join().unwrap();
+    let swaps = swapper.stop();
     let after = snapshot(&outside);
     let changed: Vec<&String> = after
         .iter()
@@ -121,13 +103,10 @@ async fn sql_racing_a_symlink_swap_never_reads_or_writes_outside() {
         .collect();
     eprintln!(
         "{} swaps; {} sql calls, {ok} succeeded, {reads} read outside; outside files created or changed: {changed:?}; errors: {errors:?}",
-        swaps.load(Ordering::Relaxed),
+        swaps,
         CALLS + WAL_CALLS
     );
-    assert!(
-        swaps.load(Ordering::Relaxed) > 1000,
-        "the swapper barely ran"
-    );
+    assert!(swaps > 1000, "the swapper barely ran");
     assert!(ok > 0, "no call succeeded at all: {errors:?}");
     assert_eq!(reads, 0, "sql read a database outside the workspace");
     assert!(changed.is_empty(), "sql wrote outside: {changed:?}");

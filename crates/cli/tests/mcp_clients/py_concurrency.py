@@ -5,33 +5,16 @@ and checks it still sees its own plot; even clients also make an edit through th
 and check that only their own session is dirty. Prints a JSON report; exits 1 on any error.
 """
 import asyncio
-import contextlib
 import json
-import os
 import sys
 import time
 
 from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp_common import http_transport, text
 
 URL, N, DURATION = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 PLOTS = {0: ("Alpha — Day 1", "stac://demo/alpha-day1/item.json"),
          1: ("Alpha — Day 2", "stac://demo/alpha-day2/item.json")}
-
-
-@contextlib.asynccontextmanager
-async def http_transport(url):
-    """Streamable HTTP with `toolgate serve`'s access token (TOOLGATE_TOKEN) on every request."""
-    token = os.environ.get("TOOLGATE_TOKEN")
-    headers = {"Authorization": f"Bearer {token}"} if token else None
-    async with create_mcp_http_client(headers=headers) as http:
-        async with streamable_http_client(url, http_client=http) as streams:
-            yield streams
-
-
-def text(r):
-    return "\n".join(c.text for c in r.content if getattr(c, "type", "") == "text")
 
 
 async def client(i, stats):

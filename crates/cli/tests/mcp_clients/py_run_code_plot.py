@@ -9,15 +9,11 @@ applies nothing. Prints one JSON line per check; exits non-zero on the first fai
 """
 import argparse
 import asyncio
-import contextlib
-import hashlib
 import json
-import os
-import sys
 
-from mcp import Client, StdioServerParameters, types
-from mcp.client.streamable_http import streamable_http_client
+from mcp import types
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp_common import auth, check, make_client, text, tree_hash
 
 PLOT = "stac://demo/alpha-day1/item.json"
 PROGRAM = """
@@ -26,50 +22,6 @@ trim_track(start_time="2026-03-01T01:00:00Z", end_time="2026-03-01T11:00:00Z", f
 stats = track_stats(feature_names=["Contact"])
 stats["point_count"]
 """
-
-
-def tree_hash(root):
-    h = hashlib.sha256()
-    for d, _, files in sorted(os.walk(root)):
-        for f in sorted(files):
-            p = os.path.join(d, f)
-            h.update(p.encode())
-            with open(p, "rb") as fh:
-                h.update(fh.read())
-    return h.hexdigest()
-
-
-def text(result):
-    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
-
-
-def check(name, ok, seen):
-    print(json.dumps({"check": name, "ok": bool(ok)}), flush=True)
-    if not ok:
-        print(f"FAILED {name}; saw:\n{seen}", file=sys.stderr, flush=True)
-        sys.exit(1)
-
-
-def auth():
-    token = os.environ.get("TOOLGATE_TOKEN")
-    return {"Authorization": f"Bearer {token}"} if token else None
-
-
-@contextlib.asynccontextmanager
-async def http_transport(url):
-    async with create_mcp_http_client(headers=auth()) as http:
-        async with streamable_http_client(url, http_client=http) as streams:
-            yield streams
-
-
-def make_client(args, elicit):
-    kwargs = {"mode": args.mode}
-    if elicit is not None:
-        kwargs["elicitation_callback"] = elicit
-    if args.url:
-        return Client(http_transport(args.url), **kwargs)
-    params = StdioServerParameters(command=args.stdio[0], args=args.stdio[1:], env=dict(os.environ))
-    return Client(params, **kwargs)
 
 
 def names_both(s):
