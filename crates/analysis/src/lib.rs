@@ -21,6 +21,7 @@
 //! [`Edit::Upsert`]: toolgate_core::Edit::Upsert
 
 mod analysis;
+pub mod catalogue;
 mod common;
 mod shape;
 mod style;
@@ -127,19 +128,38 @@ const TOOLS: &[Tool] = &[
     },
 ];
 
-/// Every tool's spec, in a stable order.
+/// Every tool's spec, in a stable order: the catalogue's tools (category by category), then
+/// toolgate's own tools that the catalogue does not define. A legacy tool whose id the
+/// catalogue also defines is replaced by the catalogue's implementation.
 pub fn specs() -> Vec<ToolSpec> {
-    TOOLS.iter().map(|t| (t.spec)()).collect()
+    catalogue::entries()
+        .map(catalogue::Entry::spec)
+        .chain(legacy().map(|t| (t.spec)()))
+        .collect()
+}
+
+/// toolgate's own tools that the catalogue does not (yet) define.
+fn legacy() -> impl Iterator<Item = &'static Tool> {
+    TOOLS.iter().filter(|t| catalogue::entry(t.id).is_none())
 }
 
 /// The ids of every tool, in listing order.
 pub fn ids() -> Vec<&'static str> {
-    TOOLS.iter().map(|t| t.id).collect()
+    catalogue::entries()
+        .map(|e| e.id)
+        .chain(legacy().map(|t| t.id))
+        .collect()
 }
 
 /// Run one call synchronously. [`Provider::call`] delegates here.
 pub fn run(call: &ToolCall) -> Result<ToolOutcome, CallError> {
-    match TOOLS.iter().find(|t| t.id == call.tool_id) {
+    if let Some(entry) = catalogue::entry(&call.tool_id) {
+        let features: Vec<serde_json::Value> =
+            common::subject(call)?.into_iter().cloned().collect();
+        let input = catalogue::CalcInput::new(&features, &call.params);
+        return catalogue::outcome(entry, (entry.run)(&input));
+    }
+    match legacy().find(|t| t.id == call.tool_id) {
         Some(tool) => (tool.run)(call),
         None => Err(CallError::NotFound {
             message: format!(

@@ -10,7 +10,17 @@ use toolgate_core::{
 };
 
 use super::common::{destination, format_time, parse_time};
-use super::{NativeTools, PROVIDER_NAME, run, specs};
+use super::{NativeTools, PROVIDER_NAME, run};
+
+/// toolgate's own (legacy) tools: those the catalogue does not define. The catalogue's tools
+/// are checked against Debrief's golden fixtures (crates/calc/tests/conformance.rs) and by
+/// `catalogue_entries_are_sound` below.
+fn specs() -> Vec<toolgate_core::ToolSpec> {
+    super::specs()
+        .into_iter()
+        .filter(|s| super::catalogue::entry(&s.id).is_none())
+        .collect()
+}
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures
@@ -378,7 +388,7 @@ fn schema_choices() {
 async fn registers_in_a_registry() {
     let mut registry = Registry::new();
     let added = registry.register(Arc::new(NativeTools)).await.unwrap();
-    assert_eq!(added, EXPECTED.len());
+    assert_eq!(added, EXPECTED.len() + super::catalogue::entries().count());
     let listing = registry.listing();
     let mutating: Vec<&str> = listing
         .iter()
@@ -619,6 +629,45 @@ proptest! {
             let before = c.clone();
             let _ = run(&c);
             prop_assert_eq!(&c, &before);
+        }
+    }
+}
+
+#[test]
+fn catalogue_entries_are_sound() {
+    // Every catalogue tool: a schema the registry's validator compiles, a declared kind that
+    // classifies it, a spec id and version, and a well-formed error (never a panic) on empty,
+    // wrong-kind and non-finite input.
+    let nan_track = json!({"type": "Feature", "id": "n", "geometry": {"type": "LineString",
+        "coordinates": [[0.0, 0.0], [0.1, 0.1]]}, "properties": {"kind": "TRACK",
+        "positions": [{"time": "2024-01-15T10:00:00Z", "coordinates": ["NaN", 0.0]},
+                      {"time": "not a time", "coordinates": [0.1, 0.1]}]}});
+    let junk = [
+        json!([]),
+        json!([{"type": "Feature", "id": "x", "geometry": null, "properties": {"kind": "NARRATIVE"}}]),
+        json!([nan_track.clone(), nan_track]),
+        json!([{"no": "feature"}, 3, null]),
+    ];
+    for e in super::catalogue::entries() {
+        let spec = e.spec();
+        toolgate_core::ParamValidator::compile(e.id, &spec.input_schema)
+            .unwrap_or_else(|err| panic!("{}: {err}", e.id));
+        assert!(spec.annotations.contains_key("debrief:specId"), "{}", e.id);
+        assert!(
+            spec.annotations.contains_key("debrief:specVersion"),
+            "{}",
+            e.id
+        );
+        assert_eq!(
+            spec.output_kind.as_ref().map(|k| k.as_str()),
+            Some(e.output_kind)
+        );
+        let params = Map::new();
+        for features in &junk {
+            let features = features.as_array().unwrap().clone();
+            let input = super::catalogue::CalcInput::new(&features, &params);
+            // Must return (Ok or the tool's own error), not panic.
+            let _ = (e.run)(&input);
         }
     }
 }

@@ -1,6 +1,7 @@
 //! `toolgate`: the command-line surface over the toolgate crates.
 
 mod agent_cli;
+mod calc_cli;
 mod convert_cli;
 mod debrief_cli;
 mod exec;
@@ -46,6 +47,9 @@ enum Command {
         #[command(subcommand)]
         command: debrief_cli::PlotCommand,
     },
+    /// Run one of Debrief's catalogue tools on a catalogue-style input and print its
+    /// ToolResponse (or answer one debrief-calc stdio request with --stdio).
+    Calc(calc_cli::CalcArgs),
     /// Run a CodeAct Python program in the sandbox; its tool calls go through the registry and
     /// policy. Prints one JSON envelope (or `--raw` output); exit status 1 when it failed.
     Exec(exec::ExecArgs),
@@ -145,6 +149,7 @@ fn main() -> std::process::ExitCode {
             Command::Chat(args) => agent_cli::chat(args).await,
             Command::Eval { command } => agent_cli::eval(command).await,
             Command::Exec(args) => exec::run(args).await,
+            Command::Calc(args) => calc_cli::calc(&args),
         }
     });
     match result {
