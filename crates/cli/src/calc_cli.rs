@@ -74,7 +74,22 @@ pub fn calc(args: &CalcArgs) -> Result<i32> {
         print(&serde_json::Value::Array(list), args.pretty)?;
         return Ok(0);
     }
-    let text = read_input(if args.stdio { None } else { args.file.as_ref() })?;
+    if let Some(tool) = args.tool.as_deref()
+        && toolgate_analysis::catalogue::entry(tool).is_none()
+    {
+        eprintln!(
+            "error: unknown tool \"{tool}\"; `toolgate calc --list` lists the {} catalogue tools",
+            toolgate_calc::tool_ids().len()
+        );
+        return Ok(2);
+    }
+    let text = match read_input(if args.stdio { None } else { args.file.as_ref() }) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return Ok(2);
+        }
+    };
     let input: serde_json::Value = match serde_json::from_str(&text) {
         Ok(v) => v,
         Err(e) if args.stdio => {
