@@ -105,10 +105,14 @@ pub fn agent_tool_specs() -> Vec<ToolSpec> {
         spec(
             LIST_TOOLS,
             "List Debrief tools",
-            "List the analysis and editing tools with every parameter (type, required, default, choices) and whether each modifies the plot. Call it before debrief_runTool; never invent tool ids or parameters.",
+            "List the analysis and editing tools that apply to the open plot — to the named features (featureNames/featureIds) or the map selection when given, else to the kinds of feature the plot holds — with every parameter (type, required, default, choices) and whether each modifies the plot. all=true lists every tool; toolIds lists just those. Call it before debrief_runTool; never invent tool ids or parameters.",
             Some("listing/tools"),
             json!({"type": "object", "additionalProperties": false, "properties": {
-                "plotId": {"type": "string"}
+                "plotId": {"type": "string"},
+                "featureNames": {"type": "array", "items": {"type": "string"}, "description": "List the tools that apply to these features (names from the summary)"},
+                "featureIds": {"type": "array", "items": {"type": "string"}},
+                "toolIds": {"type": "array", "items": {"type": "string"}, "description": "List only these tools"},
+                "all": {"type": "boolean", "description": "List every tool, whether or not it applies to the plot"}
             }}),
         ),
         spec(
@@ -499,7 +503,7 @@ impl Debrief {
             Ok(a) => a,
             Err(msg) => return msg,
         };
-        let listing = self.registry.listing();
+        let listing = self.applicable_listing(&args);
         let broken = self.registry.unavailable_providers();
         let (reply, outcome) = if listing.is_empty() {
             let reason = if broken.is_empty() {
@@ -534,6 +538,105 @@ impl Debrief {
             started,
         );
         reply
+    }
+
+    /// The registry's listing, narrowed to what applies: `toolIds` when given; else, unless
+    /// `all`, the tools whose selection requirements (`debrief:selectionRequirements`: any one
+    /// `{kind, min}` met) the scope's features satisfy — the named features, else the selection,
+    /// else the whole plot. With no plot open, or a scope that names nothing known, every tool
+    /// is listed (hiding tools would then mislead more than it saves). Upstream MCP tools and
+    /// tools without requirements always apply.
+    fn applicable_listing(&self, args: &Map<String, Value>) -> Vec<toolgate_core::ToolListing> {
+        let listing = self.registry.listing();
+        let strings = |k: &str| -> Vec<String> {
+            args.get(k)
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let wanted = strings("toolIds");
+        if !wanted.is_empty() {
+            return listing
+                .into_iter()
+                .filter(|l| wanted.contains(&l.id))
+                .collect();
+        }
+        if args.get("all").and_then(Value::as_bool) == Some(true) {
+            return listing;
+        }
+        let kinds: Vec<String> = {
+            let session = self.session();
+            let plot = match args.get("plotId").and_then(Value::as_str) {
+                Some(id) => session.plot(id).ok(),
+                None => session.active().ok(),
+            };
+            let Some(plot) = plot else {
+                return listing;
+            };
+            let features = plot.doc.features();
+            let (ids, names) = (strings("featureIds"), strings("featureNames"));
+            let selected = plot.selected_ids();
+            let named: Vec<&Value> = features
+                .iter()
+                .filter(|f| {
+                    let feature = model::Feature(f);
+                    let id = feature.id().unwrap_or_default();
+                    if !ids.is_empty() || !names.is_empty() {
+                        ids.contains(&id)
+                            || names
+                                .iter()
+                                .any(|n| n.eq_ignore_ascii_case(&feature.display_name()))
+                    } else if !selected.is_empty() {
+                        selected.contains(&id)
+                    } else {
+                        true
+                    }
+                })
+                .collect();
+            let scope = if named.is_empty() {
+                features.iter().collect()
+            } else {
+                named
+            };
+            scope
+                .iter()
+                .map(|f| model::Feature(f).kind().to_ascii_uppercase())
+                .collect()
+        };
+        let applies = |spec: &ToolSpec| -> bool {
+            let Some(reqs) = spec
+                .annotations
+                .get("debrief:selectionRequirements")
+                .and_then(Value::as_array)
+                .filter(|r| !r.is_empty())
+            else {
+                return true;
+            };
+            reqs.iter().any(|r| {
+                let kind = r.get("kind").and_then(Value::as_str).unwrap_or_default();
+                let min = r.get("min").and_then(Value::as_u64).unwrap_or(1) as usize;
+                kinds
+                    .iter()
+                    .filter(|k| k.eq_ignore_ascii_case(kind))
+                    .count()
+                    >= min.max(1)
+            })
+        };
+        let keep: std::collections::HashSet<&str> = self
+            .registry
+            .specs()
+            .filter(|s| applies(s))
+            .map(|s| s.id.as_str())
+            .collect();
+        listing
+            .into_iter()
+            .filter(|l| keep.contains(l.id.as_str()))
+            .collect()
     }
 
     pub async fn run_tool(&self, input: &Value, confirmer: &dyn Confirmer) -> Reply {
