@@ -133,6 +133,21 @@ pub struct ToolListing {
     pub output_kind: Option<String>,
 }
 
+impl ToolListing {
+    /// How a listing shows this spec (its effect derived from the declared output kind).
+    pub fn of(spec: &ToolSpec) -> Self {
+        Self {
+            id: spec.id.clone(),
+            name: spec.title.clone(),
+            description: spec.description.clone(),
+            parameters: spec.params(),
+            category: spec.category.clone(),
+            mutating: spec.effect().is_mutating(),
+            output_kind: spec.output_kind.as_ref().map(|k| k.as_str().to_owned()),
+        }
+    }
+}
+
 /// Merges providers; resolves, validates and lists their tools.
 pub struct Registry {
     providers: Vec<Arc<dyn Provider>>,
@@ -304,17 +319,7 @@ impl Registry {
 
     /// The listing projection of every visible tool.
     pub fn listing(&self) -> Vec<ToolListing> {
-        self.visible()
-            .map(|e| ToolListing {
-                id: e.spec.id.clone(),
-                name: e.spec.title.clone(),
-                description: e.spec.description.clone(),
-                parameters: e.spec.params(),
-                category: e.spec.category.clone(),
-                mutating: e.effect.is_mutating(),
-                output_kind: e.spec.output_kind.as_ref().map(|k| k.as_str().to_owned()),
-            })
-            .collect()
+        self.visible().map(|e| ToolListing::of(&e.spec)).collect()
     }
 
     /// Every visible spec (for generating stubs and manifests).

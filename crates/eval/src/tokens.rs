@@ -49,6 +49,9 @@ pub struct TokenReport {
     /// The four tools as an OpenAI `tools` array.
     pub tool_list_tokens: usize,
     pub priming_tokens: usize,
+    /// What a `debrief_listTools` reply costs: every native tool, and what applies on each
+    /// demo plot (the reply narrowed by the plot's feature kinds).
+    pub list_tools: Vec<ToolCost>,
 }
 
 #[allow(clippy::cast_precision_loss)]
@@ -120,6 +123,18 @@ pub fn report() -> Result<TokenReport, EvalError> {
             .close(&id)
             .map_err(|e| EvalError::Setup(e.to_string()))?;
     }
+    let native = toolgate_plot::tools::specs();
+    let listing_tokens = |specs: Vec<&toolgate_core::ToolSpec>| {
+        let listing: Vec<toolgate_core::ToolListing> = specs
+            .into_iter()
+            .map(toolgate_core::ToolListing::of)
+            .collect();
+        counter.count(&serde_json::to_string(&listing).unwrap_or_default())
+    };
+    let mut list_tools = vec![ToolCost {
+        name: format!("every native tool ({}), all=true", native.len()),
+        tokens: listing_tokens(native.iter().collect()),
+    }];
     for (id, label) in [
         (
             "stac://demo/alpha-day1/item.json",
@@ -131,6 +146,24 @@ pub fn report() -> Result<TokenReport, EvalError> {
             .open(id)
             .map_err(|e| EvalError::Setup(e.to_string()))?;
         plots.push(cost(&session, id, label, &counter)?);
+        let kinds: Vec<String> = session
+            .plot(id)
+            .map(|p| {
+                p.doc
+                    .features()
+                    .iter()
+                    .map(|f| toolgate_plot::model::Feature(f).kind().to_ascii_uppercase())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let applicable: Vec<&toolgate_core::ToolSpec> = native
+            .iter()
+            .filter(|s| toolgate_plot::agent::applies_to(s, &kinds))
+            .collect();
+        list_tools.push(ToolCost {
+            name: format!("{label}: the {} tools that apply", applicable.len()),
+            tokens: listing_tokens(applicable),
+        });
         session
             .close(id)
             .map_err(|e| EvalError::Setup(e.to_string()))?;
@@ -167,6 +200,7 @@ pub fn report() -> Result<TokenReport, EvalError> {
         tools,
         tool_list_tokens: counter.count(&Value::Array(as_sent).to_string()),
         priming_tokens: counter.count(toolgate_agent::PRIMING),
+        list_tools,
     })
 }
 
@@ -202,6 +236,10 @@ impl TokenReport {
             "| **all four (as a `tools` array)** | **{}** |\n| priming file (system prompt) | {} |\n",
             self.tool_list_tokens, self.priming_tokens
         ));
+        md.push_str("\n| `debrief_listTools` reply | tokens |\n|---|---:|\n");
+        for t in &self.list_tools {
+            md.push_str(&format!("| {} | {} |\n", t.name, t.tokens));
+        }
         let fixed = self.tool_list_tokens + self.priming_tokens;
         md.push_str(&format!(
             "\nFixed cost per request (tools + priming): {fixed} tokens = {:.1}% of 4k, {:.1}% of 8k, {:.1}% of 32k.\n",

@@ -112,7 +112,8 @@ pub fn agent_tool_specs() -> Vec<ToolSpec> {
                 "featureNames": {"type": "array", "items": {"type": "string"}, "description": "List the tools that apply to these features (names from the summary)"},
                 "featureIds": {"type": "array", "items": {"type": "string"}},
                 "toolIds": {"type": "array", "items": {"type": "string"}, "description": "List only these tools"},
-                "all": {"type": "boolean", "description": "List every tool, whether or not it applies to the plot"}
+                "all": {"type": "boolean", "description": "List every tool, whether or not it applies to the plot"},
+                "tokenBudget": {"type": "integer", "minimum": 200, "description": "Upper bound on the reply's tokens (default 2500); a longer list shows parameters by name only — ask for toolIds to see them in full"}
             }}),
         ),
         spec(
@@ -505,7 +506,28 @@ impl Debrief {
         };
         let listing = self.applicable_listing(&args);
         let broken = self.registry.unavailable_providers();
-        let (reply, outcome) = if listing.is_empty() {
+        let registry_empty = self.registry.listing().is_empty();
+        let (reply, outcome) = if !registry_empty && listing.is_empty() {
+            // The registry has tools; none is the one asked for, or none applies.
+            let asked: Vec<&str> = args
+                .get("toolIds")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            if asked.is_empty() {
+                (Reply::ok("[]".to_owned()), Outcome::ok())
+            } else {
+                let refusal = Refusal::new(
+                    RefusalKind::InvalidParameters,
+                    format!(
+                        "No tool has the id {}. Call debrief_listTools without toolIds to see the tools that apply.",
+                        asked.join(", ")
+                    ),
+                );
+                let outcome = refused_outcome(&refusal);
+                (Reply::refused(refusal), outcome)
+            }
+        } else if listing.is_empty() {
             let reason = if broken.is_empty() {
                 "The Debrief tool registry is empty: no tool provider is configured, so no tools can be listed or run.".to_owned()
             } else {
@@ -527,8 +549,21 @@ impl Debrief {
             (Reply::refused(refusal), outcome)
         } else {
             // Providers that failed next to working ones are logged at registration; the
-            // listing keeps its shape (an array of tools).
-            (Reply::ok(text_of(&listing)), Outcome::ok())
+            // listing keeps its shape (an array of tools), shortened to fit the budget.
+            // Tools asked for by id are shown in full: that is how a shortened list is read.
+            let by_id = args
+                .get("toolIds")
+                .and_then(Value::as_array)
+                .is_some_and(|a| !a.is_empty());
+            let budget = match args.get("tokenBudget").and_then(Value::as_u64) {
+                _ if by_id => usize::MAX,
+                Some(b) => usize::try_from(b).unwrap_or(usize::MAX),
+                None => LIST_TOKEN_BUDGET,
+            };
+            (
+                Reply::ok(fit_listing(&listing, budget, &self.counter)),
+                Outcome::ok(),
+            )
         };
         self.record(
             LIST_TOOLS,
@@ -540,7 +575,7 @@ impl Debrief {
         reply
     }
 
-    /// The registry's listing, narrowed to what applies: `toolIds` when given; else, unless
+    /// The registry's listing, narrowed to what applies (see [`applies_to`]): `toolIds` when given; else, unless
     /// `all`, the tools whose selection requirements (`debrief:selectionRequirements`: any one
     /// `{kind, min}` met) the scope's features satisfy — the named features, else the selection,
     /// else the whole plot. With no plot open, or a scope that names nothing known, every tool
@@ -608,29 +643,10 @@ impl Debrief {
                 .map(|f| model::Feature(f).kind().to_ascii_uppercase())
                 .collect()
         };
-        let applies = |spec: &ToolSpec| -> bool {
-            let Some(reqs) = spec
-                .annotations
-                .get("debrief:selectionRequirements")
-                .and_then(Value::as_array)
-                .filter(|r| !r.is_empty())
-            else {
-                return true;
-            };
-            reqs.iter().any(|r| {
-                let kind = r.get("kind").and_then(Value::as_str).unwrap_or_default();
-                let min = r.get("min").and_then(Value::as_u64).unwrap_or(1) as usize;
-                kinds
-                    .iter()
-                    .filter(|k| k.eq_ignore_ascii_case(kind))
-                    .count()
-                    >= min.max(1)
-            })
-        };
         let keep: std::collections::HashSet<&str> = self
             .registry
             .specs()
-            .filter(|s| applies(s))
+            .filter(|s| applies_to(s, &kinds))
             .map(|s| s.id.as_str())
             .collect();
         listing
@@ -847,4 +863,105 @@ impl Debrief {
 /// Names of a plot's features, for messages.
 pub fn feature_names(features: &[Value]) -> Vec<String> {
     features.iter().map(model::display_name).collect()
+}
+
+/// The default upper bound on a `debrief_listTools` reply: about what the full list of toolgate's
+/// first 15 tools cost (2 137 tokens, the largest single cost in the small-model trial).
+pub const LIST_TOKEN_BUDGET: usize = 2500;
+
+fn first_sentence(text: &str) -> &str {
+    match text.find(". ") {
+        Some(i) => &text[..=i],
+        None => text,
+    }
+}
+
+/// The listing as JSON text within `budget` tokens, in the first of these forms that fits:
+/// every detail; then tool descriptions cut to their first sentence and parameters without their
+/// descriptions and examples; then parameters as `name` / `name*` (required) only; then ids,
+/// names and whether each tool modifies the plot. Every form is an array of tools.
+fn fit_listing(
+    listing: &[toolgate_core::ToolListing],
+    budget: usize,
+    counter: &TokenCounter,
+) -> String {
+    let full = text_of(&listing);
+    if counter.count(&full) <= budget {
+        return full;
+    }
+    let mut tools: Vec<Value> = listing
+        .iter()
+        .map(|l| serde_json::to_value(l).unwrap_or(Value::Null))
+        .collect();
+    for t in &mut tools {
+        if let Some(d) = t.get("description").and_then(Value::as_str) {
+            let short = first_sentence(d).to_owned();
+            t["description"] = Value::String(short);
+        }
+        if let Some(params) = t.get_mut("parameters").and_then(Value::as_array_mut) {
+            for p in params.iter_mut().filter_map(Value::as_object_mut) {
+                p.remove("description");
+                p.remove("examples");
+            }
+        }
+    }
+    let brief = text_of(&tools);
+    if counter.count(&brief) <= budget {
+        return brief;
+    }
+    for t in &mut tools {
+        let names: Vec<Value> = t
+            .get("parameters")
+            .and_then(Value::as_array)
+            .map(|ps| {
+                ps.iter()
+                    .filter_map(|p| {
+                        let name = p.get("name")?.as_str()?;
+                        let required = p.get("required").and_then(Value::as_bool) == Some(true);
+                        Some(Value::String(if required {
+                            format!("{name}*")
+                        } else {
+                            name.to_owned()
+                        }))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        t["parameters"] = Value::Array(names);
+        if let Some(o) = t.as_object_mut() {
+            o.remove("category");
+            o.remove("outputKind");
+        }
+    }
+    let names_only = text_of(&tools);
+    if counter.count(&names_only) <= budget {
+        return names_only;
+    }
+    let bare: Vec<Value> = tools
+        .iter()
+        .map(|t| json!({"id": t["id"], "name": t["name"], "mutating": t["mutating"]}))
+        .collect();
+    text_of(&bare)
+}
+
+/// Whether a tool applies to features of these kinds: it declares no selection requirements, or
+/// one of its `debrief:selectionRequirements` (`{kind, min}`; any one suffices) is met.
+pub fn applies_to(spec: &ToolSpec, kinds: &[String]) -> bool {
+    let Some(reqs) = spec
+        .annotations
+        .get("debrief:selectionRequirements")
+        .and_then(Value::as_array)
+        .filter(|r| !r.is_empty())
+    else {
+        return true;
+    };
+    reqs.iter().any(|r| {
+        let kind = r.get("kind").and_then(Value::as_str).unwrap_or_default();
+        let min = r.get("min").and_then(Value::as_u64).unwrap_or(1) as usize;
+        kinds
+            .iter()
+            .filter(|k| k.eq_ignore_ascii_case(kind))
+            .count()
+            >= min.max(1)
+    })
 }
