@@ -540,10 +540,31 @@ pub fn import(args: &ImportArgs) -> Result<i32> {
                 } else {
                     ""
                 };
+                let contacts: usize = plot.files.iter().map(|f| f.contacts).sum();
+                let contacts = if contacts > 0 {
+                    format!(", {contacts} sensor contact(s)")
+                } else {
+                    String::new()
+                };
                 out(&format!(
-                    "imported {files} → {}: {kinds}{replaced}",
+                    "imported {files} → {}: {kinds}{contacts}{replaced}",
                     written.plot_id
                 ));
+                // With several files, what each one brought.
+                if plot.files.len() > 1 {
+                    for f in &plot.files {
+                        let kinds = f
+                            .kinds
+                            .iter()
+                            .map(|(k, n)| format!("{n} {k}"))
+                            .collect::<Vec<_>>()
+                            .join(", ");
+                        out(&format!(
+                            "  {}: {kinds} ({} positions)",
+                            f.name, f.positions
+                        ));
+                    }
+                }
                 match written.discarded_saved_edits {
                     Some(true) => eprintln!(
                         "warning: {} had edits saved since it was imported; --replace discarded them",

@@ -85,9 +85,14 @@ fn several_files_make_one_plot_and_a_replace_is_refused_unless_asked() {
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}{err}");
     assert_eq!(
-        out.trim(),
-        "imported boat1.rep, boat2.rep, narrative.rep → stac://store/saxon-warrior/item.json: \
-         2 TRACK, 19 NARRATIVE"
+        out.lines().collect::<Vec<_>>(),
+        [
+            "imported boat1.rep, boat2.rep, narrative.rep → stac://store/saxon-warrior/item.json: \
+             2 TRACK, 19 NARRATIVE",
+            "  boat1.rep: 1 TRACK (402 positions)",
+            "  boat2.rep: 1 TRACK (403 positions)",
+            "  narrative.rep: 19 NARRATIVE (0 positions)",
+        ]
     );
     let fs = features(&store.join("saxon-warrior/features.geojson"));
     assert_eq!(fs.len(), 21);
@@ -251,6 +256,7 @@ fn every_line_kind_imports_through_the_binary() {
         "2 TMA_SOLUTION",
         "1 WHEEL",
         "3 FORMAT",
+        "3 sensor contact(s)",
     ] {
         assert!(out.contains(part), "{part}: {out}");
     }
