@@ -59,11 +59,21 @@ pub struct StoreArgs {
     pub store: Option<PathBuf>,
 }
 
+/// Exit codes: 0 imported, 1 a file could not be read or parsed (nothing written for it),
+/// 3 refused: a plot of that name exists and `--replace` was not given (nothing changed).
 #[derive(Args)]
 pub struct ImportArgs {
-    /// REP files to import.
+    /// REP files to import: each becomes its own plot, or all of them one plot with --plot.
     #[arg(required = true)]
     files: Vec<PathBuf>,
+    /// Import every file into ONE plot with this name (ownship, contacts, narrative and sensor
+    /// files together, as an analyst builds a Debrief plot).
+    #[arg(long, value_name = "NAME")]
+    plot: Option<String>,
+    /// Replace a plot of the same name (without it, such an import is refused and nothing is
+    /// changed). Edits saved to the replaced plot are lost; toolgate says when there were any.
+    #[arg(long)]
+    replace: bool,
     #[command(flatten)]
     store: StoreArgs,
 }
@@ -83,12 +93,52 @@ pub enum CatalogCommand {
         /// Platform name, id, type or role (repeatable).
         #[arg(long = "platform")]
         platforms: Vec<String>,
-        /// west,south,east,north
-        #[arg(long, value_delimiter = ',', num_args = 4, allow_hyphen_values = true)]
-        bbox: Option<Vec<f64>>,
+        /// Area as `west,south,east,north` in decimal degrees, e.g. `--bbox -5,50,0,55`.
+        #[arg(long, value_name = "W,S,E,N", allow_hyphen_values = true, value_parser = parse_bbox)]
+        bbox: Option<[f64; 4]>,
+        /// Print the search result as JSON (for scripts) instead of a table.
+        #[arg(long)]
+        json: bool,
         #[command(flatten)]
         store: StoreArgs,
     },
+}
+
+/// `w,s,e,n` (commas, optionally spaces) → `[w, s, e, n]`, checked.
+fn parse_bbox(s: &str) -> std::result::Result<[f64; 4], String> {
+    let parts: Vec<&str> = s
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|p| !p.is_empty())
+        .collect();
+    let usage =
+        "write the area as west,south,east,north in decimal degrees, e.g. --bbox -5,50,0,55";
+    let [w, so, e, n] = parts.as_slice() else {
+        return Err(format!(
+            "\"{s}\" has {} number(s), not 4: {usage}",
+            parts.len()
+        ));
+    };
+    let num = |name: &str, t: &str| -> std::result::Result<f64, String> {
+        match t.parse::<f64>() {
+            Ok(v) if v.is_finite() => Ok(v),
+            _ => Err(format!("the {name} \"{t}\" is not a number: {usage}")),
+        }
+    };
+    let b = [
+        num("west", w)?,
+        num("south", so)?,
+        num("east", e)?,
+        num("north", n)?,
+    ];
+    if !(-180.0..=180.0).contains(&b[0]) || !(-180.0..=180.0).contains(&b[2]) {
+        return Err(format!("longitudes must be within -180..180: {usage}"));
+    }
+    if !(-90.0..=90.0).contains(&b[1]) || !(-90.0..=90.0).contains(&b[3]) || b[1] > b[3] {
+        return Err(format!(
+            "latitudes must be within -90..90 with south ≤ north: {usage}"
+        ));
+    }
+    Ok(b)
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -107,6 +157,9 @@ pub enum PlotCommand {
         /// Upper bound on the summary's tokens.
         #[arg(long)]
         token_budget: Option<usize>,
+        /// Print the summary as the JSON an agent reads (for scripts) instead of tables.
+        #[arg(long)]
+        json: bool,
         #[command(flatten)]
         store: StoreArgs,
     },
@@ -145,6 +198,10 @@ pub enum PlotCommand {
         /// Save the plot after an approved edit (with --yes: without asking).
         #[arg(long)]
         save: bool,
+        /// Print one JSON object (status, reason, text, dataset and its data) for scripts
+        /// instead of lines and tables.
+        #[arg(long)]
+        json: bool,
         #[command(flatten)]
         store: StoreArgs,
     },
@@ -380,6 +437,77 @@ pub async fn tools(command: ToolsCommand) -> Result<i32> {
 }
 
 pub fn import(args: &ImportArgs) -> Result<i32> {
+    use toolgate_plot::import::{ImportError, RepSource, prepare_plot};
+    let mut failed = false;
+    let mut sources = Vec::with_capacity(args.files.len());
+    for file in &args.files {
+        match RepSource::read(file) {
+            Ok(s) => sources.push(s),
+            Err(e) => {
+                failed = true;
+                eprintln!("error: {e}");
+            }
+        }
+    }
+    // One plot of every file with --plot, else one plot per file.
+    let groups: Vec<&[RepSource]> = if args.plot.is_some() {
+        if failed {
+            eprintln!("error: no plot was written: every file of a --plot import must be readable");
+            return Ok(1);
+        }
+        vec![&sources[..]]
+    } else {
+        sources.chunks(1).collect()
+    };
+    let mut prepared = Vec::new();
+    for group in groups {
+        match prepare_plot(group, args.plot.as_deref()) {
+            Ok(plot) => {
+                for f in &plot.files {
+                    if f.windows_1252 {
+                        eprintln!(
+                            "note: {} is not UTF-8; read it as Windows-1252 (Latin-1)",
+                            f.name
+                        );
+                    }
+                    // What the plot will not show, one line per line kind: nothing lost silently.
+                    for unhandled in &f.unhandled {
+                        eprintln!("warning: {}: {unhandled}", f.name);
+                    }
+                }
+                if plot.undated {
+                    eprintln!(
+                        "warning: {} has no times (no position, narrative, sensor, TMA or timed \
+                         annotation lines): the plot is imported undated",
+                        plot.files
+                            .iter()
+                            .map(|f| f.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    );
+                }
+                prepared.push(plot);
+            }
+            Err(e) => {
+                failed = true;
+                if let ImportError::Empty { .. } = e {
+                    for f in group {
+                        let (text, _) = rep::decode_rep(&f.bytes);
+                        if let Ok(parsed) = rep::parse_rep(&f.name, &text) {
+                            for unhandled in &parsed.unhandled {
+                                eprintln!("warning: {}: {unhandled}", f.name);
+                            }
+                        }
+                    }
+                }
+                eprintln!("error: {e}");
+            }
+        }
+    }
+    if prepared.is_empty() {
+        // Nothing to write: the store is not created or touched.
+        return Ok(1);
+    }
     let mut store = match &args.store.store {
         Some(dir) => {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -391,100 +519,82 @@ pub fn import(args: &ImportArgs) -> Result<i32> {
         }
         None => open_store(&args.store)?,
     };
-    let mut failed = 0;
-    for file in &args.files {
-        match import_one(&mut store, file) {
-            Ok(plot_id) => out(&format!("imported {} → {plot_id}", file.display())),
+    let mut refused = false;
+    for plot in &prepared {
+        let files = plot
+            .files
+            .iter()
+            .map(|f| f.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        match store.add_prepared(plot, args.replace) {
+            Ok(written) => {
+                let kinds = plot
+                    .kinds
+                    .iter()
+                    .map(|(k, n)| format!("{n} {k}"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let replaced = if written.replaced {
+                    " (replacing the plot of that name)"
+                } else {
+                    ""
+                };
+                let contacts: usize = plot.files.iter().map(|f| f.contacts).sum();
+                let contacts = if contacts > 0 {
+                    format!(", {contacts} sensor contact(s)")
+                } else {
+                    String::new()
+                };
+                out(&format!(
+                    "imported {files} → {}: {kinds}{contacts}{replaced}",
+                    written.plot_id
+                ));
+                // With several files, what each one brought.
+                if plot.files.len() > 1 {
+                    for f in &plot.files {
+                        let kinds = f
+                            .kinds
+                            .iter()
+                            .map(|(k, n)| format!("{n} {k}"))
+                            .collect::<Vec<_>>()
+                            .join(", ");
+                        out(&format!(
+                            "  {}: {kinds} ({} positions)",
+                            f.name, f.positions
+                        ));
+                    }
+                }
+                match written.discarded_saved_edits {
+                    Some(true) => eprintln!(
+                        "warning: {} had edits saved since it was imported; --replace discarded them",
+                        written.plot_id
+                    ),
+                    None if written.replaced => eprintln!(
+                        "warning: {} was replaced; it was not written by `toolgate import`, so any \
+                         edits saved to it are gone too",
+                        written.plot_id
+                    ),
+                    _ => {}
+                }
+            }
+            Err(e) if e.is_refusal() => {
+                refused = true;
+                eprintln!("refused: {e}");
+            }
             Err(e) => {
-                failed += 1;
-                eprintln!("error: {e:#}");
+                failed = true;
+                eprintln!("error: {files}: {e}");
             }
         }
     }
-    Ok(i32::from(failed > 0))
-}
-
-fn slug(s: &str) -> String {
-    let mut out = String::new();
-    for c in s.chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c.to_ascii_lowercase());
-        } else if !out.ends_with('-') {
-            out.push('-');
-        }
-    }
-    out.trim_matches('-').to_owned()
-}
-
-fn import_one(store: &mut StacStore, file: &Path) -> Result<String> {
-    let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
-    let (text, encoding) = rep::decode_rep(&bytes);
-    let name = file
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let parsed = rep::parse_rep(&name, &text)?;
-    if encoding == rep::TextEncoding::Windows1252 {
-        eprintln!("note: {name} is not UTF-8; read it as Windows-1252 (Latin-1)");
-    }
-    // What the plot will not show, one line per line kind, so that nothing is lost silently.
-    for unhandled in &parsed.unhandled {
-        eprintln!("warning: {name}: {unhandled}");
-    }
-    if parsed.feature_count() == 0 {
-        let skipped: usize = parsed.unhandled.iter().map(|u| u.count).sum();
-        let why = if skipped == 0 {
-            "the file is empty or only comments".to_owned()
-        } else {
-            format!("its {skipped} line(s) are of kinds toolgate cannot import yet, listed above")
-        };
-        bail!(
-            "{name}: nothing to import: no position, narrative, annotation or sensor lines \
-             ({why}); no plot was written"
-        );
-    }
-    if parsed.time_span.is_none() {
-        eprintln!(
-            "warning: {name} has no times (no position, narrative, sensor or timed annotation \
-             lines): the plot is imported undated"
-        );
-    }
-    let stem = file
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let dir = slug(&stem);
-    if dir.is_empty() {
-        bail!(
-            "{}: cannot derive an item id from the file name",
-            file.display()
-        );
-    }
-    let platforms = serde_json::to_value(&parsed.platforms)?;
-    let title = stem;
-    let description = format!(
-        "Imported from {name}: {} track(s), {} positions.",
-        parsed.platforms.len(),
-        parsed.position_count
-    );
-    let mut item = demo::item_with_extent(
-        &dir,
-        &title,
-        &description,
-        &["imported"],
-        platforms,
-        parsed.bbox,
-        parsed.time_span,
-    );
-    if let Some(l) = item["links"].as_array_mut() {
-        l.push(json!({"rel": "derived_from", "href": format!("file://{}", file.display()), "title": name}));
-    }
-    item["properties"]["debrief:provenance"] = json!({"source": name, "tool": "toolgate import", "tool_version": env!("CARGO_PKG_VERSION")});
-    // Streamed straight from the typed import (no `Value` per feature or position) into one
-    // buffer sized from the position count; the store writes JSON files with a final newline.
-    let mut features = parsed.feature_collection_bytes()?;
-    features.push(b'\n');
-    Ok(store.add_item_bytes(&dir, &item, &features)?)
+    Ok(if failed {
+        1
+    } else if refused {
+        3
+    } else {
+        0
+    })
 }
 
 pub fn catalog(command: CatalogCommand) -> Result<i32> {
@@ -494,6 +604,7 @@ pub fn catalog(command: CatalogCommand) -> Result<i32> {
         end,
         platforms,
         bbox,
+        json,
         store,
     } = command;
     let store = open_store(&store)?;
@@ -502,18 +613,98 @@ pub fn catalog(command: CatalogCommand) -> Result<i32> {
         start_time: start,
         end_time: end,
         platforms,
-        bbox: bbox.and_then(|b| <[f64; 4]>::try_from(b).ok()),
+        bbox,
         limit: None,
     };
     let result = toolgate_plot::search::search(std::slice::from_ref(&store), &query)
         .map_err(anyhow::Error::msg)?;
-    out(&serde_json::to_string_pretty(&result)?);
+    if json {
+        out(&serde_json::to_string_pretty(&result)?);
+        return Ok(0);
+    }
+    let criteria = if result.criteria_applied.is_empty() {
+        "no criteria: every plot".to_owned()
+    } else {
+        result.criteria_applied.join("; ")
+    };
+    out(&format!(
+        "{} plot(s) in {} match ({criteria}).",
+        result.total,
+        store.root.display()
+    ));
+    if let Some(m) = &result.message {
+        out(m);
+    }
+    if !result.matches.is_empty() {
+        let rows: Vec<Vec<String>> = result
+            .matches
+            .iter()
+            .map(|m| {
+                let span = m
+                    .time_span
+                    .as_ref()
+                    .map_or_else(|| "undated".to_owned(), |t| human_span(&t.start, &t.end));
+                // The platforms' names (the match also lists their types and roles).
+                let names: Vec<String> = store
+                    .item(&m.plot_id)
+                    .map(|i| {
+                        i.platforms
+                            .iter()
+                            .filter_map(|p| p.get("name").or_else(|| p.get("id")))
+                            .map(crate::human::scalar)
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let platforms = if names.is_empty() {
+                    "-".to_owned()
+                } else {
+                    names.join(", ")
+                };
+                vec![m.title.clone(), span, platforms, m.plot_id.clone()]
+            })
+            .collect();
+        out("");
+        out(&crate::human::table(
+            &["TITLE", "TIME (UTC)", "PLATFORMS", "PLOT ID"],
+            &rows,
+        ));
+    }
+    if let Some(more) = &result.more {
+        out(more);
+    }
     Ok(0)
+}
+
+/// `2026-03-01 00:00 – 12:00` (one day) or `1995-12-12 05:00 – 1995-12-13 01:00`, from
+/// RFC 3339 UTC times (shown as they are when they are not).
+fn human_span(start: &str, end: &str) -> String {
+    let parts = |t: &str| Some((t.get(..10)?.to_owned(), t.get(11..16)?.to_owned()));
+    match (parts(start), parts(end)) {
+        (Some((d1, t1)), Some((d2, t2))) if d1 == d2 => format!("{d1} {t1} – {t2}"),
+        (Some((d1, t1)), Some((d2, t2))) => format!("{d1} {t1} – {d2} {t2}"),
+        _ => format!("{start} – {end}"),
+    }
 }
 
 /// Asks at the terminal (stderr prompt, stdin answer); declines when there is no terminal.
 struct TerminalConfirmer {
     yes: bool,
+    /// Set when a person was actually asked (so a decline is theirs, not for want of a
+    /// terminal).
+    asked: std::sync::atomic::AtomicBool,
+}
+
+impl TerminalConfirmer {
+    fn new(yes: bool) -> Self {
+        Self {
+            yes,
+            asked: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    fn asked(&self) -> bool {
+        self.asked.load(std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 #[async_trait]
@@ -525,9 +716,9 @@ impl Confirmer for TerminalConfirmer {
             return Answer::Approve;
         }
         if !std::io::stdin().is_terminal() {
-            eprintln!("Not approved: no terminal to ask on. Pass --yes to approve.");
             return Answer::Decline;
         }
+        self.asked.store(true, std::sync::atomic::Ordering::Relaxed);
         if ask("Apply this change? [y/N] ") {
             Answer::Approve
         } else {
@@ -571,6 +762,7 @@ pub async fn plot(command: PlotCommand) -> Result<i32> {
         PlotCommand::Summary {
             plot,
             token_budget,
+            json,
             store,
         } => {
             let d = debrief(
@@ -585,7 +777,11 @@ pub async fn plot(command: PlotCommand) -> Result<i32> {
                 input["tokenBudget"] = json!(b);
             }
             let reply = d.summarize(&input);
-            out(&reply.text);
+            if json {
+                out(&reply.text);
+            } else {
+                out(&human_summary(&reply.text));
+            }
             Ok(reply.status.exit_code())
         }
         PlotCommand::Run {
@@ -597,6 +793,7 @@ pub async fn plot(command: PlotCommand) -> Result<i32> {
             scope,
             yes,
             save,
+            json,
             store,
         } => {
             let d = debrief(
@@ -624,19 +821,35 @@ pub async fn plot(command: PlotCommand) -> Result<i32> {
                     ScopeArg::Selection => "selection",
                 });
             }
-            let reply = d.run_tool(&input, &TerminalConfirmer { yes }).await;
-            out(&reply.text);
+            let confirmer = TerminalConfirmer::new(yes);
+            let reply = d.run_tool(&input, &confirmer).await;
             let (dirty, label) = {
                 let session = d.session();
                 let p = session.plot(&id)?;
                 (p.doc.is_dirty(), p.doc.undo_label().map(str::to_owned))
             };
-            if let Some(ds) = d
+            let dataset = d
                 .datasets()
                 .into_iter()
-                .find(|ds| reply.dataset.as_deref() == Some(ds.id.as_str()))
-            {
-                out(&serde_json::to_string_pretty(&ds.data)?);
+                .find(|ds| reply.dataset.as_deref() == Some(ds.id.as_str()));
+            let title = d
+                .registry()
+                .resolve(&tool)
+                .map(|t| t.spec.title.clone())
+                .unwrap_or_else(|_| tool.clone());
+            if json {
+                let mut v = serde_json::to_value(&reply)?;
+                if let Some(ds) = &dataset {
+                    v["data"] = ds.data.clone();
+                }
+                out(&serde_json::to_string_pretty(&v)?);
+            } else {
+                out(&human_run(
+                    &reply,
+                    &title,
+                    dataset.as_ref(),
+                    confirmer.asked(),
+                ));
             }
             if !dirty {
                 return Ok(reply.status.exit_code());
@@ -659,6 +872,80 @@ pub async fn plot(command: PlotCommand) -> Result<i32> {
             }
             Ok(0)
         }
+    }
+}
+
+/// A plot summary for a person: the title, the time span, then one table per feature type.
+fn human_summary(reply: &str) -> String {
+    let Ok(v) = serde_json::from_str::<Value>(reply) else {
+        return reply.to_owned();
+    };
+    let (Some(title), Some(features)) = (
+        v.get("title").and_then(Value::as_str),
+        v.get("features").and_then(Value::as_str),
+    ) else {
+        return v
+            .get("hint")
+            .and_then(Value::as_str)
+            .map_or_else(|| reply.to_owned(), str::to_owned);
+    };
+    let mut out = format!("{title}\n");
+    if let Some(id) = v.get("plotId").and_then(Value::as_str) {
+        out.push_str(&format!("Plot: {id}\n"));
+    }
+    let span = v.get("span").and_then(Value::as_str).unwrap_or("undated");
+    out.push_str(&format!("Time (UTC): {span}\n"));
+    let total = v.get("total").and_then(Value::as_u64).unwrap_or(0);
+    out.push_str(&format!("{total} feature(s)"));
+    if v.get("dirty").and_then(Value::as_bool) == Some(true) {
+        out.push_str(", with unsaved edits");
+    }
+    if v.get("truncated").and_then(Value::as_bool) == Some(true) {
+        let listed = v.get("listed").and_then(Value::as_u64).unwrap_or(0);
+        out.push_str(&format!(
+            "; {listed} listed (the list was cut to fit; pass a larger --token-budget for more)"
+        ));
+    }
+    out.push_str("\n\n");
+    out.push_str(&crate::human::summary_features(features));
+    out.trim_end().to_owned()
+}
+
+/// What `plot run` did, for a person at a terminal (the reply's text is written for a model).
+fn human_run(
+    reply: &toolgate_core::outcome::Reply,
+    title: &str,
+    dataset: Option<&agent::Dataset>,
+    asked: bool,
+) -> String {
+    use toolgate_core::outcome::Status;
+    match reply.status {
+        Status::Declined if asked => format!("You declined {title}: nothing was run or changed."),
+        Status::Declined => format!(
+            "Not run: {title} changes the plot and needs your approval, and there is no terminal \
+             to ask on. Nothing was changed. Pass --yes to approve it (and --save to keep the \
+             change)."
+        ),
+        Status::Refused => format!("Not run: {}", reply.text),
+        Status::Failed => format!("{title} failed: {}", reply.text),
+        Status::Ok => match dataset {
+            Some(ds) => {
+                let summary = ds.summary.trim();
+                let mut out = format!("{title}: {summary}");
+                let data = crate::human::dataset(&ds.data);
+                if !data.is_empty() {
+                    out.push_str("\n\n");
+                    out.push_str(&data);
+                }
+                out
+            }
+            None => reply
+                .text
+                .split(" The plot is now dirty")
+                .next()
+                .unwrap_or(&reply.text)
+                .to_owned(),
+        },
     }
 }
 

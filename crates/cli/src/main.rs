@@ -6,6 +6,7 @@ mod convert_cli;
 mod debrief_cli;
 mod exec;
 mod hosts_cli;
+mod human;
 mod mcp_cli;
 mod paths;
 mod trust_cli;

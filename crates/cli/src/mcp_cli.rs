@@ -116,10 +116,23 @@ pub async fn setup(args: &SurfaceArgs, surface_label: &str) -> Result<McpSetup> 
     let store: StacStore = debrief_cli::open_store(&args.store)?;
     let label = surface_label.to_owned();
     let factory_sink = sink.clone();
-    let (factory_store, factory_registry) = (store.clone(), registry.clone());
+    let (factory_store, factory_registry) = (Arc::new(Mutex::new(store.clone())), registry.clone());
     let new_session = Arc::new(move |identity: &str| {
+        // A session starts on the catalogue as it is now: plots imported (or replaced) while
+        // the server runs are there, without a restart.
+        let current = match factory_store.lock() {
+            Ok(mut s) => {
+                match s.reread_if_changed() {
+                    Ok(Some(fresh)) => *s = fresh,
+                    Ok(None) => {}
+                    Err(e) => tracing::warn!("the catalogue changed but could not be read: {e}"),
+                }
+                s.clone()
+            }
+            Err(poisoned) => poisoned.into_inner().clone(),
+        };
         Arc::new(Debrief::new(
-            Arc::new(Mutex::new(Session::new(vec![factory_store.clone()]))),
+            Arc::new(Mutex::new(Session::new(vec![current]))),
             factory_registry.clone(),
             factory_sink.clone(),
             Settings {

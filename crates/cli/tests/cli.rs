@@ -105,6 +105,7 @@ fn import_valid_files_and_refuse_invalid_ones_writing_nothing() {
             store.to_str().unwrap(),
             "--text",
             "boat1",
+            "--json",
         ],
     );
     let result: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -168,7 +169,7 @@ fn plot_run_saves_only_when_a_person_says_so() {
     let plot = "stac://demo/alpha-day1/item.json";
     let file = d.path().join("demo-store/alpha-day1/features.geojson");
     // summary creates the demo store
-    let o = toolgate(d.path(), &["plot", "summary", "--plot", plot]);
+    let o = toolgate(d.path(), &["plot", "summary", "--plot", plot, "--json"]);
     assert!(o.status.success(), "{:?}", text(&o));
     let summary: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(summary["title"], "Exercise Alpha — Day 1");
@@ -195,7 +196,12 @@ fn plot_run_saves_only_when_a_person_says_so() {
             && err.contains("Target: Contact"),
         "{err}"
     );
-    assert!(out.contains("declined"), "{out}");
+    // Nobody was asked (no terminal): the message says so and what would work.
+    assert!(
+        out.contains("there is no terminal to ask on") && out.contains("Pass --yes"),
+        "{out}"
+    );
+    assert!(!out.contains("analyst"), "{out}");
     assert_eq!(o.status.code(), Some(4), "a decline has its own exit code");
     assert_eq!(std::fs::read(&file).unwrap(), original);
 
@@ -329,15 +335,15 @@ fn import_reports_unhandled_line_kinds_refuses_nothing_and_decodes_windows_1252(
     std::fs::write(
         &mixed,
         format!(
-            "951212 050000 NELSON @A 1 0 0 N 1 0 0 E 0 0 0\n;TMA_POS: x\n;WHEEL: x\n{arc}\n\
-             ;tma_pos: y\n;; comment\n"
+            "951212 050000 NELSON @A 1 0 0 N 1 0 0 E 0 0 0\n;TA_COG_ABS: x\n;TRACKSPLIT x\n{arc}\n\
+             ;ta_cog_abs: y\n;; comment\n"
         ),
     )
     .unwrap();
     let arcs = d.path().join("arcs.rep");
     std::fs::write(&arcs, format!("{arc}\n").repeat(47)).unwrap();
     let dynamic = d.path().join("dynamic.rep");
-    std::fs::write(&dynamic, ";DYNAMIC_RECT: x\n".repeat(47)).unwrap();
+    std::fs::write(&dynamic, ";TA_MODULES: x\n".repeat(47)).unwrap();
     let latin = d.path().join("latin.rep");
     let mut bytes = b"951212 050000 NELSON @A 1 0 0 N 1 0 0 E 0 0 0\n".to_vec();
     bytes.extend(b";NARRATIVE: 951212 050000 NELSON caf\xe9 45\xb0\n");
@@ -351,12 +357,14 @@ fn import_reports_unhandled_line_kinds_refuses_nothing_and_decodes_windows_1252(
     assert!(o.status.success(), "{out}{err}");
     assert!(
         err.contains(
-            "warning: mixed.rep: 2 line(s) of kind ;TMA_POS not imported (first at line 2)"
+            "warning: mixed.rep: 2 line(s) of kind ;TA_COG_ABS not imported (first at line 2)"
         ),
         "{err}"
     );
     assert!(
-        err.contains("warning: mixed.rep: 1 line(s) of kind ;WHEEL not imported (first at line 3)"),
+        err.contains(
+            "warning: mixed.rep: 1 line(s) of kind ;TRACKSPLIT not imported (first at line 3)"
+        ),
         "{err}"
     );
     assert_eq!(err.matches("not imported").count(), 2, "{err}");
@@ -395,7 +403,7 @@ fn import_reports_unhandled_line_kinds_refuses_nothing_and_decodes_windows_1252(
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}{err}");
     assert!(
-        err.contains("47 line(s) of kind ;DYNAMIC_RECT not imported (first at line 1)"),
+        err.contains("47 line(s) of kind ;TA_MODULES not imported (first at line 1)"),
         "{err}"
     );
     assert!(err.contains("dynamic.rep: nothing to import"), "{err}");

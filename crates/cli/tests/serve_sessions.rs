@@ -520,3 +520,36 @@ fn a_fifo_in_the_catalogue_delays_only_the_call_that_reads_it() {
     );
     let _ = web_opener.join().unwrap();
 }
+
+/// Issue 17 item 6: a plot imported while `serve` runs is in the catalogue of the MCP sessions
+/// that start after it (the server re-reads a catalogue that changed).
+#[test]
+fn a_plot_imported_while_serving_appears_in_new_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../rep/tests/fixtures/rep/valid");
+    let import = |file: &str| {
+        let o = Command::new(BIN)
+            .args(["import", "--store", store.to_str().unwrap()])
+            .arg(fixtures.join(file))
+            .env("TOOLGATE_DATA_DIR", dir.path())
+            .env("TOOLGATE_CONFIG", dir.path().join("config.toml"))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    import("boat1.rep");
+    let server = Serve::start(&["--store", store.to_str().unwrap()]);
+    let total = |session: &mut LegacySession<'_>, text: &str| -> i64 {
+        let r = session.call("debrief_searchPlots", json!({"text": text}));
+        let v: Value = serde_json::from_str(&r.tool_text()).unwrap();
+        v["total"].as_i64().unwrap()
+    };
+    let mut before = LegacySession::open(&server.addr).unwrap();
+    assert_eq!(total(&mut before, "boat1"), 1);
+    assert_eq!(total(&mut before, "boat2"), 0);
+    import("boat2.rep");
+    let mut after = LegacySession::open(&server.addr).unwrap();
+    assert_eq!(total(&mut after, "boat2"), 1, "the new plot is found");
+    assert_eq!(total(&mut after, "boat1"), 1);
+}

@@ -10,6 +10,7 @@ pub mod agent;
 pub mod calc_stdio;
 pub mod demo;
 pub mod fsio;
+pub mod import;
 pub mod model;
 pub mod search;
 pub mod session;

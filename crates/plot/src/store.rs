@@ -100,6 +100,8 @@ pub struct StacStore {
     pub items: Vec<ItemEntry>,
     pub unavailable: Vec<Unavailable>,
     catalog_path: PathBuf,
+    /// [`StacStore::fingerprint`] when the store was read (or last written through this value).
+    read_fingerprint: String,
 }
 
 /// A loaded features file: the FeatureCollection and the hash of the bytes it came from.
@@ -285,10 +287,46 @@ impl StacStore {
             items: Vec::new(),
             unavailable: Vec::new(),
             catalog_path: catalog_path.clone(),
+            read_fingerprint: String::new(),
         };
         let mut seen = HashSet::new();
         store.walk(&catalog_path, &value, &mut seen, 0);
+        store.read_fingerprint = store.fingerprint();
         Ok(store)
+    }
+
+    /// What the store was read from: the root catalogue's bytes and the size and modification
+    /// time of every item file. A plot imported, replaced or removed since changes it.
+    fn fingerprint(&self) -> String {
+        let mut text = match read(&self.root, &self.catalog_path) {
+            Ok(bytes) => sha256_hex(&bytes),
+            Err(e) => format!("unreadable: {e}"),
+        };
+        for item in &self.items {
+            let meta = std::fs::metadata(self.root.join(&item.item_path));
+            let stamp = meta.as_ref().ok().map(|m| (m.len(), m.modified().ok()));
+            text.push_str(&format!("\n{}:{stamp:?}", item.item_path));
+        }
+        text
+    }
+
+    /// Whether the catalogue on disk changed since this store was read (another process
+    /// imported, replaced or removed a plot).
+    pub fn is_stale(&self) -> bool {
+        self.fingerprint() != self.read_fingerprint
+    }
+
+    /// The store read again from disk when it changed since this one was read, else `None`: what
+    /// a long-running server calls so that plots imported while it runs appear.
+    ///
+    /// # Errors
+    ///
+    /// When the changed catalogue cannot be read.
+    pub fn reread_if_changed(&self) -> Result<Option<Self>, StoreError> {
+        if !self.is_stale() {
+            return Ok(None);
+        }
+        Self::open(&self.id, &self.root).map(Some)
     }
 
     fn walk(
@@ -515,6 +553,8 @@ impl StacStore {
         let plot_id = entry.plot_id.clone();
         self.items.retain(|i| i.plot_id != plot_id);
         self.items.push(entry);
+        // This value now holds what it wrote: not stale because of its own write.
+        self.read_fingerprint = self.fingerprint();
         Ok(plot_id)
     }
 
@@ -569,6 +609,30 @@ mod tests {
 
     fn fixture() -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/stac")
+    }
+
+    #[test]
+    fn a_store_knows_when_another_process_changed_its_catalogue() {
+        let d = tempfile::tempdir().unwrap();
+        let mut writer = StacStore::create("s", d.path(), "s").unwrap();
+        let reader = StacStore::open("s", d.path()).unwrap();
+        assert!(!reader.is_stale());
+        assert!(reader.reread_if_changed().unwrap().is_none());
+        let item =
+            crate::demo::item_with_extent("p", "P", "", &[], Value::Array(vec![]), None, None);
+        let fc = serde_json::json!({"type": "FeatureCollection", "features": []});
+        writer.add_item("p", &item, &fc).unwrap();
+        assert!(!writer.is_stale(), "its own write does not make it stale");
+        assert!(reader.is_stale());
+        let fresh = reader.reread_if_changed().unwrap().unwrap();
+        assert_eq!(fresh.items.len(), 1);
+        assert!(!fresh.is_stale());
+        // A replaced item (same catalogue links, new item file) is a change too.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let mut item2 = item.clone();
+        item2["properties"]["title"] = "P again, longer".into();
+        writer.add_item("p", &item2, &fc).unwrap();
+        assert!(fresh.is_stale());
     }
 
     #[test]

@@ -90,7 +90,15 @@ fn write<S: Sink>(import: &RepImport, out: &mut Vec<u8>, sink: &mut S) -> io::Re
         let others = (import.narratives.iter().map(|f| f as &dyn ErasedFeature))
             .chain(import.shapes.iter().map(|f| f as &dyn ErasedFeature))
             .chain(import.sensors.iter().map(|f| f as &dyn ErasedFeature))
-            .chain(import.sensor_arcs.iter().map(|f| f as &dyn ErasedFeature));
+            .chain(import.sensor_arcs.iter().map(|f| f as &dyn ErasedFeature))
+            .chain(
+                import
+                    .dynamic_shapes
+                    .iter()
+                    .map(|f| f as &dyn ErasedFeature),
+            )
+            .chain(import.tma.iter().map(|f| f as &dyn ErasedFeature))
+            .chain(import.formats.iter().map(|f| f as &dyn ErasedFeature));
         for feature in others {
             next(out);
             feature.write(out, 2)?;

@@ -18,10 +18,14 @@
 //!   by any ASCII whitespace; CRLF and a missing final newline are fine.
 //! * `;` lines: `;NARRATIVE:`, `;NARRATIVE2:`, `;TEXT:`, `;TIMETEXT:`, `;PERIODTEXT:`,
 //!   `;CIRCLE:`, `;LINE:`, `;RECT:`, `;POLY:`, `;POLYLINE:`, `;VECTOR:`, `;ELLIPSE:`,
-//!   `;SENSOR:`, `;SENSOR2:` and `;SENSORARC:` (command names are matched
-//!   case-insensitively). `;;` lines and `;` followed by anything but a letter are comments.
-//!   Any other `;KEYWORD` line (`;TMA_POS:`, `;DYNAMIC_RECT:`, `;WHEEL:`, …) is not imported but never dropped
-//!   silently: [`RepImport::unhandled`] counts each kind with its first line number.
+//!   `;ELLIPSE2:`, `;WHEEL:`, `;BRG:`, `;SENSOR:`, `;SENSOR2:`, `;SENSOR3:`, `;SENSORARC:`,
+//!   `;DYNAMIC_RECT:`, `;DYNAMIC_CIRCLE:`, `;DYNAMIC_POLY:`, `;TMA_POS:`, `;TMA_RB:`,
+//!   `;FORMAT_FIX:`, `;FORMAT_TRACK_NAME_AT_END:` and `;FORMAT_LAYER_HIDE:` (command names are
+//!   matched case-insensitively). `;;` lines and `;` followed by anything but a letter are
+//!   comments. Any other `;KEYWORD` line (Debrief's plug-in kinds such as `;TA_COG_ABS:`,
+//!   `;TRACKSPLIT`, …) is not imported but never dropped silently: [`RepImport::unhandled`]
+//!   counts each kind with its first line number. The property list of every kind is in
+//!   `docs/rep-features.md`.
 //! * Bytes: [`decode_rep`] reads UTF-8 and falls back to Windows-1252 (a superset of
 //!   Latin-1's printable characters, what legacy Debrief files were written in).
 //! * Blank lines are skipped. Any malformed line aborts the import with a [`RepError`].
@@ -30,7 +34,8 @@
 //!
 //! Features come in this order, each group in file order: TRACKs (first-seen order),
 //! NARRATIVEs, annotations, SENSOR features for sensor data whose host track has no
-//! position lines, then SENSOR_ARCs. Ids are deterministic and unique within one import:
+//! position lines, SENSOR_ARCs, dynamic shapes (`dynamic-<n>`), TMA_SOLUTIONs (`tma-<n>`),
+//! then FORMATs (`format-<n>`). Ids are deterministic and unique within one import:
 //!
 //! * `track-<slug>` (lowercase ASCII letters/digits, other runs → `-`; a clash gets `-2`, `-3`…),
 //! * `narrative-<n>` and `shape-<n>` (1-based, in file order),
@@ -98,8 +103,9 @@ use serde::{Deserialize, Serialize};
 pub use error::RepError;
 pub use symbology::{DEFAULT_COLOUR, Symbol, colour_for_letter};
 pub use types::{
-    ArcSector, LonLat, NarrativeFeature, Position, SensorArcFeature, SensorContact, SensorData,
-    SensorFeature, Shape, ShapeFeature, TrackFeature,
+    ArcSector, DynamicShape, DynamicShapeFeature, FormatFeature, LonLat, NarrativeFeature,
+    Position, SensorArcFeature, SensorContact, SensorData, SensorFeature, Shape, ShapeFeature,
+    TmaEllipse, TmaFeature, TmaFix, TrackFeature,
 };
 
 /// A platform seen in the file: one per track. Only `id` (the track name) is known from REP;
@@ -144,6 +150,12 @@ pub struct RepImport {
     pub sensors: Vec<SensorFeature>,
     /// SENSOR_ARC features, one per `;SENSORARC:` line, in file order.
     pub sensor_arcs: Vec<SensorArcFeature>,
+    /// DYNAMIC_RECT / DYNAMIC_CIRCLE / DYNAMIC_POLY features, one per line, in file order.
+    pub dynamic_shapes: Vec<DynamicShapeFeature>,
+    /// TMA_SOLUTION features, one per `;TMA_POS:` / `;TMA_RB:` line, in file order.
+    pub tma: Vec<TmaFeature>,
+    /// FORMAT features (display directives), one per line, in file order.
+    pub formats: Vec<FormatFeature>,
     /// One per track, in the same order as the TRACK features.
     pub platforms: Vec<PlatformRecord>,
     /// `[west, south, east, north]` over every coordinate of every feature geometry (and sensor
@@ -189,6 +201,37 @@ impl RepImport {
             + self.shapes.len()
             + self.sensors.len()
             + self.sensor_arcs.len()
+            + self.dynamic_shapes.len()
+            + self.tma.len()
+            + self.formats.len()
+    }
+
+    /// How many features of each `kind` the import has, in output order of first appearance
+    /// (e.g. `[("TRACK", 2), ("NARRATIVE", 19), ("SENSOR_ARC", 47)]`): what `toolgate import`
+    /// reports, so a person sees what the plot holds.
+    pub fn kind_counts(&self) -> Vec<(&'static str, usize)> {
+        let mut counts: Vec<(&'static str, usize)> = Vec::new();
+        let mut add = |kind: &'static str| match counts.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((kind, 1)),
+        };
+        self.tracks.iter().for_each(|_| add("TRACK"));
+        self.narratives.iter().for_each(|_| add("NARRATIVE"));
+        self.shapes.iter().for_each(|s| add(s.shape.kind()));
+        self.sensors.iter().for_each(|_| add("SENSOR"));
+        self.sensor_arcs.iter().for_each(|_| add("SENSOR_ARC"));
+        self.dynamic_shapes.iter().for_each(|d| add(d.shape.kind()));
+        self.tma.iter().for_each(|_| add("TMA_SOLUTION"));
+        self.formats.iter().for_each(|_| add("FORMAT"));
+        counts
+    }
+
+    /// How many sensor contacts (`;SENSOR:`, `;SENSOR2:`, `;SENSOR3:` lines) the import holds,
+    /// on tracks and on SENSOR features.
+    pub fn contact_count(&self) -> usize {
+        let on_tracks = self.tracks.iter().flat_map(|t| &t.sensors);
+        let orphans = self.sensors.iter().flat_map(|s| &s.sensors);
+        on_tracks.chain(orphans).map(|s| s.contacts.len()).sum()
     }
 
     /// The features as `serde_json::Value`s, in output order (built on demand: this allocates
@@ -205,6 +248,9 @@ impl RepImport {
         out.extend(self.shapes.iter().map(value));
         out.extend(self.sensors.iter().map(value));
         out.extend(self.sensor_arcs.iter().map(value));
+        out.extend(self.dynamic_shapes.iter().map(value));
+        out.extend(self.tma.iter().map(value));
+        out.extend(self.formats.iter().map(value));
         out
     }
 

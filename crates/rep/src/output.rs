@@ -4,7 +4,10 @@ use std::collections::{HashMap, HashSet};
 
 use super::lex::slug;
 use super::parser::{Parser, Sensor};
-use super::types::{NarrativeFeature, SensorArcFeature, SensorData, SensorFeature, TrackFeature};
+use super::types::{
+    NarrativeFeature, Position, SensorArcFeature, SensorData, SensorFeature, TmaFeature, TmaFix,
+    TrackFeature,
+};
 use super::{PlatformRecord, RepImport};
 
 /// Mean earth radius (IUGG), for placing the far end of a VECTOR.
@@ -26,6 +29,27 @@ pub(super) fn destination(origin: [f64; 2], range: f64, bearing: f64) -> [f64; 2
         lon += 360.0;
     }
     [lon, lat2.to_degrees()]
+}
+
+/// Where a track was at `t`: linearly between the positions either side of it (positions
+/// sorted by time); `None` outside the track's time span.
+fn position_at(positions: &[Position], t: chrono::DateTime<chrono::Utc>) -> Option<[f64; 2]> {
+    let after = positions.partition_point(|p| p.time < t);
+    let next = positions.get(after)?;
+    if next.time == t {
+        return Some([next.lon, next.lat]);
+    }
+    let prev = positions.get(after.checked_sub(1)?)?;
+    let span = (next.time - prev.time).num_milliseconds() as f64;
+    let frac = if span > 0.0 {
+        (t - prev.time).num_milliseconds() as f64 / span
+    } else {
+        0.0
+    };
+    Some([
+        prev.lon + (next.lon - prev.lon) * frac,
+        prev.lat + (next.lat - prev.lat) * frac,
+    ])
 }
 
 /// `base`, or `base-2`, `base-3`… — the first not yet used.
@@ -60,7 +84,10 @@ pub(super) fn finish(parser: Parser<'_>) -> RepImport {
         mut shapes,
         sensors,
         sensor_arcs,
-        bounds,
+        mut dynamic_shapes,
+        tma,
+        mut formats,
+        mut bounds,
         mut span,
         position_count,
         unhandled,
@@ -145,6 +172,67 @@ pub(super) fn finish(parser: Parser<'_>) -> RepImport {
     for (n, shape) in shapes.iter_mut().enumerate() {
         shape.id = format!("shape-{}", n + 1);
     }
+    for (n, f) in formats.iter_mut().enumerate() {
+        f.id = format!("format-{}", n + 1);
+    }
+
+    // A dynamic shape's state lasts until the next state of the same name; the last one until
+    // the file's latest time.
+    let latest = span.map(|(_, hi)| hi);
+    let mut by_name: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, d) in dynamic_shapes.iter().enumerate() {
+        by_name.entry(d.name.as_str()).or_default().push(i);
+    }
+    let mut ends = vec![None; dynamic_shapes.len()];
+    for states in by_name.values_mut() {
+        states.sort_by_key(|&i| dynamic_shapes.get(i).map(|d| d.start));
+        for pair in states.windows(2) {
+            if let &[this, next] = pair
+                && let (Some(e), Some(next)) = (ends.get_mut(this), dynamic_shapes.get(next))
+            {
+                *e = Some(next.start);
+            }
+        }
+    }
+    for (n, (d, end)) in dynamic_shapes.iter_mut().zip(ends).enumerate() {
+        d.id = format!("dynamic-{}", n + 1);
+        d.end = end.or(latest).unwrap_or(d.start).max(d.start);
+    }
+
+    let tma = tma
+        .into_iter()
+        .enumerate()
+        .map(|(n, t)| {
+            let host = track_features.iter().find(|f| f.name == t.host);
+            let (origin, at) = match t.fix {
+                TmaFix::Position(at) => (None, Some(at)),
+                TmaFix::RangeBearing { bearing, range } => {
+                    let origin = host.and_then(|h| position_at(&h.positions, t.time));
+                    (origin, origin.map(|o| destination(o, range, bearing)))
+                }
+            };
+            if let (Some(o), Some(a)) = (origin, at) {
+                bounds.add(o);
+                bounds.add(a);
+            }
+            TmaFeature {
+                id: format!("tma-{}", n + 1),
+                track_name: t.host.to_owned(),
+                track_id: track_ids.get(t.host).cloned(),
+                solution_name: t.solution.to_owned(),
+                colour: t.colour,
+                time: t.time,
+                fix: t.fix,
+                origin,
+                at,
+                ellipse: t.ellipse,
+                course: t.course,
+                speed: t.speed,
+                depth: t.depth,
+                label: t.label,
+            }
+        })
+        .collect();
 
     // Sensor data whose host track never had a position line.
     let mut sensor_features = Vec::new();
@@ -165,6 +253,9 @@ pub(super) fn finish(parser: Parser<'_>) -> RepImport {
         shapes,
         sensors: sensor_features,
         sensor_arcs,
+        dynamic_shapes,
+        tma,
+        formats,
         platforms,
         bbox: bounds.get(),
         time_span: span,

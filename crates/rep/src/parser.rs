@@ -10,7 +10,10 @@ use super::lex::{
 };
 use super::output;
 use super::symbology::Symbol;
-use super::types::{ArcSector, Position, SensorContact, Shape, ShapeFeature};
+use super::types::{
+    ArcSector, DynamicShape, DynamicShapeFeature, FormatFeature, Position, SensorContact, Shape,
+    ShapeFeature, TmaEllipse, TmaFix,
+};
 
 /// Metres in an international yard: REP ranges, radii and axes are in yards.
 pub(super) const YARDS_TO_METRES: f64 = 0.9144;
@@ -51,6 +54,29 @@ pub(super) struct SensorArc<'a> {
     pub start: Option<DateTime<Utc>>,
     pub end: Option<DateTime<Utc>>,
     pub arcs: Vec<ArcSector>,
+}
+
+/// One `;TMA_POS:` / `;TMA_RB:` line (numbered, linked to its track and placed by
+/// `output::finish`).
+pub(super) struct Tma<'a> {
+    pub host: &'a str,
+    pub solution: &'a str,
+    pub colour: &'static str,
+    pub time: DateTime<Utc>,
+    pub fix: TmaFix,
+    pub ellipse: Option<TmaEllipse>,
+    pub course: f64,
+    pub speed: f64,
+    pub depth: f64,
+    pub label: Option<String>,
+}
+
+/// Which sensor line format.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SensorLine {
+    V1,
+    V2,
+    V3,
 }
 
 /// Running `[west, south, east, north]`.
@@ -100,10 +126,22 @@ enum Command {
     PeriodText,
     Sensor,
     Sensor2,
+    Sensor3,
     SensorArc,
+    DynamicRect,
+    DynamicCircle,
+    DynamicPoly,
+    TmaPos,
+    TmaRb,
+    Wheel,
+    Bearing,
+    Ellipse2,
+    FormatFix,
+    FormatNameAtEnd,
+    FormatLayerHide,
 }
 
-const COMMANDS: [(&str, Command); 15] = [
+const COMMANDS: [(&str, Command); 27] = [
     (";NARRATIVE:", Command::Narrative),
     (";NARRATIVE2:", Command::Narrative2),
     (";TEXT:", Command::Text),
@@ -118,7 +156,19 @@ const COMMANDS: [(&str, Command); 15] = [
     (";PERIODTEXT:", Command::PeriodText),
     (";SENSOR:", Command::Sensor),
     (";SENSOR2:", Command::Sensor2),
+    (";SENSOR3:", Command::Sensor3),
     (";SENSORARC:", Command::SensorArc),
+    (";DYNAMIC_RECT:", Command::DynamicRect),
+    (";DYNAMIC_CIRCLE:", Command::DynamicCircle),
+    (";DYNAMIC_POLY:", Command::DynamicPoly),
+    (";TMA_POS:", Command::TmaPos),
+    (";TMA_RB:", Command::TmaRb),
+    (";WHEEL:", Command::Wheel),
+    (";BRG:", Command::Bearing),
+    (";ELLIPSE2:", Command::Ellipse2),
+    (";FORMAT_FIX:", Command::FormatFix),
+    (";FORMAT_TRACK_NAME_AT_END:", Command::FormatNameAtEnd),
+    (";FORMAT_LAYER_HIDE:", Command::FormatLayerHide),
 ];
 
 pub(super) struct Parser<'a> {
@@ -131,6 +181,11 @@ pub(super) struct Parser<'a> {
     pub shapes: Vec<ShapeFeature>,
     pub sensors: Vec<Sensor<'a>>,
     pub sensor_arcs: Vec<SensorArc<'a>>,
+    /// Dynamic shape states, in file order (numbered and given their end by `output::finish`).
+    pub dynamic_shapes: Vec<DynamicShapeFeature>,
+    pub tma: Vec<Tma<'a>>,
+    /// Display format lines, in file order (numbered by `output::finish`).
+    pub formats: Vec<FormatFeature>,
     sensor_index: HashMap<(&'a str, &'a str), usize>,
     pub bounds: Bounds,
     pub span: Option<(DateTime<Utc>, DateTime<Utc>)>,
@@ -151,6 +206,9 @@ impl<'a> Parser<'a> {
             shapes: Vec::new(),
             sensors: Vec::new(),
             sensor_arcs: Vec::new(),
+            dynamic_shapes: Vec::new(),
+            tma: Vec::new(),
+            formats: Vec::new(),
             sensor_index: HashMap::new(),
             bounds: Bounds::new(),
             span: None,
@@ -192,9 +250,18 @@ impl<'a> Parser<'a> {
         match command {
             Command::Narrative => self.narrative(&ctx, cur, false),
             Command::Narrative2 => self.narrative(&ctx, cur, true),
-            Command::Sensor => self.sensor(&ctx, cur, false),
-            Command::Sensor2 => self.sensor(&ctx, cur, true),
+            Command::Sensor => self.sensor(&ctx, cur, SensorLine::V1),
+            Command::Sensor2 => self.sensor(&ctx, cur, SensorLine::V2),
+            Command::Sensor3 => self.sensor(&ctx, cur, SensorLine::V3),
             Command::SensorArc => self.sensor_arc(&ctx, cur),
+            Command::DynamicRect | Command::DynamicCircle | Command::DynamicPoly => {
+                self.dynamic_shape(&ctx, cur, command)
+            }
+            Command::TmaPos => self.tma(&ctx, cur, false),
+            Command::TmaRb => self.tma(&ctx, cur, true),
+            Command::FormatFix | Command::FormatNameAtEnd | Command::FormatLayerHide => {
+                self.format(&ctx, cur, command)
+            }
             _ => self.annotation(&ctx, cur, command),
         }
     }
@@ -256,6 +323,9 @@ impl<'a> Parser<'a> {
         self.narratives.extend(other.narratives);
         self.shapes.extend(other.shapes);
         self.sensor_arcs.extend(other.sensor_arcs);
+        self.dynamic_shapes.extend(other.dynamic_shapes);
+        self.tma.extend(other.tma);
+        self.formats.extend(other.formats);
         for sensor in other.sensors {
             let next = self.sensors.len();
             let i = *self
@@ -479,12 +549,20 @@ impl<'a> Parser<'a> {
     /// `;SENSOR: DATE TIME TRACK SYMBOL ORIGIN|NULL BEARING RANGE|NULL SENSOR LABEL` and
     /// `;SENSOR2: DATE TIME TRACK SYMBOL ORIGIN|NULL BEARING|NULL AMBIG|NULL FREQ|NULL
     /// RANGE|NULL SENSOR LABEL` (ranges in yards; names may be quoted).
-    fn sensor(&mut self, ctx: &LineCtx<'a>, mut cur: Cursor<'a>, v2: bool) -> Res<()> {
-        let expected = if v2 {
-            "YYMMDD HHMMSS[.sss] TRACK SYMBOL ORIGIN|NULL BEARING|NULL AMBIGUOUS_BEARING|NULL \
-             FREQUENCY|NULL RANGE|NULL SENSOR [LABEL]"
-        } else {
-            "YYMMDD HHMMSS[.sss] TRACK SYMBOL ORIGIN|NULL BEARING RANGE|NULL SENSOR [LABEL]"
+    fn sensor(&mut self, ctx: &LineCtx<'a>, mut cur: Cursor<'a>, version: SensorLine) -> Res<()> {
+        let expected = match version {
+            SensorLine::V1 => {
+                "YYMMDD HHMMSS[.sss] TRACK SYMBOL ORIGIN|NULL BEARING RANGE|NULL SENSOR [LABEL]"
+            }
+            SensorLine::V2 => {
+                "YYMMDD HHMMSS[.sss] TRACK SYMBOL ORIGIN|NULL BEARING|NULL \
+                 AMBIGUOUS_BEARING|NULL FREQUENCY|NULL RANGE|NULL SENSOR [LABEL]"
+            }
+            SensorLine::V3 => {
+                "YYMMDD HHMMSS[.sss] TRACK SYMBOL ORIGIN|NULL BEARING|NULL \
+                 BEARING_ACCURACY|NULL FREQUENCY|NULL FREQUENCY_ACCURACY|NULL RANGE|NULL \
+                 SENSOR [LABEL]"
+            }
         };
         let time = parse_timestamp(ctx, &mut cur)?;
         let host = cur.name(ctx, "track name", expected)?.text;
@@ -505,14 +583,20 @@ impl<'a> Parser<'a> {
             }
         };
         let bearing = optional("bearing", "a number of degrees or NULL")?;
-        let (ambiguous_bearing, frequency) = if v2 {
-            (
-                optional("ambiguous bearing", "a number of degrees or NULL")?,
-                optional("frequency", "a number of Hz or NULL")?,
-            )
-        } else {
-            (None, None)
-        };
+        let (mut ambiguous_bearing, mut frequency) = (None, None);
+        let (mut bearing_accuracy, mut frequency_accuracy) = (None, None);
+        match version {
+            SensorLine::V1 => {}
+            SensorLine::V2 => {
+                ambiguous_bearing = optional("ambiguous bearing", "a number of degrees or NULL")?;
+                frequency = optional("frequency", "a number of Hz or NULL")?;
+            }
+            SensorLine::V3 => {
+                bearing_accuracy = optional("bearing accuracy", "a number of degrees or NULL")?;
+                frequency = optional("frequency", "a number of Hz or NULL")?;
+                frequency_accuracy = optional("frequency accuracy", "a number of Hz or NULL")?;
+            }
+        }
         let range = optional("range", "a number of yards or NULL")?.map(|y| y * YARDS_TO_METRES);
         let name = cur.name(ctx, "sensor name", expected)?.text;
         let (label, comment) = split_comment(cur.rest());
@@ -537,6 +621,8 @@ impl<'a> Parser<'a> {
                 bearing,
                 ambiguous_bearing,
                 frequency,
+                bearing_accuracy,
+                frequency_accuracy,
                 range,
                 origin,
                 label: label.map(str::to_owned),
@@ -557,6 +643,11 @@ impl<'a> Parser<'a> {
             Command::Ellipse => "SYMBOL YYMMDD HHMMSS LAT LONG ORIENTATION MAXIMA MINIMA [LABEL]",
             Command::TimeText => "SYMBOL YYMMDD HHMMSS LAT LONG TEXT",
             Command::PeriodText => "SYMBOL YYMMDD HHMMSS YYMMDD HHMMSS LAT LONG TEXT",
+            Command::Ellipse2 => {
+                "SYMBOL YYMMDD HHMMSS YYMMDD HHMMSS LAT LONG ORIENTATION MAXIMA MINIMA [LABEL]"
+            }
+            Command::Wheel => "SYMBOL YYMMDD HHMMSS LAT LONG INNER_RADIUS OUTER_RADIUS [LABEL]",
+            Command::Bearing => "SYMBOL YYMMDD HHMMSS LAT LONG BEARING RANGE_YARDS [LABEL]",
             _ => "",
         };
         let symbol = Symbol::parse(cur.require(ctx, "symbology", expected)?.text);
@@ -669,13 +760,62 @@ impl<'a> Parser<'a> {
                 };
                 (shape, label(cur.rest()))
             }
-            Command::Narrative
-            | Command::Narrative2
-            | Command::Sensor
-            | Command::Sensor2
-            | Command::SensorArc => {
-                return Ok(());
+            Command::Ellipse2 => {
+                let start = parse_timestamp(ctx, &mut cur)?;
+                let end = parse_timestamp(ctx, &mut cur)?;
+                let center = parse_latlon(ctx, &mut cur, expected)?;
+                let tok = cur.require(ctx, "orientation", expected)?;
+                let orientation = number(ctx, tok, "orientation", "a number of degrees")?;
+                let maxima = yards(ctx, &mut cur, "maxima", expected)?;
+                let minima = yards(ctx, &mut cur, "minima", expected)?;
+                self.bounds.add(center);
+                self.note_time(start);
+                self.note_time(end);
+                let shape = Shape::PeriodEllipse {
+                    center,
+                    start,
+                    end,
+                    orientation,
+                    maxima,
+                    minima,
+                };
+                (shape, label(cur.rest()))
             }
+            Command::Wheel => {
+                let time = parse_timestamp(ctx, &mut cur)?;
+                let center = parse_latlon(ctx, &mut cur, expected)?;
+                let inner_radius = yards(ctx, &mut cur, "inner radius", expected)?;
+                let outer_radius = yards(ctx, &mut cur, "outer radius", expected)?;
+                self.bounds.add(center);
+                self.note_time(time);
+                let shape = Shape::Wheel {
+                    center,
+                    time,
+                    inner_radius,
+                    outer_radius,
+                };
+                (shape, label(cur.rest()))
+            }
+            Command::Bearing => {
+                let time = parse_timestamp(ctx, &mut cur)?;
+                let origin = parse_latlon(ctx, &mut cur, expected)?;
+                let tok = cur.require(ctx, "bearing", expected)?;
+                let bearing = number(ctx, tok, "bearing", "a number of degrees")?;
+                let range = yards(ctx, &mut cur, "range", expected)?;
+                let end = output::destination(origin, range, bearing);
+                self.bounds.add(origin);
+                self.bounds.add(end);
+                self.note_time(time);
+                let shape = Shape::Bearing {
+                    origin,
+                    end,
+                    time,
+                    bearing,
+                    range,
+                };
+                (shape, label(cur.rest()))
+            }
+            _ => return Ok(()),
         };
         self.shapes.push(ShapeFeature {
             id: String::new(), // numbered by `output::finish`
@@ -683,6 +823,193 @@ impl<'a> Parser<'a> {
             label,
             shape,
         });
+        Ok(())
+    }
+}
+
+impl<'a> Parser<'a> {
+    /// `;DYNAMIC_RECT: SYMBOL NAME DATE TIME LAT LONG LAT LONG [LABEL]`, `;DYNAMIC_CIRCLE:
+    /// SYMBOL NAME DATE TIME LAT LONG RADIUS_YARDS [LABEL]`, `;DYNAMIC_POLY: SYMBOL NAME DATE
+    /// TIME LAT LONG LAT LONG LAT LONG… [LABEL]` (the name may be quoted).
+    fn dynamic_shape(
+        &mut self,
+        ctx: &LineCtx<'a>,
+        mut cur: Cursor<'a>,
+        command: Command,
+    ) -> Res<()> {
+        let expected = match command {
+            Command::DynamicRect => "SYMBOL NAME YYMMDD HHMMSS[.sss] LAT LONG LAT LONG [LABEL]",
+            Command::DynamicCircle => {
+                "SYMBOL NAME YYMMDD HHMMSS[.sss] LAT LONG RADIUS_YARDS [LABEL]"
+            }
+            _ => "SYMBOL NAME YYMMDD HHMMSS[.sss] LAT LONG LAT LONG LAT LONG ... [LABEL]",
+        };
+        let symbol = Symbol::parse(cur.require(ctx, "symbology", expected)?.text);
+        let name = cur.name(ctx, "shape name", expected)?.text;
+        let start = parse_timestamp(ctx, &mut cur)?;
+        let shape = match command {
+            Command::DynamicRect => {
+                let a = parse_latlon(ctx, &mut cur, expected)?;
+                let b = parse_latlon(ctx, &mut cur, expected)?;
+                self.bounds.add(a);
+                self.bounds.add(b);
+                DynamicShape::Rectangle { a, b }
+            }
+            Command::DynamicCircle => {
+                let center = parse_latlon(ctx, &mut cur, expected)?;
+                let radius = yards(ctx, &mut cur, "radius", expected)?;
+                self.bounds.add(center);
+                DynamicShape::Circle { center, radius }
+            }
+            _ => {
+                let mut vertices = Vec::new();
+                while cur.peek().is_some_and(|t| lex::parse_f64(t.text).is_some()) {
+                    vertices.push(parse_latlon(ctx, &mut cur, expected)?);
+                }
+                if vertices.len() < 3 {
+                    let what = format!("at least 3 vertices: {expected}");
+                    return Err(match cur.next_token() {
+                        Some(tok) => ctx.invalid("vertex latitude degrees", tok, what),
+                        None => ctx.missing("vertex", what),
+                    });
+                }
+                for v in &vertices {
+                    self.bounds.add(*v);
+                }
+                DynamicShape::Poly { vertices }
+            }
+        };
+        self.note_time(start);
+        self.dynamic_shapes.push(DynamicShapeFeature {
+            id: String::new(), // numbered by `output::finish`
+            name: name.to_owned(),
+            symbol,
+            label: label(cur.rest()),
+            start,
+            end: start, // set by `output::finish`
+            shape,
+        });
+        Ok(())
+    }
+
+    /// `;TMA_POS: DATE TIME TRACK SYMBOL LAT LONG SOLUTION (ORIENTATION MAXIMA MINIMA | NULL)
+    /// COURSE SPEED DEPTH [LABEL]` and `;TMA_RB: DATE TIME TRACK SYMBOL BEARING RANGE SOLUTION
+    /// (ORIENTATION MAXIMA MINIMA | NULL) COURSE SPEED DEPTH [LABEL]` (ranges and axes in yards).
+    fn tma(&mut self, ctx: &LineCtx<'a>, mut cur: Cursor<'a>, range_bearing: bool) -> Res<()> {
+        let expected = if range_bearing {
+            "YYMMDD HHMMSS[.sss] TRACK SYMBOL BEARING RANGE_YARDS SOLUTION \
+             (ORIENTATION MAXIMA MINIMA | NULL) COURSE SPEED DEPTH [LABEL]"
+        } else {
+            "YYMMDD HHMMSS[.sss] TRACK SYMBOL LAT LONG SOLUTION \
+             (ORIENTATION MAXIMA MINIMA | NULL) COURSE SPEED DEPTH [LABEL]"
+        };
+        let time = parse_timestamp(ctx, &mut cur)?;
+        let host = cur.name(ctx, "track name", expected)?.text;
+        let symbol = Symbol::parse(cur.require(ctx, "symbology", expected)?.text);
+        let fix = if range_bearing {
+            let tok = cur.require(ctx, "bearing", expected)?;
+            let bearing = number(ctx, tok, "bearing", "a number of degrees")?;
+            let range = yards(ctx, &mut cur, "range", expected)?;
+            TmaFix::RangeBearing { bearing, range }
+        } else {
+            let at = parse_latlon(ctx, &mut cur, expected)?;
+            self.bounds.add(at);
+            TmaFix::Position(at)
+        };
+        let solution = cur.name(ctx, "solution name", expected)?.text;
+        let ellipse = match cur.peek() {
+            Some(tok) if is_null(tok) => {
+                cur.next_token();
+                None
+            }
+            _ => {
+                let tok = cur.require(ctx, "ellipse orientation", expected)?;
+                let orientation = number(
+                    ctx,
+                    tok,
+                    "ellipse orientation",
+                    "a number of degrees or NULL",
+                )?;
+                let maxima = yards(ctx, &mut cur, "ellipse maxima", expected)?;
+                let minima = yards(ctx, &mut cur, "ellipse minima", expected)?;
+                Some(TmaEllipse {
+                    orientation,
+                    maxima,
+                    minima,
+                })
+            }
+        };
+        let mut field = |name: &'static str, what: &str| -> Res<f64> {
+            let tok = cur.require(ctx, name, expected)?;
+            number(ctx, tok, name, what)
+        };
+        let course = field("course", "a number of degrees")?;
+        let speed = field("speed", "a number of knots")?;
+        let depth = field("depth", "a number of metres")?;
+        self.note_time(time);
+        self.tma.push(Tma {
+            host,
+            solution,
+            colour: symbol.colour,
+            time,
+            fix,
+            ellipse,
+            course,
+            speed,
+            depth,
+            label: label(cur.rest()),
+        });
+        Ok(())
+    }
+
+    /// `;FORMAT_FIX: NAME ATTRIBUTE TRACK|NULL SYMBOLOGY|NULL TRUE|FALSE INTERVAL_MS`,
+    /// `;FORMAT_TRACK_NAME_AT_END: NAME [TRACK…]`, `;FORMAT_LAYER_HIDE: NAME [LAYER…]`.
+    fn format(&mut self, ctx: &LineCtx<'a>, mut cur: Cursor<'a>, command: Command) -> Res<()> {
+        let expected = match command {
+            Command::FormatFix => "NAME ATTRIBUTE TRACK|NULL SYMBOLOGY|NULL TRUE|FALSE INTERVAL_MS",
+            Command::FormatNameAtEnd => "NAME [TRACK ...]",
+            _ => "NAME [LAYER ...]",
+        };
+        let name = cur.name(ctx, "format name", expected)?.text.to_owned();
+        let mut f = FormatFeature {
+            id: String::new(), // numbered by `output::finish`
+            directive: match command {
+                Command::FormatFix => "FORMAT_FIX",
+                Command::FormatNameAtEnd => "FORMAT_TRACK_NAME_AT_END",
+                _ => "FORMAT_LAYER_HIDE",
+            },
+            name,
+            attribute: None,
+            track_name: None,
+            symbology: None,
+            regular_intervals: None,
+            interval_ms: None,
+            layers: Vec::new(),
+        };
+        if command == Command::FormatFix {
+            let not_null = |t: &str| (t != "NULL").then(|| t.to_owned());
+            f.attribute = Some(cur.require(ctx, "attribute", expected)?.text.to_owned());
+            f.track_name = not_null(cur.name(ctx, "track name", expected)?.text);
+            f.symbology = not_null(cur.require(ctx, "symbology", expected)?.text);
+            let tok = cur.require(ctx, "regular intervals", expected)?;
+            f.regular_intervals = Some(match tok.text.to_ascii_lowercase().as_str() {
+                "true" => true,
+                "false" => false,
+                _ => return Err(ctx.invalid("regular intervals", tok, "TRUE or FALSE")),
+            });
+            let tok = cur.require(ctx, "interval", expected)?;
+            f.interval_ms = Some(
+                tok.text
+                    .parse()
+                    .map_err(|_| ctx.invalid("interval", tok, "a whole number of milliseconds"))?,
+            );
+        } else {
+            while cur.peek().is_some() {
+                f.layers
+                    .push(cur.name(ctx, "layer name", expected)?.text.to_owned());
+            }
+        }
+        self.formats.push(f);
         Ok(())
     }
 }

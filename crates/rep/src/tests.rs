@@ -604,8 +604,8 @@ fn unknown_commands_and_comments_are_skipped() {
     let text = "\
 ;; a comment\n\
 ; another\n\
-;TMA_POS: whatever 1 2 3\n\
-;DYNAMIC_RECT: @A \"Dynamic A\" 951212 051000.000 22 00 0 N 21 00 0 W 21 50 0 N 20 50 0 W x\n\
+;TA_COG_ABS: whatever 1 2 3\n\
+;TRACKSPLIT 951212 051000.000 NELSON\n\
    \n";
     let import = parse_rep("t.rep", text).unwrap();
     assert!(import.features().is_empty());
@@ -1145,11 +1145,11 @@ fn unhandled_line_kinds_are_reported_with_count_and_first_line() {
          ; another comment\n\
          951212 050000 NELSON @A 1 0 0 N 1 0 0 E 0 0 0\n\
          {ARC}\n\
-         ;DYNAMIC_RECT: @A 1 0 0 N 1 0 0 E 2 0 0 N 2 0 0 E 951212 050000 951212 060000\n\
+         ;TA_MODULES: @A 1 0 0 N 1 0 0 E 2 0 0 N 2 0 0 E 951212 050000 951212 060000\n\
          {ARC}\n\
-         ;tma_pos: whatever\n\
-         ;WHEEL: 951212 050000 NELSON 10 20 spokes\n\
-         ;DYNAMIC_CIRCLE: x\n;DYNAMIC_POLY: x\n;TMA_RB: x\n;NEWTHING x\n"
+         ;tracksplit whatever\n\
+         ;PLANNING_ORIGIN: 951212 050000 NELSON 10 20 spokes\n\
+         ;TA_FORE_AFT: x\n;TA_COG_REL: x\n;CREATE_SEGMENT: x\n;NEWTHING x\n"
     );
     let import = parse_rep("t.rep", &text).unwrap();
     let got: Vec<(&str, usize, usize)> = import
@@ -1160,18 +1160,18 @@ fn unhandled_line_kinds_are_reported_with_count_and_first_line() {
     assert_eq!(
         got,
         [
-            (";DYNAMIC_RECT", 1, 5),
-            (";TMA_POS", 1, 7),
-            (";WHEEL", 1, 8),
-            (";DYNAMIC_CIRCLE", 1, 9),
-            (";DYNAMIC_POLY", 1, 10),
-            (";TMA_RB", 1, 11),
+            (";TA_MODULES", 1, 5),
+            (";TRACKSPLIT", 1, 7),
+            (";PLANNING_ORIGIN", 1, 8),
+            (";TA_FORE_AFT", 1, 9),
+            (";TA_COG_REL", 1, 10),
+            (";CREATE_SEGMENT", 1, 11),
             (";NEWTHING", 1, 12),
         ]
     );
     assert_eq!(
         import.unhandled[0].to_string(),
-        "1 line(s) of kind ;DYNAMIC_RECT not imported (first at line 5)"
+        "1 line(s) of kind ;TA_MODULES not imported (first at line 5)"
     );
     assert_eq!(import.tracks.len(), 1);
     assert_eq!(import.sensor_arcs.len(), 2);
@@ -1186,10 +1186,10 @@ fn unhandled_report_is_the_same_when_parsed_in_pieces() {
             i % 60
         ));
         if i % 50 == 7 {
-            text.push_str(";TMA_POS: x\n");
+            text.push_str(";TA_COG_ABS: x\n");
         }
     }
-    text.push_str(";WHEEL: late\n");
+    text.push_str(";TRACKSPLIT late\n");
     let one = super::parse_in_pieces("t.rep", &text, 1).unwrap();
     let four = super::parse_in_pieces("t.rep", &text, 4).unwrap();
     assert_eq!(one.unhandled, four.unhandled);
@@ -1200,7 +1200,7 @@ fn unhandled_report_is_the_same_when_parsed_in_pieces() {
 
 #[test]
 fn a_file_of_only_unhandled_lines_has_no_features_and_no_times() {
-    let text = ";DYNAMIC_RECT: x\n".repeat(47);
+    let text = ";TA_MODULES: x\n".repeat(47);
     let import = parse_rep("dyn.rep", &text).unwrap();
     assert_eq!(import.feature_count(), 0);
     assert_eq!(import.time_span, None);
@@ -1349,4 +1349,366 @@ fn nan_and_infinities_in_sensor_fields_are_errors_with_file_line_col() {
     let ok = "951212 050000 GHOST @A 1 0 0 N 1 0 0 E 0 0 0\n\
               ;SENSOR: 951212 050000 GHOST @A NULL N/A NULL sonar\n";
     assert!(parse_rep("s.rep", ok).is_ok());
+}
+
+// ---- every line kind (issue 17 item 1): counts per sample file and per kind ----
+
+const EVERY_KIND: &str = include_str!("../tests/fixtures/rep/kinds/every_kind.rep");
+
+fn counts(import: &super::RepImport) -> Vec<(&'static str, usize)> {
+    import.kind_counts()
+}
+
+/// A sample file, the feature counts per kind it must give, its positions and its contacts.
+type SampleCase<'a> = (&'a str, &'a str, &'a [(&'a str, usize)], usize, usize);
+
+#[test]
+fn every_sample_file_has_its_feature_counts() {
+    let cases: [SampleCase<'_>; 3] = [
+        ("boat1.rep", BOAT1, &[("TRACK", 1)], 402, 0),
+        ("boat2.rep", BOAT2, &[("TRACK", 1)], 403, 0),
+        ("narrative.rep", NARRATIVE, &[("NARRATIVE", 19)], 0, 0),
+    ];
+    for (name, text, want, positions, contacts) in cases {
+        let import = parse_rep(name, text).unwrap();
+        assert_eq!(counts(&import), want, "{name}");
+        assert_eq!(import.position_count, positions, "{name}");
+        assert_eq!(import.contact_count(), contacts, "{name}");
+        assert!(
+            import.unhandled.is_empty(),
+            "{name}: {:?}",
+            import.unhandled
+        );
+        // Every kind is in the written GeoJSON as well.
+        let fc: Value = serde_json::from_slice(&streamed(&import)).unwrap();
+        let features = fc["features"].as_array().unwrap();
+        for (kind, n) in want {
+            assert_eq!(of_kind(features, kind).len(), *n, "{name} {kind}");
+        }
+    }
+}
+
+#[test]
+fn every_kind_file_imports_every_line_kind() {
+    let import = parse_rep("every_kind.rep", EVERY_KIND).unwrap();
+    assert_eq!(
+        counts(&import),
+        [
+            ("TRACK", 2),
+            ("NARRATIVE", 2),
+            ("TEXT", 1),
+            ("TIMETEXT", 1),
+            ("PERIODTEXT", 1),
+            ("CIRCLE", 1),
+            ("ELLIPSE", 2),
+            ("LINE", 1),
+            ("RECTANGLE", 1),
+            ("POLY", 1),
+            ("POLYLINE", 1),
+            ("VECTOR", 1),
+            ("WHEEL", 1),
+            ("BEARING", 1),
+            ("SENSOR_ARC", 1),
+            ("DYNAMIC_RECT", 2),
+            ("DYNAMIC_CIRCLE", 1),
+            ("DYNAMIC_POLY", 1),
+            ("TMA_SOLUTION", 2),
+            ("FORMAT", 3),
+        ]
+    );
+    assert_eq!(import.contact_count(), 3);
+    let nelson = &import.tracks[0];
+    let names: Vec<&str> = nelson.sensors.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["Hull array", "Towed_array"]);
+    // The one kind toolgate does not import is reported, with its line.
+    let unhandled: Vec<(&str, usize, usize)> = import
+        .unhandled
+        .iter()
+        .map(|u| (u.keyword.as_str(), u.count, u.first_line))
+        .collect();
+    assert_eq!(unhandled, [(";TA_COG_ABS", 1, 35)]);
+    // The streamed GeoJSON is the features as values, for the new kinds too.
+    let fc: Value = serde_json::from_slice(&streamed(&import)).unwrap();
+    assert_eq!(fc["features"], Value::Array(import.features()));
+    assert_eq!(
+        fc["features"].as_array().unwrap().len(),
+        import.feature_count()
+    );
+}
+
+#[test]
+fn dynamic_shapes_are_time_bounded_until_their_next_state() {
+    let import = parse_rep("every_kind.rep", EVERY_KIND).unwrap();
+    let f = import.features();
+    let zone = of_kind(&f, "DYNAMIC_RECT");
+    assert_eq!(zone[0]["properties"]["name"], "Zone A");
+    assert_eq!(
+        zone[0]["properties"]["start_time"],
+        "1995-12-12T05:00:00+00:00"
+    );
+    // The first state lasts until the second; the last until the file's latest time.
+    assert_eq!(
+        zone[0]["properties"]["end_time"],
+        "1995-12-12T05:01:00+00:00"
+    );
+    assert_eq!(
+        zone[1]["properties"]["start_time"],
+        "1995-12-12T05:01:00+00:00"
+    );
+    assert_eq!(
+        zone[1]["properties"]["end_time"],
+        "1995-12-12T05:02:00+00:00"
+    );
+    assert_eq!(zone[0]["properties"]["label"], "zone a");
+    assert_eq!(zone[0]["geometry"]["type"], "Polygon");
+    let ring = zone[0]["geometry"]["coordinates"][0].as_array().unwrap();
+    assert_eq!(ring.len(), 5);
+    assert!(close(
+        coord(&ring[0]),
+        [-21.0 - 50.0 / 60.0, 22.0 + 10.0 / 60.0],
+        1e-9
+    ));
+    let datum = of_kind(&f, "DYNAMIC_CIRCLE")[0];
+    assert_eq!(datum["geometry"]["type"], "Point");
+    assert_eq!(datum["properties"]["radius"], 2000.0 * 0.9144);
+    assert_eq!(
+        datum["properties"]["center"],
+        datum["geometry"]["coordinates"]
+    );
+    assert_eq!(datum["properties"]["end_time"], "1995-12-12T05:02:00+00:00");
+    let bx = of_kind(&f, "DYNAMIC_POLY")[0];
+    assert_eq!(bx["properties"]["vertex_count"], 3);
+    assert_eq!(
+        bx["geometry"]["coordinates"][0].as_array().unwrap().len(),
+        4
+    );
+    assert_eq!(bx["properties"]["style"]["color"], "#0000FF");
+    assert!(zone[0]["id"].as_str().unwrap().starts_with("dynamic-"));
+}
+
+#[test]
+fn tma_solutions_are_their_own_kind_with_their_fields() {
+    let import = parse_rep("every_kind.rep", EVERY_KIND).unwrap();
+    let f = import.features();
+    let tma = of_kind(&f, "TMA_SOLUTION");
+    let pos = &tma[0]["properties"];
+    assert_eq!(pos["tma_type"], "TMA_POS");
+    assert_eq!(pos["solution_name"], "TGT_1");
+    assert_eq!(pos["track_name"], "NELSON");
+    assert_eq!(pos["track_id"], "track-nelson");
+    assert_eq!(pos["time"], "1995-12-12T05:01:00+00:00");
+    assert_eq!(pos["course"], 12.0);
+    assert_eq!(pos["speed"], 4.0);
+    assert_eq!(pos["depth"], 100.0);
+    assert_eq!(pos["label"], "solution one");
+    assert_eq!(pos["ellipse"]["orientation"], 130.0);
+    assert_eq!(pos["ellipse"]["maxima"], 800.0 * 0.9144);
+    assert_eq!(pos["ellipse"]["minima"], 300.0 * 0.9144);
+    assert_eq!(pos["color"], "#FF00FF");
+    assert_eq!(tma[0]["geometry"]["type"], "Point");
+    let at = coord(&tma[0]["geometry"]["coordinates"]);
+    assert!(close(
+        at,
+        [
+            -(21.0 + 34.0 / 60.0 + 27.62 / 3600.0),
+            22.0 + 12.0 / 60.0 + 10.14 / 3600.0
+        ],
+        1e-9
+    ));
+
+    let rb = &tma[1]["properties"];
+    assert_eq!(rb["tma_type"], "TMA_RB");
+    assert_eq!(rb["bearing"], 124.5);
+    assert_eq!(rb["range"], 12000.0 * 0.9144);
+    assert!(rb.get("ellipse").is_none());
+    assert_eq!(rb["color"], "#FFFFFF");
+    // Placed from the host's position at that time (NELSON has a fix at 05:01:00).
+    let origin = coord(&rb["origin"]);
+    assert!(close(
+        origin,
+        [-(21.0 + 42.0 / 60.0), 22.0 + 11.0 / 60.0 + 10.0 / 3600.0],
+        1e-9
+    ));
+    let target = coord(&tma[1]["geometry"]["coordinates"]);
+    let want = super::output::destination(origin, 12000.0 * 0.9144, 124.5);
+    assert!(close(target, want, 1e-12));
+    assert!(
+        target[1] < origin[1] && target[0] > origin[0],
+        "south-east of the host"
+    );
+}
+
+#[test]
+fn a_range_bearing_solution_outside_its_hosts_track_has_no_position() {
+    let text = "951212 050000 NELSON @A 1 0 0 N 1 0 0 E 90 10 0\n\
+                951212 060000 NELSON @A 1 0 0 N 2 0 0 E 90 10 0\n\
+                ;TMA_RB: 951212 053000 NELSON @A 0 1000 T NULL 0 1 0\n\
+                ;TMA_RB: 951212 070000 NELSON @A 0 1000 T NULL 0 1 0\n\
+                ;TMA_RB: 951212 053000 GHOST @A 0 1000 T NULL 0 1 0\n";
+    let f = parse_rep("t.rep", text).unwrap().features();
+    let tma = of_kind(&f, "TMA_SOLUTION");
+    // Half-way between the two fixes.
+    assert!(close(
+        coord(&tma[0]["properties"]["origin"]),
+        [1.5, 1.0],
+        1e-12
+    ));
+    assert_eq!(tma[1]["geometry"], Value::Null);
+    assert!(tma[1]["properties"].get("origin").is_none());
+    assert_eq!(tma[2]["geometry"], Value::Null);
+    assert!(tma[2]["properties"].get("track_id").is_none());
+}
+
+#[test]
+fn wheel_bearing_and_timed_ellipse_carry_their_times_and_metres() {
+    let import = parse_rep("every_kind.rep", EVERY_KIND).unwrap();
+    let f = import.features();
+    let wheel = &of_kind(&f, "WHEEL")[0]["properties"];
+    assert_eq!(wheel["time"], "1995-12-12T05:01:00+00:00");
+    assert_eq!(wheel["inner_radius"], 200.0 * 0.9144);
+    assert_eq!(wheel["outer_radius"], 1500.0 * 0.9144);
+    assert_eq!(wheel["label"], "wheel");
+    let brg = of_kind(&f, "BEARING")[0];
+    assert_eq!(brg["properties"]["time"], "1995-12-12T05:01:00+00:00");
+    assert_eq!(brg["properties"]["bearing"], 135.0);
+    assert_eq!(brg["properties"]["range"], 8000.0 * 0.9144);
+    assert_eq!(brg["geometry"]["type"], "LineString");
+    let ellipses = of_kind(&f, "ELLIPSE");
+    assert_eq!(
+        ellipses[0]["properties"]["time"],
+        "1995-12-12T05:01:00+00:00"
+    );
+    let e2 = &ellipses[1]["properties"];
+    assert!(e2.get("time").is_none());
+    assert_eq!(e2["start_time"], "1995-12-12T05:00:00+00:00");
+    assert_eq!(e2["end_time"], "1995-12-12T05:02:00+00:00");
+    assert_eq!(e2["maxima"], 4000.0 * 0.9144);
+    let contacts = &import.tracks[0].sensors[1].contacts;
+    assert_eq!(contacts[1].bearing_accuracy, Some(2.5));
+    assert_eq!(contacts[1].frequency, Some(50.1));
+    assert_eq!(contacts[1].frequency_accuracy, Some(0.2));
+    assert_eq!(contacts[1].range, Some(12000.0 * 0.9144));
+    assert_eq!(contacts[1].label.as_deref(), Some("0502"));
+}
+
+#[test]
+fn format_lines_are_kept_as_format_features() {
+    let f = parse_rep("every_kind.rep", EVERY_KIND).unwrap().features();
+    let formats = of_kind(&f, "FORMAT");
+    assert_eq!(
+        formats[0]["properties"],
+        json!({"kind": "FORMAT", "directive": "FORMAT_FIX", "name": "10_min_sym",
+               "attribute": "SYMBOL", "regular_intervals": true, "interval_ms": 600000})
+    );
+    assert_eq!(
+        formats[1]["properties"]["layers"],
+        json!(["NELSON", "HMS COLLINGWOOD"])
+    );
+    assert_eq!(formats[2]["properties"]["directive"], "FORMAT_LAYER_HIDE");
+    assert_eq!(formats[2]["properties"]["layers"], json!(["Zone A"]));
+    assert_eq!(formats[0]["geometry"], Value::Null);
+}
+
+#[test]
+fn every_time_bounded_feature_has_start_and_end_and_every_instant_a_time() {
+    let f = parse_rep("every_kind.rep", EVERY_KIND).unwrap().features();
+    let bounded = [
+        "TRACK",
+        "PERIODTEXT",
+        "SENSOR_ARC",
+        "DYNAMIC_RECT",
+        "DYNAMIC_CIRCLE",
+        "DYNAMIC_POLY",
+    ];
+    let instant = ["NARRATIVE", "TIMETEXT", "WHEEL", "BEARING", "TMA_SOLUTION"];
+    for feature in &f {
+        let p = &feature["properties"];
+        let k = kind(feature);
+        if bounded.contains(&k) {
+            assert!(
+                p["start_time"].is_string() && p["end_time"].is_string(),
+                "{feature}"
+            );
+        }
+        if instant.contains(&k) {
+            assert!(p["time"].is_string(), "{feature}");
+        }
+    }
+}
+
+#[test]
+fn new_kinds_report_bad_fields_with_file_line_col() {
+    let cases = [
+        (
+            ";TMA_POS: 951212 050100 N @E 22 0 0 N 21 0 0 W T NULL inf 4 100",
+            4,
+            "course",
+        ),
+        (
+            ";TMA_RB: 951212 050100 N @E NaN 100 T NULL 1 4 100",
+            1,
+            "bearing",
+        ),
+        (
+            ";TMA_RB: 951212 050100 N @E 10 100 T 45 -inf 10 1 4 100",
+            1,
+            "ellipse maxima",
+        ),
+        (
+            ";DYNAMIC_CIRCLE: @A \"D\" 951212 050000 22 0 0 N 21 0 0 W NaN x",
+            1,
+            "radius",
+        ),
+        (
+            ";DYNAMIC_POLY: @A D 951212 050000 22 0 0 N 21 0 0 W 22 1 0 N 21 0 0 W x",
+            1,
+            "vertex latitude degrees",
+        ),
+        (
+            ";WHEEL: @C 951212 050100 22 3 0 N 21 41 0 W infinity 1500 w",
+            1,
+            "inner radius",
+        ),
+        (
+            ";BRG: @D 951212 050100 22 11 10 N 21 42 0 W NaN 8000",
+            1,
+            "bearing",
+        ),
+        (
+            ";SENSOR3: 951212 050200 NELSON @B NULL 210.0 inf 50.1 0.2 12000 T",
+            1,
+            "bearing accuracy",
+        ),
+        (
+            ";FORMAT_FIX: f SYMBOL NULL NULL MAYBE 600000",
+            1,
+            "regular intervals",
+        ),
+    ];
+    for (line, _, field) in cases {
+        let text = format!("951212 050000 N @A 1 0 0 N 1 0 0 E 0 0 0\n{line}\n");
+        let e = err("x.rep", &text);
+        assert_eq!(e.file(), "x.rep");
+        assert_eq!(e.line(), 2, "{line}: {e}");
+        let msg = e.to_string();
+        assert!(msg.contains(field), "{line}: {msg}");
+        let RepError::InvalidField { found, column, .. } = &e else {
+            panic!("{line}: {e:?}");
+        };
+        // The column points at the offending text.
+        assert_eq!(&line[column - 1..column - 1 + found.len()], found, "{line}");
+    }
+}
+
+#[test]
+fn new_kinds_come_out_the_same_when_parsed_in_pieces() {
+    let mut text = String::new();
+    for _ in 0..40 {
+        text.push_str(EVERY_KIND);
+    }
+    let one = super::parse_in_pieces("t.rep", &text, 1).unwrap();
+    let four = super::parse_in_pieces("t.rep", &text, 4).unwrap();
+    assert_eq!(one, four);
+    assert_eq!(one.tma.len(), 80);
+    assert_eq!(one.dynamic_shapes.len(), 160);
 }

@@ -64,6 +64,10 @@ pub struct SensorContact {
     pub ambiguous_bearing: Option<f64>,
     /// Hz.
     pub frequency: Option<f64>,
+    /// Degrees (`;SENSOR3:` only).
+    pub bearing_accuracy: Option<f64>,
+    /// Hz (`;SENSOR3:` only).
+    pub frequency_accuracy: Option<f64>,
     /// Metres.
     pub range: Option<f64>,
     pub origin: Option<LonLat>,
@@ -152,6 +156,30 @@ pub enum Shape {
         maxima: f64,
         minima: f64,
     },
+    /// `;ELLIPSE2:` — an ELLIPSE shown for an interval: a Point at the centre.
+    PeriodEllipse {
+        center: LonLat,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+        orientation: f64,
+        maxima: f64,
+        minima: f64,
+    },
+    /// `;WHEEL:` — a Point at the centre of a ring between two radii (metres).
+    Wheel {
+        center: LonLat,
+        time: DateTime<Utc>,
+        inner_radius: f64,
+        outer_radius: f64,
+    },
+    /// `;BRG:` — a bearing line: a LineString from `origin` to `end`.
+    Bearing {
+        origin: LonLat,
+        end: LonLat,
+        time: DateTime<Utc>,
+        bearing: f64,
+        range: f64,
+    },
 }
 
 impl Shape {
@@ -167,7 +195,9 @@ impl Shape {
             Self::Text { .. } => "TEXT",
             Self::TimeText { .. } => "TIMETEXT",
             Self::PeriodText { .. } => "PERIODTEXT",
-            Self::Ellipse { .. } => "ELLIPSE",
+            Self::Ellipse { .. } | Self::PeriodEllipse { .. } => "ELLIPSE",
+            Self::Wheel { .. } => "WHEEL",
+            Self::Bearing { .. } => "BEARING",
         }
     }
 }
@@ -379,6 +409,8 @@ impl Serialize for SensorContact {
             ("bearing", self.bearing),
             ("ambiguous_bearing", self.ambiguous_bearing),
             ("frequency", self.frequency),
+            ("bearing_accuracy", self.bearing_accuracy),
+            ("frequency_accuracy", self.frequency_accuracy),
             ("range", self.range),
         ];
         for (key, value) in optional {
@@ -482,6 +514,8 @@ impl Serialize for ShapeGeometry<'_> {
         match self.0 {
             Shape::Circle { center: at, .. }
             | Shape::Ellipse { center: at, .. }
+            | Shape::PeriodEllipse { center: at, .. }
+            | Shape::Wheel { center: at, .. }
             | Shape::Text { at, .. }
             | Shape::TimeText { at, .. }
             | Shape::PeriodText { at, .. } => Geometry("Point", at).serialize(serializer),
@@ -494,7 +528,7 @@ impl Serialize for ShapeGeometry<'_> {
                 Geometry("Polygon", [ClosedRing(vertices)]).serialize(serializer)
             }
             Shape::Polyline { vertices } => Geometry("LineString", vertices).serialize(serializer),
-            Shape::Vector { origin, end, .. } => {
+            Shape::Vector { origin, end, .. } | Shape::Bearing { origin, end, .. } => {
                 Geometry("LineString", [origin, end]).serialize(serializer)
             }
         }
@@ -581,6 +615,50 @@ impl Serialize for ShapeProperties<'_> {
                 map.serialize_entry("minima", minima)?;
                 label(&mut map)?;
                 map.serialize_entry("style", &symbol.area_style())?;
+            }
+            Shape::PeriodEllipse {
+                center,
+                start,
+                end,
+                orientation,
+                maxima,
+                minima,
+            } => {
+                map.serialize_entry("start_time", &Rfc3339(start))?;
+                map.serialize_entry("end_time", &Rfc3339(end))?;
+                map.serialize_entry("center", center)?;
+                map.serialize_entry("orientation", orientation)?;
+                map.serialize_entry("maxima", maxima)?;
+                map.serialize_entry("minima", minima)?;
+                label(&mut map)?;
+                map.serialize_entry("style", &symbol.area_style())?;
+            }
+            Shape::Wheel {
+                center,
+                time,
+                inner_radius,
+                outer_radius,
+            } => {
+                map.serialize_entry("time", &Rfc3339(time))?;
+                map.serialize_entry("center", center)?;
+                map.serialize_entry("inner_radius", inner_radius)?;
+                map.serialize_entry("outer_radius", outer_radius)?;
+                label(&mut map)?;
+                map.serialize_entry("style", &symbol.area_style())?;
+            }
+            Shape::Bearing {
+                origin,
+                time,
+                bearing,
+                range,
+                ..
+            } => {
+                map.serialize_entry("time", &Rfc3339(time))?;
+                map.serialize_entry("origin", origin)?;
+                map.serialize_entry("bearing", bearing)?;
+                map.serialize_entry("range", range)?;
+                label(&mut map)?;
+                map.serialize_entry("style", &symbol.line_style())?;
             }
         }
         map.end()
@@ -669,5 +747,277 @@ impl Serialize for SensorArcProperties<'_> {
 impl Serialize for SensorArcFeature {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         feature(serializer, &self.id, &NULL, &SensorArcProperties(self))
+    }
+}
+
+// ---------------------------------------------------------------- dynamic shapes
+
+/// One `;DYNAMIC_RECT:`, `;DYNAMIC_CIRCLE:` or `;DYNAMIC_POLY:` line: the state of a named
+/// shape from its time until the next state of the same name (or, for the last state, until
+/// the file's latest time).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DynamicShapeFeature {
+    /// `dynamic-<n>`, 1-based in file order.
+    pub id: String,
+    /// The shape's name (the quoted name on the line): the states of one shape share it.
+    pub name: String,
+    pub symbol: Symbol,
+    pub label: Option<String>,
+    pub start: DateTime<Utc>,
+    /// Set by the importer once every state of the name is known.
+    pub end: DateTime<Utc>,
+    pub shape: DynamicShape,
+}
+
+/// The geometry of a dynamic shape state (the static shapes' conventions: metres, degrees).
+#[derive(Debug, Clone, PartialEq)]
+pub enum DynamicShape {
+    /// `;DYNAMIC_RECT:` — the Polygon spanned by two opposite corners.
+    Rectangle { a: LonLat, b: LonLat },
+    /// `;DYNAMIC_CIRCLE:` — a Point at the centre, radius in metres.
+    Circle { center: LonLat, radius: f64 },
+    /// `;DYNAMIC_POLY:` — a closed Polygon.
+    Poly { vertices: Vec<LonLat> },
+}
+
+impl DynamicShape {
+    /// The feature's `kind`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Rectangle { .. } => "DYNAMIC_RECT",
+            Self::Circle { .. } => "DYNAMIC_CIRCLE",
+            Self::Poly { .. } => "DYNAMIC_POLY",
+        }
+    }
+}
+
+struct DynamicGeometry<'a>(&'a DynamicShape);
+
+impl Serialize for DynamicGeometry<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            DynamicShape::Rectangle { a, b } => {
+                ShapeGeometry(&Shape::Rectangle { a: *a, b: *b }).serialize(serializer)
+            }
+            DynamicShape::Circle { center, .. } => Geometry("Point", center).serialize(serializer),
+            DynamicShape::Poly { vertices } => {
+                Geometry("Polygon", [ClosedRing(vertices)]).serialize(serializer)
+            }
+        }
+    }
+}
+
+struct DynamicProperties<'a>(&'a DynamicShapeFeature);
+
+impl Serialize for DynamicProperties<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let f = self.0;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("kind", f.shape.kind())?;
+        map.serialize_entry("name", &f.name)?;
+        map.serialize_entry("start_time", &Rfc3339(&f.start))?;
+        map.serialize_entry("end_time", &Rfc3339(&f.end))?;
+        match &f.shape {
+            DynamicShape::Circle { center, radius } => {
+                map.serialize_entry("center", center)?;
+                map.serialize_entry("radius", radius)?;
+            }
+            DynamicShape::Poly { vertices } => {
+                map.serialize_entry("vertex_count", &vertices.len())?;
+            }
+            DynamicShape::Rectangle { .. } => {}
+        }
+        if let Some(l) = &f.label {
+            map.serialize_entry("label", l)?;
+        }
+        map.serialize_entry("style", &f.symbol.area_style())?;
+        map.end()
+    }
+}
+
+impl Serialize for DynamicShapeFeature {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        feature(
+            serializer,
+            &self.id,
+            &DynamicGeometry(&self.shape),
+            &DynamicProperties(self),
+        )
+    }
+}
+
+// ---------------------------------------------------------------- TMA solutions
+
+/// Where a TMA solution puts the target.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TmaFix {
+    /// `;TMA_POS:` — an absolute position.
+    Position(LonLat),
+    /// `;TMA_RB:` — a bearing (degrees true) and range (metres) from the host track.
+    RangeBearing { bearing: f64, range: f64 },
+}
+
+/// The uncertainty ellipse of a TMA solution (orientation in degrees from north, axes in
+/// metres).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TmaEllipse {
+    pub orientation: f64,
+    pub maxima: f64,
+    pub minima: f64,
+}
+
+/// One `;TMA_POS:` or `;TMA_RB:` line: a target motion analysis solution at one time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TmaFeature {
+    /// `tma-<n>`, 1-based in file order.
+    pub id: String,
+    /// The host (ownship) track the solution was made from.
+    pub track_name: String,
+    /// The id of the TRACK called `track_name`, when there is one.
+    pub track_id: Option<String>,
+    /// The solution's name (e.g. `TRACK_060`).
+    pub solution_name: String,
+    pub colour: &'static str,
+    pub time: DateTime<Utc>,
+    pub fix: TmaFix,
+    /// For a range/bearing solution: the host's position at `time` (interpolated between its
+    /// positions), when the host track covers that time.
+    pub origin: Option<LonLat>,
+    /// The target's position: the `;TMA_POS:` position, or `origin` moved by the range and
+    /// bearing; `None` (null geometry) when there is no origin.
+    pub at: Option<LonLat>,
+    pub ellipse: Option<TmaEllipse>,
+    /// Degrees.
+    pub course: f64,
+    /// Knots.
+    pub speed: f64,
+    /// Metres.
+    pub depth: f64,
+    pub label: Option<String>,
+}
+
+impl Serialize for TmaEllipse {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(3))?;
+        map.serialize_entry("orientation", &self.orientation)?;
+        map.serialize_entry("maxima", &self.maxima)?;
+        map.serialize_entry("minima", &self.minima)?;
+        map.end()
+    }
+}
+
+struct TmaProperties<'a>(&'a TmaFeature);
+
+impl Serialize for TmaProperties<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let t = self.0;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("kind", "TMA_SOLUTION")?;
+        let tma_type = match t.fix {
+            TmaFix::Position(_) => "TMA_POS",
+            TmaFix::RangeBearing { .. } => "TMA_RB",
+        };
+        map.serialize_entry("tma_type", tma_type)?;
+        map.serialize_entry("solution_name", &t.solution_name)?;
+        map.serialize_entry("track_name", &t.track_name)?;
+        if let Some(id) = &t.track_id {
+            map.serialize_entry("track_id", id)?;
+        }
+        map.serialize_entry("time", &Rfc3339(&t.time))?;
+        map.serialize_entry("course", &t.course)?;
+        map.serialize_entry("speed", &t.speed)?;
+        map.serialize_entry("depth", &t.depth)?;
+        if let TmaFix::RangeBearing { bearing, range } = t.fix {
+            map.serialize_entry("bearing", &bearing)?;
+            map.serialize_entry("range", &range)?;
+        }
+        if let Some(o) = &t.origin {
+            map.serialize_entry("origin", o)?;
+        }
+        if let Some(e) = &t.ellipse {
+            map.serialize_entry("ellipse", e)?;
+        }
+        if let Some(l) = &t.label {
+            map.serialize_entry("label", l)?;
+        }
+        map.serialize_entry("color", t.colour)?;
+        map.end()
+    }
+}
+
+impl Serialize for TmaFeature {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match &self.at {
+            Some(at) => feature(
+                serializer,
+                &self.id,
+                &Geometry("Point", at),
+                &TmaProperties(self),
+            ),
+            None => feature(serializer, &self.id, &NULL, &TmaProperties(self)),
+        }
+    }
+}
+
+// ---------------------------------------------------------------- display formats
+
+/// A `;FORMAT_FIX:`, `;FORMAT_TRACK_NAME_AT_END:` or `;FORMAT_LAYER_HIDE:` line: how Debrief
+/// should display the plot (null geometry; kept so the plot loses nothing of the file).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FormatFeature {
+    /// `format-<n>`, 1-based in file order.
+    pub id: String,
+    /// `FORMAT_FIX`, `FORMAT_TRACK_NAME_AT_END` or `FORMAT_LAYER_HIDE`.
+    pub directive: &'static str,
+    /// The format's name.
+    pub name: String,
+    /// FORMAT_FIX: the attribute shown (e.g. `SYMBOL`, `LABEL`, `ARROW`).
+    pub attribute: Option<String>,
+    /// FORMAT_FIX: the track it applies to (`None`: every track).
+    pub track_name: Option<String>,
+    /// FORMAT_FIX: the symbology it applies to (`None`: any).
+    pub symbology: Option<String>,
+    /// FORMAT_FIX: whether at regular times.
+    pub regular_intervals: Option<bool>,
+    /// FORMAT_FIX: the interval in milliseconds.
+    pub interval_ms: Option<u64>,
+    /// FORMAT_TRACK_NAME_AT_END / FORMAT_LAYER_HIDE: the tracks or layers named.
+    pub layers: Vec<String>,
+}
+
+struct FormatProperties<'a>(&'a FormatFeature);
+
+impl Serialize for FormatProperties<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let f = self.0;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("kind", "FORMAT")?;
+        map.serialize_entry("directive", f.directive)?;
+        map.serialize_entry("name", &f.name)?;
+        if let Some(a) = &f.attribute {
+            map.serialize_entry("attribute", a)?;
+        }
+        if let Some(t) = &f.track_name {
+            map.serialize_entry("track_name", t)?;
+        }
+        if let Some(s) = &f.symbology {
+            map.serialize_entry("symbology", s)?;
+        }
+        if let Some(r) = f.regular_intervals {
+            map.serialize_entry("regular_intervals", &r)?;
+        }
+        if let Some(i) = f.interval_ms {
+            map.serialize_entry("interval_ms", &i)?;
+        }
+        if f.directive != "FORMAT_FIX" {
+            map.serialize_entry("layers", &f.layers)?;
+        }
+        map.end()
+    }
+}
+
+impl Serialize for FormatFeature {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        feature(serializer, &self.id, &NULL, &FormatProperties(self))
     }
 }
