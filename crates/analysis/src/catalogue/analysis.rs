@@ -83,6 +83,39 @@ pub(crate) const TOOLS: &[Entry] = &[
         ],
         run: generate_tma_from_ownship,
     },
+    Entry {
+        id: "generate-tma-segment-from-cuts",
+        spec_category: "track/analysis",
+        spec_version: "1.0",
+        description: "Start a TMA solution from bearing-only cuts: the target's start is where the first and last bearing lines of the SENSOR's contacts cross, and it then runs at initial_course_estimate / initial_speed_estimate; each cut's bearing residual and the RMS error show how well that fits. Needs an ownship track (is_ownship: true) and bearings spread over at least 5 degrees.",
+        output_kind: "addition/analysis/tma_segment",
+        requirements: ownship_and_sensor,
+        params: tma_cuts_params,
+        required: &["initial_course_estimate", "initial_speed_estimate"],
+        run: generate_tma_segment_from_cuts,
+    },
+    Entry {
+        id: "generate-track-from-active-cuts",
+        spec_category: "track/analysis",
+        spec_version: "1.0",
+        description: "A target TRACK from active sensor cuts (bearing and range_nm from each contact's origin), with course and speed derived between successive positions and temporal gaps flagged.",
+        output_kind: "addition/track/from_cuts",
+        requirements: ownship_and_sensor,
+        params: no_params,
+        required: &[],
+        run: generate_track_from_active_cuts,
+    },
+    Entry {
+        id: "generate-tuas-solution",
+        spec_category: "track/analysis",
+        spec_version: "1.0",
+        description: "A TUAS (target under analysis) solution from passive bearings: given a range estimate at an aimpoint time, search the constant course and speed that best fit all the SENSOR's bearings (least squares), and return the solution track with its residuals and RMS error. Needs an ownship track (is_ownship: true) and at least 3 bearings.",
+        output_kind: "addition/analysis/tuas_solution",
+        requirements: ownship_and_sensor,
+        params: tuas_params,
+        required: &["range_estimate_nm", "aimpoint_time"],
+        run: generate_tuas_solution,
+    },
 ];
 
 fn tracks() -> Value {
@@ -95,6 +128,10 @@ fn two_tracks() -> Value {
 
 fn tracks_or_sensors() -> Value {
     json!([{"kind": "TRACK", "min": 0}, {"kind": "SENSOR", "min": 0}])
+}
+
+fn ownship_and_sensor() -> Value {
+    json!([{"kind": "TRACK", "min": 1}, {"kind": "SENSOR", "min": 1}])
 }
 
 fn segments() -> Value {
@@ -994,6 +1031,554 @@ fn generate_tma_from_ownship(input: &CalcInput) -> Result<Vec<Item>, ToolError> 
         feature,
         "addition/analysis/tma_segment",
         vec![oid],
+        label,
+    )])
+}
+
+// ---------------------------------------------------------------- bearing-cut solutions
+
+/// One sensor contact usable for a solution.
+struct Cut<'a> {
+    raw: &'a Value,
+    time: i64,
+    bearing: f64,
+    origin: [f64; 2],
+}
+
+fn cuts_of(sensor: &Value) -> Vec<Cut<'_>> {
+    prop(sensor, "contacts")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|c| {
+            let o = c.get("origin")?.as_array()?;
+            Some(Cut {
+                raw: c,
+                time: c.get("time").and_then(Value::as_str).and_then(parse_time)?,
+                bearing: c.get("bearing").and_then(Value::as_f64)?,
+                origin: [o.first()?.as_f64()?, o.get(1)?.as_f64()?],
+            })
+        })
+        .collect()
+}
+
+fn contacts_len(sensor: &Value) -> usize {
+    prop(sensor, "contacts")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len)
+}
+
+/// Where two bearing lines cross (local flat projection about `a`), if ahead of both origins.
+fn intersect(a: [f64; 2], brg_a: f64, b: [f64; 2], brg_b: f64) -> Option<[f64; 2]> {
+    let k = a[1].to_radians().cos();
+    let (bx, by) = ((b[0] - a[0]) * k, b[1] - a[1]);
+    let (da, db) = (brg_a.to_radians(), brg_b.to_radians());
+    let (ax_, ay_) = (da.sin(), da.cos());
+    let (bx_, by_) = (db.sin(), db.cos());
+    let det = ax_ * (-by_) - ay_ * (-bx_);
+    if det.abs() < 1e-12 {
+        return None;
+    }
+    let t = (bx * (-by_) - by * (-bx_)) / det;
+    let u = (ax_ * by - ay_ * bx) / det;
+    (t > 0.0 && u > 0.0).then(|| [a[0] + t * ax_ / k, a[1] + t * ay_])
+}
+
+fn count_course_legs(track: &Value, threshold: Option<f64>) -> usize {
+    let courses: Vec<f64> = positions_raw(track)
+        .iter()
+        .filter_map(|p| p.get("course").and_then(Value::as_f64))
+        .collect();
+    1 + courses
+        .windows(2)
+        .filter(|w| match threshold {
+            Some(t) => (w[1] - w[0]).abs() > t,
+            None => w[1] != w[0],
+        })
+        .count()
+}
+
+fn tma_cuts_params() -> Value {
+    json!({
+        "initial_course_estimate": {"type": "number", "minimum": 0, "maximum": 360, "description": "Estimated target course, degrees true."},
+        "initial_speed_estimate": {"type": "number", "minimum": 0, "description": "Estimated target speed, knots."},
+    })
+}
+
+fn generate_tma_segment_from_cuts(input: &CalcInput) -> Result<Vec<Item>, ToolError> {
+    required_features(input)?;
+    let ownship = input
+        .features
+        .iter()
+        .find(|f| is_ownship(f))
+        .ok_or_else(|| ToolError::invalid("No ownship track found in input features"))?;
+    let sensor = input
+        .features
+        .iter()
+        .filter(|f| model::is_kind(f, "SENSOR"))
+        .next_back()
+        .filter(|s| contacts_len(s) > 0)
+        .ok_or_else(|| ToolError::invalid("No sensor bearing cuts found in input features"))?;
+    let (oid, sid) = (
+        id_of(ownship).unwrap_or_default(),
+        id_of(sensor).unwrap_or_default(),
+    );
+    let course = input.f64_param("initial_course_estimate").unwrap_or(0.0);
+    let speed = input.f64_param("initial_speed_estimate").unwrap_or(0.0);
+    let cuts = cuts_of(sensor);
+    if cuts.len() < 2 {
+        return Err(ToolError::invalid(
+            "At least 2 sensor contacts with time, bearing and origin are needed",
+        )
+        .affecting(vec![oid, sid]));
+    }
+    let bearings: Vec<f64> = cuts.iter().map(|c| c.bearing).collect();
+    let (lo, hi) = min_max(&bearings);
+    let spread = model::angle_diff(lo, hi).abs();
+    if spread < 5.0 {
+        return Err(ToolError::invalid(
+            "Bearing lines are nearly parallel; cannot triangulate target position. Ownship manoeuvre required for bearing rate.",
+        )
+        .affecting(vec![oid, sid]));
+    }
+    let (first, last) = (&cuts[0], &cuts[cuts.len() - 1]);
+    // The target's start: where the first bearing line crosses the later bearing line that
+    // differs from it most (the widest triangulation), ahead of both origins.
+    let start = cuts[1..]
+        .iter()
+        .filter_map(|c| {
+            let at = intersect(first.origin, first.bearing, c.origin, c.bearing)?;
+            Some((model::angle_diff(first.bearing, c.bearing).abs(), at))
+        })
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, at)| at)
+        .ok_or_else(|| {
+            ToolError::failure(
+                "No later bearing line crosses the first one ahead of ownship; cannot triangulate the target's start. Use generate-tma-from-ownship with a range estimate instead.",
+            )
+            .affecting(vec![oid.clone(), sid.clone()])
+        })?;
+    let mut coords = Vec::new();
+    let mut residuals = Vec::new();
+    let positions: Vec<Value> = cuts
+        .iter()
+        .map(|c| {
+            let hours = (c.time - first.time) as f64 / 3_600_000.0;
+            let at = if c.time == first.time {
+                start
+            } else {
+                offset_position(start, course, speed * hours)
+            };
+            coords.push(at);
+            residuals.push(round_to(
+                model::angle_diff(c.bearing, model::bearing_deg(c.origin, at)),
+                2,
+            ));
+            json!({"time": c.raw["time"], "coordinates": at, "course": course, "speed": speed})
+        })
+        .collect();
+    let n = cuts.len();
+    let rms = round_to(
+        (residuals.iter().map(|r| r * r).sum::<f64>() / n as f64).sqrt(),
+        3,
+    );
+    let legs = count_course_legs(ownship, Some(15.0));
+    let mut props = Map::new();
+    for (k, v) in [
+        ("kind", json!("TMA_SEGMENT")),
+        ("segment_type", json!("ABSOLUTE")),
+        ("platform_id", json!("TMA-TARGET")),
+        ("platform_name", json!("TMA Solution from cuts")),
+        ("host_track_id", json!(oid)),
+        ("sensor_id", json!(sid)),
+        ("start_time", first.raw["time"].clone()),
+        ("end_time", last.raw["time"].clone()),
+        ("estimated_course", json!(course)),
+        ("estimated_speed", json!(speed)),
+        ("positions", Value::Array(positions)),
+        ("bearing_residuals", json!(residuals)),
+        ("rms_bearing_error", json!(rms)),
+    ] {
+        props.insert(k.into(), v);
+    }
+    if legs > 1 {
+        props.insert("ownship_legs_used".into(), json!(legs));
+        props.insert("bearing_spread_degrees".into(), json!(round_to(spread, 1)));
+    }
+    let poor = n < 3;
+    if poor {
+        props.insert(
+            "quality_warning".into(),
+            json!(format!("Only {n} cuts used; solution poorly constrained")),
+        );
+    }
+    props.insert("style".into(), tma_style(if poor { 0.5 } else { 0.8 }));
+    let feature = json!({
+        "type": "Feature",
+        "id": format!("tma-segment-{}", derive_suffix(&sid, &["sensor", "cuts"])),
+        "geometry": {"type": "LineString", "coordinates": coords},
+        "properties": props,
+    });
+    let mut label = format!("Generated TMA segment from {n} bearing cuts");
+    if legs > 1 {
+        label.push_str(&format!(" across {legs} ownship legs"));
+    }
+    label.push_str(&format!(
+        " (course={}, speed={} kts, RMS error={rms:.3} deg)",
+        py_num(course),
+        py_num(speed)
+    ));
+    if poor {
+        label.push_str(" WARNING: poorly constrained");
+    }
+    Ok(vec![Item::feature(
+        feature,
+        "addition/analysis/tma_segment",
+        vec![oid, sid],
+        label,
+    )])
+}
+
+fn generate_track_from_active_cuts(input: &CalcInput) -> Result<Vec<Item>, ToolError> {
+    required_features(input)?;
+    let tracks = model::of_kind(input.features, "TRACK");
+    let ownship = tracks
+        .iter()
+        .find(|t| is_ownship(t))
+        .or_else(|| tracks.last())
+        .copied()
+        .ok_or_else(|| ToolError::invalid("No ownship track found in input features"))?;
+    let sensor = input
+        .features
+        .iter()
+        .filter(|f| model::is_kind(f, "SENSOR"))
+        .next_back()
+        .filter(|s| contacts_len(s) > 0)
+        .ok_or_else(|| ToolError::invalid("No sensor contacts found in input features"))?;
+    let (oid, sid) = (
+        id_of(ownship).unwrap_or_default(),
+        id_of(sensor).unwrap_or_default(),
+    );
+    let contacts = prop(sensor, "contacts")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    if contacts
+        .iter()
+        .any(|c| c.get("range_nm").and_then(Value::as_f64).is_none())
+    {
+        return Err(ToolError::invalid(
+            "Sensor contacts must include range data (active cuts). Passive-only contacts found without range_nm values.",
+        )
+        .affecting(vec![sid]));
+    }
+    let cuts = cuts_of(sensor);
+    if cuts.len() != contacts.len() {
+        return Err(ToolError::invalid(
+            "Every active contact needs a time, bearing, range_nm and origin [lon, lat]",
+        )
+        .affecting(vec![sid]));
+    }
+    let n = cuts.len();
+    let mut coords: Vec<[f64; 2]> = Vec::new();
+    let mut derived: Vec<(f64, f64)> = Vec::new();
+    let mut positions = Vec::new();
+    for (i, c) in cuts.iter().enumerate() {
+        let range = c.raw["range_nm"].as_f64().unwrap_or_default();
+        let at = offset_position(c.origin, c.bearing, range);
+        let (mut course, mut speed) = (Value::Null, Value::Null);
+        if i > 0 {
+            let prev = coords[i - 1];
+            let crs = round_to(model::bearing_deg(prev, at), 1);
+            course = json!(crs);
+            let hours = (c.time - cuts[i - 1].time) as f64 / 3_600_000.0;
+            if hours > 0.0 {
+                let dist = model::gc_degrees(prev, at).to_radians() * 3440.065;
+                let spd = round_to(dist / hours, 1);
+                speed = json!(spd);
+                derived.push((crs, spd));
+            }
+        }
+        positions.push(
+            json!({"time": c.raw["time"], "coordinates": at, "course": course, "speed": speed}),
+        );
+        coords.push(at);
+    }
+    let gaps_between = |limit: f64| -> Vec<Value> {
+        cuts.windows(2)
+            .filter_map(|w| {
+                let secs = (w[1].time - w[0].time) / 1000;
+                (secs as f64 > limit).then(|| {
+                    json!({"start": w[0].raw["time"], "end": w[1].raw["time"], "duration_seconds": secs})
+                })
+            })
+            .collect()
+    };
+    let gaps = match n {
+        0 | 1 => Vec::new(),
+        2 => gaps_between(60.0 * 2.0),
+        _ => {
+            let mut intervals: Vec<i64> = cuts
+                .windows(2)
+                .map(|w| (w[1].time - w[0].time) / 1000)
+                .collect();
+            intervals.sort_unstable();
+            let m = intervals.len();
+            let median = if m % 2 == 1 {
+                intervals[m / 2] as f64
+            } else {
+                (intervals[m / 2 - 1] + intervals[m / 2]) as f64 / 2.0
+            };
+            gaps_between(median * 2.0)
+        }
+    };
+    let mut props = Map::new();
+    for (k, v) in [
+        ("kind", json!("TRACK")),
+        ("platform_id", json!("FROM-ACTIVE-CUTS")),
+        ("platform_name", json!("Track from active cuts")),
+        ("track_type", json!("SURFACE")),
+        ("source_sensor_id", json!(sid)),
+        ("source_ownship_id", json!(oid)),
+        ("start_time", cuts[0].raw["time"].clone()),
+        ("end_time", cuts[n - 1].raw["time"].clone()),
+    ] {
+        props.insert(k.into(), v);
+    }
+    if !gaps.is_empty() {
+        props.insert("has_temporal_gaps".into(), json!(true));
+        props.insert("gap_intervals".into(), json!(gaps));
+    }
+    let averages = (!derived.is_empty()).then(|| {
+        let k = derived.len() as f64;
+        (
+            round_to(derived.iter().map(|d| d.0).sum::<f64>() / k, 1),
+            round_to(derived.iter().map(|d| d.1).sum::<f64>() / k, 2),
+        )
+    });
+    if let Some((c, s)) = averages {
+        props.insert("derived_avg_course".into(), json!(c));
+        props.insert("derived_avg_speed".into(), json!(s));
+    }
+    props.insert("positions".into(), Value::Array(positions));
+    props.insert(
+        "style".into(),
+        json!({"line": {"stroke": true, "color": "#FF3300", "weight": 2, "opacity": 0.8}}),
+    );
+    let feature = json!({
+        "type": "Feature",
+        "id": format!("track-from-active-{}", derive_suffix(&sid, &["active", "sensor"])),
+        "geometry": {"type": "LineString", "coordinates": coords},
+        "properties": props,
+    });
+    let mut label = format!("Generated track from {n} active sensor cuts");
+    if !gaps.is_empty() {
+        label.push_str(&format!(
+            " ({} temporal gap{} detected)",
+            gaps.len(),
+            if gaps.len() == 1 { "" } else { "s" }
+        ));
+    } else if let Some((c, s)) = averages {
+        label.push_str(&format!(
+            " (avg course={}, avg speed={} kts)",
+            py_num(c),
+            py_num(s)
+        ));
+    }
+    Ok(vec![Item::feature(
+        feature,
+        "addition/track/from_cuts",
+        vec![oid, sid],
+        label,
+    )])
+}
+
+fn tuas_params() -> Value {
+    json!({
+        "range_estimate_nm": {"type": "number", "exclusiveMinimum": 0, "description": "Estimated range from ownship to the target at the aimpoint time, nautical miles."},
+        "aimpoint_time": {"type": "string", "format": "date-time", "description": "Time the range estimate applies to (within the contacts' time span)."},
+    })
+}
+
+/// The spec's flat-earth projection, rounded to 3 decimals as it specifies.
+fn project_position(origin: [f64; 2], bearing_deg: f64, range_nm: f64) -> [f64; 2] {
+    let d = range_nm / 60.0;
+    let lat = origin[1] + d * bearing_deg.to_radians().cos();
+    let lon = origin[0] + d * bearing_deg.to_radians().sin() / origin[1].to_radians().cos();
+    [round_to(lon, 3), round_to(lat, 3)]
+}
+
+fn flat_bearing(from: [f64; 2], to: [f64; 2]) -> f64 {
+    let (dlat, dlon) = (to[1] - from[1], to[0] - from[0]);
+    (dlon * from[1].to_radians().cos())
+        .atan2(dlat)
+        .to_degrees()
+        .rem_euclid(360.0)
+}
+
+fn tuas_residuals(cuts: &[Cut], aim: [f64; 2], aim_time: i64, course: f64, speed: f64) -> Vec<f64> {
+    cuts.iter()
+        .map(|c| {
+            let hours = (c.time - aim_time) as f64 / 3_600_000.0;
+            let at = project_position(aim, course, speed * hours);
+            model::angle_diff(flat_bearing(c.origin, at), c.bearing)
+        })
+        .collect()
+}
+
+fn rms(v: &[f64]) -> f64 {
+    (v.iter().map(|r| r * r).sum::<f64>() / v.len() as f64).sqrt()
+}
+
+fn generate_tuas_solution(input: &CalcInput) -> Result<Vec<Item>, ToolError> {
+    required_features(input)?;
+    let ownship = input
+        .features
+        .iter()
+        .find(|f| is_ownship(f))
+        .ok_or_else(|| ToolError::invalid("No ownship track found (is_ownship=true required)"))?;
+    let sensor = input
+        .features
+        .iter()
+        .filter(|f| model::is_kind(f, "SENSOR"))
+        .next_back()
+        .ok_or_else(|| ToolError::invalid("No sensor feature found"))?;
+    let (oid, sid) = (
+        id_of(ownship).unwrap_or_default(),
+        id_of(sensor).unwrap_or_default(),
+    );
+    let cuts = cuts_of(sensor);
+    if cuts.len() < 3 {
+        return Err(ToolError::invalid(
+            "Sensor has no bearing contacts; TUAS solution requires at least 3 bearings",
+        )
+        .affecting(vec![sid]));
+    }
+    let range = input
+        .f64_param("range_estimate_nm")
+        .filter(|r| *r > 0.0 && r.is_finite())
+        .ok_or_else(|| {
+            ToolError::invalid("range_estimate_nm must be a positive number of nautical miles")
+        })?;
+    let aim_text = input.str_param("aimpoint_time").unwrap_or_default();
+    let aim_time = parse_time(aim_text).ok_or_else(|| {
+        ToolError::invalid(format!(
+            "aimpoint_time \"{aim_text}\" is not an ISO-8601 time; use e.g. 2024-01-15T10:02:00Z"
+        ))
+    })?;
+    let (first, last) = (&cuts[0], &cuts[cuts.len() - 1]);
+    if aim_time < first.time || aim_time > last.time {
+        return Err(ToolError::invalid(format!(
+            "Aimpoint time {aim_text} is outside the sensor data time range ({} - {})",
+            first.raw["time"].as_str().unwrap_or_default(),
+            last.raw["time"].as_str().unwrap_or_default()
+        ))
+        .affecting(vec![oid, sid]));
+    }
+    let aim_cut = cuts
+        .iter()
+        .min_by_key(|c| (c.time - aim_time).abs())
+        .unwrap_or(first);
+    let aim = project_position(aim_cut.origin, aim_cut.bearing, range);
+    // Coarse grid (1 deg, 0.5 kt up to 40 kt), then a fine grid (0.1 deg, 0.05 kt) about the best.
+    let search = |best: &mut (f64, f64, f64), courses: &[f64], speeds: &[f64]| {
+        for &c in courses {
+            for &s in speeds {
+                let r = rms(&tuas_residuals(&cuts, aim, aim_time, c, s));
+                if r < best.0 {
+                    *best = (r, c, s);
+                }
+            }
+        }
+    };
+    let mut best = (f64::INFINITY, 0.0, 0.0);
+    let coarse_courses: Vec<f64> = (0..360).map(f64::from).collect();
+    let coarse_speeds: Vec<f64> = (0..=80).map(|i| f64::from(i) * 0.5).collect();
+    search(&mut best, &coarse_courses, &coarse_speeds);
+    let (_, c0, s0) = best;
+    let fine_courses: Vec<f64> = (-10..=10)
+        .map(|i| (c0 + f64::from(i) * 0.1).rem_euclid(360.0))
+        .collect();
+    let fine_speeds: Vec<f64> = (-10..=10)
+        .map(|i| s0 + f64::from(i) * 0.05)
+        .filter(|s| *s >= 0.0)
+        .collect();
+    search(&mut best, &fine_courses, &fine_speeds);
+    let (_, course, speed) = best;
+    let (course, speed) = (round_to(course, 1), round_to(speed, 1));
+    let residuals = tuas_residuals(&cuts, aim, aim_time, course, speed);
+    let min_rms = round_to(rms(&residuals), 3);
+    let mut coords = Vec::new();
+    let positions: Vec<Value> = cuts
+        .iter()
+        .map(|c| {
+            let hours = (c.time - aim_time) as f64 / 3_600_000.0;
+            let at = project_position(aim, course, speed * hours);
+            coords.push(at);
+            json!({"time": c.raw["time"], "coordinates": at, "course": course, "speed": speed})
+        })
+        .collect();
+    let est_range = round_to(
+        model::gc_degrees(aim_cut.origin, aim).to_radians() * 3440.065,
+        1,
+    );
+    let legs = count_course_legs(ownship, None);
+    let mut props = Map::new();
+    for (k, v) in [
+        ("kind", json!("TUAS_SOLUTION")),
+        ("platform_id", json!("TUAS-TARGET")),
+        ("platform_name", json!("TUAS Solution")),
+        ("host_track_id", json!(oid)),
+        ("sensor_id", json!(sid)),
+        ("start_time", first.raw["time"].clone()),
+        ("end_time", last.raw["time"].clone()),
+        ("aimpoint_time", json!(aim_text)),
+        ("estimated_course", json!(course)),
+        ("estimated_speed", json!(speed)),
+        ("estimated_range_nm", json!(est_range)),
+        ("aimpoint_position", json!(aim)),
+    ] {
+        props.insert(k.into(), v);
+    }
+    if legs > 1 {
+        props.insert("ownship_legs_used".into(), json!(legs));
+    }
+    props.insert("positions".into(), Value::Array(positions));
+    props.insert(
+        "bearing_residuals".into(),
+        json!(
+            residuals
+                .iter()
+                .map(|r| round_to(*r, 2))
+                .collect::<Vec<_>>()
+        ),
+    );
+    props.insert("rms_bearing_error".into(), json!(min_rms));
+    props.insert(
+        "style".into(),
+        json!({"line": {"stroke": true, "color": "#CC00FF", "weight": 2, "opacity": 0.8, "dashArray": "8,4"}}),
+    );
+    let feature = json!({
+        "type": "Feature",
+        "id": format!("tuas-solution-{}", derive_suffix(&sid, &["sensor", "tuas"])),
+        "geometry": {"type": "LineString", "coordinates": coords},
+        "properties": props,
+    });
+    let mut label = "Generated TUAS solution".to_owned();
+    if legs > 1 {
+        label.push_str(&format!(" across {legs} ownship legs"));
+    }
+    label.push_str(&format!(
+        " (course={}, speed={} kts, range={}nm, RMS error={min_rms:.3} deg)",
+        py_num(course),
+        py_num(speed),
+        py_num(est_range)
+    ));
+    Ok(vec![Item::feature(
+        feature,
+        "addition/analysis/tuas_solution",
+        vec![oid, sid],
         label,
     )])
 }
