@@ -145,9 +145,15 @@ fn platform_or_id(f: &Value) -> String {
 // ---------------------------------------------------------------- export-track-as-csv
 
 const CSV_META: &[(&str, &str)] = &[
-    ("unit_name", "Unit name (default: the track's platform_name)."),
+    (
+        "unit_name",
+        "Unit name (default: the track's platform_name).",
+    ),
     ("case_number", "Case number."),
-    ("classification", "Security classification, e.g. UNCLASSIFIED."),
+    (
+        "classification",
+        "Security classification, e.g. UNCLASSIFIED.",
+    ),
     ("type", "Platform type (default: the track's track_type)."),
     ("flag", "Flag state, e.g. GBR."),
     ("sensor", "Sensor that produced the track."),
@@ -220,7 +226,10 @@ fn export_track_as_csv(input: &CalcInput) -> Result<Vec<Item>, ToolError> {
         let row = [
             num_text(Some(&lat)),
             num_text(Some(&lon)),
-            p.get("time").and_then(Value::as_str).unwrap_or_default().to_owned(),
+            p.get("time")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
             get("unit_name").to_owned(),
             get("case_number").to_owned(),
             get("type").to_owned(),
@@ -284,7 +293,10 @@ fn export_track_to_gpx(input: &CalcInput) -> Result<Vec<Item>, ToolError> {
     let mut total = 0;
     for t in &tracks {
         out.push("  <trk>".into());
-        out.push(format!("    <name>{}</name>", xml_escape(&platform_or_id(t))));
+        out.push(format!(
+            "    <name>{}</name>",
+            xml_escape(&platform_or_id(t))
+        ));
         if let Some(kind) = prop_str(t, "track_type").filter(|k| !k.is_empty()) {
             out.push(format!("    <type>{}</type>", xml_escape(kind)));
         }
@@ -418,8 +430,7 @@ fn copy_time_data_to_clipboard(input: &CalcInput) -> Result<Vec<Item>, ToolError
         return Err(ToolError::invalid("No track features found in input"));
     }
     let sources = model::ids_of(tracks.iter().copied());
-    let mut lines =
-        vec!["Track\tTime\tLat\tLon\tCourse (deg)\tSpeed (kts)\tDepth (m)".to_owned()];
+    let mut lines = vec!["Track\tTime\tLat\tLon\tCourse (deg)\tSpeed (kts)\tDepth (m)".to_owned()];
     let mut total = 0;
     for t in &tracks {
         let name = platform_or_id(t);
@@ -437,7 +448,10 @@ fn copy_time_data_to_clipboard(input: &CalcInput) -> Result<Vec<Item>, ToolError
             lines.push(
                 [
                     name.clone(),
-                    p.get("time").and_then(Value::as_str).unwrap_or_default().to_owned(),
+                    p.get("time")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
                     num_text(Some(&lat)),
                     num_text(Some(&lon)),
                     num_text(p.get("course")),
@@ -510,7 +524,11 @@ fn parse_sym_line(line: &str) -> Option<(String, SymFix)> {
     let t = parse_time(&iso)?;
     let dms = |d: usize, hemi: &str, neg: &str| -> Option<f64> {
         let v = num(d)? + num(d + 1)? / 60.0 + num(d + 2)? / 3600.0;
-        Some(if hemi.eq_ignore_ascii_case(neg) { -v } else { v })
+        Some(if hemi.eq_ignore_ascii_case(neg) {
+            -v
+        } else {
+            v
+        })
     };
     let lat = dms(4, f[7], "S")?;
     let lon = dms(8, f[11], "W")?;

@@ -1311,3 +1311,348 @@ fn resolve_ambiguity(input: &CalcInput) -> Result<Vec<Item>, ToolError> {
     }
     Ok(items)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn run(
+        f: fn(&CalcInput) -> Result<Vec<Item>, ToolError>,
+        features: &[Value],
+        params: Value,
+    ) -> Result<Vec<Item>, ToolError> {
+        let params = params.as_object().cloned().unwrap_or_default();
+        f(&CalcInput::new(features, &params))
+    }
+
+    fn body(item: &Item) -> Value {
+        match &item.body {
+            Body::Feature(v) | Body::Json(v) => v.clone(),
+            Body::Text(t) => json!(t),
+        }
+    }
+
+    /// A track at constant course/speed: `n` fixes a minute apart from `start`.
+    fn track(id: &str, start: [f64; 2], course: f64, speed: f64, n: usize) -> Value {
+        let mut pos = Vec::new();
+        let mut at = start;
+        for i in 0..n {
+            pos.push(json!({"time": format_time(i as i64 * 60_000 + 1_705_312_800_000), "coordinates": at, "course": course, "speed": speed}));
+            at = model::destination(at, course, speed / 60.0);
+        }
+        json!({"type": "Feature", "id": id, "geometry": null, "properties": {"kind": "TRACK", "platform_name": id, "positions": pos}})
+    }
+
+    fn sensor(id: &str, cuts: Value) -> Value {
+        json!({"type": "Feature", "id": id, "geometry": null, "properties": {"kind": "SENSOR", "sensor_name": id, "cuts": cuts.clone(), "contacts": cuts}})
+    }
+
+    #[test]
+    fn every_tool_rejects_an_empty_selection() {
+        for e in TOOLS {
+            let err = (e.run)(&CalcInput::new(&[], &Map::new())).expect_err(e.id);
+            assert_eq!(
+                err.category,
+                super::super::ErrorCategory::InvalidInput,
+                "{}",
+                e.id
+            );
+        }
+    }
+
+    #[test]
+    fn every_tool_rejects_features_of_the_wrong_kind() {
+        let shape = json!({"type": "Feature", "id": "c", "geometry": {"type": "Point", "coordinates": [0.0, 0.0]}, "properties": {"kind": "CIRCLE"}});
+        let params = json!({"source_frequency_hz": 150.0, "contact": {"time": "2024-01-15T10:00:00Z", "bearing": 10.0},
+            "arc_params": {"time": "2024-01-15T10:00:00Z", "bearing": 10.0, "arc_width": 5.0},
+            "ownship_legs": [{"leg_id": "l", "start_time": "2024-01-15T10:00:00Z", "end_time": "2024-01-15T11:00:00Z"}]});
+        for e in TOOLS {
+            let p = params.as_object().cloned().unwrap_or_default();
+            assert!(
+                (e.run)(&CalcInput::new(std::slice::from_ref(&shape), &p)).is_err(),
+                "{}",
+                e.id
+            );
+        }
+    }
+
+    #[test]
+    fn doppler_rises_while_closing_and_falls_while_opening() {
+        // Target 3 nm due north heading south at 10 kt, ownship still: it closes, passes, opens.
+        let own = track("own", [0.0, 50.0], 0.0, 0.0, 40);
+        let tgt = track("tgt", [0.002, 50.0514], 180.0, 10.0, 40);
+        let items = run(
+            doppler_curve,
+            &[own, tgt],
+            json!({"source_frequency_hz": 300.0}),
+        )
+        .unwrap();
+        let data = body(&items[0]);
+        let series = data["time_series"].as_array().unwrap();
+        let first = series[0]["predicted_frequency_hz"].as_f64().unwrap();
+        let last = series[series.len() - 1]["predicted_frequency_hz"]
+            .as_f64()
+            .unwrap();
+        assert!(first > 300.0 && last < 300.0, "{first} → {last}");
+        assert!(series[0]["radial_velocity_kts"].as_f64().unwrap() < 0.0);
+        assert_eq!(data["speed_of_sound_kts"], json!(3032));
+        assert!(data["statistics"]["cpa_estimate"]["time"].is_string());
+        // Closing at ~10 kt: f0·(C)/(C − 10) ≈ +0.99 Hz.
+        assert!((first - 300.0 * 3032.0 / 3022.0).abs() < 0.05, "{first}");
+    }
+
+    #[test]
+    fn doppler_needs_a_positive_frequency_and_two_tracks() {
+        let own = track("own", [0.0, 50.0], 0.0, 5.0, 3);
+        let tgt = track("tgt", [0.1, 50.0], 0.0, 5.0, 3);
+        let e = run(
+            doppler_curve,
+            &[own.clone(), tgt.clone()],
+            json!({"source_frequency_hz": 0.0}),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("positive"));
+        let e = run(
+            doppler_curve,
+            &[own.clone()],
+            json!({"source_frequency_hz": 10.0}),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("Two track"));
+        let late = json!({"type": "Feature", "id": "late", "properties": {"kind": "TRACK", "positions": [
+            {"time": "2030-01-01T00:00:00Z", "coordinates": [0.0, 50.0], "course": 0.0, "speed": 1.0}]}});
+        let e = run(
+            doppler_curve,
+            &[own, late],
+            json!({"source_frequency_hz": 10.0}),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("No overlapping"));
+    }
+
+    #[test]
+    fn inflection_points_sort_their_input_and_need_three_points() {
+        let res = |pts: Value| json!({"type": "Feature", "id": "r", "geometry": null, "properties": {"kind": "FREQUENCY_RESIDUALS", "sensor_name": "S", "residuals": pts}});
+        let few = res(
+            json!([{"time": "2024-01-15T10:00:00Z", "residual_hz": 0.1}, {"time": "2024-01-15T10:01:00Z", "residual_hz": -0.1}]),
+        );
+        assert!(
+            run(inflection_point_detector, &[few], json!({}))
+                .unwrap_err()
+                .message
+                .contains("At least 3")
+        );
+        // Out of order: sorted, the crossing is 10:01 → 10:02.
+        let shuffled = res(json!([
+            {"time": "2024-01-15T10:02:00Z", "residual_hz": -0.1},
+            {"time": "2024-01-15T10:00:00Z", "residual_hz": 0.2},
+            {"time": "2024-01-15T10:01:00Z", "residual_hz": 0.1}]));
+        let items = run(
+            inflection_point_detector,
+            &[shuffled],
+            json!({"min_confidence": 0.0}),
+        )
+        .unwrap();
+        let p = &body(&items[0])["inflection_points"][0];
+        assert_eq!(p["time"], json!("2024-01-15T10:01:30Z"));
+        assert_eq!(p["before_index"], json!(1));
+        assert_eq!(p["label"], json!("CPA-1"));
+        let bad = run(
+            inflection_point_detector,
+            &[res(json!([]))],
+            json!({"min_confidence": 1.5}),
+        )
+        .unwrap_err();
+        assert!(bad.message.contains("min_confidence"));
+    }
+
+    #[test]
+    fn merged_contacts_keep_their_order_on_equal_times() {
+        let a = sensor(
+            "a",
+            json!([{"id": "a1", "time": "2024-01-15T10:00:00Z"}, {"id": "a2", "time": "2024-01-15T10:05:00Z"}]),
+        );
+        let b = sensor("b", json!([{"id": "b1", "time": "2024-01-15T10:00:00Z"}]));
+        let items = run(merge_contacts, &[a.clone(), b], json!({})).unwrap();
+        let ids: Vec<Value> = items[0]
+            .body_contacts()
+            .iter()
+            .map(|c| c["id"].clone())
+            .collect();
+        assert_eq!(ids, [json!("a1"), json!("b1"), json!("a2")]);
+        assert!(
+            run(merge_contacts, &[a], json!({}))
+                .unwrap_err()
+                .message
+                .contains("At least 2")
+        );
+    }
+
+    trait Contacts {
+        fn body_contacts(&self) -> Vec<Value>;
+    }
+    impl Contacts for Item {
+        fn body_contacts(&self) -> Vec<Value> {
+            body(self)["properties"]["contacts"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        }
+    }
+
+    #[test]
+    fn deleting_ambiguous_bearings_keeps_unflagged_contacts() {
+        let s = sensor(
+            "s",
+            json!([{"id": "1", "ambiguous": true}, {"id": "2"}, {"id": "3", "ambiguous": false}]),
+        );
+        let items = run(delete_ambiguous_bearings, &[s], json!({})).unwrap();
+        let kept: Vec<Value> = items[0]
+            .body_contacts()
+            .iter()
+            .map(|c| c["id"].clone())
+            .collect();
+        assert_eq!(kept, [json!("2"), json!("3")]);
+        assert_eq!(
+            items[0].annotations["debrief:deletedFeatures"],
+            json!(["1"])
+        );
+    }
+
+    #[test]
+    fn resolve_ambiguity_keeps_the_bearing_that_points_at_the_target() {
+        let target = track("tgt", [0.0, 50.1], 90.0, 0.0, 3); // due north of the origin
+        let cuts = json!([
+            {"time": "2024-01-15T10:00:00Z", "bearing": 180.0, "ambiguous_bearing": 2.0, "ambiguous": true, "origin": [0.0, 50.0]},
+            {"time": "2024-01-15T10:01:00Z", "bearing": 358.0, "ambiguous_bearing": 182.0, "ambiguous": true, "origin": [0.0, 50.0]},
+            {"time": "2024-01-15T10:09:00Z", "bearing": 0.0, "ambiguous_bearing": 180.0, "ambiguous": true, "origin": [0.0, 50.0]}]);
+        let items = run(resolve_ambiguity, &[sensor("s", cuts), target], json!({})).unwrap();
+        let c = body(&items[0])["properties"]["cuts"].clone();
+        assert_eq!(c[0]["resolved_bearing"], json!(2.0));
+        assert_eq!(c[1]["resolved_bearing"], json!(358.0));
+        // Outside the target's time span: left ambiguous.
+        assert_eq!(c[2]["ambiguous"], json!(true));
+        assert!(
+            items[0]
+                .label
+                .starts_with("Resolved ambiguity for 2 cut(s)")
+        );
+    }
+
+    #[test]
+    fn the_leg_resolver_prefers_the_steadier_bearing_rate() {
+        let cut = |m: i64, b: f64, a: f64| json!({"time": format_time(1_705_312_800_000 + m * 60_000), "bearing": b, "ambiguous_bearing": a, "ambiguous": true});
+        // Primary steady (+2/min), ambiguous erratic → primary; and the other way round.
+        let steady_primary = sensor(
+            "p",
+            json!([
+                cut(0, 10.0, 300.0),
+                cut(1, 12.0, 290.0),
+                cut(2, 14.0, 299.0),
+                cut(3, 16.0, 280.0)
+            ]),
+        );
+        let steady_ambiguous = sensor(
+            "a",
+            json!([
+                cut(0, 10.0, 300.0),
+                cut(1, 30.0, 298.0),
+                cut(2, 14.0, 296.0),
+                cut(3, 50.0, 294.0)
+            ]),
+        );
+        let legs = json!({"ownship_legs": [{"leg_id": "L1", "start_time": "2024-01-15T10:00:00Z", "end_time": "2024-01-15T10:03:00Z"}]});
+        let items = run(
+            ambiguity_resolver,
+            &[steady_primary, steady_ambiguous],
+            legs,
+        )
+        .unwrap();
+        let first = |i: usize| body(&items[i])["properties"]["cuts"][3].clone();
+        assert_eq!(first(0)["resolved_bearing"], json!(16.0));
+        assert_eq!(first(1)["resolved_bearing"], json!(294.0));
+        assert_eq!(first(0)["leg_id"], json!("L1"));
+        let none = run(
+            ambiguity_resolver,
+            &[sensor("x", json!([]))],
+            json!({"ownship_legs": []}),
+        )
+        .unwrap_err();
+        assert!(none.message.contains("leg definitions"));
+    }
+
+    #[test]
+    fn arcs_and_contacts_are_inserted_in_time_order_and_checked() {
+        let s = sensor(
+            "s",
+            json!([{"id": "c1", "time": "2024-01-15T10:00:00Z", "bearing": 1.0, "origin": [0.0, 50.0]},
+                                   {"id": "c2", "time": "2024-01-15T10:10:00Z", "bearing": 2.0, "origin": [0.2, 50.0]}]),
+        );
+        let items = run(insert_sensor_arc, std::slice::from_ref(&s), json!({"arc_params": {"time": "2024-01-15T10:05:00Z", "bearing": 90.0, "arc_width": 4.0}})).unwrap();
+        let ids: Vec<Value> = items[0]
+            .body_contacts()
+            .iter()
+            .map(|c| c["id"].clone())
+            .collect();
+        assert_eq!(ids, [json!("c1"), json!("arc-generated-001"), json!("c2")]);
+        let bad = run(insert_sensor_arc, std::slice::from_ref(&s), json!({"arc_params": {"time": "2024-01-15T10:05:00Z", "bearing": 361.0, "arc_width": 4.0}})).unwrap_err();
+        assert!(bad.message.contains("between 0 and 360"));
+        let bad = run(insert_sensor_arc, std::slice::from_ref(&s), json!({"arc_params": {"time": "2024-01-15T10:05:00Z", "bearing": 1.0, "arc_width": 0.0}})).unwrap_err();
+        assert!(bad.message.contains("arc_width"));
+        let items = run(
+            generate_new_sensor_contact,
+            std::slice::from_ref(&s),
+            json!({"contact": {"time": "2024-01-15T10:05:00Z", "bearing": 3.0}}),
+        )
+        .unwrap();
+        let cut = &body(&items[0])["properties"]["cuts"][1];
+        assert_eq!(cut["origin"], json!([0.1, 50.0]));
+        let bad = run(
+            generate_new_sensor_contact,
+            &[s],
+            json!({"contact": {"time": "2024-01-15T10:05:00Z", "bearing": 360.0}}),
+        )
+        .unwrap_err();
+        assert_eq!(bad.affected, ["s"]);
+    }
+
+    #[test]
+    fn range_plot_names_each_pair_when_there_are_several() {
+        let own = track("own", [0.0, 50.0], 0.0, 0.0, 3);
+        let far = track("far", [0.0, 50.1], 0.0, 0.0, 3);
+        let near = track("near", [0.0, 50.05], 0.0, 0.0, 3);
+        let cuts = json!([{"time": "2024-01-15T10:00:00Z", "bearing": 0.0}, {"time": "2024-01-15T10:02:00Z", "bearing": 0.0}]);
+        let mut s = sensor("s", cuts);
+        s["properties"]["host_track_id"] = json!("own");
+        let items = run(
+            generate_sensor_range_plot,
+            &[s.clone(), far.clone(), own.clone(), near],
+            json!({}),
+        )
+        .unwrap();
+        assert_eq!(items.len(), 2);
+        assert!(items[0].uri.ends_with("s-far-range-plot.json"));
+        let r = body(&items[0])["statistics"]["min_range_m"]
+            .as_f64()
+            .unwrap();
+        assert!((r - 11_119.5).abs() < 0.1, "{r}");
+        let one = run(generate_sensor_range_plot, &[s, own, far], json!({})).unwrap();
+        assert!(one[0].uri.ends_with("/s-range-plot.json"));
+    }
+
+    proptest! {
+        #[test]
+        fn merging_loses_no_contact_and_sorts_by_time(times in proptest::collection::vec(0i64..1000, 0..12), split in 0usize..12) {
+            let contacts: Vec<Value> = times.iter().enumerate().map(|(i, m)| json!({"id": i.to_string(), "time": format_time(1_705_312_800_000 + m * 60_000)})).collect();
+            let k = split.min(contacts.len());
+            let a = sensor("a", Value::Array(contacts[..k].to_vec()));
+            let b = sensor("b", Value::Array(contacts[k..].to_vec()));
+            let items = run(merge_contacts, &[a, b], json!({})).unwrap();
+            let merged = items[0].body_contacts();
+            prop_assert_eq!(merged.len(), contacts.len());
+            let t: Vec<i64> = merged.iter().filter_map(cut_time).collect();
+            prop_assert!(t.windows(2).all(|w| w[0] <= w[1]));
+        }
+    }
+}
