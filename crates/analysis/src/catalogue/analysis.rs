@@ -1582,3 +1582,350 @@ fn generate_tuas_solution(input: &CalcInput) -> Result<Vec<Item>, ToolError> {
         label,
     )])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const T0: i64 = 1_705_312_800_000; // 2024-01-15T10:00:00Z
+
+    fn run(
+        f: fn(&CalcInput) -> Result<Vec<Item>, ToolError>,
+        features: &[Value],
+        params: Value,
+    ) -> Result<Vec<Item>, ToolError> {
+        let params = params.as_object().cloned().unwrap_or_default();
+        f(&CalcInput::new(features, &params))
+    }
+
+    fn body(item: &Item) -> Value {
+        match &item.body {
+            Body::Feature(v) | Body::Json(v) => v.clone(),
+            Body::Text(t) => json!(t),
+        }
+    }
+
+    /// A track at constant course/speed: fixes every `step_min` minutes from `start_min`.
+    fn track(
+        id: &str,
+        start: [f64; 2],
+        course: f64,
+        speed: f64,
+        start_min: i64,
+        step_min: i64,
+        n: usize,
+    ) -> Value {
+        let mut pos = Vec::new();
+        let mut at = start;
+        for i in 0..n {
+            let t = T0 + (start_min + i as i64 * step_min) * 60_000;
+            pos.push(json!({"time": format_time(t), "coordinates": at, "course": course, "speed": speed}));
+            at = offset_position(at, course, speed * step_min as f64 / 60.0);
+        }
+        json!({"type": "Feature", "id": id, "geometry": null, "properties": {"kind": "TRACK", "platform_name": id, "positions": pos}})
+    }
+
+    #[test]
+    fn every_tool_rejects_an_empty_selection() {
+        for e in TOOLS {
+            let err = (e.run)(&CalcInput::new(&[], &Map::new())).expect_err(e.id);
+            assert_eq!(
+                err.category,
+                super::super::ErrorCategory::InvalidInput,
+                "{}",
+                e.id
+            );
+        }
+    }
+
+    #[test]
+    fn range_time_plot_samples_the_union_of_both_tracks_in_the_overlap() {
+        // Primary every 2 min from 10:00, secondary every 3 min from 10:01, both still, 1° of
+        // latitude apart (111 194.9 m on the spec's 6 371 km sphere).
+        let a = track("Alpha One", [0.0, 50.0], 0.0, 0.0, 0, 2, 6); // 10:00..10:10
+        let b = track("Bravo", [0.0, 51.0], 0.0, 0.0, 1, 3, 5); // 10:01..10:13
+        let items = run(
+            range_time_plot,
+            &[a.clone(), b.clone()],
+            json!({"units": "m"}),
+        )
+        .unwrap();
+        let d = body(&items[0]);
+        let times: Vec<&str> = d["series"]["data_points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["time"].as_str().unwrap())
+            .collect();
+        // Overlap 10:01..10:10: primary 02,04,06,08,10 and secondary 01,04,07,10.
+        assert_eq!(
+            times,
+            [
+                "2024-01-15T10:01:00Z",
+                "2024-01-15T10:02:00Z",
+                "2024-01-15T10:04:00Z",
+                "2024-01-15T10:06:00Z",
+                "2024-01-15T10:07:00Z",
+                "2024-01-15T10:08:00Z",
+                "2024-01-15T10:10:00Z"
+            ]
+        );
+        let r = d["series"]["statistics"]["min_range"].as_f64().unwrap();
+        assert!((r - 111_194.93).abs() < 0.01, "{r}");
+        assert_eq!(d["series"]["statistics"]["std_dev"], json!(0.0));
+        assert_eq!(d["y_axis"]["label"], json!("Range (m)"));
+        assert_eq!(
+            items[0].uri,
+            "artifact://range-time-plot/alpha-one-vs-bravo-range-time.json"
+        );
+        assert_eq!(items[0].result_type, "artifact/dataset/range_time_series");
+        // Strategies and units.
+        let p = run(
+            range_time_plot,
+            &[a.clone(), b.clone()],
+            json!({"sample_strategy": "primary", "units": "nm"}),
+        )
+        .unwrap();
+        let d = body(&p[0]);
+        assert_eq!(d["series"]["statistics"]["data_points"], json!(5));
+        let nm = d["series"]["statistics"]["cpa_range"].as_f64().unwrap();
+        assert!((nm - 111_194.93 / 1852.0).abs() < 0.01, "{nm}");
+        let yds = run(range_time_plot, &[a.clone(), b.clone()], json!({})).unwrap();
+        assert_eq!(body(&yds[0])["units"], json!("yds"));
+        assert!(
+            yds[0]
+                .label
+                .contains("(7 points, CPA 121604 yds at 2024-01-15T10:01:00Z)"),
+            "{}",
+            yds[0].label
+        );
+    }
+
+    #[test]
+    fn range_time_plot_finds_the_cpa_of_a_crossing() {
+        // Target runs north past a still ownship 1 nm to its east; CPA when level at 10:30.
+        let own = track("own", [0.0, 50.0], 0.0, 0.0, 0, 1, 61);
+        let start = offset_position(offset_position([0.0, 50.0], 90.0, 1.0), 180.0, 5.0);
+        let tgt = track("tgt", start, 0.0, 10.0, 0, 1, 61);
+        let items = run(range_time_plot, &[own, tgt], json!({"units": "nm"})).unwrap();
+        let s = &body(&items[0])["series"]["statistics"];
+        assert_eq!(s["cpa_time"], json!("2024-01-15T10:30:00Z"));
+        assert!((s["cpa_range"].as_f64().unwrap() - 1.0).abs() < 0.01);
+        assert!(s["max_range"].as_f64().unwrap() > 5.0);
+    }
+
+    #[test]
+    fn range_time_plot_reports_bad_input() {
+        let a = track("a", [0.0, 50.0], 0.0, 0.0, 0, 1, 3);
+        let b = track("b", [0.0, 51.0], 0.0, 0.0, 2, 1, 3); // overlaps a at 10:02 only
+        let c = track("c", [0.0, 52.0], 0.0, 0.0, 30, 1, 3); // no overlap with a
+        let one = run(range_time_plot, &[a.clone(), b.clone()], json!({})).unwrap();
+        assert_eq!(
+            body(&one[0])["series"]["statistics"]["data_points"],
+            json!(1)
+        );
+        let e = run(range_time_plot, std::slice::from_ref(&a), json!({})).unwrap_err();
+        assert!(e.message.starts_with("Two track features required"));
+        let e = run(
+            range_time_plot,
+            &[a.clone(), b.clone(), c.clone()],
+            json!({}),
+        )
+        .unwrap_err();
+        assert_eq!(e.message, "Exactly two track features required; received 3");
+        let e = run(range_time_plot, &[a.clone(), c], json!({})).unwrap_err();
+        assert_eq!(
+            e.message,
+            "Tracks have no time overlap; primary covers 2024-01-15T10:00:00Z to 2024-01-15T10:02:00Z, secondary covers 2024-01-15T10:30:00Z to 2024-01-15T10:32:00Z"
+        );
+        assert_eq!(e.affected, ["a", "c"]);
+        let e = run(range_time_plot, &[a, b], json!({"units": "furlongs"})).unwrap_err();
+        assert!(e.message.starts_with("Unsupported distance unit: furlongs"));
+    }
+
+    #[test]
+    fn zigs_wrap_round_north_and_count_at_the_threshold() {
+        let mut own = track("own", [0.0, 50.0], 0.0, 5.0, 0, 1, 3);
+        own["properties"]["is_ownship"] = json!(true);
+        let mut t = track("t", [0.1, 50.0], 350.0, 5.0, 0, 1, 4);
+        let courses = [350.0, 10.0, 40.0, 40.0];
+        for (p, c) in t["properties"]["positions"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .zip(courses)
+        {
+            p["course"] = json!(c);
+        }
+        let items = run(
+            zig_detector,
+            &[own.clone(), t.clone()],
+            json!({"course_change_threshold_deg": 30.0}),
+        )
+        .unwrap();
+        let d = body(&items[0]);
+        // 350 → 10 is +20 (not a zig); 10 → 40 is exactly 30 (a zig).
+        assert_eq!(d["total_zigs"], json!(1));
+        assert_eq!(d["zig_events"][0]["course_change_deg"], json!(30.0));
+        let items = run(
+            zig_detector,
+            &[own.clone(), t.clone()],
+            json!({"course_change_threshold_deg": 15.0}),
+        )
+        .unwrap();
+        assert_eq!(body(&items[0])["mean_zig_interval_seconds"], json!(60));
+        let e = run(zig_detector, &[t], json!({})).unwrap_err();
+        assert!(e.message.contains("is_ownship"));
+        let e = run(zig_detector, &[own], json!({})).unwrap_err();
+        assert!(e.message.contains("No target tracks"));
+    }
+
+    #[test]
+    fn active_cuts_become_the_positions_they_point_at() {
+        let origin = [-1.0, 50.0];
+        let target = [-0.9, 50.05];
+        let contacts: Vec<Value> = (0..3)
+            .map(|i| {
+                let at = offset_position(target, 180.0, 0.1 * f64::from(i)); // 6 kt south
+                let range = model::gc_degrees(origin, at).to_radians() * 3440.065;
+                json!({"time": format_time(T0 + i64::from(i) * 60_000), "bearing": model::bearing_deg(origin, at), "range_nm": range, "origin": origin})
+            })
+            .collect();
+        let sensor = json!({"type": "Feature", "id": "active-s1", "properties": {"kind": "SENSOR", "contacts": contacts}});
+        let mut own = track("own", origin, 0.0, 0.0, 0, 1, 3);
+        own["properties"]["is_ownship"] = json!(true);
+        let items = run(
+            generate_track_from_active_cuts,
+            &[own.clone(), sensor.clone()],
+            json!({}),
+        )
+        .unwrap();
+        let f = body(&items[0]);
+        let p0 = f["properties"]["positions"][0]["coordinates"].clone();
+        assert!(
+            (p0[0].as_f64().unwrap() - target[0]).abs() < 1e-9
+                && (p0[1].as_f64().unwrap() - target[1]).abs() < 1e-9
+        );
+        assert_eq!(f["properties"]["derived_avg_course"], json!(180.0));
+        assert_eq!(f["properties"]["derived_avg_speed"], json!(6.0));
+        assert_eq!(f["id"], json!("track-from-active-s1"));
+        let mut passive = sensor;
+        passive["properties"]["contacts"][1]
+            .as_object_mut()
+            .unwrap()
+            .remove("range_nm");
+        let e = run(generate_track_from_active_cuts, &[own, passive], json!({})).unwrap_err();
+        assert!(e.message.contains("range data"));
+    }
+
+    /// Bearings from a still ownship (two legs) to a target at `course`/`speed`.
+    fn bearing_scenario(course: f64, speed: f64) -> (Value, Value) {
+        let mut own = track("own", [0.0, 50.0], 0.0, 12.0, 0, 1, 21);
+        own["properties"]["is_ownship"] = json!(true);
+        let own_fixes = fixes(&own);
+        let start = [0.15, 50.08];
+        let contacts: Vec<Value> = own_fixes
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let at = project_position(start, course, speed * i as f64 / 60.0);
+                json!({"time": format_time(f.time), "bearing": flat_bearing(f.coord, at), "origin": f.coord})
+            })
+            .collect();
+        let sensor = json!({"type": "Feature", "id": "sensor-x", "properties": {"kind": "SENSOR", "contacts": contacts}});
+        (own, sensor)
+    }
+
+    #[test]
+    fn tuas_recovers_the_course_and_speed_behind_the_bearings() {
+        let (own, sensor) = bearing_scenario(200.0, 9.0);
+        // The true range at the 10:10 aimpoint.
+        let own_at = fixes(&own)[10].coord;
+        let tgt_at = project_position([0.15, 50.08], 200.0, 9.0 * 10.0 / 60.0);
+        let range = model::gc_degrees(own_at, tgt_at).to_radians() * 3440.065;
+        let items = run(
+            generate_tuas_solution,
+            &[own, sensor],
+            json!({"range_estimate_nm": range, "aimpoint_time": "2024-01-15T10:10:00Z"}),
+        )
+        .unwrap();
+        let p = body(&items[0])["properties"].clone();
+        let course = p["estimated_course"].as_f64().unwrap();
+        let speed = p["estimated_speed"].as_f64().unwrap();
+        assert!(model::angle_diff(course, 200.0).abs() < 5.0, "{course}");
+        assert!((speed - 9.0).abs() < 1.0, "{speed}");
+        assert!(p["rms_bearing_error"].as_f64().unwrap() < 0.5);
+    }
+
+    #[test]
+    fn tuas_and_cut_segments_refuse_what_they_cannot_solve() {
+        let (own, sensor) = bearing_scenario(200.0, 9.0);
+        let e = run(
+            generate_tuas_solution,
+            &[own.clone(), sensor.clone()],
+            json!({"range_estimate_nm": 3.0, "aimpoint_time": "2024-01-15T12:00:00Z"}),
+        )
+        .unwrap_err();
+        assert!(
+            e.message
+                .starts_with("Aimpoint time 2024-01-15T12:00:00Z is outside")
+        );
+        let parallel = json!({"type": "Feature", "id": "p", "properties": {"kind": "SENSOR", "contacts": [
+            {"time": "2024-01-15T10:00:00Z", "bearing": 45.0, "origin": [0.0, 50.0]},
+            {"time": "2024-01-15T10:01:00Z", "bearing": 46.0, "origin": [0.0, 50.01]}]}});
+        let e = run(
+            generate_tma_segment_from_cuts,
+            &[own.clone(), parallel],
+            json!({"initial_course_estimate": 0.0, "initial_speed_estimate": 5.0}),
+        )
+        .unwrap_err();
+        assert!(e.message.starts_with("Bearing lines are nearly parallel"));
+        let items = run(
+            generate_tma_segment_from_cuts,
+            &[own, sensor],
+            json!({"initial_course_estimate": 200.0, "initial_speed_estimate": 9.0}),
+        )
+        .unwrap();
+        let p = body(&items[0])["properties"].clone();
+        assert_eq!(p["bearing_residuals"].as_array().map(Vec::len), Some(21));
+        assert!(p["rms_bearing_error"].as_f64().unwrap().is_finite());
+    }
+
+    #[test]
+    fn names_and_suffixes() {
+        assert_eq!(slugify("Vessel  Alpha (2)"), "vessel-alpha-2");
+        assert_eq!(
+            derive_suffix("infill-segment-001", &["infill", "segment"]),
+            "001"
+        );
+        assert_eq!(derive_suffix("ownship", &["ownship"]), "ownship");
+    }
+
+    proptest! {
+        #[test]
+        fn offset_position_travels_the_distance_asked(lon in -10.0f64..10.0, lat in -60.0f64..60.0, brg in 0.0f64..360.0, d in 0.1f64..200.0) {
+            let to = offset_position([lon, lat], brg, d);
+            let got = model::gc_degrees([lon, lat], to).to_radians() * 3440.065;
+            prop_assert!((got - d).abs() < 1e-6 * d.max(1.0));
+            prop_assert!(model::angle_diff(model::bearing_deg([lon, lat], to), brg).abs() < 1e-5);
+        }
+
+        #[test]
+        fn range_time_series_stay_inside_the_overlap(a0 in 0i64..20, b0 in 0i64..20, na in 1usize..10, nb in 1usize..10) {
+            let a = track("a", [0.0, 50.0], 90.0, 6.0, a0, 2, na);
+            let b = track("b", [0.1, 50.1], 270.0, 6.0, b0, 3, nb);
+            let (a1, b1) = (a0 + 2 * (na as i64 - 1), b0 + 3 * (nb as i64 - 1));
+            match run(range_time_plot, &[a, b], json!({})) {
+                Ok(items) => {
+                    let d = body(&items[0]);
+                    for p in d["series"]["data_points"].as_array().unwrap() {
+                        let m = (parse_time(p["time"].as_str().unwrap()).unwrap() - T0) / 60_000;
+                        prop_assert!(m >= a0.max(b0) && m <= a1.min(b1));
+                    }
+                }
+                Err(e) => prop_assert!(a0.max(b0) > a1.min(b1), "{}", e.message),
+            }
+        }
+    }
+}
