@@ -632,3 +632,217 @@ fn paste_rep_clipboard(input: &CalcInput) -> Result<Vec<Item>, ToolError> {
         .map(|(i, (platform, fixes))| imported_track(i + 1, &platform, fixes))
         .collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn run(
+        f: fn(&CalcInput) -> Result<Vec<Item>, ToolError>,
+        features: &[Value],
+        params: Value,
+    ) -> Result<Vec<Item>, ToolError> {
+        let params = params.as_object().cloned().unwrap_or_default();
+        f(&CalcInput::new(features, &params))
+    }
+
+    fn text(item: &Item) -> String {
+        item.body.text()
+    }
+
+    /// The track of export-track-as-csv's basic fixture (also the input behind the
+    /// copy-time-data-to-clipboard golden output, which has no input fixture).
+    fn ownship() -> Value {
+        json!({"type": "Feature", "id": "track-ownship",
+            "geometry": {"type": "LineString", "coordinates": [[-1.0, 50.0], [-1.02, 50.01]]},
+            "properties": {"kind": "TRACK", "platform_id": "OWNSHIP", "platform_name": "OWNSHIP", "track_type": "SURFACE",
+                "positions": [
+                    {"time": "2024-01-15T10:05:00Z", "coordinates": [-1.02, 50.01], "course": 47.0, "speed": 12.5, "depth": 0.0},
+                    {"time": "2024-01-15T10:00:00Z", "coordinates": [-1.0, 50.0], "course": 45.0, "speed": 12.0, "depth": 0.0}]}})
+    }
+
+    #[test]
+    fn copy_time_data_gives_the_catalogue_table() {
+        // The golden copy-time-data-to-clipboard.basic.output.json, from its natural input
+        // (positions deliberately out of order: the tool sorts them).
+        let items = run(copy_time_data_to_clipboard, &[ownship()], json!({})).unwrap();
+        assert_eq!(
+            items[0].uri,
+            "artifact://copy-time-data-to-clipboard/OWNSHIP"
+        );
+        assert_eq!(items[0].mime_type, "text/plain");
+        assert_eq!(items[0].result_type, "artifact/dataset/time_series_table");
+        assert_eq!(items[0].source_features, ["track-ownship"]);
+        assert_eq!(
+            items[0].label,
+            "Copied time data for 1 track(s) (2 positions) to clipboard"
+        );
+        assert_eq!(
+            text(&items[0]),
+            "Track\tTime\tLat\tLon\tCourse (deg)\tSpeed (kts)\tDepth (m)\nOWNSHIP\t2024-01-15T10:00:00Z\t50.0\t-1.0\t45.0\t12.0\t0.0\nOWNSHIP\t2024-01-15T10:05:00Z\t50.01\t-1.02\t47.0\t12.5\t0.0"
+        );
+    }
+
+    #[test]
+    fn copy_time_data_handles_several_tracks_and_missing_values() {
+        let mut other = ownship();
+        other["id"] = json!("t2");
+        other["properties"]
+            .as_object_mut()
+            .unwrap()
+            .remove("platform_name");
+        other["properties"]["positions"] =
+            json!([{"time": "2024-01-15T11:00:00Z", "coordinates": [2.5, -10.0]}]);
+        let items = run(copy_time_data_to_clipboard, &[ownship(), other], json!({})).unwrap();
+        assert_eq!(
+            items[0].uri,
+            "artifact://copy-time-data-to-clipboard/2_tracks"
+        );
+        let t = text(&items[0]);
+        assert_eq!(
+            t.lines().last(),
+            Some("t2\t2024-01-15T11:00:00Z\t-10.0\t2.5\t\t\t")
+        );
+        let mut empty = ownship();
+        empty["properties"]["positions"] = json!([]);
+        let e = run(copy_time_data_to_clipboard, &[empty], json!({})).unwrap_err();
+        assert_eq!(e.message, "Selected tracks have no positions");
+        assert_eq!(e.affected, ["track-ownship"]);
+    }
+
+    #[test]
+    fn gpx_negates_depth_escapes_names_and_omits_empty_extensions() {
+        let mut t = ownship();
+        t["properties"]["platform_name"] = json!("A&B <sub>");
+        t["properties"]["positions"] = json!([
+            {"time": "2024-01-15T10:00:00Z", "coordinates": [-1.0, 50.0], "depth": 50.0},
+            {"time": "2024-01-15T10:01:00Z", "coordinates": [-1.0, 50.1], "speed": 3.0}]);
+        let items = run(export_track_to_gpx, &[t], json!({})).unwrap();
+        let g = text(&items[0]);
+        assert!(g.contains("<name>A&amp;B &lt;sub&gt;</name>"));
+        assert!(g.contains("<ele>-50.0</ele>"));
+        assert_eq!(g.matches("<extensions>").count(), 1);
+        assert!(g.contains("<debrief:speed>3.0</debrief:speed>") && !g.contains("debrief:course"));
+        let two = run(export_track_to_gpx, &[ownship(), ownship()], json!({})).unwrap();
+        assert_eq!(
+            two[0].annotations["debrief:href"],
+            json!("tracks_export.gpx")
+        );
+        assert_eq!(text(&two[0]).matches("<trk>").count(), 2);
+    }
+
+    #[test]
+    fn csv_rows_match_the_header_and_metadata_defaults_come_from_the_track() {
+        let items = run(
+            export_track_as_csv,
+            &[ownship()],
+            json!({"metadata": {"flag": "GBR"}}),
+        )
+        .unwrap();
+        let csv = text(&items[0]);
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines[2], "// Unit Name: OWNSHIP");
+        let header = lines[5].split(',').count();
+        assert_eq!(header, 22);
+        for row in &lines[6..] {
+            let cells: Vec<&str> = row.split(',').collect();
+            assert_eq!(cells.len(), header, "{row}");
+            assert_eq!(
+                (cells[3], cells[5], cells[6]),
+                ("OWNSHIP", "SURFACE", "GBR")
+            );
+        }
+        // Stored order is kept (this export is not sorted).
+        assert!(lines[6].starts_with("50.01,-1.02,2024-01-15T10:05:00Z"));
+        let mut none = ownship();
+        none["properties"]["positions"] = json!([]);
+        let e = run(export_track_as_csv, &[none], json!({})).unwrap_err();
+        assert_eq!(e.message, "Track has no positions to export");
+    }
+
+    #[test]
+    fn bearings_table_sorts_and_skips_cuts_without_a_bearing() {
+        let s = json!({"type": "Feature", "id": "s", "properties": {"kind": "SENSOR", "cuts": [
+            {"time": "2024-01-15T10:05:00Z", "bearing": 47},
+            {"time": "2024-01-15T10:03:00Z"},
+            {"time": "2024-01-15T10:00:00Z", "bearing": 45.5, "frequency": 150.25}]}});
+        let items = run(copy_bearings_to_clipboard, &[s], json!({})).unwrap();
+        assert_eq!(
+            text(&items[0]),
+            "Time\tBearing (deg)\tFrequency (Hz)\n2024-01-15T10:00:00Z\t45.5\t150.25\n2024-01-15T10:05:00Z\t47\t"
+        );
+        assert_eq!(
+            items[0].uri,
+            "artifact://copy-bearings-to-clipboard/Unknown"
+        );
+        let bare =
+            json!({"type": "Feature", "id": "b", "properties": {"kind": "SENSOR", "cuts": []}});
+        assert_eq!(
+            run(copy_bearings_to_clipboard, &[bare], json!({}))
+                .unwrap_err()
+                .message,
+            "Sensor has no cuts to copy"
+        );
+    }
+
+    #[test]
+    fn pasted_sym_lines_handle_hemispheres_order_and_junk() {
+        let text = "junk line\n;SYM: B 240115 100500 10 30 00.00 S 020 15 00.00 E 090.0 5.0 10.0\n;SYM: too few fields\n;SYM: B 240115 100000 10 00 00.00 S 020 00 00.00 E 090.0 5.0 10.0\n";
+        let items = run(paste_rep_clipboard, &[], json!({"clipboard_text": text})).unwrap();
+        assert_eq!(items.len(), 1);
+        let f = match &items[0].body {
+            Body::Feature(f) => f.clone(),
+            _ => panic!("a feature"),
+        };
+        assert_eq!(
+            f["geometry"]["coordinates"],
+            json!([[20.0, -10.0], [20.25, -10.5]])
+        );
+        assert_eq!(f["properties"]["start_time"], json!("2024-01-15T10:00:00Z"));
+        assert_eq!(items[0].result_type, "addition/track/imported");
+        let e = run(paste_rep_clipboard, &[], json!({"clipboard_text": "  "})).unwrap_err();
+        assert_eq!(e.message, "clipboard_text is required");
+        let e = run(paste_rep_clipboard, &[], json!({"clipboard_text": "hello"})).unwrap_err();
+        assert_eq!(
+            e.message,
+            "No valid REP position fixes found in clipboard text"
+        );
+    }
+
+    #[test]
+    fn pasted_standard_rep_lines_are_read_by_the_rep_importer() {
+        let rep = "240115 100000 NELSON @A 50 00 00.00 N 001 00 00.00 W 045.0 12.0 0.0\n240115 100500 NELSON @A 50 00 36.00 N 001 01 12.00 W 047.0 12.5 0.0\n";
+        let items = run(paste_rep_clipboard, &[], json!({"clipboard_text": rep})).unwrap();
+        assert_eq!(
+            items[0].label,
+            "Imported track NELSON from REP clipboard (2 positions)"
+        );
+        let f = match &items[0].body {
+            Body::Feature(f) => f.clone(),
+            _ => panic!("a feature"),
+        };
+        let c = f["geometry"]["coordinates"][1].clone();
+        assert!(
+            (c[0].as_f64().unwrap() + 1.02).abs() < 1e-9
+                && (c[1].as_f64().unwrap() - 50.01).abs() < 1e-9
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn exports_keep_every_position(pts in proptest::collection::vec((-179.0f64..179.0, -80.0f64..80.0, 0u32..86_000), 1..20)) {
+            let positions: Vec<Value> = pts.iter().map(|(lon, lat, s)| json!({"time": model::format_time(1_705_276_800_000 + i64::from(*s) * 1000), "coordinates": [lon, lat], "course": 10.0})).collect();
+            let t = json!({"type": "Feature", "id": "t", "properties": {"kind": "TRACK", "platform_name": "T", "positions": positions}});
+            let gpx = run(export_track_to_gpx, std::slice::from_ref(&t), json!({})).unwrap();
+            prop_assert_eq!(text(&gpx[0]).matches("<trkpt ").count(), pts.len());
+            let csv = run(export_track_as_csv, std::slice::from_ref(&t), json!({})).unwrap();
+            prop_assert_eq!(text(&csv[0]).lines().count(), 6 + pts.len());
+            let table = run(copy_time_data_to_clipboard, std::slice::from_ref(&t), json!({})).unwrap();
+            let body = text(&table[0]);
+            let times: Vec<i64> = body.lines().skip(1).filter_map(|l| l.split('\t').nth(1)).filter_map(parse_time).collect();
+            prop_assert_eq!(times.len(), pts.len());
+            prop_assert!(times.windows(2).all(|w| w[0] <= w[1]));
+        }
+    }
+}
