@@ -1116,8 +1116,7 @@ fn generate_tma_segment_from_cuts(input: &CalcInput) -> Result<Vec<Item>, ToolEr
     let sensor = input
         .features
         .iter()
-        .filter(|f| model::is_kind(f, "SENSOR"))
-        .next_back()
+        .rfind(|f| model::is_kind(f, "SENSOR"))
         .filter(|s| contacts_len(s) > 0)
         .ok_or_else(|| ToolError::invalid("No sensor bearing cuts found in input features"))?;
     let (oid, sid) = (
@@ -1252,8 +1251,7 @@ fn generate_track_from_active_cuts(input: &CalcInput) -> Result<Vec<Item>, ToolE
     let sensor = input
         .features
         .iter()
-        .filter(|f| model::is_kind(f, "SENSOR"))
-        .next_back()
+        .rfind(|f| model::is_kind(f, "SENSOR"))
         .filter(|s| contacts_len(s) > 0)
         .ok_or_else(|| ToolError::invalid("No sensor contacts found in input features"))?;
     let (oid, sid) = (
@@ -1441,8 +1439,7 @@ fn generate_tuas_solution(input: &CalcInput) -> Result<Vec<Item>, ToolError> {
     let sensor = input
         .features
         .iter()
-        .filter(|f| model::is_kind(f, "SENSOR"))
-        .next_back()
+        .rfind(|f| model::is_kind(f, "SENSOR"))
         .ok_or_else(|| ToolError::invalid("No sensor feature found"))?;
     let (oid, sid) = (
         id_of(ownship).unwrap_or_default(),
@@ -1691,7 +1688,7 @@ mod tests {
         assert_eq!(d["series"]["statistics"]["data_points"], json!(5));
         let nm = d["series"]["statistics"]["cpa_range"].as_f64().unwrap();
         assert!((nm - 111_194.93 / 1852.0).abs() < 0.01, "{nm}");
-        let yds = run(range_time_plot, &[a.clone(), b.clone()], json!({})).unwrap();
+        let yds = run(range_time_plot, &[a, b], json!({})).unwrap();
         assert_eq!(body(&yds[0])["units"], json!("yds"));
         assert!(
             yds[0]

@@ -447,8 +447,7 @@ fn generate_new_sensor_contact(input: &CalcInput) -> Result<Vec<Item>, ToolError
     if existing.len() >= 2 {
         let before = existing
             .iter()
-            .filter(|c| cut_time(c).is_some_and(|t| t <= time))
-            .next_back();
+            .rfind(|c| cut_time(c).is_some_and(|t| t <= time));
         let after = existing
             .iter()
             .find(|c| cut_time(c).is_some_and(|t| t >= time));
@@ -1345,7 +1344,7 @@ mod tests {
     }
 
     fn sensor(id: &str, cuts: Value) -> Value {
-        json!({"type": "Feature", "id": id, "geometry": null, "properties": {"kind": "SENSOR", "sensor_name": id, "cuts": cuts.clone(), "contacts": cuts}})
+        json!({"type": "Feature", "id": id, "geometry": null, "properties": {"kind": "SENSOR", "sensor_name": id, "cuts": cuts, "contacts": cuts}})
     }
 
     #[test]
@@ -1408,14 +1407,14 @@ mod tests {
         let tgt = track("tgt", [0.1, 50.0], 0.0, 5.0, 3);
         let e = run(
             doppler_curve,
-            &[own.clone(), tgt.clone()],
+            &[own.clone(), tgt],
             json!({"source_frequency_hz": 0.0}),
         )
         .unwrap_err();
         assert!(e.message.contains("positive"));
         let e = run(
             doppler_curve,
-            &[own.clone()],
+            std::slice::from_ref(&own),
             json!({"source_frequency_hz": 10.0}),
         )
         .unwrap_err();
