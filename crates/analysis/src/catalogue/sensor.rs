@@ -256,7 +256,7 @@ fn doppler_curve(input: &CalcInput) -> Result<Vec<Item>, ToolError> {
     let (of, tf) = (fixes(own), fixes(tgt));
     let steps = merge_time_steps(&of, &tf);
     if steps.is_empty() {
-        return Err(ToolError::failure(
+        return Err(ToolError::not_found(
             "No overlapping time steps between tracks",
         ));
     }
@@ -293,7 +293,7 @@ fn doppler_curve(input: &CalcInput) -> Result<Vec<Item>, ToolError> {
         rows.push((t, f, range_m));
     }
     if rows.is_empty() {
-        return Err(ToolError::failure(
+        return Err(ToolError::not_found(
             "No Doppler data could be computed; each track needs course and speed at its positions",
         ));
     }
@@ -597,7 +597,7 @@ fn generate_sensor_range_plot(input: &CalcInput) -> Result<Vec<Item>, ToolError>
         }
     }
     if plots.is_empty() {
-        return Err(ToolError::failure(
+        return Err(ToolError::not_found(
             "No range data could be computed; check time overlap between sensor and tracks",
         ));
     }
@@ -889,14 +889,12 @@ fn insert_sensor_arc(input: &CalcInput) -> Result<Vec<Item>, ToolError> {
         .and_then(Value::as_str)
         .ok_or_else(|| ToolError::invalid("arc_params.time is required"))?;
     let time = time_param(time_text, "arc_params.time")?;
-    let bearing = arc
-        .get("bearing")
+    arc.get("bearing")
         .and_then(Value::as_f64)
         .filter(|b| (0.0..=360.0).contains(b))
         .ok_or_else(|| {
             ToolError::invalid("arc_params.bearing must be between 0 and 360 degrees")
         })?;
-    let _ = bearing;
     arc.get("arc_width")
         .and_then(Value::as_f64)
         .filter(|w| *w > 0.0 && w.is_finite())
