@@ -293,6 +293,45 @@ pub fn format_time(ms: i64) -> String {
         .unwrap_or_else(|| format!("{ms} ms"))
 }
 
+/// Haversine distance in metres on the 6 371 000 m sphere (the `geodesic_distance` of the
+/// sensor and TMA specs, which work in metres rather than the 60-nm-per-degree sphere).
+pub fn haversine_m(a: [f64; 2], b: [f64; 2]) -> f64 {
+    gc_degrees(a, b).to_radians() * 6_371_000.0
+}
+
+/// A number as Python's `str()` writes it in the specs' labels: `150.0`, `0.087`, `12`.
+pub fn py_num(x: f64) -> String {
+    if x.is_finite() && x.fract() == 0.0 && x.abs() < 1e16 {
+        format!("{x:.1}")
+    } else {
+        format!("{x}")
+    }
+}
+
+/// A JSON number as Python would print it: integers stay integers (`3032`), floats keep
+/// their point (`150.0`).
+pub fn py_value(v: &Value) -> String {
+    match v {
+        Value::Number(n) if n.is_i64() || n.is_u64() => n.to_string(),
+        Value::Number(n) => py_num(n.as_f64().unwrap_or_default()),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// A name made safe for an artifact file name: spaces become underscores.
+pub fn file_safe(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_whitespace() || c == '/' {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
