@@ -107,12 +107,16 @@ impl Report {
             SourceKind::AgentDirectory => "agents directory",
             SourceKind::Plugin => "plugin",
         };
+        let plugin = self
+            .plugin
+            .as_deref()
+            .map(|p| format!(" (plugin `{p}`)"))
+            .unwrap_or_default();
         let _ = writeln!(
             s,
-            "Converted {what} {} -> {} ({}): {} file(s) written to {}",
+            "Converted {what} {}{plugin} -> {}: {} file(s) written to {}",
             self.source,
             self.target,
-            self.plugin.as_deref().unwrap_or("-"),
             self.files.len(),
             self.destination
         );
@@ -134,16 +138,28 @@ impl Report {
                 (None, Some(o)) => format!("-> [{}]", o.join(", ")),
             };
             let _ = writeln!(s, "  {} -> {}: {tools}", a.name, a.output);
-            for d in &a.dropped_tools {
-                let _ = writeln!(s, "    dropped tool {}: {}", d.tool, d.reason);
-            }
+            // Dropped tools are among the warnings below (once).
             if !a.dropped_keys.is_empty() {
                 let _ = writeln!(s, "    dropped keys: {}", a.dropped_keys.join(", "));
             }
+            for n in &a.notes {
+                let _ = writeln!(s, "    lost: {n}");
+            }
+        }
+        for n in &self.notes {
+            let _ = writeln!(s, "  lost: {n}");
         }
         let warnings = self.all_warnings();
+        let losses = self.notes.len() + self.agents.iter().map(|a| a.notes.len()).sum::<usize>();
         if warnings.is_empty() {
-            let _ = writeln!(s, "No warnings.");
+            if losses == 0 {
+                let _ = writeln!(s, "Nothing lost, no warnings.");
+            } else {
+                let _ = writeln!(
+                    s,
+                    "No warnings; {losses} expected loss(es) listed above (`lost:`)."
+                );
+            }
         } else {
             let _ = writeln!(s, "{} warning(s):", warnings.len());
             for w in warnings {
