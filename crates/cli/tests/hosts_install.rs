@@ -748,3 +748,28 @@ fn install_next_hint_uses_project_scope_for_a_project_install() {
         "{out}"
     );
 }
+
+/// A file outside the project and home (a data dir elsewhere) is shown by its absolute path in
+/// the dry-run diff, never as `b//<absolute path>`.
+#[test]
+fn dry_run_paths_outside_home_have_no_doubled_slash() {
+    let env = Env::new();
+    let data = env.repo.parent().unwrap().join("data-elsewhere");
+    let o = Command::new(BIN)
+        .args(["install", "claude", "--global", "--dry-run"])
+        .current_dir(&env.repo)
+        .env("HOME", &env.home)
+        .env("TOOLGATE_DATA_DIR", &data)
+        .env_remove("TOOLGATE_CONFIG")
+        .env_remove("TOOLGATE_MODE")
+        .output()
+        .unwrap();
+    let out = text_of(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(!out.contains("b//"), "{out}");
+    let manifest = data.join("hosts/claude/.claude-plugin/marketplace.json");
+    assert!(
+        out.contains(&format!("--- /dev/null\n+++ {}\n", manifest.display())),
+        "{out}"
+    );
+}

@@ -361,18 +361,25 @@ pub fn apply(plan: &Plan) -> Result<ApplyReport, HostsError> {
 pub fn unified_diff(plan: &Plan) -> String {
     let mut out = String::new();
     for change in plan.changes.iter().filter(|c| !c.is_noop()) {
-        let shown = change
-            .path
-            .strip_prefix(&plan.display_root)
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|_| change.path.clone());
+        // `a/rel` and `b/rel` below the project (or home); a file elsewhere keeps its absolute
+        // path, without a prefix (never `b//abs`).
+        let (a_side, b_side) = match change.path.strip_prefix(&plan.display_root) {
+            Ok(rel) => (
+                format!("a/{}", rel.display()),
+                format!("b/{}", rel.display()),
+            ),
+            Err(_) => {
+                let abs = change.path.display().to_string();
+                (abs.clone(), abs)
+            }
+        };
         let a = if change.old.is_some() {
-            format!("a/{}", shown.display())
+            a_side
         } else {
             "/dev/null".to_owned()
         };
         let b = if change.new.is_some() {
-            format!("b/{}", shown.display())
+            b_side
         } else {
             "/dev/null".to_owned()
         };
