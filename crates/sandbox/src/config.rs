@@ -300,8 +300,6 @@ pub struct HookTable {
 #[serde(deny_unknown_fields)]
 pub struct ConfigFile {
     #[serde(default)]
-    pub hook: HookTable,
-    #[serde(default)]
     pub tools: ToolsTable,
     #[serde(default)]
     pub limits: LimitsTable,
@@ -309,6 +307,8 @@ pub struct ConfigFile {
     pub workspace: WorkspaceTable,
     #[serde(default)]
     pub command_tools: Vec<CommandToolDecl>,
+    #[serde(default)]
+    pub hook: HookTable,
 }
 
 impl ConfigFile {
