@@ -42,8 +42,11 @@ impl From<HostArg> for Host {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum SurfaceArg {
+    /// The Debrief analysis tools.
     Debrief,
+    /// `run_code` and the CodeAct sandbox tools.
     Codeact,
+    /// Both.
     All,
 }
 
@@ -79,11 +82,19 @@ pub struct InstallArgs {
     /// The project (repository) root (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub target: Option<PathBuf>,
+    /// How the installed files run toolgate: `path` (the command `toolgate`, found on PATH; the
+    /// default for a project install, so a committed install works for every clone),
+    /// `absolute` (this binary's absolute path; the default with --global), or a path relative
+    /// to --target such as `bin/toolgate` (written as `./bin/toolgate`; the hosts start hooks and
+    /// servers in the repository root).
+    #[arg(long, value_name = "path|absolute|REL_PATH")]
+    pub binary_path: Option<String>,
 }
 
 /// Arguments of `toolgate uninstall`.
 #[derive(Args, Debug)]
 pub struct UninstallArgs {
+    /// The host to remove toolgate from.
     #[arg(value_enum)]
     pub host: HostArg,
     /// Remove the user-level install instead of the project's.
@@ -109,7 +120,8 @@ pub struct DoctorArgs {
 #[derive(Subcommand, Debug)]
 pub enum HookCommand {
     /// Answer a host's pre-tool-use hook (payload on stdin, decision on stdout). The mode comes
-    /// from TOOLGATE_MODE (or CODEACT_MODE): off (default), nudge, exclusive.
+    /// from TOOLGATE_MODE (or CODEACT_MODE), else `mode` in the [hook] table of the user config
+    /// (~/.config/toolgate/config.toml): off (default), nudge, exclusive.
     PreToolUse(HookArgs),
 }
 
@@ -119,14 +131,18 @@ pub struct HookArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub tools: Vec<String>,
     /// Nudge mode: how many read-only calls in a row pass before the next is denied
-    /// [default: TOOLGATE_NUDGE_AFTER, else 3].
+    /// [default: TOOLGATE_NUDGE_AFTER, else `nudge_after` in [hook] of the user config, else 3].
     #[arg(long, value_name = "N")]
     pub nudge_after: Option<u32>,
 }
 
 /// `toolgate hook …` on its own, for the early dispatch in `main`.
 #[derive(Parser, Debug)]
-#[command(name = "toolgate hook", about = "Answer an agent host's hook")]
+#[command(
+    name = "hook",
+    bin_name = "toolgate hook",
+    about = "Answer an agent host's hook"
+)]
 struct HookCli {
     #[command(subcommand)]
     command: HookCommand,
@@ -195,6 +211,190 @@ fn exe() -> String {
         .and_then(|p| p.canonicalize().ok())
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_else(|| "toolgate".to_owned())
+}
+
+/// The command name a project install writes: found on the host's `PATH`.
+const PATH_NAME: &str = "toolgate";
+
+/// How the installed files spell the toolgate binary (see `--binary-path`), and a note when the
+/// hosts will not find this binary under that spelling.
+fn binary_ref(arg: Option<&str>, global: bool, target: &Path) -> Result<(String, Option<String>)> {
+    let this = exe();
+    let choice = arg.unwrap_or(if global { "absolute" } else { "path" });
+    match choice {
+        "absolute" => Ok((this, None)),
+        "path" => {
+            let note = match resolve_binary(PATH_NAME, target) {
+                None => Some(format!(
+                    "`{PATH_NAME}` is not on PATH, so the hosts will not find it: put it there (`cargo install --path crates/cli`, or link {this} into a PATH folder), or reinstall with --binary-path absolute"
+                )),
+                Some(found) if !same_file(&found, Path::new(&this)) => Some(format!(
+                    "`{PATH_NAME}` on PATH is {}, not this binary ({this}); the hosts will run that one (`toolgate doctor` compares the versions)",
+                    found.display()
+                )),
+                Some(_) => None,
+            };
+            Ok((PATH_NAME.to_owned(), note))
+        }
+        rel => {
+            let p = Path::new(rel);
+            if p.is_absolute() {
+                if !p.is_file() {
+                    bail!(
+                        "--binary-path {rel}: no such file; pass an existing toolgate binary, `path` or `absolute`"
+                    );
+                }
+                return Ok((rel.to_owned(), None));
+            }
+            let clean = rel.trim_start_matches("./");
+            if p.components()
+                .any(|c| matches!(c, std::path::Component::ParentDir))
+            {
+                bail!(
+                    "--binary-path {rel}: a relative binary path must lie inside the project (no `..`); use `absolute` for a binary elsewhere"
+                );
+            }
+            if !target.join(clean).is_file() {
+                bail!(
+                    "--binary-path {rel}: {} does not exist; build or copy toolgate there first, or use `path` or `absolute`",
+                    target.join(clean).display()
+                );
+            }
+            Ok((format!("./{clean}"), None))
+        }
+    }
+}
+
+/// Where `spelling` (as the installed files write it) points, seen from the project `root`:
+/// a bare name is looked up on `PATH`, a relative path is taken from `root`.
+fn resolve_binary(spelling: &str, root: &Path) -> Option<PathBuf> {
+    let p = Path::new(spelling);
+    if p.is_absolute() {
+        return p.is_file().then(|| p.to_path_buf());
+    }
+    if spelling.contains('/') {
+        let full = root.join(p);
+        return full.is_file().then_some(full);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(spelling))
+        .find(|c| is_executable(c))
+}
+
+fn is_executable(p: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    }
+    #[cfg(not(unix))]
+    {
+        p.is_file()
+    }
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// `toolgate --version` of `bin`: the version number, or why it could not be read.
+fn binary_version(bin: &Path) -> Result<String, String> {
+    let o = Command::new(bin)
+        .arg("--version")
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
+    let text = String::from_utf8_lossy(&o.stdout);
+    match text.trim().strip_prefix("toolgate ") {
+        Some(v) if o.status.success() => Ok(v.trim().to_owned()),
+        _ => Err(format!(
+            "{} --version printed {:?}, not `toolgate <version>`",
+            bin.display(),
+            text.trim()
+        )),
+    }
+}
+
+/// One doctor check per recorded install (project and global): the binary its files run exists
+/// and is the version that wrote them.
+fn check_installs(loc: &Locations, report: &mut Report) {
+    for global in [false, true] {
+        for host in Host::ALL {
+            let lay_receipt = if global {
+                loc.data_dir
+                    .join("receipts")
+                    .join(format!("{}-global.json", host.as_str()))
+            } else {
+                loc.target
+                    .join(".toolgate/receipts")
+                    .join(format!("{}.json", host.as_str()))
+            };
+            let scope = if global { "global" } else { "project" };
+            let name = format!("install {host} ({scope})");
+            let receipt = match toolgate_hosts::receipt::Receipt::load(&lay_receipt) {
+                Ok(Some(r)) => r,
+                Ok(None) => continue,
+                Err(e) => {
+                    report.push(Check::new(name, Level::Problem, e.to_string()));
+                    continue;
+                }
+            };
+            let Some(spelling) = receipt.exe.as_deref() else {
+                report.push(Check::new(
+                    name,
+                    Level::Problem,
+                    format!(
+                        "recorded by toolgate {} before installs named their binary (it may hard-code a path that is gone); run `toolgate install {host}{}` again",
+                        receipt.toolgate_version,
+                        if global { " --global" } else { "" }
+                    ),
+                ));
+                continue;
+            };
+            let root = if global { &loc.home } else { &loc.target };
+            let check = match resolve_binary(spelling, root) {
+                None => Check::new(
+                    name,
+                    Level::Problem,
+                    if spelling.contains('/') {
+                        format!(
+                            "its files run {spelling}, which does not exist; build or copy toolgate there, or reinstall with --binary-path path"
+                        )
+                    } else {
+                        format!(
+                            "its files run `{spelling}` from PATH, and there is none on PATH; install toolgate (`cargo install --path crates/cli`) or put its folder on PATH"
+                        )
+                    },
+                ),
+                Some(bin) => match binary_version(&bin) {
+                    Err(why) => Check::new(name, Level::Problem, why),
+                    Ok(v) if v != receipt.toolgate_version => Check::new(
+                        name,
+                        Level::Problem,
+                        format!(
+                            "its files run {spelling} ({}), which is toolgate {v}, but toolgate {} wrote them; run `toolgate install {host}{}` again with the toolgate you use",
+                            bin.display(),
+                            receipt.toolgate_version,
+                            if global { " --global" } else { "" }
+                        ),
+                    ),
+                    Ok(v) => Check::new(
+                        name,
+                        Level::Ok,
+                        format!(
+                            "runs {spelling} ({}), toolgate {v} as recorded",
+                            bin.display()
+                        ),
+                    ),
+                },
+            };
+            report.push(check);
+        }
+    }
 }
 
 /// Run a small program through `toolgate exec` with `backend`: usable means it printed 42.
@@ -320,14 +520,16 @@ pub async fn install(args: InstallArgs) -> Result<i32> {
     };
     let (manifest, reference) = discover(&target, backend).await?;
     let tools = toolgate_hosts::manifest::manifest_from_value(&Value::Array(manifest))?;
+    let (binary, binary_note) = binary_ref(args.binary_path.as_deref(), args.global, &target)?;
     let opts = InstallOptions {
         host,
         global: args.global,
         backend,
         surface: args.surface.into(),
-        exe: exe.clone(),
+        exe: binary,
         tools,
         tools_reference: reference,
+        hyperlight: toolgate_sandbox::hyperlight_status().is_ok(),
     };
     let plan = toolgate_hosts::plan(&opts, &loc)?;
     if args.dry_run {
@@ -347,6 +549,9 @@ pub async fn install(args: InstallArgs) -> Result<i32> {
     for p in &applied.removed {
         out(&format!("removed   {}", show(p, root)));
     }
+    if let Some(note) = &binary_note {
+        eprintln!("note: {note}");
+    }
     if !applied.changed {
         out(&format!(
             "{host}: already installed (backend {backend}), nothing changed"
@@ -358,29 +563,27 @@ pub async fn install(args: InstallArgs) -> Result<i32> {
         "toolgate installed into {host} (backend {backend}, MCP surface {}).",
         opts.surface
     ));
-    let mroot = if args.global {
-        loc.data_dir.join("hosts").join(host.as_str())
-    } else {
-        target.clone()
-    };
+    let mroot = toolgate_hosts::marketplace_root(host, args.global, &loc);
+    let enforcement = "Enforcement: set mode = \"nudge\" (or \"exclusive\") in the [hook] table of ~/.config/toolgate/config.toml, or TOOLGATE_MODE for one session.";
     match host {
         Host::Copilot => {
             let name = marketplace_name(&mroot.join(".github/plugin/marketplace.json"));
             out(&format!(
-                "Next: copilot plugin marketplace add {}\n      copilot plugin install toolgate@{name}\nthen restart the session. Enforcement: set TOOLGATE_MODE=nudge or exclusive.",
+                "Next: copilot plugin marketplace add {}\n      copilot plugin install toolgate@{name}\nthen restart the session. {enforcement}",
                 mroot.display()
             ));
         }
         Host::Claude => {
             let name = marketplace_name(&mroot.join(".claude-plugin/marketplace.json"));
+            let scope = if args.global { "" } else { " --scope project" };
             out(&format!(
-                "Next: claude plugin marketplace add {}\n      claude plugin install toolgate@{name}\nthen restart the session. Enforcement: set TOOLGATE_MODE=nudge or exclusive.",
+                "Next: claude plugin marketplace add {}{scope}\n      claude plugin install toolgate@{name}{scope}\nthen restart the session. {enforcement}",
                 mroot.display()
             ));
         }
-        Host::Vscode => out(
-            "Next: reload VS Code; the toolgate MCP server and the codeact agent are available.",
-        ),
+        Host::Vscode => out(&format!(
+            "Next: reload VS Code; the toolgate MCP server and the codeact agent are available. {enforcement}"
+        )),
     }
     Ok(0)
 }
@@ -389,6 +592,10 @@ pub async fn uninstall(args: UninstallArgs) -> Result<i32> {
     let target = target_dir(args.target.as_deref())?;
     let loc = locations(target.clone());
     let host: Host = args.host.into();
+    // The host's own registration goes first, while the plugin files it points at still exist.
+    if matches!(host, Host::Claude | Host::Copilot) {
+        unregister(host, args.global, &loc);
+    }
     let report = toolgate_hosts::uninstall(host, args.global, &loc)?;
     let root = if args.global { loc.home } else { target };
     if !report.receipt_found {
@@ -426,6 +633,189 @@ pub async fn uninstall(args: UninstallArgs) -> Result<i32> {
     Ok(0)
 }
 
+/// One host CLI command line (program and arguments) as the user would type it.
+fn shown(program: &str, args: &[String]) -> String {
+    std::iter::once(program.to_owned())
+        .chain(args.iter().map(|a| toolgate_hosts::shell::quote(a)))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Run a host CLI and parse its JSON output; `None` when it failed (with the reason).
+fn host_json(cli: &Path, args: &[&str]) -> Result<Value, String> {
+    let o = Command::new(cli)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", cli.display()))?;
+    if !o.status.success() {
+        return Err(format!(
+            "`{} {}` failed ({}): {}",
+            cli.display(),
+            args.join(" "),
+            o.status,
+            String::from_utf8_lossy(&o.stderr).trim()
+        ));
+    }
+    serde_json::from_slice(&o.stdout).map_err(|e| {
+        format!(
+            "`{} {}` printed no JSON ({e})",
+            cli.display(),
+            args.join(" ")
+        )
+    })
+}
+
+/// The host commands that take toolgate's plugin (and the marketplace toolgate created) out of
+/// the host's own registry. With the host CLI on PATH they are run, for what the host really
+/// has registered; without it they are printed, for the user to run where the host is.
+fn unregister(host: Host, global: bool, loc: &Locations) {
+    let mroot = toolgate_hosts::marketplace_root(host, global, loc);
+    let (program, manifest) = match host {
+        Host::Claude => ("claude", mroot.join(".claude-plugin/marketplace.json")),
+        _ => ("copilot", mroot.join(".github/plugin/marketplace.json")),
+    };
+    let name = marketplace_name(&manifest);
+    let id = format!("{}@{name}", toolgate_hosts::PLUGIN_NAME);
+    // The marketplace is toolgate's own when toolgate created its manifest (then it is removed
+    // from the host too); a user's marketplace that toolgate only added an entry to stays.
+    let base = (!global).then_some(loc.target.as_path());
+    let receipt = toolgate_hosts::receipt::Receipt::load_in(
+        &toolgate_hosts::receipt_path(host, global, loc),
+        base,
+    )
+    .ok()
+    .flatten();
+    let own_marketplace = receipt.as_ref().is_some_and(|r| {
+        r.json_entries
+            .iter()
+            .any(|j| j.path == manifest && j.original.is_none())
+    });
+    let Some(cli) = resolve_binary(program, &loc.target) else {
+        let scope = match (host, global) {
+            (Host::Claude, false) => " --scope project",
+            _ => "",
+        };
+        let mut lines = vec![format!("{program} plugin uninstall {id}{scope}")];
+        if own_marketplace {
+            lines.push(format!("{program} plugin marketplace remove {name}"));
+        }
+        out(&format!(
+            "{program} is not on PATH, so toolgate cannot take the plugin out of the host's registry. If you added it there, run:\n  {}",
+            lines.join("\n  ")
+        ));
+        return;
+    };
+    let same_dir = |p: &str| same_file(Path::new(p), &mroot);
+    let mut commands: Vec<Vec<String>> = Vec::new();
+    let mut problems: Vec<String> = Vec::new();
+    match host {
+        Host::Claude => {
+            match host_json(&cli, &["plugin", "list", "--json"]) {
+                Ok(list) => {
+                    for p in list.as_array().into_iter().flatten() {
+                        if p["id"] != id.as_str() {
+                            continue;
+                        }
+                        let scope = p["scope"].as_str().unwrap_or("user");
+                        // A project or local registration belongs to one project: only this one.
+                        let here = p["projectPath"]
+                            .as_str()
+                            .is_none_or(|pp| same_file(Path::new(pp), &loc.target));
+                        if scope == "user" || here {
+                            commands.push(vec![
+                                "plugin".into(),
+                                "uninstall".into(),
+                                id.clone(),
+                                "--scope".into(),
+                                scope.into(),
+                            ]);
+                        }
+                    }
+                }
+                Err(e) => problems.push(e),
+            }
+            if own_marketplace {
+                match host_json(&cli, &["plugin", "marketplace", "list", "--json"]) {
+                    Ok(list) => {
+                        let known = list.as_array().into_iter().flatten().any(|m| {
+                            m["name"] == name.as_str() && m["path"].as_str().is_some_and(same_dir)
+                        });
+                        if known {
+                            commands.push(vec![
+                                "plugin".into(),
+                                "marketplace".into(),
+                                "remove".into(),
+                                name.as_str().into(),
+                            ]);
+                        }
+                    }
+                    Err(e) => problems.push(e),
+                }
+            }
+        }
+        _ => {
+            match host_json(&cli, &["plugin", "list", "--json"]) {
+                Ok(list) => {
+                    let installed = list.as_array().into_iter().flatten().any(|p| {
+                        p["name"] == toolgate_hosts::PLUGIN_NAME
+                            && p["marketplace"] == name.as_str()
+                    });
+                    if installed {
+                        commands.push(vec![
+                            "plugin".into(),
+                            "uninstall".into(),
+                            id.as_str().into(),
+                        ]);
+                    }
+                }
+                Err(e) => problems.push(e),
+            }
+            if own_marketplace {
+                match host_json(&cli, &["plugin", "marketplace", "list", "--json"]) {
+                    Ok(list) => {
+                        let known = list.as_array().into_iter().flatten().any(|m| {
+                            m["name"] == name.as_str()
+                                && m["source"]
+                                    .as_str()
+                                    .and_then(|s| s.strip_prefix("Local: "))
+                                    .is_some_and(same_dir)
+                        });
+                        if known {
+                            commands.push(vec![
+                                "plugin".into(),
+                                "marketplace".into(),
+                                "remove".into(),
+                                name.as_str().into(),
+                            ]);
+                        }
+                    }
+                    Err(e) => problems.push(e),
+                }
+            }
+        }
+    }
+    for args in &commands {
+        let line = shown(program, args);
+        match Command::new(&cli)
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+        {
+            Ok(o) if o.status.success() => out(&format!("ran       {line}")),
+            Ok(o) => problems.push(format!(
+                "`{line}` failed ({}): {}; run it yourself",
+                o.status,
+                String::from_utf8_lossy(&o.stderr).trim()
+            )),
+            Err(e) => problems.push(format!("cannot run `{line}` ({e}); run it yourself")),
+        }
+    }
+    for p in problems {
+        eprintln!("warning: {p}");
+    }
+}
+
 pub async fn doctor(args: DoctorArgs) -> Result<i32> {
     let target = target_dir(args.target.as_deref())?;
     let loc = locations(target.clone());
@@ -447,6 +837,7 @@ pub async fn doctor(args: DoctorArgs) -> Result<i32> {
     report.push(check_writable("target", &target));
     report.push(check_writable("data dir", &loc.data_dir));
     report.push(check_writable("hook state", &hook_state_dir()));
+    check_installs(&loc, &mut report);
     for (cli, what) in [
         ("copilot", "Copilot CLI"),
         ("claude", "Claude Code"),
@@ -465,7 +856,13 @@ pub async fn doctor(args: DoctorArgs) -> Result<i32> {
             },
         ));
     }
-    let (mode, var, warn) = Mode::from_env(|k| std::env::var(k).ok());
+    let mut config_warnings = Vec::new();
+    let (config_mode, _) = hook_config(&mut config_warnings);
+    let (mode, var, warn) = Mode::resolve(
+        |k| std::env::var(k).ok(),
+        config_mode.as_ref().map(|(p, m)| (p.as_str(), m.as_str())),
+    );
+    let warn = warn.or(config_warnings.into_iter().next());
     report.push(Check::new(
         "hook mode",
         if warn.is_some() {
@@ -473,7 +870,13 @@ pub async fn doctor(args: DoctorArgs) -> Result<i32> {
         } else {
             Level::Note
         },
-        warn.unwrap_or_else(|| format!("{var}={}", mode.as_str())),
+        warn.unwrap_or_else(|| {
+            if hook::MODE_ENV.contains(&var.as_str()) {
+                format!("{var}={}", mode.as_str())
+            } else {
+                format!("{} (set in the [hook] table of {var})", mode.as_str())
+            }
+        }),
     ));
     out(report.render().trim_end());
     Ok(i32::from(report.has_problems()))
@@ -551,11 +954,48 @@ pub fn hook_main() -> i32 {
     }
 }
 
+/// `[hook]` of the user config: (where, mode) and nudge_after. A broken config file is a
+/// warning, not a failure: the hook fails open.
+fn hook_config(warnings: &mut Vec<String>) -> (Option<(String, String)>, Option<u32>) {
+    let path = paths::user_config();
+    match toolgate_sandbox::config::ConfigFile::read(&path) {
+        Ok(Some(f)) => (
+            f.hook.mode.map(|m| (path.display().to_string(), m)),
+            f.hook.nudge_after,
+        ),
+        Ok(None) => (None, None),
+        Err(e) => {
+            warnings.push(format!("{e}; the [hook] settings there are ignored"));
+            (None, None)
+        }
+    }
+}
+
+/// The spelling the host ran this hook by (`argv[0]`: `toolgate` from PATH, `./bin/toolgate`),
+/// when it resolves to this very binary: shell calls may then run `exec` under that name too.
+fn hook_alias(exe: &str, cwd: Option<&str>) -> Option<String> {
+    let argv0 = std::env::args().next()?;
+    if argv0 == exe || Path::new(&argv0).is_absolute() {
+        return None;
+    }
+    let root = cwd
+        .map(PathBuf::from)
+        .or_else(|| std::env::current_dir().ok())?;
+    let found = resolve_binary(&argv0, &root)?;
+    same_file(&found, Path::new(exe)).then_some(argv0)
+}
+
 #[allow(clippy::print_stdout)]
 pub fn hook(command: HookCommand) -> Result<i32> {
     let HookCommand::PreToolUse(args) = command;
-    let (mode, mode_var, warning) = Mode::from_env(|k| std::env::var(k).ok());
-    if let Some(w) = warning {
+    let mut warnings = Vec::new();
+    let (config_mode, config_nudge) = hook_config(&mut warnings);
+    let (mode, mode_var, warning) = Mode::resolve(
+        |k| std::env::var(k).ok(),
+        config_mode.as_ref().map(|(p, m)| (p.as_str(), m.as_str())),
+    );
+    warnings.extend(warning);
+    for w in &warnings {
         eprintln!("toolgate hook: warning: {w}");
     }
     let mut input = String::new();
@@ -574,12 +1014,16 @@ pub fn hook(command: HookCommand) -> Result<i32> {
                 .parse()
                 .ok()
         })
+        .or(config_nudge)
         .unwrap_or(hook::DEFAULT_NUDGE_AFTER);
+    let exe = exe();
+    let cwd = hook::parse_payload(&input).ok().and_then(|p| p.cwd);
     let cfg = HookConfig {
         mode,
         mode_var,
         nudge_after,
-        exe: exe(),
+        aliases: hook_alias(&exe, cwd.as_deref()).into_iter().collect(),
+        exe,
         tools: args.tools,
         state_dir: hook_state_dir(),
     };

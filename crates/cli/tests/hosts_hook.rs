@@ -183,3 +183,105 @@ fn concurrent_hooks_for_one_session_count_exactly() {
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&state[0]).unwrap()).unwrap();
     assert_eq!(v["consecutive_read_only"], 40);
 }
+
+/// Issue 19 item 4: the hook run as `toolgate` from PATH (what a portable install writes) lets
+/// `toolgate exec` through in exclusive mode, because that name resolves to the hook's own
+/// binary; a `toolgate` on PATH that is another program is not this binary, and is refused.
+#[test]
+fn exclusive_mode_accepts_the_path_spelling_the_hook_was_run_by() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(std::fs::canonicalize(BIN).unwrap(), bin.join("toolgate")).unwrap();
+    let path =
+        std::env::join_paths([bin.as_path(), Path::new("/usr/bin"), Path::new("/bin")]).unwrap();
+    let run = |command: &str| {
+        let payload =
+            serde_json::json!({"session_id": "p", "cwd": "/r", "hook_event_name": "PreToolUse",
+            "tool_name": "Bash", "tool_input": {"command": command}})
+            .to_string();
+        let o = toolgate_test_support::run_with_input(
+            Command::new("toolgate")
+                .args(["hook", "pre-tool-use"])
+                .env("PATH", &path)
+                .env("TOOLGATE_MODE", "exclusive")
+                .env("TOOLGATE_HOOK_STATE_DIR", dir.path().join("state")),
+            &payload,
+        )
+        .unwrap();
+        String::from_utf8(o.stdout).unwrap()
+    };
+    assert_eq!(run("toolgate exec --raw --code 'print(1)'"), "");
+    let denied = run("toolgate tools list");
+    assert!(denied.contains("\"deny\""), "{denied}");
+    assert!(
+        denied.contains("  toolgate exec --workspace /r --raw --code '<your python>'"),
+        "the reason suggests the portable spelling: {denied}"
+    );
+    assert!(run("PATH=/tmp toolgate exec --code 1").contains("\"deny\""));
+}
+
+/// Issue 19 item 4: the mode can be set in the user config's [hook] table; the environment
+/// overrides it; the deny reason says where it was set.
+#[test]
+fn the_mode_comes_from_the_user_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, "[hook]\nmode = \"exclusive\"\n").unwrap();
+    let run = |env_mode: Option<&str>| {
+        let mut c = Command::new(BIN);
+        c.args(["hook", "pre-tool-use"])
+            .env_remove("TOOLGATE_MODE")
+            .env_remove("CODEACT_MODE")
+            .env("TOOLGATE_CONFIG", &config)
+            .env("TOOLGATE_HOOK_STATE_DIR", dir.path().join("state"));
+        if let Some(m) = env_mode {
+            c.env("TOOLGATE_MODE", m);
+        }
+        let o = toolgate_test_support::run_with_input(
+            &mut c,
+            r#"{"sessionId":"c","cwd":"/r","toolName":"view","toolArgs":{}}"#,
+        )
+        .unwrap();
+        (
+            String::from_utf8(o.stdout).unwrap(),
+            String::from_utf8(o.stderr).unwrap(),
+        )
+    };
+    let (out, err) = run(None);
+    assert!(
+        out.contains(&format!("(mode exclusive, set in {})", config.display())),
+        "{out}"
+    );
+    assert!(
+        out.contains("set mode = \\\"off\\\" in the [hook] table"),
+        "{out}"
+    );
+    assert_eq!(err, "");
+    assert_eq!(
+        run(Some("off")).0,
+        "",
+        "the environment overrides the config"
+    );
+    std::fs::write(&config, "[hook]\nmode = \"loud\"\n").unwrap();
+    let (out, err) = run(None);
+    assert_eq!(out, "");
+    assert!(err.contains("is not a mode"), "{err}");
+}
+
+#[test]
+fn hook_help_names_the_full_command() {
+    let o = Command::new(BIN).args(["hook", "--help"]).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("Usage: toolgate hook <COMMAND>"), "{text}");
+    let o = Command::new(BIN)
+        .args(["hook", "pre-tool-use", "--help"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("Usage: toolgate hook pre-tool-use [OPTIONS]"),
+        "{text}"
+    );
+    assert!(text.contains("[hook] table of the user config"), "{text}");
+}

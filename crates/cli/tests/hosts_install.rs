@@ -28,9 +28,17 @@ impl Env {
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        Command::new(BIN)
-            .args(args)
-            .current_dir(&self.repo)
+        self.run_in(&self.repo, None, args)
+    }
+
+    /// `toolgate ARGS` in `cwd`, with `PATH` set to `path` when given.
+    fn run_in(&self, cwd: &Path, path: Option<&std::ffi::OsStr>, args: &[&str]) -> Output {
+        let mut c = Command::new(BIN);
+        if let Some(p) = path {
+            c.env("PATH", p);
+        }
+        c.args(args)
+            .current_dir(cwd)
             .env("HOME", &self.home)
             .env("XDG_CONFIG_HOME", self.home.join(".config"))
             .env("XDG_DATA_HOME", self.home.join(".local/share"))
@@ -397,11 +405,9 @@ fn installed_files_list_the_tools_of_the_manifest() {
         .collect();
     assert_eq!(listed, names);
     let exe = std::fs::canonicalize(BIN).unwrap();
+    // A project install names the command on PATH (portable), not this machine's binary.
     assert!(
-        instr.contains(&format!(
-            "{} exec --backend monty --workspace . --raw --code '<python>'",
-            exe.display()
-        )),
+        instr.contains("    toolgate exec --backend monty --workspace . --raw --code '<python>'"),
         "{instr}"
     );
     let mcp: serde_json::Value = serde_json::from_slice(
@@ -486,4 +492,284 @@ fn commented_vscode_mcp_json_survives_install_and_uninstall_byte_for_byte() {
     env.ok(&["uninstall", "vscode"]);
     assert_eq!(std::fs::read_to_string(&mcp).unwrap(), COMMENTED);
     assert_eq!(tree(&env.repo), before);
+}
+
+fn text_of(o: &Output) -> String {
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// A folder holding `toolgate` (a link to the binary under test, or a script), for PATH.
+fn bin_dir(root: &Path, script: Option<&str>) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let d = root.join(if script.is_some() { "fakebin" } else { "bin" });
+    std::fs::create_dir_all(&d).unwrap();
+    let t = d.join("toolgate");
+    match script {
+        None => std::os::unix::fs::symlink(std::fs::canonicalize(BIN).unwrap(), &t).unwrap(),
+        Some(s) => {
+            std::fs::write(&t, s).unwrap();
+            std::fs::set_permissions(&t, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+    }
+    d
+}
+
+fn path_with(dir: &Path) -> std::ffi::OsString {
+    std::env::join_paths([dir, Path::new("/usr/bin"), Path::new("/bin")]).unwrap()
+}
+
+/// Issue 19 item 1: a project install names `toolgate` on PATH and records paths relative to
+/// the project, so the repository can move (or be cloned) and still be uninstalled; `doctor`
+/// checks that the binary the files run exists and is the version that wrote them.
+#[test]
+fn project_installs_are_portable_and_doctor_checks_the_referenced_binary() {
+    let env = Env::new();
+    let root = env.repo.parent().unwrap().to_path_buf();
+    let exe = std::fs::canonicalize(BIN).unwrap();
+    let bare = std::ffi::OsString::from("/usr/bin:/bin");
+    let o = env.run_in(&env.repo, Some(&bare), &["install", "copilot"]);
+    assert!(o.status.success(), "{}", text_of(&o));
+    assert!(
+        text_of(&o).contains("note: `toolgate` is not on PATH"),
+        "the install says the hosts will not find it: {}",
+        text_of(&o)
+    );
+    let good = bin_dir(&root, None);
+    let o = env.run_in(&env.repo, Some(&path_with(&good)), &["install", "claude"]);
+    assert!(o.status.success(), "{}", text_of(&o));
+    assert!(!text_of(&o).contains("note:"), "{}", text_of(&o));
+    let repo = env.repo.to_str().unwrap();
+    for (p, bytes) in tree(&env.repo) {
+        let Some(bytes) = bytes else { continue };
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(
+            !text.contains(repo),
+            "{} names the checkout: {text}",
+            p.display()
+        );
+        assert!(
+            !text.contains(exe.to_str().unwrap()),
+            "{} names this machine's binary: {text}",
+            p.display()
+        );
+    }
+    let hooks =
+        std::fs::read_to_string(env.repo.join(".claude-plugin/toolgate/hooks/hooks.json")).unwrap();
+    assert!(
+        hooks.contains("\"command\": \"toolgate hook pre-tool-use"),
+        "{hooks}"
+    );
+    let receipt: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(env.repo.join(".toolgate/receipts/claude.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(receipt["exe"], "toolgate");
+    for f in receipt["files"].as_array().unwrap() {
+        assert!(
+            f["path"].as_str().unwrap().starts_with(".claude-plugin/"),
+            "{f}"
+        );
+    }
+    // doctor: no toolgate on PATH → a problem per install that names the fix.
+    let o = env.run_in(&env.repo, Some(&bare), &["doctor"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text_of(&o));
+    assert!(
+        text_of(&o).contains("PROBLEM install copilot (project): its files run `toolgate` from PATH, and there is none on PATH"),
+        "{}",
+        text_of(&o)
+    );
+    // Another version on PATH → a problem that says which.
+    let fake = bin_dir(&root, Some("#!/bin/sh\necho toolgate 0.0.1\n"));
+    let o = env.run_in(&env.repo, Some(&path_with(&fake)), &["doctor"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text_of(&o));
+    assert!(
+        text_of(&o).contains(&format!(
+            "which is toolgate 0.0.1, but toolgate {} wrote them",
+            env!("CARGO_PKG_VERSION")
+        )),
+        "{}",
+        text_of(&o)
+    );
+    // This binary on PATH → clean.
+    let o = env.run_in(&env.repo, Some(&path_with(&good)), &["doctor"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text_of(&o));
+    assert!(
+        text_of(&o).contains(&format!(
+            "ok      install claude (project): runs toolgate ({}), toolgate {} as recorded",
+            good.join("toolgate").display(),
+            env!("CARGO_PKG_VERSION")
+        )),
+        "{}",
+        text_of(&o)
+    );
+    // The checkout moves: the relative receipts still find every file.
+    let moved = root.join("moved");
+    std::fs::rename(&env.repo, &moved).unwrap();
+    for host in ["claude", "copilot"] {
+        let o = env.run_in(&moved, Some(&bare), &["uninstall", host]);
+        assert!(o.status.success(), "{}", text_of(&o));
+        assert!(
+            text_of(&o).contains(&format!("toolgate uninstalled from {host}")),
+            "{}",
+            text_of(&o)
+        );
+        assert!(!text_of(&o).contains("missing"), "{}", text_of(&o));
+    }
+    assert!(
+        tree(&moved).is_empty(),
+        "{:?}",
+        tree(&moved).keys().collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn binary_path_absolute_or_relative_to_the_project() {
+    let env = Env::new();
+    let exe = std::fs::canonicalize(BIN).unwrap();
+    let bare = std::ffi::OsString::from("/usr/bin:/bin");
+    env.ok(&["install", "claude", "--binary-path", "absolute"]);
+    let hooks = env.repo.join(".claude-plugin/toolgate/hooks/hooks.json");
+    let text = std::fs::read_to_string(&hooks).unwrap();
+    assert!(
+        text.contains(&format!(
+            "\"command\": \"{} hook pre-tool-use",
+            exe.display()
+        )),
+        "{text}"
+    );
+    env.ok(&["uninstall", "claude"]);
+    // A path relative to the project must exist there, and stay inside it.
+    let o = env.run(&["install", "claude", "--binary-path", "tools/toolgate"]);
+    assert!(!o.status.success());
+    assert!(
+        text_of(&o).contains("does not exist; build or copy toolgate there first"),
+        "{}",
+        text_of(&o)
+    );
+    let o = env.run(&["install", "claude", "--binary-path", "../toolgate"]);
+    assert!(!o.status.success());
+    assert!(
+        text_of(&o).contains("must lie inside the project"),
+        "{}",
+        text_of(&o)
+    );
+    std::fs::create_dir_all(env.repo.join("tools")).unwrap();
+    std::os::unix::fs::symlink(&exe, env.repo.join("tools/toolgate")).unwrap();
+    env.ok(&["install", "claude", "--binary-path", "tools/toolgate"]);
+    let text = std::fs::read_to_string(&hooks).unwrap();
+    assert!(
+        text.contains("\"command\": \"./tools/toolgate hook pre-tool-use"),
+        "{text}"
+    );
+    let mcp = std::fs::read_to_string(env.repo.join(".claude-plugin/toolgate/.mcp.json")).unwrap();
+    assert!(mcp.contains("\"command\": \"./tools/toolgate\""), "{mcp}");
+    let o = env.run_in(&env.repo, Some(&bare), &["doctor"]);
+    assert!(
+        text_of(&o).contains("ok      install claude (project): runs ./tools/toolgate"),
+        "{}",
+        text_of(&o)
+    );
+    // The hook run by that spelling accepts `./tools/toolgate exec` in exclusive mode.
+    let payload = serde_json::json!({"session_id": "s", "cwd": env.repo, "hook_event_name": "PreToolUse",
+        "tool_name": "Bash", "tool_input": {"command": "./tools/toolgate exec --raw --code 'print(1)'"}})
+    .to_string();
+    let o = toolgate_test_support::run_with_input(
+        Command::new("./tools/toolgate")
+            .args(["hook", "pre-tool-use"])
+            .current_dir(&env.repo)
+            .env("TOOLGATE_MODE", "exclusive")
+            .env("HOME", &env.home)
+            .env("TOOLGATE_HOOK_STATE_DIR", env.home.join("state")),
+        &payload,
+    )
+    .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "",
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// Issue 19 item 2: without the host CLI on PATH, uninstall prints exactly the host commands that
+/// take the plugin out of the host's registry (project scope for Claude Code).
+#[test]
+fn uninstall_without_the_host_cli_prints_the_host_commands() {
+    let env = Env::new();
+    env.ok(&["install", "claude"]);
+    env.ok(&["install", "copilot"]);
+    let bare = std::ffi::OsString::from("/usr/bin:/bin");
+    let o = env.run_in(&env.repo, Some(&bare), &["uninstall", "claude"]);
+    let out = text_of(&o);
+    assert!(
+        out.contains("claude is not on PATH, so toolgate cannot take the plugin out of the host's registry. If you added it there, run:\n  claude plugin uninstall toolgate@toolgate --scope project\n  claude plugin marketplace remove toolgate\n"),
+        "{out}"
+    );
+    let o = env.run_in(&env.repo, Some(&bare), &["uninstall", "copilot"]);
+    let out = text_of(&o);
+    assert!(
+        out.contains("run:\n  copilot plugin uninstall toolgate@toolgate\n  copilot plugin marketplace remove toolgate\n"),
+        "{out}"
+    );
+    // A user's marketplace that toolgate only added an entry to is not removed.
+    env.write(".claude-plugin/marketplace.json", USER_MARKETPLACE);
+    env.ok(&["install", "claude"]);
+    let o = env.run_in(&env.repo, Some(&bare), &["uninstall", "claude"]);
+    let out = text_of(&o);
+    assert!(
+        out.contains("  claude plugin uninstall toolgate@team-tools --scope project\n"),
+        "{out}"
+    );
+    assert!(!out.contains("marketplace remove"), "{out}");
+}
+
+#[test]
+fn install_next_hint_uses_project_scope_for_a_project_install() {
+    let env = Env::new();
+    let out = env.ok(&["install", "claude"]);
+    assert!(
+        out.contains(&format!(
+            "Next: claude plugin marketplace add {} --scope project\n      claude plugin install toolgate@toolgate --scope project\n",
+            env.repo.display()
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains("[hook] table of ~/.config/toolgate/config.toml"),
+        "{out}"
+    );
+    let out = env.ok(&["install", "claude", "--global"]);
+    assert!(
+        out.contains("      claude plugin install toolgate@toolgate\n"),
+        "{out}"
+    );
+}
+
+/// A file outside the project and home (a data dir elsewhere) is shown by its absolute path in
+/// the dry-run diff, never as `b//<absolute path>`.
+#[test]
+fn dry_run_paths_outside_home_have_no_doubled_slash() {
+    let env = Env::new();
+    let data = env.repo.parent().unwrap().join("data-elsewhere");
+    let o = Command::new(BIN)
+        .args(["install", "claude", "--global", "--dry-run"])
+        .current_dir(&env.repo)
+        .env("HOME", &env.home)
+        .env("TOOLGATE_DATA_DIR", &data)
+        .env_remove("TOOLGATE_CONFIG")
+        .env_remove("TOOLGATE_MODE")
+        .output()
+        .unwrap();
+    let out = text_of(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(!out.contains("b//"), "{out}");
+    let manifest = data.join("hosts/claude/.claude-plugin/marketplace.json");
+    assert!(
+        out.contains(&format!("--- /dev/null\n+++ {}\n", manifest.display())),
+        "{out}"
+    );
 }

@@ -60,6 +60,9 @@ struct Scratch {
     _dir: tempfile::TempDir,
     home: PathBuf,
     repo: PathBuf,
+    /// PATH of every command: `toolgate` (a link to the binary under test, as a portable
+    /// install expects it), the host CLIs, git and node.
+    path: std::ffi::OsString,
 }
 
 impl Scratch {
@@ -69,10 +72,22 @@ impl Scratch {
         let repo = dir.path().canonicalize().unwrap().join("repo");
         std::fs::create_dir_all(&home).unwrap();
         std::fs::create_dir_all(&repo).unwrap();
+        let bin = dir.path().canonicalize().unwrap().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::os::unix::fs::symlink(std::fs::canonicalize(BIN).unwrap(), bin.join("toolgate"))
+            .unwrap();
+        let clients = tools_dir().join("hosts/node_modules/.bin");
+        let mut dirs = vec![bin, clients];
+        dirs.extend(
+            std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+                .filter(|d| !d.join("claude").exists() && !d.join("copilot").exists()),
+        );
+        let path = std::env::join_paths(dirs).unwrap();
         Scratch {
             _dir: dir,
             home,
             repo,
+            path,
         }
     }
 
@@ -80,6 +95,7 @@ impl Scratch {
         let o = Command::new(program)
             .args(args)
             .current_dir(cwd)
+            .env("PATH", &self.path)
             .env("HOME", &self.home)
             .env("XDG_CONFIG_HOME", self.home.join(".config"))
             .env("XDG_DATA_HOME", self.home.join(".local/share"))
@@ -191,10 +207,10 @@ fn copilot_installs_the_marketplace_plugin_and_uninstalls_cleanly() {
         skills,
         [
             "codeact-install",
-            "codeact-install-hyperlight",
             "codeact-install-monty",
             "toolgate-codeact"
-        ]
+        ],
+        "no hyperlight install skill from a binary that cannot run hyperlight"
     );
     let written = files(&s.repo);
     let repo = s.repo.to_str().unwrap();
@@ -375,7 +391,7 @@ fn copilot_loads_the_plugin_dir_directly_and_the_global_instructions() {
             &["plugin", "install", "toolgate@toolgate"],
         )
         .ok();
-    assert_eq!(copilot_installed_skills(&install), 4, "{}", install.all());
+    assert_eq!(copilot_installed_skills(&install), 3, "{}", install.all());
 }
 
 #[test]
@@ -438,7 +454,7 @@ fn copilot_rejects_or_under_reports_broken_plugins() {
             &["plugin", "install", "toolgate@toolgate"],
         )
         .ok();
-    assert_eq!(copilot_installed_skills(&install), 3, "{}", install.all());
+    assert_eq!(copilot_installed_skills(&install), 2, "{}", install.all());
     // A broken plugin.json: a direct install is refused, and --plugin-dir loses the manifest's
     // version.
     std::fs::write(plugin.join("plugin.json"), "{\"name\": \"toolgate\", ").unwrap();
@@ -719,4 +735,246 @@ fn claude_rejects_or_under_reports_broken_plugins() {
         &["plugin", "install", "toolgate@toolgate"],
     );
     assert_ne!(i.code, 0, "{}", i.all());
+}
+
+fn git(s: &Scratch, cwd: &Path, args: &[&str]) -> Out {
+    let mut all = vec![
+        "-c",
+        "user.name=toolgate test",
+        "-c",
+        "user.email=test@example.invalid",
+        "-c",
+        "init.defaultBranch=main",
+    ];
+    all.extend_from_slice(args);
+    s.cmd(Path::new("git"), cwd, &all).ok()
+}
+
+/// A project install committed into a fresh repository and cloned to another path by another
+/// user (another HOME): no file names the first checkout or this machine's binary, the clone's
+/// host registers the committed plugin and runs it, and `doctor` in the clone is clean.
+fn commit_and_clone(s: &Scratch, host: &str) -> (PathBuf, PathBuf) {
+    s.toolgate(&["install", host]);
+    git(s, &s.repo, &["init", "-q"]);
+    git(s, &s.repo, &["add", "-A"]);
+    git(s, &s.repo, &["commit", "-q", "-m", "toolgate install"]);
+    let root = s.home.parent().unwrap().to_path_buf();
+    let clone = root.join("elsewhere/clone");
+    std::fs::create_dir_all(clone.parent().unwrap()).unwrap();
+    git(
+        s,
+        &root,
+        &[
+            "clone",
+            "-q",
+            s.repo.to_str().unwrap(),
+            clone.to_str().unwrap(),
+        ],
+    );
+    let repo = s.repo.to_str().unwrap();
+    let bin = std::fs::canonicalize(BIN).unwrap();
+    for (p, bytes) in files(&clone) {
+        if p.starts_with(".git") {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(
+            !text.contains(repo),
+            "{} names the first checkout",
+            p.display()
+        );
+        assert!(
+            !text.contains(bin.to_str().unwrap()),
+            "{} names this machine's binary",
+            p.display()
+        );
+    }
+    let teammate = root.join("teammate");
+    std::fs::create_dir_all(&teammate).unwrap();
+    (clone, teammate)
+}
+
+fn as_user(s: &Scratch, home: &Path) -> Scratch {
+    Scratch {
+        _dir: tempfile::tempdir().unwrap(),
+        home: home.to_path_buf(),
+        repo: s.repo.clone(),
+        path: s.path.clone(),
+    }
+}
+
+#[test]
+fn claude_project_install_works_from_a_clone_and_uninstall_leaves_the_host_clean() {
+    let Some(claude) = client("claude") else {
+        return;
+    };
+    let s = Scratch::new();
+    version(&s, &claude);
+    let (clone, teammate) = commit_and_clone(&s, "claude");
+    let t = as_user(&s, &teammate);
+    let c = clone.to_str().unwrap();
+    // What `toolgate install claude` tells the user to run (project scope).
+    t.cmd(
+        &claude,
+        &clone,
+        &["plugin", "marketplace", "add", c, "--scope", "project"],
+    )
+    .ok();
+    t.cmd(
+        &claude,
+        &clone,
+        &[
+            "plugin",
+            "install",
+            "toolgate@toolgate",
+            "--scope",
+            "project",
+        ],
+    )
+    .ok();
+    let details = t
+        .cmd(&claude, &clone, &["plugin", "details", "toolgate@toolgate"])
+        .ok();
+    let inv = claude_inventory(&details);
+    assert!(
+        inv.get("Hooks")
+            .is_some_and(|h| h.starts_with("(1)  PreToolUse")),
+        "{}",
+        details.all()
+    );
+    let list = json(&t.cmd(&claude, &clone, &["plugin", "list", "--json"]).ok());
+    let entry = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == "toolgate@toolgate")
+        .unwrap_or_else(|| panic!("{list}"));
+    assert_eq!(entry["enabled"], true, "{entry}");
+    assert_eq!(entry["scope"], "project", "{entry}");
+    // The host starts the plugin's MCP server from the clone: `toolgate` on PATH.
+    let health = t.cmd(&claude, &clone, &["mcp", "list"]).ok();
+    assert!(
+        health.stdout.contains(
+            "plugin:toolgate:toolgate: toolgate mcp --surface all --workspace . - ✔ Connected"
+        ),
+        "{}",
+        health.all()
+    );
+    let doctor = t.cmd(Path::new(BIN), &clone, &["doctor"]);
+    assert_eq!(doctor.code, 0, "{}", doctor.all());
+    assert!(
+        doctor
+            .stdout
+            .contains("ok      install claude (project): runs toolgate"),
+        "{}",
+        doctor.all()
+    );
+    // Uninstall from the clone takes the plugin out of Claude Code too.
+    let un = t.cmd(Path::new(BIN), &clone, &["uninstall", "claude"]).ok();
+    assert!(
+        un.stdout
+            .contains("ran       claude plugin uninstall toolgate@toolgate --scope project"),
+        "{}",
+        un.all()
+    );
+    assert!(
+        un.stdout
+            .contains("ran       claude plugin marketplace remove toolgate"),
+        "{}",
+        un.all()
+    );
+    let list = t.cmd(&claude, &clone, &["plugin", "list", "--json"]).ok();
+    assert!(!list.stdout.contains("toolgate"), "{}", list.all());
+    let human = t.cmd(&claude, &clone, &["plugin", "list"]).ok();
+    assert!(
+        !human.all().contains("toolgate"),
+        "not even as failed:\n{}",
+        human.all()
+    );
+    let markets = t
+        .cmd(
+            &claude,
+            &clone,
+            &["plugin", "marketplace", "list", "--json"],
+        )
+        .ok();
+    assert!(!markets.stdout.contains("toolgate"), "{}", markets.all());
+}
+
+#[test]
+fn copilot_project_install_works_from_a_clone_and_uninstall_leaves_the_host_clean() {
+    let Some(copilot) = client("copilot") else {
+        return;
+    };
+    let s = Scratch::new();
+    version(&s, &copilot);
+    let (clone, teammate) = commit_and_clone(&s, "copilot");
+    let t = as_user(&s, &teammate);
+    let c = clone.to_str().unwrap();
+    t.cmd(&copilot, &clone, &["plugin", "marketplace", "add", c])
+        .ok();
+    let install = t
+        .cmd(
+            &copilot,
+            &clone,
+            &["plugin", "install", "toolgate@toolgate"],
+        )
+        .ok();
+    assert_eq!(copilot_installed_skills(&install), 3, "{}", install.all());
+    let list = t.cmd(&copilot, &clone, &["plugin", "list", "--json"]).ok();
+    let entry = copilot_plugin(&json(&list), "toolgate")
+        .unwrap_or_else(|| panic!("{}", list.all()))
+        .clone();
+    assert_eq!(entry["enabled"], true, "{}", list.all());
+    assert_eq!(entry["installedFrom"], c, "{}", list.all());
+    let doctor = t.cmd(Path::new(BIN), &clone, &["doctor"]);
+    assert_eq!(doctor.code, 0, "{}", doctor.all());
+    assert!(
+        doctor
+            .stdout
+            .contains("ok      install copilot (project): runs toolgate"),
+        "{}",
+        doctor.all()
+    );
+    let un = t
+        .cmd(Path::new(BIN), &clone, &["uninstall", "copilot"])
+        .ok();
+    assert!(
+        un.stdout
+            .contains("ran       copilot plugin uninstall toolgate@toolgate"),
+        "{}",
+        un.all()
+    );
+    assert!(
+        un.stdout
+            .contains("ran       copilot plugin marketplace remove toolgate"),
+        "{}",
+        un.all()
+    );
+    let list = t.cmd(&copilot, &clone, &["plugin", "list", "--json"]).ok();
+    assert!(
+        copilot_plugin(&json(&list), "toolgate").is_none(),
+        "{}",
+        list.all()
+    );
+    let human = t.cmd(&copilot, &clone, &["plugin", "list"]).ok();
+    assert!(
+        !human.all().contains("toolgate"),
+        "not even as failed:\n{}",
+        human.all()
+    );
+    let markets = t
+        .cmd(
+            &copilot,
+            &clone,
+            &["plugin", "marketplace", "list", "--json"],
+        )
+        .ok();
+    assert!(!markets.stdout.contains("toolgate"), "{}", markets.all());
+    // Only what git tracks is left: toolgate removed exactly its files.
+    let left: Vec<_> = files(&clone)
+        .into_keys()
+        .filter(|p| !p.starts_with(".git"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }

@@ -184,6 +184,111 @@ const VSCODE_KEYS: &[&str] = &[
     "metadata",
 ];
 
+/// Claude Code's built-in tool names, as an agent body may name them ("use the Grep tool").
+const CLAUDE_TOOL_NAMES: &[&str] = &[
+    "Read",
+    "Write",
+    "Edit",
+    "MultiEdit",
+    "Grep",
+    "Glob",
+    "LS",
+    "Bash",
+    "BashOutput",
+    "KillShell",
+    "WebFetch",
+    "WebSearch",
+    "Task",
+    "TodoWrite",
+    "TodoRead",
+    "NotebookEdit",
+    "NotebookRead",
+    "SlashCommand",
+    "ExitPlanMode",
+];
+
+/// Warnings for Claude Code-only names in an agent body that the conversion leaves as they
+/// are: `mcp__srv__tool` names, "the Grep tool" / `` `Grep` ``, and `CLAUDE.md`. Each distinct
+/// mention once, in order of first appearance, with the target's name where there is one.
+#[must_use]
+pub fn body_references(body: &str, target: Target) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    let mut out = Vec::new();
+    let mut note = |key: String, msg: String| {
+        if !seen.contains(&key) {
+            seen.push(key);
+            out.push(msg);
+        }
+    };
+    let bytes = body.as_bytes();
+    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'-';
+    let mut i = 0;
+    while i < bytes.len() {
+        let at_start = i == 0 || !word(bytes[i - 1]);
+        if at_start && body[i..].starts_with("mcp__") {
+            let end = (i..bytes.len())
+                .find(|&j| !word(bytes[j]) && bytes[j] != b'*')
+                .unwrap_or(bytes.len());
+            let name = body[i..end].trim_end_matches(['-', '_']);
+            let m = map_tools(target, &[name.to_string()]);
+            let msg = match m.tools.first() {
+                Some(t) => format!(
+                    "the body names the Claude Code tool `{name}`; on {target} it is `{t}`: edit the body"
+                ),
+                None => format!(
+                    "the body names the Claude Code tool `{name}`, which {target} agents cannot name: edit the body"
+                ),
+            };
+            note(name.to_string(), msg);
+            i = end;
+            continue;
+        }
+        if at_start {
+            for tool in CLAUDE_TOOL_NAMES {
+                let Some(rest) = body[i..].strip_prefix(tool) else {
+                    continue;
+                };
+                let after = rest.as_bytes().first().copied();
+                if after.is_some_and(word) {
+                    continue;
+                }
+                let backticked = i > 0 && bytes[i - 1] == b'`' && after == Some(b'`');
+                let as_tool = rest.starts_with(" tool");
+                if !(backticked || as_tool) {
+                    continue;
+                }
+                let m = map_tools(target, &[(*tool).to_string()]);
+                let msg = match m.tools.first() {
+                    Some(t) => format!(
+                        "the body names Claude Code's `{tool}` tool; {target} calls it `{t}`: edit the body"
+                    ),
+                    None => format!(
+                        "the body names Claude Code's `{tool}` tool, which {target} does not have: edit the body"
+                    ),
+                };
+                note((*tool).to_string(), msg);
+                break;
+            }
+        }
+        if at_start && body[i..].starts_with("CLAUDE.md") {
+            let instead = match target {
+                Target::Copilot | Target::Vscode => {
+                    "`.github/copilot-instructions.md` or `AGENTS.md`"
+                }
+                _ => "`AGENTS.md`",
+            };
+            note(
+                "CLAUDE.md".into(),
+                format!(
+                    "the body names `CLAUDE.md`, which {target} does not read (it reads {instead}): edit the body"
+                ),
+            );
+        }
+        i += body[i..].chars().next().map_or(1, char::len_utf8);
+    }
+    out
+}
+
 /// Keys OpenCode agents accept besides the ones this converter writes.
 const OPENCODE_KEYS: &[&str] = &["temperature", "top_p", "mode", "disable", "hidden", "steps"];
 
@@ -217,6 +322,9 @@ impl Agent {
             Target::Codex => self.render_codex(&mut report)?,
             Target::Claude => self.render_claude(&mut report)?,
         };
+        if target != Target::Claude {
+            report.warnings.extend(body_references(&self.body, target));
+        }
         Ok(ConvertedAgent {
             file_name,
             content,

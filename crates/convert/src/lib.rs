@@ -51,8 +51,7 @@ pub fn write_plan(plan: Plan, dst: &Path, force: bool) -> Result<Report> {
             .map(|f| f.path.display().to_string())
             .collect();
     }
-    for w in report.all_warnings() {
-        tracing::warn!(target: "toolgate::convert", "{w}");
-    }
+    // The report (text or JSON) is where the warnings are shown, once; the log only counts them.
+    tracing::debug!(target: "toolgate::convert", warnings = report.all_warnings().len(), "converted");
     Ok(report)
 }

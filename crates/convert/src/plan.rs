@@ -107,12 +107,16 @@ impl Report {
             SourceKind::AgentDirectory => "agents directory",
             SourceKind::Plugin => "plugin",
         };
+        let plugin = self
+            .plugin
+            .as_deref()
+            .map(|p| format!(" (plugin `{p}`)"))
+            .unwrap_or_default();
         let _ = writeln!(
             s,
-            "Converted {what} {} -> {} ({}): {} file(s) written to {}",
+            "Converted {what} {}{plugin} -> {}: {} file(s) written to {}",
             self.source,
             self.target,
-            self.plugin.as_deref().unwrap_or("-"),
             self.files.len(),
             self.destination
         );
@@ -134,16 +138,28 @@ impl Report {
                 (None, Some(o)) => format!("-> [{}]", o.join(", ")),
             };
             let _ = writeln!(s, "  {} -> {}: {tools}", a.name, a.output);
-            for d in &a.dropped_tools {
-                let _ = writeln!(s, "    dropped tool {}: {}", d.tool, d.reason);
-            }
+            // Dropped tools are among the warnings below (once).
             if !a.dropped_keys.is_empty() {
                 let _ = writeln!(s, "    dropped keys: {}", a.dropped_keys.join(", "));
             }
+            for n in &a.notes {
+                let _ = writeln!(s, "    lost: {n}");
+            }
+        }
+        for n in &self.notes {
+            let _ = writeln!(s, "  lost: {n}");
         }
         let warnings = self.all_warnings();
+        let losses = self.notes.len() + self.agents.iter().map(|a| a.notes.len()).sum::<usize>();
         if warnings.is_empty() {
-            let _ = writeln!(s, "No warnings.");
+            if losses == 0 {
+                let _ = writeln!(s, "Nothing lost, no warnings.");
+            } else {
+                let _ = writeln!(
+                    s,
+                    "No warnings; {losses} expected loss(es) listed above (`lost:`)."
+                );
+            }
         } else {
             let _ = writeln!(s, "{} warning(s):", warnings.len());
             for w in warnings {
@@ -712,6 +728,7 @@ fn plan_plugin(root: &Path, manifest_path: &Path, options: &Options) -> Result<P
     }
 
     // Hooks.
+    let mut copilot_hooks_written = false;
     let hooks_json = src.root.join("hooks").join("hooks.json");
     let has_hooks = hooks_json.is_file() || src.manifest.contains_key("hooks");
     if has_hooks {
@@ -736,6 +753,22 @@ fn plan_plugin(root: &Path, manifest_path: &Path, options: &Options) -> Result<P
                         content: FileContent::Copy(from.clone()),
                     });
                 }
+            }
+        } else if target == Target::Copilot && hooks_json.is_file() {
+            let text = read_text(&hooks_json)?;
+            match serde_json::from_str::<Json>(&text) {
+                Ok(v) => {
+                    let hooks = copilot_hooks(&v, &mut report);
+                    files.push(PlannedFile {
+                        path: PathBuf::from("hooks.json"),
+                        content: FileContent::Text(json_text(&hooks)?),
+                    });
+                    copilot_hooks_written = true;
+                }
+                Err(e) => report.warnings.push(format!(
+                    "hooks not converted: {} is not JSON ({e})",
+                    hooks_json.display()
+                )),
             }
         } else {
             report.warnings.push(format!(
@@ -773,6 +806,9 @@ fn plan_plugin(root: &Path, manifest_path: &Path, options: &Options) -> Result<P
                         "manifest key `{k}` dropped: a {target} plugin.json has no such field"
                     ));
                 }
+            }
+            if copilot_hooks_written {
+                m.insert("hooks".into(), json!("hooks.json"));
             }
             manifest_out = m;
             files.push(PlannedFile {
@@ -957,4 +993,85 @@ fn codex_config(servers: &Map<String, Json>, report: &mut Report) -> Result<Stri
         what: "Codex config.toml".into(),
         message: e.to_string(),
     })
+}
+
+/// Claude Code hook events and Copilot CLI's names for them (the events both hosts have).
+const COPILOT_HOOK_EVENTS: &[(&str, &str)] = &[
+    ("PreToolUse", "preToolUse"),
+    ("PostToolUse", "postToolUse"),
+    ("UserPromptSubmit", "userPromptSubmitted"),
+    ("SessionStart", "sessionStart"),
+    ("SessionEnd", "sessionEnd"),
+];
+
+/// A Claude Code `hooks/hooks.json` as a Copilot CLI plugin `hooks.json` (`{"version": 1,
+/// "hooks": {"preToolUse": [{"type": "command", "bash": …, "timeoutSec": …}]}}`), the shape
+/// toolgate's own Copilot install writes. Events Copilot does not have, matchers (Copilot hooks
+/// run for every tool) and `${CLAUDE_PLUGIN_ROOT}` are reported.
+fn copilot_hooks(src: &Json, report: &mut Report) -> Json {
+    let mut out = Map::new();
+    let events = src.get("hooks").and_then(Json::as_object);
+    if events.is_none() {
+        report
+            .warnings
+            .push("hooks not converted: hooks.json has no `hooks` object".into());
+    }
+    for (event, groups) in events.into_iter().flatten() {
+        let Some((_, to)) = COPILOT_HOOK_EVENTS.iter().find(|(from, _)| from == event) else {
+            report.warnings.push(format!(
+                "hook event `{event}` not converted: Copilot CLI has no such event (it has {})",
+                COPILOT_HOOK_EVENTS
+                    .iter()
+                    .map(|(_, c)| *c)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            continue;
+        };
+        for group in groups.as_array().into_iter().flatten() {
+            let matcher = group.get("matcher").and_then(Json::as_str).unwrap_or("");
+            if !matches!(matcher, "" | "*") {
+                report.warnings.push(format!(
+                    "`{event}` hook matcher `{matcher}` dropped: Copilot hooks run for every tool, so the command must check `toolName` itself"
+                ));
+            }
+            for h in group
+                .get("hooks")
+                .and_then(Json::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let command = h.get("command").and_then(Json::as_str);
+                let (Some("command"), Some(command)) =
+                    (h.get("type").and_then(Json::as_str), command)
+                else {
+                    report.warnings.push(format!(
+                        "a `{event}` hook that is not a `command` hook was dropped: Copilot runs only commands"
+                    ));
+                    continue;
+                };
+                if command.contains("${CLAUDE_PLUGIN_ROOT}") {
+                    report.warnings.push(format!(
+                        "`{event}` hook `{command}` uses ${{CLAUDE_PLUGIN_ROOT}}, which Copilot CLI does not set: use a path the command can find"
+                    ));
+                }
+                let mut entry = Map::new();
+                entry.insert("type".into(), json!("command"));
+                entry.insert("bash".into(), json!(command));
+                if let Some(t) = h.get("timeout").and_then(Json::as_u64) {
+                    entry.insert("timeoutSec".into(), json!(t));
+                }
+                if let Json::Array(list) = out.entry((*to).to_string()).or_insert_with(|| json!([]))
+                {
+                    list.push(Json::Object(entry));
+                }
+            }
+        }
+    }
+    if !out.is_empty() {
+        report.notes.push(
+            "hooks converted to Copilot CLI events: a command now gets Copilot's payload (`toolName`, `toolArgs`) and denies a preToolUse with `permissionDecision`; check that each command reads that shape".into(),
+        );
+    }
+    json!({"version": 1, "hooks": Json::Object(out)})
 }

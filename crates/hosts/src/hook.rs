@@ -6,11 +6,13 @@
 //! `session_id`), and the `hook_event_name` form that Claude Code (and Copilot's PascalCase
 //! `PreToolUse` registration) sends, which is answered with `hookSpecificOutput`.
 //!
-//! Modes (`TOOLGATE_MODE`, else `CODEACT_MODE`): `off`; `nudge` (after N consecutive read-only
+//! Modes (`TOOLGATE_MODE`, else `CODEACT_MODE`, else `mode` in the `[hook]` table of the user
+//! config `~/.config/toolgate/config.toml`): `off`; `nudge` (after N consecutive read-only
 //! calls the next one is denied with the exact `toolgate exec` command); `exclusive` (only shell
 //! calls that run exactly the installed binary's `exec` — its absolute path, no leading
 //! assignments, no expanding heredoc; see [`crate::shell::is_toolgate_exec`] — toolgate's own MCP
-//! tools and the host's bookkeeping tools pass). The nudge counter is kept per host session id in a small JSON file, updated under an
+//! tools and the host's bookkeeping tools pass). The nudge counter is kept per host session id (a payload without one: per working
+//! directory, a new count after [`SESSIONLESS_GAP_MS`] without calls) in a small JSON file, updated under an
 //! exclusive file lock and replaced by rename, so concurrent hook processes count exactly. Any
 //! trouble with that state fails open: the call is allowed and a warning goes to stderr.
 
@@ -21,7 +23,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use crate::fsutil::sha256_hex;
-use crate::shell::{is_toolgate_exec, quote};
+use crate::shell::{is_exec_of, is_toolgate_exec, quote};
 
 /// Environment variables that set the mode, in order.
 pub const MODE_ENV: [&str; 2] = ["TOOLGATE_MODE", "CODEACT_MODE"];
@@ -46,29 +48,55 @@ impl Mode {
         }
     }
 
+    /// A mode word (`off`, `nudge`, `exclusive`, and the aliases `0`, `false`, `none`, `strict`).
+    pub fn parse(v: &str) -> Option<Mode> {
+        match v.trim().to_ascii_lowercase().as_str() {
+            "off" | "0" | "false" | "none" => Some(Mode::Off),
+            "nudge" => Some(Mode::Nudge),
+            "exclusive" | "strict" => Some(Mode::Exclusive),
+            _ => None,
+        }
+    }
+
     /// The mode from the environment (read through `env`), with the variable that set it; an
     /// unknown value is `off` plus a warning.
     pub fn from_env(env: impl Fn(&str) -> Option<String>) -> (Mode, String, Option<String>) {
-        for var in MODE_ENV {
-            if let Some(v) = env(var).filter(|v| !v.trim().is_empty()) {
-                let mode = match v.trim().to_ascii_lowercase().as_str() {
-                    "off" | "0" | "false" | "none" => Mode::Off,
-                    "nudge" => Mode::Nudge,
-                    "exclusive" | "strict" => Mode::Exclusive,
-                    _ => {
-                        return (
-                            Mode::Off,
-                            var.to_owned(),
-                            Some(format!(
-                                "{var}={v} is not a mode (use off, nudge or exclusive); enforcement is off"
-                            )),
-                        );
-                    }
-                };
-                return (mode, var.to_owned(), None);
-            }
+        Mode::resolve(env, None)
+    }
+
+    /// The mode from the environment, else from the user config (`config`: where it was set, as
+    /// shown to the user, and the value), else `off`; with where it came from and a warning for
+    /// a value that is not a mode (then `off`).
+    pub fn resolve(
+        env: impl Fn(&str) -> Option<String>,
+        config: Option<(&str, &str)>,
+    ) -> (Mode, String, Option<String>) {
+        let from_env = MODE_ENV.iter().find_map(|var| {
+            env(var)
+                .filter(|v| !v.trim().is_empty())
+                .map(|v| ((*var).to_owned(), v))
+        });
+        let Some((source, value)) =
+            from_env.or_else(|| config.map(|(src, v)| (src.to_owned(), v.to_owned())))
+        else {
+            return (Mode::Off, MODE_ENV[0].to_owned(), None);
+        };
+        match Mode::parse(&value) {
+            Some(mode) => (mode, source, None),
+            None => (
+                Mode::Off,
+                source.clone(),
+                Some(if MODE_ENV.contains(&source.as_str()) {
+                    format!(
+                        "{source}={value} is not a mode (use off, nudge or exclusive); enforcement is off"
+                    )
+                } else {
+                    format!(
+                        "mode = {value:?} in the [hook] table of {source} is not a mode (use off, nudge or exclusive); enforcement is off"
+                    )
+                }),
+            ),
         }
-        (Mode::Off, MODE_ENV[0].to_owned(), None)
     }
 }
 
@@ -84,6 +112,11 @@ pub struct HookConfig {
     /// The deny reason tells the model to run it, and exclusive mode lets through only shell
     /// calls that start with exactly this path.
     pub exe: String,
+    /// Other spellings of the same binary that shell calls may use: the one the installed files
+    /// use and the host ran the hook by (`toolgate` from `PATH`, `./bin/toolgate`). The caller
+    /// adds a spelling only after checking that it resolves to the running binary; the deny
+    /// reason suggests the first one.
+    pub aliases: Vec<String>,
     /// Sandbox function names for the deny reason.
     pub tools: Vec<String>,
     /// Where the per-session counters live.
@@ -118,6 +151,8 @@ pub struct Payload {
     pub args: Value,
     pub session_id: Option<String>,
     pub cwd: Option<String>,
+    /// Milliseconds since the epoch (Copilot CLI's `timestamp`).
+    pub timestamp_ms: Option<u64>,
 }
 
 fn str_field<'a>(v: &'a Value, keys: &[&str]) -> Option<&'a str> {
@@ -157,6 +192,7 @@ pub fn parse_payload(input: &str) -> Result<Payload, String> {
         args,
         session_id: str_field(&v, &["sessionId", "session_id"]).map(str::to_owned),
         cwd: str_field(&v, &["cwd"]).map(str::to_owned),
+        timestamp_ms: v.get("timestamp").and_then(Value::as_u64),
     })
 }
 
@@ -224,14 +260,47 @@ pub fn classify(tool_name: &str, args: &Value, exe: &str) -> Kind {
     if READ_ONLY_TOOLS.contains(&name.as_str()) {
         return Kind::ReadOnly;
     }
-    if BOOKKEEPING_TOOLS.contains(&name.as_str())
-        || name.starts_with("toolgate-")
-        || name.starts_with("toolgate/")
-        || name.starts_with("mcp__toolgate__")
-    {
+    if BOOKKEEPING_TOOLS.contains(&name.as_str()) || is_own_mcp_tool(&name) {
         return Kind::Exempt;
     }
     Kind::Other
+}
+
+/// toolgate's own MCP tools under every name the hosts give them (`name` lowercased):
+/// Claude Code `mcp__toolgate__run_code` (project `.mcp.json`) and
+/// `mcp__plugin_toolgate_toolgate__run_code` (the plugin's server), Copilot CLI
+/// `toolgate-run_code` (server-namespaced), VS Code `mcp_toolgate_run_code` and the
+/// `toolgate/run_code` tool reference.
+pub fn is_own_mcp_tool(name: &str) -> bool {
+    [
+        "mcp__toolgate__",
+        "mcp__plugin_toolgate_toolgate__",
+        "mcp_toolgate_",
+        "toolgate-",
+        "toolgate/",
+    ]
+    .iter()
+    .any(|p| name.strip_prefix(p).is_some_and(|rest| !rest.is_empty()))
+}
+
+/// The kind of a call, accepting the binary's absolute path and its checked aliases.
+fn classify_cfg(payload: &Payload, cfg: &HookConfig) -> Kind {
+    let kind = classify(&payload.tool_name, &payload.args, &cfg.exe);
+    if kind != Kind::Other || cfg.aliases.is_empty() {
+        return kind;
+    }
+    let name = payload.tool_name.trim().to_ascii_lowercase();
+    if !SHELL_TOOLS.contains(&name.as_str()) {
+        return kind;
+    }
+    let command = match &payload.args {
+        Value::String(s) => Some(s.as_str()),
+        other => str_field(other, &["command", "cmd", "script"]),
+    };
+    match command {
+        Some(c) if cfg.aliases.iter().any(|a| is_exec_of(c, a)) => Kind::Codeact,
+        _ => kind,
+    }
 }
 
 /// Answer one payload.
@@ -252,7 +321,7 @@ pub fn answer(input: &str, cfg: &HookConfig) -> Answer {
     {
         return ans;
     }
-    let kind = classify(&payload.tool_name, &payload.args, &cfg.exe);
+    let kind = classify_cfg(&payload, cfg);
     let deny_reason = match (cfg.mode, kind) {
         (Mode::Off, _) | (_, Kind::Exempt) => None,
         (Mode::Exclusive, Kind::Codeact) => None,
@@ -289,13 +358,40 @@ pub fn reason(why: &str, payload: &Payload, cfg: &HookConfig) -> String {
     } else {
         cfg.tools.join(", ")
     };
-    let exe = quote(&cfg.exe);
+    let exe = quote(cfg.aliases.first().unwrap_or(&cfg.exe));
+    let from_env = MODE_ENV.contains(&cfg.mode_var.as_str());
+    let set = if from_env {
+        format!("{}={}", cfg.mode_var, cfg.mode.as_str())
+    } else {
+        format!("mode {}, set in {}", cfg.mode.as_str(), cfg.mode_var)
+    };
+    let change = if from_env {
+        format!(
+            "To turn enforcement off: unset {} (or set it to off).",
+            MODE_ENV.join(" and ")
+        )
+    } else {
+        format!(
+            "To turn enforcement off: set mode = \"off\" in the [hook] table of {}, or TOOLGATE_MODE=off.",
+            cfg.mode_var
+        )
+    };
     format!(
-        "toolgate CodeAct enforcement ({var}={mode}): {why}. Do this work as one sandboxed Python program in a single shell call:\n\n  {exe} exec --workspace {ws} --raw --code '<your python>'\n\nSandbox tools (Python functions, keyword arguments): {tools}.\nFull reference: {exe} tools list --surface codeact --markdown\nTo turn enforcement off: unset TOOLGATE_MODE and CODEACT_MODE.",
-        var = cfg.mode_var,
-        mode = cfg.mode.as_str(),
+        "toolgate CodeAct enforcement ({set}): {why}. Do this work as one sandboxed Python program in a single shell call:\n\n  {exe} exec --workspace {ws} --raw --code '<your python>'\n\nSandbox tools (Python functions, keyword arguments): {tools}.\nFull reference: {exe} tools list --surface codeact --markdown\n{change}",
         ws = quote(workspace),
     )
+}
+
+/// A payload without a session id (Copilot CLI sends none in some versions) is counted per
+/// working directory, and a gap of more than this many milliseconds since the previous call
+/// there starts a new count: that is taken as a new session.
+pub const SESSIONLESS_GAP_MS: u64 = 15 * 60 * 1000;
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
 }
 
 /// Nudge bookkeeping; `Some(why)` to deny.
@@ -305,21 +401,18 @@ fn nudge(
     cfg: &HookConfig,
     warnings: &mut Vec<String>,
 ) -> Option<String> {
-    let key = match (&payload.session_id, &payload.cwd) {
-        (Some(s), _) if !s.is_empty() => format!("session:{s}"),
-        (_, cwd) => {
-            warnings.push(
-                "the payload has no session id; counting read-only calls per working directory"
-                    .to_owned(),
-            );
-            format!("cwd:{}", cwd.as_deref().unwrap_or(""))
-        }
+    let (key, window) = match (&payload.session_id, &payload.cwd) {
+        (Some(s), _) if !s.is_empty() => (format!("session:{s}"), None),
+        (_, cwd) => (
+            format!("cwd:{}", cwd.as_deref().unwrap_or("")),
+            Some(payload.timestamp_ms.unwrap_or_else(now_ms)),
+        ),
     };
     let state = SessionState::new(&cfg.state_dir, &key);
     if kind != Kind::ReadOnly && !state.path.exists() {
         return None; // nothing to reset
     }
-    let result = state.update(|count| {
+    let result = state.update_at(window, |count| {
         if kind != Kind::ReadOnly {
             return (0, None);
         }
@@ -366,6 +459,16 @@ impl SessionState {
     /// Unreadable state is an error (the caller fails open) but is reset so that the next call
     /// works again.
     pub fn update<T>(&self, f: impl FnOnce(u32) -> (u32, T)) -> Result<T, String> {
+        self.update_at(None, f)
+    }
+
+    /// [`SessionState::update`] for a count without a session id: `now_ms` is stored with the
+    /// count, and a stored count older than [`SESSIONLESS_GAP_MS`] is taken as 0.
+    pub fn update_at<T>(
+        &self,
+        now_ms: Option<u64>,
+        f: impl FnOnce(u32) -> (u32, T),
+    ) -> Result<T, String> {
         let dir = self.path.parent().unwrap_or(Path::new("."));
         fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let lock = OpenOptions::new()
@@ -377,24 +480,33 @@ impl SessionState {
         lock.lock()
             .map_err(|e| format!("cannot lock {}: {e}", self.lock.display()))?;
         let current = match fs::read(&self.path) {
-            Ok(bytes) => match serde_json::from_slice::<Value>(&bytes)
-                .ok()
-                .and_then(|v| v.get("consecutive_read_only")?.as_u64())
-                .and_then(|n| u32::try_from(n).ok())
-            {
-                Some(n) => Ok(n),
-                None => Err("not a toolgate hook state file".to_owned()),
-            },
+            Ok(bytes) => {
+                let v = serde_json::from_slice::<Value>(&bytes).ok();
+                let count = v
+                    .as_ref()
+                    .and_then(|v| v.get("consecutive_read_only")?.as_u64())
+                    .and_then(|n| u32::try_from(n).ok());
+                let last = v.as_ref().and_then(|v| v.get("last_ms")?.as_u64());
+                match (count, now_ms, last) {
+                    (None, _, _) => Err("not a toolgate hook state file".to_owned()),
+                    (Some(_), Some(now), Some(last))
+                        if now.saturating_sub(last) > SESSIONLESS_GAP_MS =>
+                    {
+                        Ok(0)
+                    }
+                    (Some(n), _, _) => Ok(n),
+                }
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
             Err(e) => Err(e.to_string()),
         };
         let result = match current {
             Ok(n) => {
                 let (next, out) = f(n);
-                self.write(dir, next).map(|()| out)
+                self.write(dir, next, now_ms).map(|()| out)
             }
             Err(e) => {
-                let _ = self.write(dir, 0);
+                let _ = self.write(dir, 0, now_ms);
                 Err(e)
             }
         };
@@ -402,7 +514,7 @@ impl SessionState {
         result
     }
 
-    fn write(&self, dir: &Path, count: u32) -> Result<(), String> {
+    fn write(&self, dir: &Path, count: u32, now_ms: Option<u64>) -> Result<(), String> {
         let tmp = dir.join(format!(
             ".{}.{}.tmp",
             self.path
@@ -411,7 +523,11 @@ impl SessionState {
                 .unwrap_or_default(),
             std::process::id()
         ));
-        let body = json!({"consecutive_read_only": count}).to_string();
+        let body = match now_ms {
+            Some(t) => json!({"consecutive_read_only": count, "last_ms": t}),
+            None => json!({"consecutive_read_only": count}),
+        }
+        .to_string();
         let r = (|| {
             let mut f = File::create(&tmp)?;
             f.write_all(body.as_bytes())?;

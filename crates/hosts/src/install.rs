@@ -82,6 +82,8 @@ pub struct Plan {
     roots: Vec<PathBuf>,
     receipt: Receipt,
     old_receipt: Option<Receipt>,
+    /// The project a project receipt's paths are relative to.
+    base: Option<PathBuf>,
 }
 
 /// Render the install and compare it with what is on disk. Refuses (before writing anything)
@@ -89,8 +91,9 @@ pub struct Plan {
 pub fn plan(opts: &InstallOptions, loc: &Locations) -> Result<Plan, HostsError> {
     let lay = layout(opts.host, opts.global, loc);
     let receipt_path = confine(&lay.receipt, &lay.roots)?;
-    let old_receipt = Receipt::load(&receipt_path)?;
-    let shared = co_owned(&receipt_path);
+    let base = receipt_base(opts.global, loc);
+    let old_receipt = Receipt::load_in(&receipt_path, base.as_deref())?;
+    let shared = co_owned(&receipt_path, base.as_deref());
     let actions = render::actions(opts, loc);
     let mut changes = Vec::new();
     let mut files = Vec::new();
@@ -249,6 +252,7 @@ pub fn plan(opts: &InstallOptions, loc: &Locations) -> Result<Plan, HostsError> 
         toolgate_version: render::VERSION.to_owned(),
         backend: opts.backend,
         surface: opts.surface,
+        exe: Some(opts.exe.clone()),
         files,
         json_entries,
         dirs_created: old_receipt
@@ -270,7 +274,13 @@ pub fn plan(opts: &InstallOptions, loc: &Locations) -> Result<Plan, HostsError> 
         roots: lay.roots,
         receipt,
         old_receipt,
+        base,
     })
+}
+
+/// What the paths of a receipt are stored relative to: the project, for a project install.
+fn receipt_base(global: bool, loc: &Locations) -> Option<PathBuf> {
+    (!global).then(|| loc.target.clone())
 }
 
 fn text(bytes: &[u8]) -> Result<String, HostsError> {
@@ -338,7 +348,7 @@ pub fn apply(plan: &Plan) -> Result<ApplyReport, HostsError> {
     confine(&plan.receipt_path, &plan.roots)?;
     let dirs = create_parents(&plan.receipt_path)?;
     note_dirs(dirs, &mut receipt);
-    let bytes = receipt.to_bytes();
+    let bytes = receipt.to_bytes_in(plan.base.as_deref());
     let receipt_changed = read_opt(&plan.receipt_path)?.as_deref() != Some(bytes.as_slice());
     if receipt_changed {
         write_atomic(&plan.receipt_path, &bytes)?;
@@ -351,18 +361,25 @@ pub fn apply(plan: &Plan) -> Result<ApplyReport, HostsError> {
 pub fn unified_diff(plan: &Plan) -> String {
     let mut out = String::new();
     for change in plan.changes.iter().filter(|c| !c.is_noop()) {
-        let shown = change
-            .path
-            .strip_prefix(&plan.display_root)
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|_| change.path.clone());
+        // `a/rel` and `b/rel` below the project (or home); a file elsewhere keeps its absolute
+        // path, without a prefix (never `b//abs`).
+        let (a_side, b_side) = match change.path.strip_prefix(&plan.display_root) {
+            Ok(rel) => (
+                format!("a/{}", rel.display()),
+                format!("b/{}", rel.display()),
+            ),
+            Err(_) => {
+                let abs = change.path.display().to_string();
+                (abs.clone(), abs)
+            }
+        };
         let a = if change.old.is_some() {
-            format!("a/{}", shown.display())
+            a_side
         } else {
             "/dev/null".to_owned()
         };
         let b = if change.new.is_some() {
-            format!("b/{}", shown.display())
+            b_side
         } else {
             "/dev/null".to_owned()
         };
@@ -401,7 +418,7 @@ pub struct UninstallReport {
 /// same scope), with the host whose receipt lists them. An unreadable sibling receipt is skipped
 /// with a warning: it cannot claim a file, and refusing every install or uninstall because of it
 /// would leave the user stuck.
-fn co_owned(receipt_path: &Path) -> HashMap<PathBuf, Host> {
+fn co_owned(receipt_path: &Path, base: Option<&Path>) -> HashMap<PathBuf, Host> {
     let mut out = HashMap::new();
     let Some(dir) = receipt_path.parent() else {
         return out;
@@ -414,7 +431,7 @@ fn co_owned(receipt_path: &Path) -> HashMap<PathBuf, Host> {
         if path == receipt_path || path.extension().is_none_or(|e| e != "json") {
             continue;
         }
-        match Receipt::load(&path) {
+        match Receipt::load_in(&path, base) {
             Ok(Some(r)) => out.extend(r.files.into_iter().map(|f| (f.path, r.host))),
             Ok(None) => {}
             Err(e) => tracing::warn!("ignoring another install's receipt: {e}"),
@@ -431,7 +448,8 @@ pub fn uninstall(host: Host, global: bool, loc: &Locations) -> Result<UninstallR
         receipt: receipt_path.clone(),
         ..UninstallReport::default()
     };
-    let Some(receipt) = Receipt::load(&receipt_path)? else {
+    let base = receipt_base(global, loc);
+    let Some(receipt) = Receipt::load_in(&receipt_path, base.as_deref())? else {
         return Ok(report);
     };
     report.receipt_found = true;
@@ -453,7 +471,7 @@ pub fn uninstall(host: Host, global: bool, loc: &Locations) -> Result<UninstallR
             confine(d, &lay.roots)?;
         }
     }
-    let shared = co_owned(&receipt_path);
+    let shared = co_owned(&receipt_path, base.as_deref());
     for rec in &receipt.files {
         if shared.contains_key(&rec.path) {
             report.kept_shared.push(rec.path.clone());
@@ -525,14 +543,18 @@ pub fn uninstall(host: Host, global: bool, loc: &Locations) -> Result<UninstallR
         // Only empty directories go; anything the user added keeps its folder.
         let _ = fs::remove_dir(d);
     }
-    hand_over_dirs(&receipt_path, &receipt.dirs_created)?;
+    hand_over_dirs(&receipt_path, &receipt.dirs_created, base.as_deref())?;
     Ok(report)
 }
 
 /// Directories this install created that are still there because another host's install keeps
 /// files (or its receipt) inside them are handed to that install's receipt, so the last uninstall
 /// removes them instead of leaving empty folders behind.
-fn hand_over_dirs(receipt_path: &Path, created: &[PathBuf]) -> Result<(), HostsError> {
+fn hand_over_dirs(
+    receipt_path: &Path,
+    created: &[PathBuf],
+    base: Option<&Path>,
+) -> Result<(), HostsError> {
     let left: Vec<&PathBuf> = created.iter().filter(|d| d.is_dir()).collect();
     if left.is_empty() {
         return Ok(());
@@ -548,7 +570,7 @@ fn hand_over_dirs(receipt_path: &Path, created: &[PathBuf]) -> Result<(), HostsE
         if path.extension().is_none_or(|e| e != "json") {
             continue;
         }
-        let Ok(Some(mut other)) = Receipt::load(&path) else {
+        let Ok(Some(mut other)) = Receipt::load_in(&path, base) else {
             continue;
         };
         let mut changed = false;
@@ -563,7 +585,7 @@ fn hand_over_dirs(receipt_path: &Path, created: &[PathBuf]) -> Result<(), HostsE
         if changed {
             // Outermost first, as the receipt keeps them.
             other.dirs_created.sort_by_key(|d| d.components().count());
-            write_atomic(&path, &other.to_bytes())?;
+            write_atomic(&path, &other.to_bytes_in(base))?;
         }
     }
     Ok(())

@@ -130,13 +130,28 @@ pub struct InstallOptions {
     pub global: bool,
     pub backend: Backend,
     pub surface: Surface,
-    /// How the hosts run toolgate: an absolute path to the binary (hooks and MCP entries run
-    /// without the user's shell PATH).
+    /// How the installed files run toolgate: `toolgate` (found on the host's `PATH`, what a
+    /// project install writes so that it works in every clone), `./rel/path` (relative to the
+    /// project root, where the hosts start hooks and servers) or an absolute path.
     pub exe: String,
     /// The CodeAct tools (`toolgate tools list --json --surface codeact`).
     pub tools: Vec<ToolInfo>,
     /// The Markdown reference of the sandbox (`toolgate tools list --surface codeact --markdown`).
     pub tools_reference: String,
+    /// Whether this binary can run the hyperlight backend; without it the Copilot plugin does
+    /// not ship the `codeact-install-hyperlight` skill.
+    pub hyperlight: bool,
+}
+
+/// Where the receipt of the (host, scope) install lies.
+pub fn receipt_path(host: Host, global: bool, loc: &Locations) -> PathBuf {
+    render::layout(host, global, loc).receipt
+}
+
+/// The folder a plugin host's marketplace is added from (`… plugin marketplace add DIR`): the
+/// project for a project install, `<data dir>/hosts/<host>` for a global one.
+pub fn marketplace_root(host: Host, global: bool, loc: &Locations) -> PathBuf {
+    render::layout(host, global, loc).marketplace_root
 }
 
 /// Where things go. Every path the installer writes or removes lies under one of these.

@@ -18,6 +18,11 @@ pub struct Receipt {
     pub toolgate_version: String,
     pub backend: Backend,
     pub surface: Surface,
+    /// How the installed files run toolgate: `toolgate` (found on the host's `PATH`), a path
+    /// relative to the project (`./bin/toolgate`) or an absolute path. `None` in receipts written
+    /// before portable installs. `toolgate doctor` checks that it exists and is this version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exe: Option<String>,
     /// Files toolgate owns, with the SHA-256 of what it wrote.
     pub files: Vec<FileRecord>,
     /// Entries toolgate added to files it shares with the user.
@@ -58,6 +63,44 @@ impl Receipt {
                 path: path.to_path_buf(),
                 message: e.to_string(),
             })
+    }
+
+    /// [`Receipt::load`], with the paths of a project receipt (stored relative to the project,
+    /// `base`) made absolute again. Absolute paths (global receipts, older project receipts)
+    /// stay as they are.
+    pub fn load_in(path: &Path, base: Option<&Path>) -> Result<Option<Receipt>, HostsError> {
+        let mut r = Self::load(path)?;
+        if let (Some(r), Some(base)) = (r.as_mut(), base) {
+            r.map_paths(|p| base.join(p));
+        }
+        Ok(r)
+    }
+
+    /// The bytes to store: paths under `base` (the project of a project install) are written
+    /// relative to it, so that a committed receipt works in every clone of the repository.
+    pub fn to_bytes_in(&self, base: Option<&Path>) -> Vec<u8> {
+        let Some(base) = base else {
+            return self.to_bytes();
+        };
+        let mut r = self.clone();
+        r.map_paths(|p| {
+            p.strip_prefix(base)
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|_| p.to_path_buf())
+        });
+        r.to_bytes()
+    }
+
+    fn map_paths(&mut self, f: impl Fn(&Path) -> PathBuf) {
+        for rec in &mut self.files {
+            rec.path = f(&rec.path);
+        }
+        for rec in &mut self.json_entries {
+            rec.path = f(&rec.path);
+        }
+        for d in &mut self.dirs_created {
+            *d = f(d);
+        }
     }
 
     pub fn to_bytes(&self) -> Vec<u8> {

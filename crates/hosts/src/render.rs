@@ -248,7 +248,10 @@ pub fn actions(opts: &InstallOptions, loc: &Locations) -> Vec<Action> {
                     "--backend hyperlight",
                     "Install or refresh toolgate CodeAct with the hyperlight micro-VM backend (Linux with a working KVM).",
                 ),
-            ] {
+            ]
+            .into_iter()
+            .filter(|(name, _, _)| opts.hyperlight || *name != "codeact-install-hyperlight")
+            {
                 let sv = Vars {
                     pairs: vec![
                         ("SKILL_NAME", name.to_owned()),

@@ -147,12 +147,19 @@ fn heredoc(rest: &str) -> Option<()> {
 /// (`./toolgate`, `/tmp/x/toolgate`, a bare `toolgate` found through `PATH`), and no heredoc
 /// whose body the shell would expand.
 pub fn is_toolgate_exec(command: &str, exe: &str) -> bool {
+    std::path::Path::new(exe).is_absolute() && is_exec_of(command, exe)
+}
+
+/// Whether `command` is one simple command that runs `spelling exec …`, with `spelling` taken
+/// as written (`toolgate`, `./bin/toolgate`). Only for a spelling the caller has checked
+/// resolves to the running toolgate binary (the hook does so for the spelling the host ran it
+/// by); [`is_toolgate_exec`] is the check for an absolute path.
+pub fn is_exec_of(command: &str, spelling: &str) -> bool {
     let Some(words) = simple_command(command.trim()) else {
         return false;
     };
-    let exe_is_absolute = std::path::Path::new(exe).is_absolute();
     match words.as_slice() {
-        [prog, sub, ..] => exe_is_absolute && prog == exe && sub == "exec",
+        [prog, sub, ..] => !spelling.is_empty() && prog == spelling && sub == "exec",
         _ => false,
     }
 }

@@ -10,6 +10,7 @@ fn cfg(mode: Mode, dir: &std::path::Path) -> HookConfig {
         mode_var: "TOOLGATE_MODE".into(),
         nudge_after: 3,
         exe: EXE.into(),
+        aliases: Vec::new(),
         tools: vec!["view".into(), "glob".into()],
         state_dir: dir.to_path_buf(),
     }
@@ -259,10 +260,128 @@ fn fails_open_on_bad_input_and_bad_state() {
     let a = answer(&copilot_object("view", json!({}), "s"), &c);
     assert!(!a.denied);
     assert!(!a.warnings.is_empty());
-    // No session id: counted per working directory, with a warning.
+}
+
+/// Issue 19 item 4: a Copilot payload without a session id is counted per working directory
+/// within a time window (a gap longer than SESSIONLESS_GAP_MS starts a new count), and no call
+/// prints a warning.
+#[test]
+fn sessionless_payloads_count_per_cwd_within_a_time_window() {
+    let dir = tempfile::tempdir().unwrap();
     let c = cfg(Mode::Nudge, dir.path());
-    let a = answer(&json!({"toolName": "view", "cwd": "/w"}).to_string(), &c);
-    assert!(a.warnings[0].contains("no session id"), "{:?}", a.warnings);
+    let at = |cwd: &str, ms: u64| {
+        answer(
+            &json!({"toolName": "view", "cwd": cwd, "timestamp": ms, "toolArgs": {}}).to_string(),
+            &c,
+        )
+    };
+    let t0 = 1_704_614_600_000_u64;
+    // Three read-only calls pass (nudge after 3), the fourth in the same cwd is denied.
+    for i in 0..3 {
+        let a = at("/w", t0 + i * 1000);
+        assert!(!a.denied && a.warnings.is_empty(), "{a:?}");
+    }
+    // Another directory is another count.
+    assert!(!at("/other", t0 + 3000).denied);
+    assert!(at("/w", t0 + 4000).denied);
+    // Within the window the count goes on; after a longer gap it starts again.
+    for i in 0..3 {
+        assert!(!at("/w", t0 + 5000 + i).denied);
+    }
+    let later = t0 + 5002 + hook::SESSIONLESS_GAP_MS + 1;
+    for i in 0..3 {
+        let a = at("/w", later + i);
+        assert!(
+            !a.denied && a.warnings.is_empty(),
+            "a gap starts a new count: {a:?}"
+        );
+    }
+    assert!(at("/w", later + 10).denied);
+}
+
+/// Issue 19 item 4: exclusive mode lets toolgate's own MCP tools through under every name the
+/// hosts give them, and nothing that only looks similar.
+#[test]
+fn exclusive_mode_allows_toolgates_own_mcp_tools_under_every_host_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = cfg(Mode::Exclusive, dir.path());
+    for name in [
+        "mcp__plugin_toolgate_toolgate__run_code",
+        "mcp__toolgate__run_code",
+        "toolgate-run_code",
+        "mcp_toolgate_run_code",
+        "toolgate/run_code",
+    ] {
+        for payload in [
+            claude(name, json!({"code": "print(1)"}), "s"),
+            copilot_object(name, json!({"code": "print(1)"}), "s"),
+        ] {
+            assert!(!answer(&payload, &c).denied, "{name} denied");
+        }
+    }
+    for name in [
+        "mcp__context7__query-docs",
+        "mcp__plugin_other_toolgate__run_code",
+        "mcp__toolgate__",
+        "toolgate",
+        "github-run_code",
+    ] {
+        assert!(
+            answer(&claude(name, json!({}), "s"), &c).denied,
+            "{name} passed"
+        );
+    }
+}
+
+/// A spelling the CLI verified (the one the host ran the hook by, e.g. `toolgate` from PATH)
+/// counts as the installed binary; without it, the bare name is refused.
+#[test]
+fn verified_aliases_of_the_binary_pass_exclusive_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = cfg(Mode::Exclusive, dir.path());
+    let bare = claude(
+        "Bash",
+        json!({"command": "toolgate exec --raw --code 'print(1)'"}),
+        "s",
+    );
+    assert!(answer(&bare, &c).denied);
+    c.aliases = vec!["toolgate".into()];
+    assert!(!answer(&bare, &c).denied);
+    let a = answer(&claude("Read", json!({"file_path": "x"}), "s"), &c);
+    assert!(a.denied);
+    assert!(
+        a.stdout
+            .contains("toolgate exec --workspace /work/repo --raw"),
+        "the reason suggests the portable spelling: {}",
+        a.stdout
+    );
+    assert!(!a.stdout.contains(EXE), "{}", a.stdout);
+    // Still one simple command only.
+    let chained = claude(
+        "Bash",
+        json!({"command": "toolgate exec --code 1; rm -rf /"}),
+        "s",
+    );
+    assert!(answer(&chained, &c).denied);
+}
+
+#[test]
+fn the_mode_from_the_user_config_and_its_precedence() {
+    let none = |_: &str| None;
+    let (m, src, warn) = Mode::resolve(none, Some(("/u/config.toml", "exclusive")));
+    assert_eq!(
+        (m, src.as_str(), warn),
+        (Mode::Exclusive, "/u/config.toml", None)
+    );
+    let env = |k: &str| (k == "TOOLGATE_MODE").then(|| "off".to_owned());
+    assert_eq!(
+        Mode::resolve(env, Some(("/u/config.toml", "exclusive"))).0,
+        Mode::Off,
+        "the environment overrides the config"
+    );
+    let (m, _, warn) = Mode::resolve(none, Some(("/u/config.toml", "loud")));
+    assert_eq!(m, Mode::Off);
+    assert!(warn.unwrap().contains("[hook] table of /u/config.toml"));
 }
 
 #[test]

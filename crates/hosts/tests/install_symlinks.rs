@@ -35,6 +35,7 @@ fn options(host: Host) -> InstallOptions {
         exe: "/usr/local/bin/toolgate".to_owned(),
         tools: parse_manifest(MANIFEST).unwrap(),
         tools_reference: REFERENCE.to_owned(),
+        hyperlight: false,
     }
 }
 

@@ -27,9 +27,16 @@ fn options(host: Host, backend: Backend, global: bool) -> InstallOptions {
         global,
         backend,
         surface: Surface::All,
-        exe: "/usr/local/bin/toolgate".to_owned(),
+        // What the CLI writes by default: the command on PATH for a project (portable), the
+        // absolute binary for the user's own install.
+        exe: if global {
+            "/usr/local/bin/toolgate".to_owned()
+        } else {
+            "toolgate".to_owned()
+        },
         tools: parse_manifest(MANIFEST).unwrap(),
         tools_reference: REFERENCE.to_owned(),
+        hyperlight: backend == Backend::Hyperlight,
     }
 }
 
@@ -133,7 +140,6 @@ fn layouts_per_host() {
         "repo/.github/plugin/toolgate/agents/codeact.agent.md",
         "repo/.github/plugin/toolgate/skills/codeact-install/SKILL.md",
         "repo/.github/plugin/toolgate/skills/codeact-install-monty/SKILL.md",
-        "repo/.github/plugin/toolgate/skills/codeact-install-hyperlight/SKILL.md",
         "repo/.github/instructions/codeact.instructions.md",
     ] {
         assert!(
@@ -141,6 +147,18 @@ fn layouts_per_host() {
             "{expected} in {copilot:?}"
         );
     }
+    // The hyperlight install skill ships only from a binary that can run hyperlight.
+    let hyperlight_skill =
+        "repo/.github/plugin/toolgate/skills/codeact-install-hyperlight/SKILL.md";
+    assert!(
+        !copilot.iter().any(|p| p == hyperlight_skill),
+        "{copilot:?}"
+    );
+    let with_hyperlight: Vec<String> = rendered(Host::Copilot, Backend::Hyperlight, false)
+        .into_iter()
+        .map(|(r, _)| r)
+        .collect();
+    assert!(with_hyperlight.iter().any(|p| p == hyperlight_skill));
     // Global Copilot instructions go where Copilot CLI loads personal instructions, not to the
     // unread ~/.copilot/codeact.instructions.md (reference §11).
     let global = names(Host::Copilot, true);
@@ -184,7 +202,7 @@ fn layouts_per_host() {
 }
 
 #[test]
-fn hooks_and_mcp_entries_run_toolgate_by_absolute_path() {
+fn project_hooks_and_mcp_entries_run_toolgate_from_path() {
     let files = rendered(Host::Claude, Backend::Monty, false);
     let get = |suffix: &str| {
         let (_, c) = files.iter().find(|(r, _)| r.ends_with(suffix)).unwrap();
@@ -195,14 +213,18 @@ fn hooks_and_mcp_entries_run_toolgate_by_absolute_path() {
         .as_str()
         .unwrap();
     assert!(
-        cmd.starts_with("/usr/local/bin/toolgate hook pre-tool-use --tools view,"),
+        cmd.starts_with("toolgate hook pre-tool-use --tools view,"),
         "{cmd}"
     );
     let mcp = get(".mcp.json");
-    assert_eq!(
-        mcp["mcpServers"]["toolgate"]["command"],
-        "/usr/local/bin/toolgate"
-    );
+    assert_eq!(mcp["mcpServers"]["toolgate"]["command"], "toolgate");
+    // No file of a project install names a machine's path.
+    for host in Host::ALL {
+        for (rel, content) in rendered(host, Backend::Monty, false) {
+            assert!(!content.contains("/usr/local/bin"), "{rel}: {content}");
+            assert!(!content.contains(ROOT), "{rel}: {content}");
+        }
+    }
     assert_eq!(
         mcp["mcpServers"]["toolgate"]["args"],
         // run_code needs a named workspace: the project the host starts the server in.

@@ -33,6 +33,7 @@ fn options() -> InstallOptions {
         exe: "/usr/local/bin/toolgate".to_owned(),
         tools: parse_manifest(MANIFEST).unwrap(),
         tools_reference: REFERENCE.to_owned(),
+        hyperlight: false,
     }
 }
 

@@ -283,6 +283,18 @@ impl CommandToolDecl {
     }
 }
 
+/// `[hook]`: the host enforcement hook (`toolgate hook pre-tool-use`). Read only from the user
+/// file (a repository must not switch its reader's enforcement); `TOOLGATE_MODE` /
+/// `CODEACT_MODE` override it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookTable {
+    /// `off` (default), `nudge` or `exclusive`.
+    pub mode: Option<String>,
+    /// Nudge mode: read-only calls in a row that pass before the next is denied.
+    pub nudge_after: Option<u32>,
+}
+
 /// One config file as written.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -295,6 +307,8 @@ pub struct ConfigFile {
     pub workspace: WorkspaceTable,
     #[serde(default)]
     pub command_tools: Vec<CommandToolDecl>,
+    #[serde(default)]
+    pub hook: HookTable,
 }
 
 impl ConfigFile {
@@ -856,6 +870,7 @@ impl CodeactConfig {
         deny: &mut Option<Vec<String>>,
     ) {
         let ConfigFile {
+            hook: _,
             tools,
             limits,
             workspace,
@@ -907,6 +922,7 @@ impl CodeactConfig {
         user_deny: Option<&[String]>,
     ) -> ToolsTable {
         let ConfigFile {
+            hook: _,
             tools,
             limits,
             workspace,
