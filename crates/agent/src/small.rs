@@ -1,0 +1,542 @@
+//! The small-model profile: a tool surface that fits a 0.5B model.
+//!
+//! Small models ignore instructions about tool choice far more often than they escape a
+//! restricted tool list, so under [`Profile::Small`] the loop offers per turn only the tools that
+//! make sense in the session's state ([`Stage`]), answers a repeated identical call from its
+//! previous result instead of dispatching it again, shows compact results ([`compact_result`]),
+//! and fits every request into the model's context window ([`fit_to_budget`]), dropping old tool
+//! results first. Each part is a [`Levers`] switch so its lift can be measured alone;
+//! [`Profile::Large`] switches every new part off and sends the same requests as before.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use toolgate_core::TokenCounter;
+use toolgate_plot::agent::{LIST_TOOLS, RUN_TOOL, SEARCH, SUMMARIZE};
+
+use crate::client::{Message, Role};
+
+/// Which surface the loop shows the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Profile {
+    /// Every tool every turn, full results, no budget: the requests toolgate always sent.
+    #[default]
+    Large,
+    /// The state machine, the repeat guard, compact results, the context budget, and
+    /// constrained decoding where the server offers it.
+    Small,
+}
+
+/// The separately measurable parts of the small profile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Levers {
+    /// Read tool calls written into the reply text ([`crate::call_parse`]).
+    pub parsing: bool,
+    /// Constrained decoding (`response_format` JSON schema) when the server offers it.
+    pub constraints: bool,
+    /// Per-turn tool offers from [`Stage`], and repeated identical calls answered from the
+    /// previous result.
+    pub state_machine: bool,
+    /// Compact tool results and the context budget.
+    pub compaction: bool,
+}
+
+impl Levers {
+    pub const LARGE: Levers = Levers {
+        parsing: true,
+        constraints: false,
+        state_machine: false,
+        compaction: false,
+    };
+    pub const SMALL: Levers = Levers {
+        parsing: true,
+        constraints: true,
+        state_machine: true,
+        compaction: true,
+    };
+    pub const NONE: Levers = Levers {
+        parsing: false,
+        constraints: false,
+        state_machine: false,
+        compaction: false,
+    };
+
+    pub fn for_profile(p: Profile) -> Levers {
+        match p {
+            Profile::Large => Levers::LARGE,
+            Profile::Small => Levers::SMALL,
+        }
+    }
+
+    /// A comma-separated list of levers (`parsing,constraints,state,compaction`, `none`, `all`).
+    ///
+    /// # Errors
+    /// A word that names no lever, with the valid words.
+    pub fn parse(list: &str) -> Result<Levers, String> {
+        let mut l = Levers::NONE;
+        for w in list.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+            match w {
+                "none" => {}
+                "all" => l = Levers::SMALL,
+                "parsing" => l.parsing = true,
+                "constraints" => l.constraints = true,
+                "state" | "state-machine" => l.state_machine = true,
+                "compaction" => l.compaction = true,
+                other => {
+                    return Err(format!(
+                        "unknown lever \"{other}\": use a comma-separated list of parsing, constraints, state, compaction (or none / all)"
+                    ));
+                }
+            }
+        }
+        Ok(l)
+    }
+}
+
+/// Where a conversation stands, as far as tool choice goes. Ordered: later stages know more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Stage {
+    /// No plot is open and nothing was searched in this utterance.
+    NoPlot,
+    /// No plot is open; a search ran.
+    Searched,
+    /// A plot is open and has not been summarised since it became active.
+    Opened,
+    /// The active plot was summarised.
+    Summarised,
+    /// The tools were listed.
+    Listed,
+    /// A tool ran successfully in this utterance.
+    Ran,
+}
+
+/// What the model may do in one turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Offer {
+    /// Agent tool names, in the order shown.
+    pub tools: Vec<&'static str>,
+    /// A final answer without a call is acceptable.
+    pub reply: bool,
+}
+
+impl Stage {
+    /// The stage an utterance starts in, from the previous utterance's stage and the session.
+    pub fn begin(previous: Option<Stage>, plot_open: bool, plot_changed: bool) -> Stage {
+        if !plot_open {
+            return Stage::NoPlot;
+        }
+        match previous {
+            _ if plot_changed => Stage::Opened,
+            None | Some(Stage::NoPlot | Stage::Searched | Stage::Opened) => Stage::Opened,
+            Some(Stage::Summarised) => Stage::Summarised,
+            // The tools are known; a new request may need another one.
+            Some(Stage::Listed | Stage::Ran) => Stage::Listed,
+        }
+    }
+
+    /// The tools that make sense now. `calls` counts the calls already made in this utterance:
+    /// the first step never offers a free reply (small models answer from memory instead).
+    pub fn offer(self, calls: usize) -> Offer {
+        let (tools, reply): (Vec<&'static str>, bool) = match self {
+            Stage::NoPlot => (vec![SEARCH], calls > 0),
+            Stage::Searched => (vec![SEARCH], true),
+            Stage::Opened => (vec![SUMMARIZE], calls > 0),
+            Stage::Summarised => (vec![SUMMARIZE, LIST_TOOLS], true),
+            Stage::Listed => (vec![SUMMARIZE, RUN_TOOL], true),
+            Stage::Ran => (Vec::new(), true),
+        };
+        Offer { tools, reply }
+    }
+
+    /// The stage after a call to `tool` ended (`ok`: it ran; a refusal or failure is not ok).
+    pub fn after(self, tool: &str, ok: bool, plot_open: bool, plot_changed: bool) -> Stage {
+        if !plot_open {
+            return if tool == SEARCH || self == Stage::Searched {
+                Stage::Searched
+            } else {
+                Stage::NoPlot
+            };
+        }
+        if plot_changed || self < Stage::Opened {
+            // A search opened a plot (or the active plot changed under us).
+            return Stage::Opened;
+        }
+        if !ok {
+            return self;
+        }
+        match tool {
+            SUMMARIZE => self.max(Stage::Summarised),
+            LIST_TOOLS => self.max(Stage::Listed),
+            RUN_TOOL => Stage::Ran,
+            _ => self,
+        }
+    }
+}
+
+impl Offer {
+    /// The offer without the tools in `blocked` (a tool whose identical call was just
+    /// repeated); with nothing left to call, a reply is always allowed.
+    pub fn without(mut self, blocked: &[String]) -> Offer {
+        self.tools.retain(|t| !blocked.iter().any(|b| b == t));
+        if self.tools.is_empty() {
+            self.reply = true;
+        }
+        self
+    }
+}
+
+/// The four agent tools, in the order a full offer shows them.
+pub const ALL_TOOLS: [&str; 4] = [SEARCH, SUMMARIZE, LIST_TOOLS, RUN_TOOL];
+
+/// Tokens kept free of the context window for the reply and the chat template.
+pub const RESERVE: usize = 700;
+
+/// The prompt budget for a context window of `n_ctx` tokens: the reserve off, and 15% margin
+/// because the budget counts o200k tokens, not the model's own.
+pub fn budget_for(n_ctx: usize) -> usize {
+    n_ctx.saturating_sub(RESERVE) * 85 / 100
+}
+
+/// The refusal for a call to an agent tool the current step does not offer.
+pub fn not_offered_message(tool: &str, offered: &[String]) -> String {
+    if offered.is_empty() {
+        format!("{tool} is not needed at this step: answer the analyst now, in plain words.")
+    } else {
+        format!(
+            "{tool} is not available at this step. Call {} instead, or answer the analyst.",
+            offered.join(" or ")
+        )
+    }
+}
+
+/// The reply the model gets for a repeated identical call (not dispatched again).
+pub fn repeated_call_message(tool: &str) -> String {
+    format!(
+        "You already called {tool} with exactly these arguments; the result has not changed (it is the earlier {tool} result above). Do not call it again: use that result, call a different tool, or answer the analyst."
+    )
+}
+
+/// Tools whose identical repeat is answered from the previous result (they read, and reading
+/// twice gives the same answer while nothing else ran).
+pub fn cacheable(tool: &str) -> bool {
+    matches!(tool, SEARCH | SUMMARIZE | LIST_TOOLS)
+}
+
+fn first_sentence(s: &str) -> &str {
+    let end = s
+        .char_indices()
+        .find(|&(i, c)| c == '.' && s[i + 1..].starts_with(' ') || c == '\n')
+        .map_or(s.len(), |(i, _)| i);
+    s[..end].trim_end_matches('.').trim()
+}
+
+/// A compact form of a tool's result for a small model: the tool listing as one line per tool
+/// (id, whether it modifies the plot, its purpose, its parameters), a search as the matches'
+/// ids, titles, time spans and platform names. Anything else (summaries already honour a token
+/// budget, refusals are short sentences) is shown as it is.
+pub fn compact_result(tool: &str, result: &str) -> String {
+    let Ok(v) = serde_json::from_str::<Value>(result) else {
+        return result.to_owned();
+    };
+    match tool {
+        LIST_TOOLS => match v.as_array() {
+            Some(tools) => compact_listing(tools),
+            None => result.to_owned(),
+        },
+        SEARCH => compact_search(&v).unwrap_or_else(|| result.to_owned()),
+        _ => result.to_owned(),
+    }
+}
+
+fn compact_listing(tools: &[Value]) -> String {
+    let mut out = String::from(
+        "Tools (id — what it does; params: name:type, * = required). Pass the id as toolId and the params as params to debrief_runTool.\n",
+    );
+    for t in tools {
+        let id = t["id"].as_str().unwrap_or_default();
+        let purpose = first_sentence(t["description"].as_str().unwrap_or_default());
+        let kind = if t["mutating"].as_bool() == Some(true) {
+            "modifies the plot, \"mutating\":true"
+        } else {
+            "read-only"
+        };
+        let params: Vec<String> = t["parameters"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|p| {
+                let mut s = format!(
+                    "{}{}:{}",
+                    p["name"].as_str().unwrap_or_default(),
+                    if p["required"].as_bool() == Some(true) {
+                        "*"
+                    } else {
+                        ""
+                    },
+                    p["valueType"].as_str().unwrap_or("any")
+                );
+                if let Some(c) = p["choices"].as_array().filter(|c| !c.is_empty()) {
+                    let c: Vec<String> = c
+                        .iter()
+                        .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_owned))
+                        .collect();
+                    s.push_str(&format!("({})", c.join("|")));
+                }
+                if let Some(d) = p.get("defaultValue").filter(|d| !d.is_null()) {
+                    s.push_str(&format!("={d}"));
+                }
+                s
+            })
+            .collect();
+        out.push_str(&format!("- {id} — {purpose} [{kind}]"));
+        if !params.is_empty() {
+            out.push_str(&format!("; params: {}", params.join(", ")));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn compact_search(v: &Value) -> Option<String> {
+    let matches = v.get("matches")?.as_array()?;
+    let slim: Vec<Value> = matches
+        .iter()
+        .map(|m| {
+            let platforms: Vec<Value> = m["platforms"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|p| {
+                    p.get("name")
+                        .cloned()
+                        .or_else(|| p.as_str().map(|s| json!(s)))
+                        .unwrap_or(Value::Null)
+                })
+                .collect();
+            let mut o = json!({"plotId": m["plotId"], "title": m["title"]});
+            for k in ["startTime", "endTime", "timeSpan", "start", "end"] {
+                if let Some(x) = m.get(k) {
+                    o[k] = x.clone();
+                }
+            }
+            o["platforms"] = Value::Array(platforms);
+            o
+        })
+        .collect();
+    let mut out = json!({"matches": slim, "total": v["total"]});
+    for k in ["more", "message", "opened", "notOpened", "openError"] {
+        if let Some(x) = v.get(k) {
+            out[k] = x.clone();
+        }
+    }
+    serde_json::to_string(&out).ok()
+}
+
+/// Tokens of a message as the budget counts them (o200k plus the per-message overhead).
+fn message_tokens(counter: &TokenCounter, m: &Message) -> usize {
+    counter.count(&m.content)
+        + m.tool_calls
+            .iter()
+            .map(|c| counter.count(&c.arguments) + counter.count(&c.name) + 4)
+            .sum::<usize>()
+        + 4
+}
+
+/// The counted size of a list of messages.
+pub fn messages_tokens(counter: &TokenCounter, messages: &[Message]) -> usize {
+    messages.iter().map(|m| message_tokens(counter, m)).sum()
+}
+
+/// The placeholder for a tool result dropped to fit the context.
+pub const DROPPED: &str =
+    "[earlier result dropped to fit the model's context; call the tool again if it is needed]";
+
+/// Fit `messages` into `budget` tokens (as counted by `counter`): first the oldest tool results
+/// are replaced by [`DROPPED`] (the newest result is kept), then the oldest whole exchanges
+/// before the current utterance are dropped (the system prompt and the current utterance with
+/// everything after it are kept). Returns what fits, or as close as the kept part allows.
+pub fn fit_to_budget(counter: &TokenCounter, messages: &[Message], budget: usize) -> Vec<Message> {
+    let mut out: Vec<Message> = messages.to_vec();
+    if messages_tokens(counter, &out) <= budget {
+        return out;
+    }
+    let last_tool = out.iter().rposition(|m| m.role == Role::Tool);
+    for i in 0..out.len() {
+        if Some(i) == last_tool {
+            continue;
+        }
+        if out[i].role == Role::Tool && out[i].content != DROPPED {
+            out[i].content = DROPPED.to_owned();
+            if messages_tokens(counter, &out) <= budget {
+                return out;
+            }
+        }
+    }
+    // Still too long: drop earlier exchanges, oldest first, keeping a leading system message
+    // and the current utterance (the last user message) with what follows it.
+    let mut keep_from = out.iter().rposition(|m| m.role == Role::User).unwrap_or(0);
+    let first = usize::from(out.first().is_some_and(|m| m.role == Role::System));
+    while first < keep_from && messages_tokens(counter, &out) > budget {
+        out.remove(first);
+        keep_from -= 1;
+        // Never leave a tool result at the front without the call it answers.
+        while first < keep_from && out[first].role == Role::Tool {
+            out.remove(first);
+            keep_from -= 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::ToolCallRequest;
+
+    #[test]
+    fn the_state_machine_offers_search_then_summary_then_the_rest() {
+        let s = Stage::begin(None, false, false);
+        assert_eq!(s, Stage::NoPlot);
+        assert_eq!(
+            s.offer(0),
+            Offer {
+                tools: vec![SEARCH],
+                reply: false
+            }
+        );
+        // A search that matched nothing: search again or say so.
+        let s2 = s.after(SEARCH, true, false, false);
+        assert_eq!(s2, Stage::Searched);
+        assert!(s2.offer(1).reply);
+        // A search that opened a plot: summary next (or reply, a call was made).
+        let s = s.after(SEARCH, true, true, true);
+        assert_eq!(s, Stage::Opened);
+        assert_eq!(s.offer(1).tools, vec![SUMMARIZE]);
+        assert!(s.offer(1).reply);
+        // A plot already open at the start: summary first, no free reply.
+        let s = Stage::begin(None, true, false);
+        assert_eq!(
+            s.offer(0),
+            Offer {
+                tools: vec![SUMMARIZE],
+                reply: false
+            }
+        );
+        // A refused summary keeps the stage.
+        assert_eq!(s.after(SUMMARIZE, false, true, false), Stage::Opened);
+        let s = s.after(SUMMARIZE, true, true, false);
+        assert_eq!(s, Stage::Summarised);
+        assert_eq!(s.offer(1).tools, vec![SUMMARIZE, LIST_TOOLS]);
+        let s = s.after(LIST_TOOLS, true, true, false);
+        assert_eq!(s, Stage::Listed);
+        assert_eq!(s.offer(2).tools, vec![SUMMARIZE, RUN_TOOL]);
+        // A summary after listing does not forget the listing.
+        assert_eq!(s.after(SUMMARIZE, true, true, false), Stage::Listed);
+        // A failed run keeps the stage; a run that worked leaves only the reply.
+        assert_eq!(s.after(RUN_TOOL, false, true, false), Stage::Listed);
+        let s = s.after(RUN_TOOL, true, true, false);
+        assert_eq!(
+            s.offer(3),
+            Offer {
+                tools: vec![],
+                reply: true
+            }
+        );
+        // The next utterance starts with the tools known, a changed plot starts over, a closed
+        // plot goes back to search.
+        assert_eq!(Stage::begin(Some(s), true, false), Stage::Listed);
+        assert_eq!(Stage::begin(Some(s), true, true), Stage::Opened);
+        assert_eq!(Stage::begin(Some(s), false, true), Stage::NoPlot);
+        // Closing the plot mid-utterance goes back to search.
+        assert_eq!(
+            Stage::Listed.after(RUN_TOOL, true, false, true),
+            Stage::NoPlot
+        );
+    }
+
+    #[test]
+    fn a_blocked_tool_leaves_the_offer_and_an_empty_offer_allows_a_reply() {
+        let o = Stage::Opened.offer(0).without(&[SUMMARIZE.to_owned()]);
+        assert!(o.tools.is_empty());
+        assert!(o.reply);
+        let o = Stage::Summarised.offer(1).without(&[SUMMARIZE.to_owned()]);
+        assert_eq!(o.tools, vec![LIST_TOOLS]);
+    }
+
+    #[test]
+    fn levers_parse_and_name_the_valid_words() {
+        assert_eq!(Levers::parse("none").unwrap(), Levers::NONE);
+        assert_eq!(Levers::parse("all").unwrap(), Levers::SMALL);
+        let l = Levers::parse("parsing, state").unwrap();
+        assert!(l.parsing && l.state_machine && !l.constraints && !l.compaction);
+        let e = Levers::parse("parsing,routing").unwrap_err();
+        assert!(e.contains("routing") && e.contains("compaction"), "{e}");
+        assert_eq!(Levers::for_profile(Profile::Large), Levers::LARGE);
+    }
+
+    #[test]
+    fn a_listing_is_compacted_to_one_line_per_tool_keeping_ids_and_params() {
+        let listing = json!([
+            {"id": "set-track-color", "name": "Set colour", "description": "Set the line colour of tracks. Long explanation follows here.", "mutating": true,
+             "parameters": [{"name": "color", "valueType": "string", "required": true, "description": "a colour"}], "category": "style"},
+            {"id": "speed-filter", "name": "Speed filter", "description": "Find legs below a speed.", "mutating": false,
+             "parameters": [{"name": "max_knots", "valueType": "number", "required": false, "defaultValue": 5}]}
+        ])
+        .to_string();
+        let c = compact_result(LIST_TOOLS, &listing);
+        assert!(c.contains("- set-track-color — Set the line colour of tracks [modifies the plot, \"mutating\":true]; params: color*:string"), "{c}");
+        assert!(
+            c.contains(
+                "- speed-filter — Find legs below a speed [read-only]; params: max_knots:number=5"
+            ),
+            "{c}"
+        );
+        assert!(!c.contains("Long explanation"));
+        assert!(c.len() < listing.len());
+        // Not JSON, or another tool: unchanged.
+        assert_eq!(compact_result(LIST_TOOLS, "oops"), "oops");
+        assert_eq!(compact_result(SUMMARIZE, &listing), listing);
+    }
+
+    fn tool_msg(n: usize, text: &str) -> Vec<Message> {
+        let call = ToolCallRequest {
+            id: format!("c{n}"),
+            name: LIST_TOOLS.into(),
+            arguments: "{}".into(),
+        };
+        vec![
+            Message::assistant("", vec![call.clone()]),
+            Message::tool(&call, text),
+        ]
+    }
+
+    #[test]
+    fn the_budget_drops_old_tool_results_first_then_old_exchanges() {
+        let counter = TokenCounter::default();
+        let big = "word ".repeat(400);
+        let mut m = vec![Message::system("sys"), Message::user("first request")];
+        m.extend(tool_msg(1, &big));
+        m.push(Message::assistant("done", vec![]));
+        m.push(Message::user("second request"));
+        m.extend(tool_msg(2, &big));
+        m.extend(tool_msg(3, &big));
+        let total = messages_tokens(&counter, &m);
+        // Fits: unchanged.
+        assert_eq!(fit_to_budget(&counter, &m, total), m);
+        // Room for one big result: the older two are dropped, the newest kept, order kept.
+        let fitted = fit_to_budget(&counter, &m, total - 700);
+        assert_eq!(fitted.len(), m.len());
+        assert_eq!(fitted[3].content, DROPPED);
+        assert_eq!(fitted[7].content, DROPPED);
+        assert_eq!(fitted[9].content, big);
+        assert!(messages_tokens(&counter, &fitted) <= total - 700);
+        // Tighter than the newest result: earlier exchanges go, system and the current
+        // utterance stay.
+        let fitted = fit_to_budget(&counter, &m, 450);
+        assert_eq!(fitted[0].content, "sys");
+        assert_eq!(fitted[1].content, "second request");
+        assert_eq!(fitted.last().unwrap().content, big);
+    }
+}
