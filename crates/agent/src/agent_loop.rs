@@ -365,6 +365,11 @@ impl AgentLoop {
         let mut corrections = 0usize;
         let mut nudged = false;
         let mut small = self.small_start(conversation).await;
+        if small.constrained && small.state.is_some() && small.levers.intent {
+            let (intent, usage) = self.classify(conversation, &cancel).await;
+            small.intent = intent;
+            out.usage.add(usage);
+        }
         out.stop = loop {
             if cancel.is_cancelled() {
                 break Stop::Cancelled;
@@ -675,6 +680,13 @@ impl AgentLoop {
         out
     }
 
+    fn has_selection(&self) -> bool {
+        self.debrief
+            .session()
+            .active()
+            .is_ok_and(|p| !p.selected_ids().is_empty())
+    }
+
     fn active_plot(&self) -> Option<String> {
         self.debrief.session().active_id().map(str::to_owned)
     }
@@ -744,6 +756,7 @@ impl AgentLoop {
             state: None,
             constrained: false,
             budget: None,
+            intent: None,
             answered: Vec::new(),
             blocked: Vec::new(),
             active: self.active_plot(),
@@ -775,6 +788,40 @@ impl AgentLoop {
         run
     }
 
+    /// One constrained classification request: what the utterance asks for. `None` when the
+    /// reply cannot be read or the request failed (the state machine then runs unnarrowed).
+    async fn classify(
+        &self,
+        conversation: &mut Conversation,
+        cancel: &CancelToken,
+    ) -> (Option<small::Intent>, Usage) {
+        let mut messages = constrained_view(&conversation.messages);
+        messages.push(Message::user(small::Intent::QUESTION));
+        let format = constrain::response_format(&small::Intent::schema());
+        let request = ChatRequest {
+            messages: &messages,
+            tools: &[],
+            response_format: Some(&format),
+        };
+        let t = Instant::now();
+        let reply = tokio::select! {
+            r = self.client.complete(&request, &|_| {}) => r.ok(),
+            () = cancel.cancelled() => None,
+        };
+        let intent = reply.as_ref().and_then(|r| {
+            serde_json::from_str::<Value>(r.text.trim())
+                .ok()
+                .and_then(|v| v["intent"].as_str().and_then(small::Intent::parse))
+        });
+        let usage = reply.as_ref().and_then(|r| r.usage).unwrap_or_default();
+        conversation.log(
+            "intent",
+            json!({"intent": intent, "latencyMs": ms(t), "promptTokens": usage.prompt_tokens,
+                "completionTokens": usage.completion_tokens}),
+        );
+        (intent, usage)
+    }
+
     /// The request of one small-profile turn: the offered tools (or none and a step schema),
     /// the messages fitted to the budget. `None`: send the conversation as it is.
     fn small_turn(
@@ -787,7 +834,14 @@ impl AgentLoop {
             return None;
         }
         let offer = match run.state {
-            Some(s) => s.offer(calls).without(&run.blocked),
+            Some(s) => {
+                let o = s.offer(calls, self.has_selection());
+                let o = match run.intent {
+                    Some(i) => i.narrow(s, calls, o),
+                    None => o,
+                };
+                o.without(&run.blocked)
+            }
             None => Offer {
                 tools: small::ALL_TOOLS.to_vec(),
                 reply: !run.constrained || calls > 0,
@@ -836,7 +890,7 @@ impl AgentLoop {
         }
         conversation.log(
             "offer",
-            json!({"stage": run.state, "tools": offered, "reply": offer.reply,
+            json!({"stage": run.state, "intent": run.intent, "tools": offered, "reply": offer.reply,
                 "constrained": run.constrained, "budget": run.budget, "dropped": dropped,
                 "promptTokens": small::messages_tokens(&self.counter, &messages)}),
         );
@@ -925,6 +979,8 @@ struct SmallRun {
     constrained: bool,
     /// Tokens a request may use (compaction lever on and the context window known).
     budget: Option<usize>,
+    /// What the utterance asks for (intent lever).
+    intent: Option<small::Intent>,
     /// Calls already answered in this utterance (tool, arguments).
     answered: Vec<(String, Value)>,
     /// Tools left out of the next offer (their identical call was just repeated).

@@ -161,15 +161,37 @@ pub fn arguments_schema(tool: &str, s: &Surface) -> Value {
     let mut p = Map::new();
     match tool {
         SEARCH => {
-            p.insert("text".into(), json!({"type": "string", "maxLength": 60}));
-            p.insert("startTime".into(), date_schema(&s.years));
-            p.insert("endTime".into(), date_schema(&s.years));
-            p.insert(
-                "platforms".into(),
-                json!({"type": "array", "items": {"type": "string", "maxLength": 40}, "maxItems": 3}),
-            );
-            p.insert("open".into(), json!({"type": "boolean"}));
-            obj(p, &[])
+            // At least one criterion (a search for everything opens nothing and answers
+            // nothing): one branch per criterion that leads.
+            let text = json!({"type": "string", "minLength": 2, "maxLength": 60});
+            let date = date_schema(&s.years);
+            let platforms = json!({"type": "array", "items": {"type": "string", "minLength": 2, "maxLength": 40}, "minItems": 1, "maxItems": 3});
+            let branch = |lead: &str| {
+                let mut p = Map::new();
+                for (k, v) in [
+                    ("text", &text),
+                    ("platforms", &platforms),
+                    ("startTime", &date),
+                    ("endTime", &date),
+                ] {
+                    if k == lead {
+                        p.insert(k.into(), v.clone());
+                    }
+                }
+                for (k, v) in [
+                    ("text", &text),
+                    ("platforms", &platforms),
+                    ("startTime", &date),
+                    ("endTime", &date),
+                ] {
+                    if k != lead {
+                        p.insert(k.into(), v.clone());
+                    }
+                }
+                p.insert("open".into(), json!({"type": "boolean"}));
+                obj(p, &[lead])
+            };
+            json!({"anyOf": [branch("text"), branch("platforms"), branch("startTime")]})
         }
         SUMMARIZE => {
             if s.has_selection {
@@ -186,19 +208,26 @@ pub fn arguments_schema(tool: &str, s: &Surface) -> Value {
                 .tools
                 .iter()
                 .map(|(id, schema)| {
+                    // Targets before parameters: the model names what it acts on first. With
+                    // nothing selected a call must name its features (else it is refused).
                     let mut p = Map::new();
                     p.insert("toolId".into(), json!({"const": id}));
-                    p.insert("params".into(), closed(schema));
+                    let mut required = vec!["toolId"];
                     if !s.feature_names.is_empty() {
                         p.insert(
                             "featureNames".into(),
                             json!({"type": "array", "items": {"enum": s.feature_names}, "minItems": 1, "maxItems": 5}),
                         );
+                        if !s.has_selection {
+                            required.push("featureNames");
+                        }
                     }
                     if s.has_selection {
                         p.insert("scope".into(), json!({"enum": ["all", "selection"]}));
                     }
-                    obj(p, &["toolId", "params"])
+                    p.insert("params".into(), closed(schema));
+                    required.push("params");
+                    obj(p, &required)
                 })
                 .collect();
             match branches.len() {
@@ -311,7 +340,7 @@ mod tests {
 
     #[test]
     fn the_schema_admits_exactly_the_offered_calls_with_their_own_arguments() {
-        let v = validator(&Stage::Listed.offer(2));
+        let v = validator(&Stage::Listed.offer(2, true));
         for ok in [
             json!({"name": RUN_TOOL, "arguments": {"toolId": "set-track-color", "params": {"color": "red"}, "featureNames": ["Contact"]}}),
             json!({"name": RUN_TOOL, "arguments": {"toolId": "speed-filter", "params": {"max_knots": 5}, "scope": "selection"}}),
@@ -343,7 +372,7 @@ mod tests {
 
     #[test]
     fn the_first_step_has_no_free_reply_and_dates_stay_in_the_catalogue() {
-        let v = validator(&Stage::NoPlot.offer(0));
+        let v = validator(&Stage::NoPlot.offer(0, true));
         assert!(!v.is_valid(&json!({"reply": "Here are your plots."})));
         assert!(v.is_valid(&json!({"name": SEARCH, "arguments": {"text": "Day 1", "open": true}})));
         assert!(v.is_valid(&json!({"name": SEARCH, "arguments": {"startTime": "2026-03-01T00:00:00Z", "endTime": "2026-03-31"}})));
@@ -351,12 +380,17 @@ mod tests {
             &json!({"name": SEARCH, "arguments": {"startTime": "2023-01-01T00:00:00Z"}})
         ));
         assert!(!v.is_valid(&json!({"name": SEARCH, "arguments": {"bbox": [100, 100, 200, 200]}})));
+        assert!(
+            !v.is_valid(&json!({"name": SEARCH, "arguments": {"open": true}})),
+            "a search names a criterion"
+        );
+        assert!(v.is_valid(&json!({"name": SEARCH, "arguments": {"platforms": ["submarine"]}})));
         assert!(!v.is_valid(&json!({"name": SUMMARIZE, "arguments": {}})));
         // Only one branch: the schema is that call itself.
-        let s = call_schema(&Stage::Opened.offer(0), &surface());
+        let s = call_schema(&Stage::Opened.offer(0, true), &surface());
         assert_eq!(s["properties"]["name"]["const"], SUMMARIZE);
         // Nothing offered: only the reply.
-        let s = call_schema(&Stage::Ran.offer(3), &surface());
+        let s = call_schema(&Stage::Ran.offer(3, true), &surface());
         assert_eq!(s["required"], json!(["reply"]));
     }
 
@@ -365,14 +399,22 @@ mod tests {
         let mut s = surface();
         s.has_selection = false;
         s.feature_names.clear();
-        let v = jsonschema::validator_for(&call_schema(&Stage::Listed.offer(1), &s)).unwrap();
+        let v = jsonschema::validator_for(&call_schema(&Stage::Listed.offer(1, true), &s)).unwrap();
         assert!(!v.is_valid(&json!({"name": SUMMARIZE, "arguments": {"selectionOnly": true}})));
         assert!(!v.is_valid(&json!({"name": RUN_TOOL, "arguments": {"toolId": "speed-filter", "params": {}, "scope": "selection"}})));
         assert!(v.is_valid(
             &json!({"name": RUN_TOOL, "arguments": {"toolId": "speed-filter", "params": {}}})
         ));
+        // Features but nothing selected: a call must name its targets.
+        s.feature_names = vec!["Contact".into()];
+        let v =
+            jsonschema::validator_for(&call_schema(&Stage::Listed.offer(1, false), &s)).unwrap();
+        assert!(v.is_valid(&json!({"name": RUN_TOOL, "arguments": {"toolId": "speed-filter", "featureNames": ["Contact"], "params": {}}})));
+        assert!(!v.is_valid(
+            &json!({"name": RUN_TOOL, "arguments": {"toolId": "speed-filter", "params": {}}})
+        ));
         s.tools.clear();
-        let v = jsonschema::validator_for(&call_schema(&Stage::Listed.offer(1), &s)).unwrap();
+        let v = jsonschema::validator_for(&call_schema(&Stage::Listed.offer(1, true), &s)).unwrap();
         assert!(!v.is_valid(
             &json!({"name": RUN_TOOL, "arguments": {"toolId": "speed-filter", "params": {}}})
         ));

@@ -40,6 +40,11 @@ pub struct Levers {
     pub state_machine: bool,
     /// Compact tool results and the context budget.
     pub compaction: bool,
+    /// One constrained classification request per utterance ([`Intent`]) that narrows the
+    /// state machine's offers (needs `constraints` and `state_machine` and a server that
+    /// decodes under a schema).
+    #[serde(default)]
+    pub intent: bool,
 }
 
 impl Levers {
@@ -48,18 +53,21 @@ impl Levers {
         constraints: false,
         state_machine: false,
         compaction: false,
+        intent: false,
     };
     pub const SMALL: Levers = Levers {
         parsing: true,
         constraints: true,
         state_machine: true,
         compaction: true,
+        intent: true,
     };
     pub const NONE: Levers = Levers {
         parsing: false,
         constraints: false,
         state_machine: false,
         compaction: false,
+        intent: false,
     };
 
     pub fn for_profile(p: Profile) -> Levers {
@@ -83,9 +91,10 @@ impl Levers {
                 "constraints" => l.constraints = true,
                 "state" | "state-machine" => l.state_machine = true,
                 "compaction" => l.compaction = true,
+                "intent" => l.intent = true,
                 other => {
                     return Err(format!(
-                        "unknown lever \"{other}\": use a comma-separated list of parsing, constraints, state, compaction (or none / all)"
+                        "unknown lever \"{other}\": use a comma-separated list of parsing, constraints, state, compaction, intent (or none / all)"
                     ));
                 }
             }
@@ -110,6 +119,87 @@ pub enum Stage {
     Listed,
     /// A tool ran successfully in this utterance.
     Ran,
+}
+
+/// What an utterance asks for, as one constrained classification request decides it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Intent {
+    /// Search the catalogue or open a plot.
+    FindPlots,
+    /// Say what the open plot or the selection contains.
+    DescribePlot,
+    /// Say which tools can be run.
+    ListTools,
+    /// Change the plot or run an analysis tool.
+    RunTool,
+}
+
+impl Intent {
+    pub const ALL: [Intent; 4] = [
+        Intent::FindPlots,
+        Intent::DescribePlot,
+        Intent::ListTools,
+        Intent::RunTool,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Intent::FindPlots => "find_plots",
+            Intent::DescribePlot => "describe_plot",
+            Intent::ListTools => "list_tools",
+            Intent::RunTool => "run_tool",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Intent> {
+        Intent::ALL.into_iter().find(|i| i.as_str() == s)
+    }
+
+    /// The question the classification request appends (only to that request).
+    pub const QUESTION: &'static str = "Before acting, classify the analyst's last request. Answer {\"intent\": \"find_plots\"} to search the catalogue or open a plot, {\"intent\": \"describe_plot\"} to say what the open plot or the selection contains, {\"intent\": \"list_tools\"} to say which tools can be run, or {\"intent\": \"run_tool\"} to change the plot or run an analysis.";
+
+    /// The schema of the classification reply.
+    pub fn schema() -> Value {
+        let names: Vec<&str> = Intent::ALL.iter().map(|i| i.as_str()).collect();
+        json!({"type": "object", "additionalProperties": false, "required": ["intent"],
+            "properties": {"intent": {"enum": names}}})
+    }
+
+    /// Narrow a stage's offer to what this intent needs. `stage` is where the utterance is now,
+    /// `calls` the calls already made in it.
+    pub fn narrow(self, stage: Stage, calls: usize, offer: Offer) -> Offer {
+        let open = stage >= Stage::Opened;
+        match self {
+            // Searching: once a search ran and a plot is open (it opened one), answer.
+            Intent::FindPlots if open && calls > 0 => Offer {
+                tools: Vec::new(),
+                reply: true,
+            },
+            Intent::FindPlots if open => Offer {
+                tools: vec![SEARCH],
+                reply: false,
+            },
+            // Describing: the summary is the answer's source; then answer (another summary only
+            // for the selection-only variant).
+            Intent::DescribePlot if stage >= Stage::Summarised => {
+                let mut o = offer;
+                o.tools.retain(|t| *t == SUMMARIZE);
+                o.reply = true;
+                o
+            }
+            // Listing: the listing is the answer; no summary needed first.
+            Intent::ListTools if open && stage < Stage::Listed => Offer {
+                tools: vec![LIST_TOOLS],
+                reply: calls > 0,
+            },
+            Intent::ListTools if stage >= Stage::Listed => Offer {
+                tools: Vec::new(),
+                reply: true,
+            },
+            _ => offer,
+        }
+    }
 }
 
 /// What the model may do in one turn.
@@ -138,8 +228,10 @@ impl Stage {
 
     /// The tools that make sense now. `calls` counts the calls already made in this utterance:
     /// the first step never offers a free reply (small models answer from memory instead).
-    pub fn offer(self, calls: usize) -> Offer {
-        let (tools, reply): (Vec<&'static str>, bool) = match self {
+    /// Once summarised, another summary is offered only when something is `selected` (the
+    /// selection-only summary is then a different answer).
+    pub fn offer(self, calls: usize, selected: bool) -> Offer {
+        let (mut tools, reply): (Vec<&'static str>, bool) = match self {
             Stage::NoPlot => (vec![SEARCH], calls > 0),
             Stage::Searched => (vec![SEARCH], true),
             Stage::Opened => (vec![SUMMARIZE], calls > 0),
@@ -147,6 +239,9 @@ impl Stage {
             Stage::Listed => (vec![SUMMARIZE, RUN_TOOL], true),
             Stage::Ran => (Vec::new(), true),
         };
+        if !selected && self >= Stage::Summarised {
+            tools.retain(|t| *t != SUMMARIZE);
+        }
         Offer { tools, reply }
     }
 
@@ -252,42 +347,32 @@ pub fn compact_result(tool: &str, result: &str) -> String {
 
 fn compact_listing(tools: &[Value]) -> String {
     let mut out = String::from(
-        "Tools (id — what it does; params: name:type, * = required). Pass the id as toolId and the params as params to debrief_runTool.\n",
+        "Tools (id — what it does; params, * = required). Pass the id as toolId and the params as params to debrief_runTool.\n",
     );
     for t in tools {
         let id = t["id"].as_str().unwrap_or_default();
         let purpose = first_sentence(t["description"].as_str().unwrap_or_default());
         let kind = if t["mutating"].as_bool() == Some(true) {
-            "modifies the plot, \"mutating\":true"
+            "edits the plot"
         } else {
             "read-only"
         };
+        // Names only (`*` = required): types, choices and defaults are in the tool's schema,
+        // which constrained decoding enforces and a refusal names when a value is wrong.
         let params: Vec<String> = t["parameters"]
             .as_array()
             .into_iter()
             .flatten()
             .map(|p| {
-                let mut s = format!(
-                    "{}{}:{}",
+                format!(
+                    "{}{}",
                     p["name"].as_str().unwrap_or_default(),
                     if p["required"].as_bool() == Some(true) {
                         "*"
                     } else {
                         ""
-                    },
-                    p["valueType"].as_str().unwrap_or("any")
-                );
-                if let Some(c) = p["choices"].as_array().filter(|c| !c.is_empty()) {
-                    let c: Vec<String> = c
-                        .iter()
-                        .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_owned))
-                        .collect();
-                    s.push_str(&format!("({})", c.join("|")));
-                }
-                if let Some(d) = p.get("defaultValue").filter(|d| !d.is_null()) {
-                    s.push_str(&format!("={d}"));
-                }
-                s
+                    }
+                )
             })
             .collect();
         out.push_str(&format!("- {id} — {purpose} [{kind}]"));
@@ -400,7 +485,7 @@ mod tests {
         let s = Stage::begin(None, false, false);
         assert_eq!(s, Stage::NoPlot);
         assert_eq!(
-            s.offer(0),
+            s.offer(0, true),
             Offer {
                 tools: vec![SEARCH],
                 reply: false
@@ -409,16 +494,16 @@ mod tests {
         // A search that matched nothing: search again or say so.
         let s2 = s.after(SEARCH, true, false, false);
         assert_eq!(s2, Stage::Searched);
-        assert!(s2.offer(1).reply);
+        assert!(s2.offer(1, true).reply);
         // A search that opened a plot: summary next (or reply, a call was made).
         let s = s.after(SEARCH, true, true, true);
         assert_eq!(s, Stage::Opened);
-        assert_eq!(s.offer(1).tools, vec![SUMMARIZE]);
-        assert!(s.offer(1).reply);
+        assert_eq!(s.offer(1, true).tools, vec![SUMMARIZE]);
+        assert!(s.offer(1, true).reply);
         // A plot already open at the start: summary first, no free reply.
         let s = Stage::begin(None, true, false);
         assert_eq!(
-            s.offer(0),
+            s.offer(0, true),
             Offer {
                 tools: vec![SUMMARIZE],
                 reply: false
@@ -428,17 +513,17 @@ mod tests {
         assert_eq!(s.after(SUMMARIZE, false, true, false), Stage::Opened);
         let s = s.after(SUMMARIZE, true, true, false);
         assert_eq!(s, Stage::Summarised);
-        assert_eq!(s.offer(1).tools, vec![SUMMARIZE, LIST_TOOLS]);
+        assert_eq!(s.offer(1, true).tools, vec![SUMMARIZE, LIST_TOOLS]);
         let s = s.after(LIST_TOOLS, true, true, false);
         assert_eq!(s, Stage::Listed);
-        assert_eq!(s.offer(2).tools, vec![SUMMARIZE, RUN_TOOL]);
+        assert_eq!(s.offer(2, true).tools, vec![SUMMARIZE, RUN_TOOL]);
         // A summary after listing does not forget the listing.
         assert_eq!(s.after(SUMMARIZE, true, true, false), Stage::Listed);
         // A failed run keeps the stage; a run that worked leaves only the reply.
         assert_eq!(s.after(RUN_TOOL, false, true, false), Stage::Listed);
         let s = s.after(RUN_TOOL, true, true, false);
         assert_eq!(
-            s.offer(3),
+            s.offer(3, true),
             Offer {
                 tools: vec![],
                 reply: true
@@ -458,11 +543,87 @@ mod tests {
 
     #[test]
     fn a_blocked_tool_leaves_the_offer_and_an_empty_offer_allows_a_reply() {
-        let o = Stage::Opened.offer(0).without(&[SUMMARIZE.to_owned()]);
+        let o = Stage::Opened
+            .offer(0, true)
+            .without(&[SUMMARIZE.to_owned()]);
         assert!(o.tools.is_empty());
         assert!(o.reply);
-        let o = Stage::Summarised.offer(1).without(&[SUMMARIZE.to_owned()]);
+        let o = Stage::Summarised
+            .offer(1, true)
+            .without(&[SUMMARIZE.to_owned()]);
         assert_eq!(o.tools, vec![LIST_TOOLS]);
+    }
+
+    #[test]
+    fn without_a_selection_a_second_summary_is_not_offered() {
+        assert_eq!(Stage::Opened.offer(0, false).tools, vec![SUMMARIZE]);
+        assert_eq!(Stage::Summarised.offer(1, false).tools, vec![LIST_TOOLS]);
+        assert_eq!(Stage::Listed.offer(2, false).tools, vec![RUN_TOOL]);
+        assert_eq!(
+            Stage::Listed.offer(2, true).tools,
+            vec![SUMMARIZE, RUN_TOOL]
+        );
+    }
+
+    #[test]
+    fn an_intent_narrows_the_offers() {
+        let o = |i: Intent, s: Stage, calls: usize| i.narrow(s, calls, s.offer(calls, true));
+        // Finding: a search, and once it opened a plot only the answer.
+        assert_eq!(o(Intent::FindPlots, Stage::NoPlot, 0).tools, vec![SEARCH]);
+        assert_eq!(
+            o(Intent::FindPlots, Stage::Opened, 1).tools,
+            Vec::<&str>::new()
+        );
+        assert!(o(Intent::FindPlots, Stage::Opened, 1).reply);
+        assert_eq!(
+            o(Intent::FindPlots, Stage::Summarised, 0),
+            Offer {
+                tools: vec![SEARCH],
+                reply: false
+            }
+        );
+        // Describing: the summary first, then the answer (or the selection-only summary).
+        assert_eq!(
+            o(Intent::DescribePlot, Stage::Opened, 0).tools,
+            vec![SUMMARIZE]
+        );
+        assert_eq!(
+            o(Intent::DescribePlot, Stage::Summarised, 1).tools,
+            vec![SUMMARIZE]
+        );
+        assert!(o(Intent::DescribePlot, Stage::Summarised, 1).reply);
+        assert!(
+            Intent::DescribePlot
+                .narrow(Stage::Listed, 2, Stage::Listed.offer(2, false))
+                .tools
+                .is_empty()
+        );
+        // Listing: straight to the listing, then the answer.
+        assert_eq!(
+            o(Intent::ListTools, Stage::Opened, 0),
+            Offer {
+                tools: vec![LIST_TOOLS],
+                reply: false
+            }
+        );
+        assert_eq!(
+            o(Intent::ListTools, Stage::Listed, 1).tools,
+            Vec::<&str>::new()
+        );
+        // Without a plot every intent searches first.
+        for i in Intent::ALL {
+            assert_eq!(o(i, Stage::NoPlot, 0).tools, vec![SEARCH]);
+        }
+        // Running: the state machine as it is.
+        assert_eq!(
+            o(Intent::RunTool, Stage::Listed, 2),
+            Stage::Listed.offer(2, true)
+        );
+        assert_eq!(Intent::parse("list_tools"), Some(Intent::ListTools));
+        assert_eq!(Intent::parse("colour"), None);
+        let v = jsonschema::validator_for(&Intent::schema()).unwrap();
+        assert!(v.is_valid(&json!({"intent": "run_tool"})));
+        assert!(!v.is_valid(&json!({"intent": "open_plot"})));
     }
 
     #[test]
@@ -486,10 +647,10 @@ mod tests {
         ])
         .to_string();
         let c = compact_result(LIST_TOOLS, &listing);
-        assert!(c.contains("- set-track-color — Set the line colour of tracks [modifies the plot, \"mutating\":true]; params: color*:string"), "{c}");
+        assert!(c.contains("- set-track-color — Set the line colour of tracks [edits the plot]; params: color*"), "{c}");
         assert!(
             c.contains(
-                "- speed-filter — Find legs below a speed [read-only]; params: max_knots:number=5"
+                "- speed-filter — Find legs below a speed [read-only]; params: max_knots"
             ),
             "{c}"
         );

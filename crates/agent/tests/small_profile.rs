@@ -20,7 +20,7 @@ use toolgate_core::flow::{Answer, Fixed};
 use toolgate_plot::agent::{LIST_TOOLS, RUN_TOOL, SEARCH, SUMMARIZE, agent_tool_specs};
 use toolgate_test_support::{MockModel, Recorded, Reply};
 
-use common::harness;
+use common::{PLOT, harness};
 
 fn client(mock: &MockModel) -> Arc<HttpModel> {
     let mut c = ModelConfig::new(Provider::OpenAi, mock.url(), "mock-model");
@@ -42,8 +42,23 @@ fn ground_then_act() -> Vec<Reply> {
 }
 
 async fn run(cfg: AgentConfig, script: Vec<Reply>) -> (toolgate_agent::RunOutcome, Vec<Recorded>) {
+    run_selected(cfg, script, &[]).await
+}
+
+/// One run with `selected` feature ids selected on the open plot.
+async fn run_selected(
+    cfg: AgentConfig,
+    script: Vec<Reply>,
+    selected: &[&str],
+) -> (toolgate_agent::RunOutcome, Vec<Recorded>) {
     let mock = MockModel::sequence(script).await.unwrap();
     let h = harness("mock-model", true).await;
+    if !selected.is_empty() {
+        h.debrief
+            .session()
+            .select(PLOT, selected.iter().map(|s| (*s).to_owned()).collect())
+            .unwrap();
+    }
     let out = AgentLoop::new(client(&mock), h.debrief.clone(), cfg)
         .run(
             &mut Conversation::new("small"),
@@ -130,6 +145,7 @@ async fn the_large_profile_sends_the_requests_toolgate_always_sent() {
 /// State machine and compaction (no constraints): per-step tool lists, a call to a tool not
 /// offered is refused, an identical repeat is answered without dispatch and blocks that tool
 /// for one turn, listTools is shown compact while the record keeps the tool's full reply.
+/// (Something is selected, so a second, selection-only summary stays on offer.)
 #[tokio::test]
 async fn the_state_machine_offers_tools_by_stage_and_guards_repeats() {
     let cfg = AgentConfig {
@@ -148,7 +164,7 @@ async fn the_state_machine_offers_tools_by_stage_and_guards_repeats() {
         ),
         Reply::text("Done: HMS Nelson is red."),
     ];
-    let (out, requests) = run(cfg, script).await;
+    let (out, requests) = run_selected(cfg, script, &["track-1"]).await;
     assert_eq!(out.stop, Stop::Final, "{out:?}");
     let statuses: Vec<CallStatus> = out.calls.iter().map(|c| c.status).collect();
     assert_eq!(
@@ -244,6 +260,7 @@ async fn the_budget_drops_old_results_first() {
 #[tokio::test]
 async fn constrained_turns_send_a_step_schema_and_read_its_reply() {
     let mock = MockModel::sequence(vec![
+        Reply::text(r#"{"intent": "describe_plot"}"#),
         Reply::text(r#"{"name": "debrief_summarizeCurrentPlot", "arguments": {}}"#),
         Reply::text(r#"{"reply": "The plot holds HMS Nelson's track."}"#),
     ])
@@ -279,8 +296,23 @@ async fn constrained_turns_send_a_step_schema_and_read_its_reply() {
         .iter()
         .filter(|r| r.path == "/v1/chat/completions")
         .collect();
-    assert_eq!(chat.len(), 2);
-    for r in &chat {
+    assert_eq!(chat.len(), 3);
+    // The classification request: the intent schema, the question after the utterance.
+    let intent = &chat[0].body;
+    assert_eq!(
+        intent["response_format"]["json_schema"]["schema"]["properties"]["intent"]["enum"],
+        json!(["find_plots", "describe_plot", "list_tools", "run_tool"])
+    );
+    let im = intent["messages"].as_array().unwrap();
+    assert_eq!(im[1]["content"], "what's in this plot?");
+    assert!(
+        im[2]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("Before acting, classify")
+    );
+    let chat = &chat[1..];
+    for r in chat {
         assert!(r.body.get("tools").is_none(), "a schema, not tools");
         assert_eq!(r.body["response_format"]["type"], "json_schema");
         let system = r.body["messages"][0]["content"].as_str().unwrap();
@@ -292,12 +324,12 @@ async fn constrained_turns_send_a_step_schema_and_read_its_reply() {
     assert!(v1.is_valid(&json!({"name": SUMMARIZE, "arguments": {}})));
     assert!(!v1.is_valid(&json!({"name": SEARCH, "arguments": {}})));
     assert!(!v1.is_valid(&json!({"reply": "It has tracks."})));
-    // Step 2: summarised: summary, listing, or the answer; the earlier call is shown as the
-    // JSON the schema admits and its result as a user message.
+    // Step 2: summarised, and the request only describes: the answer alone; the earlier call
+    // is shown as the JSON the schema admits and its result as a user message.
     let s2 = &chat[1].body["response_format"]["json_schema"]["schema"];
     let v2 = jsonschema::validator_for(s2).unwrap();
     assert!(v2.is_valid(&json!({"reply": "It has tracks."})));
-    assert!(v2.is_valid(&json!({"name": LIST_TOOLS, "arguments": {}})));
+    assert!(!v2.is_valid(&json!({"name": LIST_TOOLS, "arguments": {}})));
     assert!(!v2.is_valid(
         &json!({"name": RUN_TOOL, "arguments": {"toolId": "set-track-color", "params": {"color": "red"}}})
     ));
