@@ -694,7 +694,7 @@ impl AgentLoop {
     /// What the live session contributes to a step schema: the active plot's feature names,
     /// whether something is selected, the open plots, the catalogue's years, the registry's
     /// tools.
-    fn surface(&self) -> Surface {
+    fn surface(&self, utterance: &str) -> Surface {
         let session = self.debrief.session();
         let (mut feature_names, has_selection) = session
             .active()
@@ -743,6 +743,7 @@ impl AgentLoop {
             has_selection,
             open_plots,
             years,
+            dates: constrain::names_a_date(utterance),
             tools,
         }
     }
@@ -850,7 +851,13 @@ impl AgentLoop {
         run.blocked.clear();
         let offered: Vec<String> = offer.tools.iter().map(|t| (*t).to_owned()).collect();
         let (mut messages, tools, response_format) = if run.constrained {
-            let schema = constrain::call_schema(&offer, &self.surface());
+            let utterance = conversation
+                .messages
+                .iter()
+                .rev()
+                .find(|m| m.role == Role::User)
+                .map_or("", |m| m.content.as_str());
+            let schema = constrain::call_schema(&offer, &self.surface(utterance));
             (
                 constrained_view(&conversation.messages),
                 Vec::new(),

@@ -97,8 +97,54 @@ pub struct Surface {
     pub open_plots: Vec<String>,
     /// Years the catalogue's plots span (dates outside them can match nothing).
     pub years: Vec<i32>,
+    /// The request names a month or a date ([`names_a_date`]): the search offers a time window.
+    pub dates: bool,
     /// The registry's runnable tools: id and input schema.
     pub tools: Vec<(String, Value)>,
+}
+
+/// The request names a month (English name or three-letter abbreviation) or a date (a year
+/// like 2026, or an ISO date).
+pub fn names_a_date(utterance: &str) -> bool {
+    const MONTHS: [&str; 12] = [
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+    ];
+    let lower = utterance.to_lowercase();
+    lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .any(|w| {
+            MONTHS
+                .iter()
+                // "may" is left out: it is far more often the verb.
+                .any(|m| w != "may" && (w == *m || (w.len() == 3 && m.starts_with(w))))
+                || (w.len() == 4
+                    && w.chars().all(|c| c.is_ascii_digit())
+                    && w.starts_with(['1', '2']))
+        })
+        || (w_has_iso_date(&lower))
+}
+
+fn w_has_iso_date(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.windows(10).any(|w| {
+        w[..4].iter().all(u8::is_ascii_digit)
+            && w[4] == b'-'
+            && w[5..7].iter().all(u8::is_ascii_digit)
+            && w[7] == b'-'
+            && w[8..].iter().all(u8::is_ascii_digit)
+    })
 }
 
 /// Longest reply text the schema admits.
@@ -161,37 +207,23 @@ pub fn arguments_schema(tool: &str, s: &Surface) -> Value {
     let mut p = Map::new();
     match tool {
         SEARCH => {
-            // At least one criterion (a search for everything opens nothing and answers
-            // nothing): one branch per criterion that leads.
-            let text = json!({"type": "string", "minLength": 2, "maxLength": 60});
-            let date = date_schema(&s.years);
-            let platforms = json!({"type": "array", "items": {"type": "string", "minLength": 2, "maxLength": 40}, "minItems": 1, "maxItems": 3});
-            let branch = |lead: &str| {
-                let mut p = Map::new();
-                for (k, v) in [
-                    ("text", &text),
-                    ("platforms", &platforms),
-                    ("startTime", &date),
-                    ("endTime", &date),
-                ] {
-                    if k == lead {
-                        p.insert(k.into(), v.clone());
-                    }
-                }
-                for (k, v) in [
-                    ("text", &text),
-                    ("platforms", &platforms),
-                    ("startTime", &date),
-                    ("endTime", &date),
-                ] {
-                    if k != lead {
-                        p.insert(k.into(), v.clone());
-                    }
-                }
-                p.insert("open".into(), json!({"type": "boolean"}));
-                obj(p, &[lead])
-            };
-            json!({"anyOf": [branch("text"), branch("platforms"), branch("startTime")]})
+            // Words are required (a search for everything opens nothing and answers nothing);
+            // dates only when the request names a month or a date (else small models invent
+            // them), within the catalogue's years.
+            p.insert(
+                "text".into(),
+                json!({"type": "string", "minLength": 2, "maxLength": 60}),
+            );
+            if s.dates {
+                p.insert("startTime".into(), date_schema(&s.years));
+                p.insert("endTime".into(), date_schema(&s.years));
+            }
+            p.insert(
+                "platforms".into(),
+                json!({"type": "array", "items": {"type": "string", "minLength": 2, "maxLength": 40}, "minItems": 1, "maxItems": 3}),
+            );
+            p.insert("open".into(), json!({"type": "boolean"}));
+            obj(p, &["text"])
         }
         SUMMARIZE => {
             if s.has_selection {
@@ -320,6 +352,7 @@ mod tests {
             has_selection: true,
             open_plots: vec!["stac://a".into()],
             years: vec![2026],
+            dates: true,
             tools: vec![
                 (
                     "set-track-color".into(),
@@ -375,16 +408,27 @@ mod tests {
         let v = validator(&Stage::NoPlot.offer(0, true));
         assert!(!v.is_valid(&json!({"reply": "Here are your plots."})));
         assert!(v.is_valid(&json!({"name": SEARCH, "arguments": {"text": "Day 1", "open": true}})));
-        assert!(v.is_valid(&json!({"name": SEARCH, "arguments": {"startTime": "2026-03-01T00:00:00Z", "endTime": "2026-03-31"}})));
+        assert!(v.is_valid(&json!({"name": SEARCH, "arguments": {"text": "x y", "startTime": "2026-03-01T00:00:00Z", "endTime": "2026-03-31"}})));
         assert!(!v.is_valid(
-            &json!({"name": SEARCH, "arguments": {"startTime": "2023-01-01T00:00:00Z"}})
+            &json!({"name": SEARCH, "arguments": {"text": "x y", "startTime": "2023-01-01T00:00:00Z"}})
         ));
         assert!(!v.is_valid(&json!({"name": SEARCH, "arguments": {"bbox": [100, 100, 200, 200]}})));
         assert!(
             !v.is_valid(&json!({"name": SEARCH, "arguments": {"open": true}})),
-            "a search names a criterion"
+            "a search has words"
         );
-        assert!(v.is_valid(&json!({"name": SEARCH, "arguments": {"platforms": ["submarine"]}})));
+        assert!(!v.is_valid(&json!({"name": SEARCH, "arguments": {"platforms": ["submarine"]}})));
+        assert!(v.is_valid(
+            &json!({"name": SEARCH, "arguments": {"text": "submarine", "platforms": ["submarine"]}})
+        ));
+        // A request that names no date gets no time window.
+        let mut s = surface();
+        s.dates = false;
+        let v = jsonschema::validator_for(&call_schema(&Stage::NoPlot.offer(0, true), &s)).unwrap();
+        assert!(!v.is_valid(
+            &json!({"name": SEARCH, "arguments": {"text": "Alpha", "startTime": "2026-03-01"}})
+        ));
+        assert!(v.is_valid(&json!({"name": SEARCH, "arguments": {"text": "Alpha", "open": true}})));
         assert!(!v.is_valid(&json!({"name": SUMMARIZE, "arguments": {}})));
         // Only one branch: the schema is that call itself.
         let s = call_schema(&Stage::Opened.offer(0, true), &surface());
@@ -418,6 +462,26 @@ mod tests {
         assert!(!v.is_valid(
             &json!({"name": RUN_TOOL, "arguments": {"toolId": "speed-filter", "params": {}}})
         ));
+    }
+
+    #[test]
+    fn dates_are_recognised_in_requests() {
+        for yes in [
+            "find plots from March",
+            "in mar please",
+            "plots of 2026",
+            "since 2026-03-01",
+        ] {
+            assert!(names_a_date(yes), "{yes}");
+        }
+        for no in [
+            "open the Exercise Alpha day-1 plot",
+            "what's in this plot?",
+            "you may go",
+            "run speed-filter below 5 knots",
+        ] {
+            assert!(!names_a_date(no), "{no}");
+        }
     }
 
     #[test]

@@ -157,7 +157,11 @@ impl Intent {
     }
 
     /// The question the classification request appends (only to that request).
-    pub const QUESTION: &'static str = "Before acting, classify the analyst's last request. Answer {\"intent\": \"find_plots\"} to search the catalogue or open a plot, {\"intent\": \"describe_plot\"} to say what the open plot or the selection contains, {\"intent\": \"list_tools\"} to say which tools can be run, or {\"intent\": \"run_tool\"} to change the plot or run an analysis.";
+    pub const QUESTION: &'static str = "Classify the analyst's last request. Answer with one of:\n\
+{\"intent\": \"find_plots\"}: find or open plots in the catalogue (e.g. \"open the Bravo exercise\", \"plots with a frigate\")\n\
+{\"intent\": \"describe_plot\"}: tell what the open plot or the selection contains (e.g. \"describe what I have open\")\n\
+{\"intent\": \"list_tools\"}: tell which tools or analyses can be run (e.g. \"what can I do here?\")\n\
+{\"intent\": \"run_tool\"}: change the plot or run an analysis (e.g. \"trim the frigate track\", \"measure the range\")";
 
     /// The schema of the classification reply.
     pub fn schema() -> Value {
@@ -233,7 +237,8 @@ impl Stage {
     pub fn offer(self, calls: usize, selected: bool) -> Offer {
         let (mut tools, reply): (Vec<&'static str>, bool) = match self {
             Stage::NoPlot => (vec![SEARCH], calls > 0),
-            Stage::Searched => (vec![SEARCH], true),
+            // A search that opened nothing: one more try before answering.
+            Stage::Searched => (vec![SEARCH], calls >= 2),
             Stage::Opened => (vec![SUMMARIZE], calls > 0),
             Stage::Summarised => (vec![SUMMARIZE, LIST_TOOLS], true),
             Stage::Listed => (vec![SUMMARIZE, RUN_TOOL], true),
@@ -411,6 +416,11 @@ fn compact_search(v: &Value) -> Option<String> {
         })
         .collect();
     let mut out = json!({"matches": slim, "total": v["total"]});
+    if v["total"].as_u64() == Some(0) {
+        out["hint"] = json!(
+            "No plot matches all of these words and filters. Search again with fewer, distinctive words (a name, an exercise, a platform) and no dates unless the analyst gave them."
+        );
+    }
     for k in ["more", "message", "opened", "notOpened", "openError"] {
         if let Some(x) = v.get(k) {
             out[k] = x.clone();
@@ -494,7 +504,8 @@ mod tests {
         // A search that matched nothing: search again or say so.
         let s2 = s.after(SEARCH, true, false, false);
         assert_eq!(s2, Stage::Searched);
-        assert!(s2.offer(1, true).reply);
+        assert!(!s2.offer(1, true).reply, "one more search first");
+        assert!(s2.offer(2, true).reply);
         // A search that opened a plot: summary next (or reply, a call was made).
         let s = s.after(SEARCH, true, true, true);
         assert_eq!(s, Stage::Opened);
@@ -638,6 +649,21 @@ mod tests {
     }
 
     #[test]
+    fn an_empty_search_says_how_to_search_again() {
+        let r = json!({"matches": [], "total": 0, "criteriaApplied": ["text ~ \"a b c\""], "message": "No plots matched."}).to_string();
+        let c: Value = serde_json::from_str(&compact_result(SEARCH, &r)).unwrap();
+        assert!(c["hint"].as_str().unwrap().contains("fewer"));
+        assert_eq!(c["message"], "No plots matched.");
+        let r = json!({"matches": [{"plotId": "stac://a", "title": "A", "timeSpan": {"start": "s", "end": "e"}, "platforms": ["HMS Nelson"], "bbox": [1, 2, 3, 4]}], "total": 1, "criteriaApplied": []}).to_string();
+        let c: Value = serde_json::from_str(&compact_result(SEARCH, &r)).unwrap();
+        assert!(c.get("hint").is_none());
+        assert_eq!(
+            c["matches"][0],
+            json!({"plotId": "stac://a", "title": "A", "timeSpan": {"start": "s", "end": "e"}, "platforms": ["HMS Nelson"]})
+        );
+    }
+
+    #[test]
     fn a_listing_is_compacted_to_one_line_per_tool_keeping_ids_and_params() {
         let listing = json!([
             {"id": "set-track-color", "name": "Set colour", "description": "Set the line colour of tracks. Long explanation follows here.", "mutating": true,
@@ -647,11 +673,14 @@ mod tests {
         ])
         .to_string();
         let c = compact_result(LIST_TOOLS, &listing);
-        assert!(c.contains("- set-track-color — Set the line colour of tracks [edits the plot]; params: color*"), "{c}");
         assert!(
             c.contains(
-                "- speed-filter — Find legs below a speed [read-only]; params: max_knots"
+                "- set-track-color — Set the line colour of tracks [edits the plot]; params: color*"
             ),
+            "{c}"
+        );
+        assert!(
+            c.contains("- speed-filter — Find legs below a speed [read-only]; params: max_knots"),
             "{c}"
         );
         assert!(!c.contains("Long explanation"));

@@ -309,7 +309,7 @@ async fn constrained_turns_send_a_step_schema_and_read_its_reply() {
         im[2]["content"]
             .as_str()
             .unwrap()
-            .starts_with("Before acting, classify")
+            .starts_with("Classify the analyst's last request")
     );
     let chat = &chat[1..];
     for r in chat {
