@@ -9,7 +9,8 @@
 #
 # Environment: REPEAT_LEVERS (default 1) and REPEAT_ALL (default 2) repeats; LEVERS_ROWS to
 # choose rows (default "none parsing constraints state compaction all"); PORT (18080);
-# THREADS (1); N_CTX (8192); TOOLGATE_BIN (default target/debug/toolgate, built if absent);
+# THREADS (1); N_CTX (8192); N_PREDICT (256, the server's cap on generated tokens per request);
+# TIMEOUT_S (300, per model request); TOOLGATE_BIN (default target/debug/toolgate, built if absent);
 # TOOLGATE_MODELS_DIR (.models); EXTRA=1 also runs the spike and fail-safe scenarios with all
 # levers. Writes OUT_DIR/<row>.json (probe reports), OUT_DIR/table.md, and the server log.
 set -euo pipefail
@@ -19,6 +20,8 @@ DIR="${TOOLGATE_MODELS_DIR:-.models}"
 PORT="${PORT:-18080}"
 THREADS="${THREADS:-1}"
 N_CTX="${N_CTX:-8192}"
+N_PREDICT="${N_PREDICT:-256}"
+TIMEOUT_S="${TIMEOUT_S:-300}"
 REPEAT_LEVERS="${REPEAT_LEVERS:-1}"
 REPEAT_ALL="${REPEAT_ALL:-2}"
 ROWS="${LEVERS_ROWS:-none parsing constraints state compaction all}"
@@ -30,7 +33,7 @@ TOOLGATE_MODELS_DIR="$DIR" eval/fetch-models.sh qwen
 TOOLGATE_MODELS_DIR="$DIR" eval/fetch-models.sh server
 [ -x "$BIN" ] || cargo build -p toolgate --ignore-rust-version -j1
 
-"$DIR/venv/bin/python" eval/xllamacpp_server.py "$MODEL" "$PORT" "$THREADS" "$N_CTX" >"$OUT/server.log" 2>&1 &
+"$DIR/venv/bin/python" eval/xllamacpp_server.py "$MODEL" "$PORT" "$THREADS" "$N_CTX" "$N_PREDICT" >"$OUT/server.log" 2>&1 &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null || true' EXIT
 for _ in $(seq 1 120); do
@@ -43,7 +46,7 @@ probe() { # row levers repeat [probe args...]
   local row=$1 levers=$2 repeat=$3; shift 3
   local t0=$SECONDS
   "$BIN" eval probe --model-url "http://127.0.0.1:$PORT/v1" --model qwen2.5-coder-0.5b \
-    --priming on --levers "$levers" --repeat "$repeat" --json \
+    --priming on --levers "$levers" --repeat "$repeat" --timeout-s "$TIMEOUT_S" --json \
     --transcripts "$OUT/transcripts-$row" "$@" >"$OUT/$row.json"
   echo "$row: $((SECONDS - t0)) s" >&2
 }

@@ -148,7 +148,7 @@ fn w_has_iso_date(s: &str) -> bool {
 }
 
 /// Longest reply text the schema admits.
-pub const REPLY_MAX: usize = 600;
+pub const REPLY_MAX: usize = 300;
 
 fn obj(props: Map<String, Value>, required: &[&str]) -> Value {
     let mut o = json!({"type": "object", "additionalProperties": false, "properties": props});
