@@ -3,6 +3,7 @@ until killed.  usage: python xllamacpp_server.py MODEL.gguf PORT [THREADS] [N_CT
 
 Used by eval/local-models.sh and the SmolLM2 plumbing test; one thread by default (on a 2-vCPU
 machine two threads were measured 4-6x slower with this server)."""
+import os
 import signal
 import sys
 import time
@@ -27,6 +28,8 @@ p.cpuparams_batch.n_threads = threads
 p.endpoint_props = True
 server = xlc.Server(p)
 print(f"xllamacpp listening on http://127.0.0.1:{port} model={model} threads={threads} n_ctx={n_ctx} n_predict={n_predict}", flush=True)
-signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+# The server's threads keep the interpreter alive past sys.exit: leave at once.
+signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+signal.signal(signal.SIGINT, lambda *_: os._exit(0))
 while True:
     time.sleep(3600)
