@@ -22,6 +22,8 @@ use toolgate_plot::agent::{Debrief, Settings, agent_tool_specs};
 
 use crate::call_parse;
 use crate::client::{ChatRequest, Message, ModelClient, Role, ToolCallRequest, ToolDef, Usage};
+use crate::constrain::{self, Step, Surface};
+use crate::small::{self, Levers, Offer, Profile, Stage};
 use crate::transcript::Transcript;
 
 /// The domain priming file shipped in the repository (`crates/agent/priming/debrief.md`).
@@ -37,6 +39,18 @@ pub struct AgentConfig {
     /// Invalid calls (unknown tool, malformed arguments, a call in the text that cannot be read)
     /// tolerated per utterance; one more stops the loop.
     pub max_corrections: usize,
+    /// The small-model parts switched on ([`Levers::LARGE`] sends the requests toolgate always
+    /// sent; see [`crate::small`]).
+    #[serde(default = "large_levers")]
+    pub levers: Levers,
+    /// The model's context window in tokens, overriding what the server reports (used by the
+    /// compaction lever).
+    #[serde(default)]
+    pub context: Option<usize>,
+}
+
+fn large_levers() -> Levers {
+    Levers::LARGE
 }
 
 impl Default for AgentConfig {
@@ -45,6 +59,18 @@ impl Default for AgentConfig {
             priming: true,
             max_turns: 8,
             max_corrections: 3,
+            levers: Levers::LARGE,
+            context: None,
+        }
+    }
+}
+
+impl AgentConfig {
+    /// The defaults with a profile's levers.
+    pub fn for_profile(profile: Profile) -> Self {
+        Self {
+            levers: Levers::for_profile(profile),
+            ..Self::default()
         }
     }
 }
@@ -108,6 +134,11 @@ pub enum CallStatus {
     Dispatched,
     UnknownTool,
     MalformedArguments,
+    /// Small profile: the same call as one already answered in this utterance; answered from
+    /// that result, not dispatched again.
+    Repeated,
+    /// Small profile: a tool not offered at this step; refused, not dispatched.
+    NotOffered,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -172,6 +203,8 @@ pub struct Conversation {
     pub messages: Vec<Message>,
     transcript: Option<Transcript>,
     cancel: CancelToken,
+    /// Small profile: the stage the last utterance ended in and the plot it was about.
+    stage: Option<(Stage, Option<String>)>,
 }
 
 impl Conversation {
@@ -181,6 +214,7 @@ impl Conversation {
             messages: Vec::new(),
             transcript: None,
             cancel: CancelToken::default(),
+            stage: None,
         }
     }
 
@@ -330,6 +364,12 @@ impl AgentLoop {
         let cancel = conversation.cancel_token();
         let mut corrections = 0usize;
         let mut nudged = false;
+        let mut small = self.small_start(conversation).await;
+        if small.constrained && small.state.is_some() && small.levers.intent {
+            let (intent, usage) = self.classify(conversation, &cancel).await;
+            small.intent = intent;
+            out.usage.add(usage);
+        }
         out.stop = loop {
             if cancel.is_cancelled() {
                 break Stop::Cancelled;
@@ -342,9 +382,18 @@ impl AgentLoop {
             let on_delta = |d: &str| {
                 emit(&events, AgentEvent::TextDelta { text: d.to_owned() });
             };
-            let request = ChatRequest {
-                messages: &conversation.messages,
-                tools: &self.tools,
+            let turn = self.small_turn(&mut small, conversation, out.calls.len());
+            let request = match &turn {
+                None => ChatRequest {
+                    messages: &conversation.messages,
+                    tools: &self.tools,
+                    response_format: None,
+                },
+                Some(t) => ChatRequest {
+                    messages: &t.messages,
+                    tools: &t.tools,
+                    response_format: t.response_format.as_ref(),
+                },
             };
             let reply = tokio::select! {
                 r = self.client.complete(&request, &on_delta) => Some(r),
@@ -377,10 +426,35 @@ impl AgentLoop {
                     "tokensEstimated": estimated, "finishReason": reply.finish_reason}),
             );
             let mut reply = reply;
-            if reply.tool_calls.is_empty() {
+            let mut read_constrained = false;
+            if turn.as_ref().is_some_and(|t| t.response_format.is_some())
+                && reply.tool_calls.is_empty()
+            {
+                // Decoded under the step schema: one call or one reply, as JSON.
+                match constrain::read_reply(&reply.text) {
+                    Some(Step::Call { name, arguments }) => {
+                        reply.tool_calls = vec![ToolCallRequest {
+                            id: format!("schema-call-{}", conversation.messages.len()),
+                            name,
+                            arguments: arguments.to_string(),
+                        }];
+                        reply.text.clear();
+                        read_constrained = true;
+                    }
+                    Some(Step::Reply(text)) => {
+                        reply.text = text;
+                        read_constrained = true;
+                    }
+                    None => {}
+                }
+            }
+            if reply.tool_calls.is_empty() && self.config.levers.parsing && !read_constrained {
                 // Small models write their call into the text (a ```json fence, a <tool_call>
                 // tag, …) instead of `tool_calls`; a reply with native calls is never re-read.
-                let offered: Vec<String> = self.tools.iter().map(|t| t.name.clone()).collect();
+                let offered: Vec<String> = match &turn {
+                    Some(t) => t.offered.clone(),
+                    None => self.tools.iter().map(|t| t.name.clone()).collect(),
+                };
                 let found = call_parse::extract(&reply.text, &offered);
                 if !found.calls.is_empty() {
                     let base = conversation.messages.len();
@@ -466,6 +540,26 @@ impl AgentLoop {
                             CallStatus::MalformedArguments,
                         )
                     }
+                    Ok(input) if small.offer_refuses(&turn, &call.name) => {
+                        corrections += 1;
+                        let msg = small::not_offered_message(
+                            &call.name,
+                            turn.as_ref().map_or(&[][..], |t| &t.offered[..]),
+                        );
+                        (
+                            input,
+                            Reply::refused(Refusal::new(RefusalKind::UnknownTool, msg)),
+                            CallStatus::NotOffered,
+                        )
+                    }
+                    Ok(input) if small.is_repeat(&call.name, &input) => (
+                        input,
+                        Reply::refused(Refusal::new(
+                            RefusalKind::InvalidParameters,
+                            small::repeated_call_message(&call.name),
+                        )),
+                        CallStatus::Repeated,
+                    ),
                     Ok(input) => {
                         emit(
                             &events,
@@ -526,7 +620,9 @@ impl AgentLoop {
                         "reason": reason, "result": result,
                         "ms": took, "resultTokens": self.counter.count(&result)}),
                 );
-                conversation.messages.push(Message::tool(call, &result));
+                let shown =
+                    self.small_after_call(&mut small, call, &input, status, outcome, &result);
+                conversation.messages.push(Message::tool(call, &shown));
                 out.calls.push(CallRecord {
                     tool: call.name.clone(),
                     input,
@@ -541,6 +637,7 @@ impl AgentLoop {
                 break Stop::TooManyCorrections;
             }
         };
+        conversation.stage = small.state.map(|s| (s, self.active_plot()));
         match &out.stop {
             Stop::Final => {}
             Stop::TurnLimit => emit(
@@ -583,6 +680,275 @@ impl AgentLoop {
         out
     }
 
+    fn has_selection(&self) -> bool {
+        self.debrief
+            .session()
+            .active()
+            .is_ok_and(|p| !p.selected_ids().is_empty())
+    }
+
+    fn active_plot(&self) -> Option<String> {
+        self.debrief.session().active_id().map(str::to_owned)
+    }
+
+    /// What the live session contributes to a step schema: the active plot's feature names,
+    /// whether something is selected, the open plots, the catalogue's years, the registry's
+    /// tools.
+    fn surface(&self, utterance: &str) -> Surface {
+        let session = self.debrief.session();
+        let (mut feature_names, has_selection) = session
+            .active()
+            .map(|p| {
+                (
+                    toolgate_plot::agent::feature_names(p.doc.features()),
+                    !p.selected_ids().is_empty(),
+                )
+            })
+            .unwrap_or_default();
+        feature_names.sort();
+        feature_names.dedup();
+        let open_plots = session.open_plots().iter().map(|p| p.id.clone()).collect();
+        let mut years: Vec<i32> = toolgate_plot::search::search(
+            session.stores(),
+            &toolgate_plot::search::SearchQuery {
+                limit: Some(10_000),
+                ..Default::default()
+            },
+        )
+        .map(|r| {
+            r.matches
+                .iter()
+                .filter_map(|m| m.time_span.as_ref())
+                .flat_map(|t| {
+                    let y = |s: &str| s.get(..4).and_then(|y| y.parse::<i32>().ok());
+                    match (y(&t.start), y(&t.end)) {
+                        (Some(a), Some(b)) if a <= b && b - a < 50 => (a..=b).collect(),
+                        (a, b) => a.into_iter().chain(b).collect::<Vec<_>>(),
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+        drop(session);
+        years.sort_unstable();
+        years.dedup();
+        let tools = self
+            .debrief
+            .registry()
+            .specs()
+            .map(|s| (s.id.clone(), s.input_schema.clone()))
+            .collect();
+        Surface {
+            feature_names,
+            has_selection,
+            open_plots,
+            years,
+            dates: constrain::names_a_date(utterance),
+            tools,
+        }
+    }
+
+    /// The small-profile state for one utterance (all off under [`Levers::LARGE`], and then
+    /// no request is sent that the large profile would not send).
+    async fn small_start(&self, conversation: &Conversation) -> SmallRun {
+        let levers = self.config.levers;
+        let mut run = SmallRun {
+            levers,
+            state: None,
+            constrained: false,
+            budget: None,
+            intent: None,
+            answered: Vec::new(),
+            blocked: Vec::new(),
+            active: self.active_plot(),
+        };
+        if !run.reshapes() {
+            return run;
+        }
+        let ask = levers.constraints || (levers.compaction && self.config.context.is_none());
+        let info = if ask {
+            self.client.server_info().await
+        } else {
+            constrain::ServerInfo::default()
+        };
+        run.constrained = levers.constraints && info.json_schema();
+        if levers.compaction {
+            run.budget = self.config.context.or(info.n_ctx).map(small::budget_for);
+        }
+        if levers.state_machine {
+            let (previous, plot) = match &conversation.stage {
+                Some((s, p)) => (Some(*s), p.clone()),
+                None => (None, None),
+            };
+            run.state = Some(Stage::begin(
+                previous,
+                run.active.is_some(),
+                plot != run.active,
+            ));
+        }
+        run
+    }
+
+    /// One constrained classification request: what the utterance asks for. `None` when the
+    /// reply cannot be read or the request failed (the state machine then runs unnarrowed).
+    async fn classify(
+        &self,
+        conversation: &mut Conversation,
+        cancel: &CancelToken,
+    ) -> (Option<small::Intent>, Usage) {
+        let mut messages = constrained_view(&conversation.messages);
+        messages.push(Message::user(small::Intent::QUESTION));
+        let format = constrain::response_format(&small::Intent::schema());
+        let request = ChatRequest {
+            messages: &messages,
+            tools: &[],
+            response_format: Some(&format),
+        };
+        let t = Instant::now();
+        let reply = tokio::select! {
+            r = self.client.complete(&request, &|_| {}) => r.ok(),
+            () = cancel.cancelled() => None,
+        };
+        let intent = reply.as_ref().and_then(|r| {
+            serde_json::from_str::<Value>(r.text.trim())
+                .ok()
+                .and_then(|v| v["intent"].as_str().and_then(small::Intent::parse))
+        });
+        let usage = reply.as_ref().and_then(|r| r.usage).unwrap_or_default();
+        conversation.log(
+            "intent",
+            json!({"intent": intent, "latencyMs": ms(t), "promptTokens": usage.prompt_tokens,
+                "completionTokens": usage.completion_tokens}),
+        );
+        (intent, usage)
+    }
+
+    /// The request of one small-profile turn: the offered tools (or none and a step schema),
+    /// the messages fitted to the budget. `None`: send the conversation as it is.
+    fn small_turn(
+        &self,
+        run: &mut SmallRun,
+        conversation: &mut Conversation,
+        calls: usize,
+    ) -> Option<SmallTurn> {
+        if !run.reshapes() {
+            return None;
+        }
+        let offer = match run.state {
+            Some(s) => {
+                let o = s.offer(calls, self.has_selection());
+                let o = match run.intent {
+                    Some(i) => i.narrow(s, calls, o),
+                    None => o,
+                };
+                o.without(&run.blocked)
+            }
+            None => Offer {
+                tools: small::ALL_TOOLS.to_vec(),
+                reply: !run.constrained || calls > 0,
+            },
+        };
+        run.blocked.clear();
+        let offered: Vec<String> = offer.tools.iter().map(|t| (*t).to_owned()).collect();
+        let (mut messages, tools, response_format) = if run.constrained {
+            let utterance = conversation
+                .messages
+                .iter()
+                .rev()
+                .find(|m| m.role == Role::User)
+                .map_or("", |m| m.content.as_str());
+            let schema = constrain::call_schema(&offer, &self.surface(utterance));
+            (
+                constrained_view(&conversation.messages),
+                Vec::new(),
+                Some(constrain::response_format(&schema)),
+            )
+        } else if run.state.is_some() {
+            let tools: Vec<ToolDef> = self
+                .tools
+                .iter()
+                .filter(|t| offered.contains(&t.name))
+                .cloned()
+                .collect();
+            (conversation.messages.clone(), tools, None)
+        } else {
+            (conversation.messages.clone(), self.tools.clone(), None)
+        };
+        let mut dropped = 0usize;
+        if let Some(budget) = run.budget {
+            let tools_cost: usize = tools
+                .iter()
+                .map(|t| {
+                    self.counter.count(
+                        &json!({"name": t.name, "description": t.description, "parameters": t.parameters})
+                            .to_string(),
+                    )
+                })
+                .sum();
+            let before = messages.len();
+            let fitted =
+                small::fit_to_budget(&self.counter, &messages, budget.saturating_sub(tools_cost));
+            dropped = before - fitted.len()
+                + fitted
+                    .iter()
+                    .filter(|m| m.content == small::DROPPED)
+                    .count();
+            messages = fitted;
+        }
+        conversation.log(
+            "offer",
+            json!({"stage": run.state, "intent": run.intent, "tools": offered, "reply": offer.reply,
+                "constrained": run.constrained, "budget": run.budget, "dropped": dropped,
+                "promptTokens": small::messages_tokens(&self.counter, &messages)}),
+        );
+        Some(SmallTurn {
+            messages,
+            tools,
+            response_format,
+            offered,
+        })
+    }
+
+    /// After a call ended: the stage moves, the answer is remembered for the repeat guard, and
+    /// the text the model is shown comes back (compact under the compaction lever).
+    fn small_after_call(
+        &self,
+        run: &mut SmallRun,
+        call: &ToolCallRequest,
+        input: &Value,
+        status: CallStatus,
+        outcome: toolgate_core::Status,
+        result: &str,
+    ) -> String {
+        if run.levers.state_machine {
+            match status {
+                CallStatus::Repeated => run.blocked.push(call.name.clone()),
+                CallStatus::Dispatched => {
+                    let ok = outcome == toolgate_core::Status::Ok;
+                    if small::cacheable(&call.name) {
+                        run.answered.push((call.name.clone(), input.clone()));
+                    }
+                    if ok && call.name == toolgate_plot::agent::RUN_TOOL {
+                        // An edit may change what a summary or listing says.
+                        run.answered.clear();
+                    }
+                    let active = self.active_plot();
+                    let changed = active != run.active;
+                    run.state = run
+                        .state
+                        .map(|s| s.after(&call.name, ok, active.is_some(), changed));
+                    run.active = active;
+                }
+                _ => {}
+            }
+        }
+        if run.levers.compaction && status == CallStatus::Dispatched {
+            small::compact_result(&call.name, result)
+        } else {
+            result.to_owned()
+        }
+    }
+
     /// Token counts when the server reports none (o200k over the text sent and received).
     fn estimate(&self, messages: &[Message], reply: &str) -> Usage {
         let prompt: usize = messages
@@ -609,4 +975,97 @@ impl AgentLoop {
             completion_tokens: self.counter.count(reply) as u64,
         }
     }
+}
+
+/// The small-profile state of one utterance.
+struct SmallRun {
+    levers: Levers,
+    /// The state machine's stage (state-machine lever on).
+    state: Option<Stage>,
+    /// Requests carry a step schema (constraints lever on and the server decodes under one).
+    constrained: bool,
+    /// Tokens a request may use (compaction lever on and the context window known).
+    budget: Option<usize>,
+    /// What the utterance asks for (intent lever).
+    intent: Option<small::Intent>,
+    /// Calls already answered in this utterance (tool, arguments).
+    answered: Vec<(String, Value)>,
+    /// Tools left out of the next offer (their identical call was just repeated).
+    blocked: Vec<String>,
+    active: Option<String>,
+}
+
+impl SmallRun {
+    /// Any lever that changes what a request carries.
+    fn reshapes(&self) -> bool {
+        self.levers.constraints || self.levers.state_machine || self.levers.compaction
+    }
+
+    fn is_repeat(&self, tool: &str, input: &Value) -> bool {
+        self.levers.state_machine && self.answered.iter().any(|(t, i)| t == tool && i == input)
+    }
+
+    /// One of the agent tools, but not offered at this step.
+    fn offer_refuses(&self, turn: &Option<SmallTurn>, tool: &str) -> bool {
+        self.state.is_some()
+            && small::ALL_TOOLS.contains(&tool)
+            && turn
+                .as_ref()
+                .is_some_and(|t| !t.offered.iter().any(|o| o == tool))
+    }
+}
+
+/// One small-profile request.
+struct SmallTurn {
+    messages: Vec<Message>,
+    tools: Vec<ToolDef>,
+    response_format: Option<Value>,
+    offered: Vec<String>,
+}
+
+/// The conversation as a constrained model sees it: the answer format added to the system
+/// prompt, earlier calls as the JSON objects the schema admits, results as user messages.
+fn constrained_view(messages: &[Message]) -> Vec<Message> {
+    let mut out = Vec::with_capacity(messages.len() + 1);
+    let mut system = false;
+    for m in messages {
+        match m.role {
+            Role::System if !system => {
+                system = true;
+                out.push(Message::system(format!(
+                    "{}\n\n{}",
+                    m.content,
+                    constrain::CONSTRAINED_INSTRUCTIONS
+                )));
+            }
+            Role::Assistant if !m.tool_calls.is_empty() => {
+                let calls: Vec<String> = m
+                    .tool_calls
+                    .iter()
+                    .map(|c| {
+                        let args: Value =
+                            serde_json::from_str(&c.arguments).unwrap_or_else(|_| json!({}));
+                        format!("{{\"name\": {}, \"arguments\": {args}}}", json!(c.name))
+                    })
+                    .collect();
+                out.push(Message::assistant(calls.join("\n"), Vec::new()));
+            }
+            Role::Assistant => {
+                out.push(Message::assistant(
+                    json!({"reply": m.content}).to_string(),
+                    Vec::new(),
+                ));
+            }
+            Role::Tool => out.push(Message::user(format!(
+                "Result of {}:\n{}",
+                m.name.as_deref().unwrap_or("the tool"),
+                m.content
+            ))),
+            _ => out.push(m.clone()),
+        }
+    }
+    if !system {
+        out.insert(0, Message::system(constrain::CONSTRAINED_INSTRUCTIONS));
+    }
+    out
 }

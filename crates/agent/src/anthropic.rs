@@ -258,6 +258,7 @@ mod tests {
             &ChatRequest {
                 messages: &msgs,
                 tools: &tools,
+                response_format: None,
             },
         );
         assert_eq!(body["system"], "prime");

@@ -13,6 +13,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::constrain::{self, ServerInfo};
 use crate::{anthropic, openai};
 
 /// Who speaks a message.
@@ -103,6 +104,8 @@ impl ToolDef {
 pub struct ChatRequest<'a> {
     pub messages: &'a [Message],
     pub tools: &'a [ToolDef],
+    /// An OpenAI `response_format` (a JSON schema the server decodes under); `None` sends none.
+    pub response_format: Option<&'a Value>,
 }
 
 /// Token usage of one or more model requests.
@@ -183,6 +186,11 @@ pub trait ModelClient: Send + Sync {
         request: &ChatRequest<'_>,
         deltas: DeltaSink<'_>,
     ) -> Result<ChatResponse, ModelError>;
+    /// What the server says about itself (kind, context window). Asked only by the small
+    /// profile; the default knows nothing.
+    async fn server_info(&self) -> ServerInfo {
+        ServerInfo::default()
+    }
 }
 
 /// Which wire protocol the server speaks.
@@ -254,6 +262,13 @@ impl ModelConfig {
         }
     }
 
+    /// `GET /props` (llama.cpp, at the server's root) and `GET /v1/models`.
+    fn info_urls(&self) -> (String, String) {
+        let base = self.base_url.trim_end_matches('/');
+        let root = base.find("/v1").map_or(base, |i| &base[..i]);
+        (format!("{root}/props"), format!("{root}/v1/models"))
+    }
+
     fn api_key(&self) -> Result<Option<String>, ModelError> {
         match &self.api_key_env {
             None => Ok(None),
@@ -268,6 +283,7 @@ impl ModelConfig {
 pub struct HttpModel {
     config: ModelConfig,
     agent: ureq::Agent,
+    info: tokio::sync::OnceCell<ServerInfo>,
 }
 
 impl std::fmt::Debug for HttpModel {
@@ -308,7 +324,11 @@ impl HttpModel {
             .timeout_global(Some(config.timeout))
             .build()
             .into();
-        Self { config, agent }
+        Self {
+            config,
+            agent,
+            info: tokio::sync::OnceCell::new(),
+        }
     }
 
     pub fn config(&self) -> &ModelConfig {
@@ -448,6 +468,50 @@ impl ModelClient for HttpModel {
         &self.config.model
     }
 
+    /// `GET /props` (llama.cpp) and `GET /v1/models`, once per client, 5 s each; a server that
+    /// answers neither is [`ServerInfo::default`].
+    async fn server_info(&self) -> ServerInfo {
+        *self
+            .info
+            .get_or_init(|| async {
+                if self.config.provider != Provider::OpenAi {
+                    return ServerInfo::default();
+                }
+                let (props, models) = self.config.info_urls();
+                let agent: ureq::Agent = ureq::Agent::config_builder()
+                    .http_status_as_error(false)
+                    .timeout_global(Some(Duration::from_secs(5)))
+                    .build()
+                    .into();
+                let key = self.config.api_key().ok().flatten();
+                tokio::task::spawn_blocking(move || {
+                    let get = |url: &str| -> Option<Value> {
+                        let mut req = agent.get(url);
+                        if let Some(k) = &key {
+                            req = req.header("authorization", &format!("Bearer {k}"));
+                        }
+                        let mut r = req.call().ok()?;
+                        if r.status().as_u16() != 200 {
+                            return None;
+                        }
+                        let text = r
+                            .body_mut()
+                            .with_config()
+                            .limit(1024 * 1024)
+                            .read_to_string()
+                            .ok()?;
+                        serde_json::from_str(&text).ok()
+                    };
+                    let info = constrain::detect(get(&props).as_ref(), get(&models).as_ref());
+                    tracing::debug!(?info, "model server");
+                    info
+                })
+                .await
+                .unwrap_or_default()
+            })
+            .await
+    }
+
     async fn complete(
         &self,
         request: &ChatRequest<'_>,
@@ -463,6 +527,7 @@ impl ModelClient for HttpModel {
             let this = HttpModel {
                 config: self.config.clone(),
                 agent: self.agent.clone(),
+                info: tokio::sync::OnceCell::new(),
             };
             let (u, k, b) = (url.clone(), key.clone(), body.clone());
             let mut handle =

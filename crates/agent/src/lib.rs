@@ -18,7 +18,9 @@ pub mod agent_loop;
 mod anthropic;
 pub mod call_parse;
 pub mod client;
+pub mod constrain;
 mod openai;
+pub mod small;
 pub mod text_protocol;
 pub mod transcript;
 
@@ -30,6 +32,7 @@ pub use client::{
     ChatRequest, ChatResponse, HttpModel, Message, ModelClient, ModelConfig, ModelError, Provider,
     Role, ToolCallRequest, ToolDef, Usage,
 };
+pub use small::{Levers, Profile, Stage};
 pub use text_protocol::TextProtocol;
 
 /// Build the client a configuration describes; `text_tools` wraps it in the text protocol.

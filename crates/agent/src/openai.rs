@@ -43,6 +43,9 @@ pub(crate) fn request_body(config: &ModelConfig, request: &ChatRequest<'_>) -> V
             .collect();
         body["tool_choice"] = json!("auto");
     }
+    if let Some(f) = request.response_format {
+        body["response_format"] = f.clone();
+    }
     if let Some(t) = config.temperature {
         body["temperature"] = json!(t);
     }
@@ -220,6 +223,7 @@ mod tests {
             &ChatRequest {
                 messages: &msgs,
                 tools: &tools,
+                response_format: None,
             },
         );
         assert_eq!(b["model"], "qwen");

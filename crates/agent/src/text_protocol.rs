@@ -96,6 +96,7 @@ impl<C: ModelClient> ModelClient for TextProtocol<C> {
                 &ChatRequest {
                     messages: &messages,
                     tools: &[],
+                    response_format: request.response_format,
                 },
                 deltas,
             )
@@ -118,6 +119,10 @@ impl<C: ModelClient> ModelClient for TextProtocol<C> {
             }
         }
         Ok(r)
+    }
+
+    async fn server_info(&self) -> crate::constrain::ServerInfo {
+        self.inner.server_info().await
     }
 }
 #[cfg(test)]

@@ -36,6 +36,7 @@ async fn ask(
             &ChatRequest {
                 messages: msgs,
                 tools: &t,
+                response_format: None,
             },
             &|d: &str| seen.lock().unwrap().push_str(d),
         )

@@ -9,8 +9,8 @@ use anyhow::{Context, Result, bail};
 use async_trait::async_trait;
 use clap::{Args, Subcommand, ValueEnum};
 use toolgate_agent::{
-    AgentConfig, AgentEvent, AgentLoop, Conversation, ModelConfig, Provider, build_client,
-    surface_settings,
+    AgentConfig, AgentEvent, AgentLoop, Conversation, Levers, ModelConfig, Profile, Provider,
+    build_client, surface_settings,
 };
 use toolgate_core::Preview;
 use toolgate_core::flow::{Answer, Confirmer};
@@ -62,9 +62,46 @@ pub struct ModelArgs {
     /// Model requests per utterance.
     #[arg(long, default_value_t = 8)]
     pub max_turns: usize,
+    /// Tool surface: large (every tool every turn, full results) or small (per-step tools,
+    /// repeat guard, compact results, context budget, constrained decoding where the server
+    /// offers it).
+    #[arg(long, value_enum, default_value = "large")]
+    pub profile: ProfileArg,
+    /// Only these small-profile parts, comma-separated (parsing, constraints, state,
+    /// compaction; none), instead of the profile's: to measure each part's lift.
+    #[arg(long, value_name = "LIST")]
+    pub levers: Option<String>,
+    /// The model's context window in tokens (default: what the server reports, e.g. llama.cpp's
+    /// /props).
+    #[arg(long, value_name = "N")]
+    pub context: Option<usize>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ProfileArg {
+    Large,
+    Small,
 }
 
 impl ModelArgs {
+    /// The loop's limits and levers from these flags.
+    pub(crate) fn agent_config(&self) -> Result<AgentConfig> {
+        let profile = match self.profile {
+            ProfileArg::Large => Profile::Large,
+            ProfileArg::Small => Profile::Small,
+        };
+        let levers = match &self.levers {
+            Some(list) => Levers::parse(list).map_err(anyhow::Error::msg)?,
+            None => Levers::for_profile(profile),
+        };
+        Ok(AgentConfig {
+            max_turns: self.max_turns,
+            levers,
+            context: self.context,
+            ..AgentConfig::default()
+        })
+    }
+
     pub(crate) fn config(&self, stream: bool) -> Result<ModelConfig> {
         let (Some(url), Some(model)) = (&self.model_url, &self.model) else {
             bail!(
@@ -367,8 +404,7 @@ pub async fn chat(args: ChatArgs) -> Result<i32> {
         debrief.clone(),
         AgentConfig {
             priming,
-            max_turns: args.model.max_turns,
-            ..AgentConfig::default()
+            ..args.model.agent_config()?
         },
     );
     let tdir = args
@@ -501,10 +537,7 @@ pub async fn eval(command: EvalCommand) -> Result<i32> {
                     PrimingArg::Both => vec![false, true],
                 },
                 repeat: repeat.max(1),
-                agent: AgentConfig {
-                    max_turns: model.max_turns,
-                    ..AgentConfig::default()
-                },
+                agent: model.agent_config()?,
                 transcripts,
             };
             let report = probe::probe(&list, client, &opts).await?;

@@ -262,8 +262,7 @@ pub async fn serve(args: ServeArgs) -> Result<i32> {
             workbench.clone(),
             toolgate_agent::AgentConfig {
                 priming,
-                max_turns: args.model.max_turns,
-                ..toolgate_agent::AgentConfig::default()
+                ..args.model.agent_config()?
             },
         );
         let conversation =

@@ -92,6 +92,12 @@ pub struct Totals {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     pub wall_ms: f64,
+    /// Median wall time of one run (one prompt, one repeat).
+    pub median_wall_ms: f64,
+    /// Runs that ended on a model error (a timeout, an HTTP 400 for an over-long context, …).
+    pub model_errors: usize,
+    /// Runs that ended at the turn limit.
+    pub turn_limits: usize,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -101,6 +107,19 @@ pub struct ProbeReport {
     pub rows: Vec<Row>,
     pub totals: Vec<Totals>,
     pub runs: Vec<ProbeRun>,
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        f64::midpoint(v[n / 2 - 1], v[n / 2])
+    }
 }
 
 #[allow(clippy::cast_precision_loss)]
@@ -210,7 +229,11 @@ pub async fn probe(
             prompt_tokens: 0,
             completion_tokens: 0,
             wall_ms: 0.0,
+            median_wall_ms: 0.0,
+            model_errors: 0,
+            turn_limits: 0,
         };
+        let mut walls: Vec<f64> = Vec::new();
         for s in list {
             let mine: Vec<&ProbeRun> = runs
                 .iter()
@@ -241,8 +264,15 @@ pub async fn probe(
             t.prompt_tokens += row.prompt_tokens;
             t.completion_tokens += row.completion_tokens;
             t.wall_ms += row.wall_ms;
+            t.model_errors += mine
+                .iter()
+                .filter(|r| matches!(r.stop, Stop::ModelError { .. }))
+                .count();
+            t.turn_limits += mine.iter().filter(|r| r.stop == Stop::TurnLimit).count();
+            walls.extend(mine.iter().map(|r| r.wall_ms));
             rows.push(row);
         }
+        t.median_wall_ms = median(&mut walls);
         t.strict_rate = rate(t.strict, t.runs);
         t.sequence_rate = rate(t.sequence, t.runs);
         t.outcome_rate = rate(t.outcome, t.runs);
@@ -306,10 +336,10 @@ impl ProbeReport {
                 r.wall_ms
             ));
         }
-        md.push_str("\n| priming | strict | sequence | outcome | pass^k | turns | tool calls | prompt tok | completion tok | wall ms |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        md.push_str("\n| priming | strict | sequence | outcome | pass^k | turns | tool calls | prompt tok | completion tok | wall ms | median wall ms | model errors | turn limits |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
         for t in &self.totals {
             md.push_str(&format!(
-                "| {} | {}/{} ({:.0}%) | {}/{} ({:.0}%) | {}/{} ({:.0}%) | {}/{} ({:.0}%) | {} | {} | {} | {} | {:.0} |\n",
+                "| {} | {}/{} ({:.0}%) | {}/{} ({:.0}%) | {}/{} ({:.0}%) | {}/{} ({:.0}%) | {} | {} | {} | {} | {:.0} | {:.0} | {} | {} |\n",
                 if t.priming { "on" } else { "off" },
                 t.strict,
                 t.runs,
@@ -327,7 +357,10 @@ impl ProbeReport {
                 t.tool_calls,
                 t.prompt_tokens,
                 t.completion_tokens,
-                t.wall_ms
+                t.wall_ms,
+                t.median_wall_ms,
+                t.model_errors,
+                t.turn_limits
             ));
         }
         md

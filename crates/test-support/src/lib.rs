@@ -143,6 +143,7 @@ impl MockModel {
             .route("/v1/chat/completions", post(openai))
             .route("/chat/completions", post(openai))
             .route("/v1/messages", post(anthropic))
+            .route("/props", axum::routing::get(props))
             .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
@@ -315,6 +316,18 @@ fn pieces(s: &str) -> Vec<String> {
         out.push(cur);
     }
     out
+}
+
+/// The context window the mock reports at `GET /props`, as llama.cpp's server does.
+pub const MOCK_N_CTX: u64 = 4096;
+
+/// `GET /props`, answered the way llama.cpp's server answers it (recorded, with a null body).
+async fn props(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    shared.record("/props", &headers, &Value::Null);
+    axum::Json(
+        serde_json::json!({"default_generation_settings": {"n_ctx": MOCK_N_CTX}, "total_slots": 1}),
+    )
+    .into_response()
 }
 
 async fn openai(State(shared): State<Arc<Shared>>, headers: HeaderMap, raw: String) -> Response {

@@ -46,6 +46,7 @@ pub async fn harness(model: &str, open: bool) -> Harness {
 }
 
 /// Answers from a script (decline when it runs out) and records what it was shown.
+#[allow(unused_imports)]
 pub use toolgate_core::flow::Scripted;
 
 /// Hash of every file under a directory, names and contents.

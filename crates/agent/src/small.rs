@@ -1,0 +1,732 @@
+//! The small-model profile: a tool surface that fits a 0.5B model.
+//!
+//! Small models ignore instructions about tool choice far more often than they escape a
+//! restricted tool list, so under [`Profile::Small`] the loop offers per turn only the tools that
+//! make sense in the session's state ([`Stage`]), answers a repeated identical call from its
+//! previous result instead of dispatching it again, shows compact results ([`compact_result`]),
+//! and fits every request into the model's context window ([`fit_to_budget`]), dropping old tool
+//! results first. Each part is a [`Levers`] switch so its lift can be measured alone;
+//! [`Profile::Large`] switches every new part off and sends the same requests as before.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use toolgate_core::TokenCounter;
+use toolgate_plot::agent::{LIST_TOOLS, RUN_TOOL, SEARCH, SUMMARIZE};
+
+use crate::client::{Message, Role};
+
+/// Which surface the loop shows the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Profile {
+    /// Every tool every turn, full results, no budget: the requests toolgate always sent.
+    #[default]
+    Large,
+    /// The state machine, the repeat guard, compact results, the context budget, and
+    /// constrained decoding where the server offers it.
+    Small,
+}
+
+/// The separately measurable parts of the small profile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Levers {
+    /// Read tool calls written into the reply text ([`crate::call_parse`]).
+    pub parsing: bool,
+    /// Constrained decoding (`response_format` JSON schema) when the server offers it.
+    pub constraints: bool,
+    /// Per-turn tool offers from [`Stage`], and repeated identical calls answered from the
+    /// previous result.
+    pub state_machine: bool,
+    /// Compact tool results and the context budget.
+    pub compaction: bool,
+    /// One constrained classification request per utterance ([`Intent`]) that narrows the
+    /// state machine's offers (needs `constraints` and `state_machine` and a server that
+    /// decodes under a schema).
+    #[serde(default)]
+    pub intent: bool,
+}
+
+impl Levers {
+    pub const LARGE: Levers = Levers {
+        parsing: true,
+        constraints: false,
+        state_machine: false,
+        compaction: false,
+        intent: false,
+    };
+    pub const SMALL: Levers = Levers {
+        parsing: true,
+        constraints: true,
+        state_machine: true,
+        compaction: true,
+        intent: true,
+    };
+    pub const NONE: Levers = Levers {
+        parsing: false,
+        constraints: false,
+        state_machine: false,
+        compaction: false,
+        intent: false,
+    };
+
+    pub fn for_profile(p: Profile) -> Levers {
+        match p {
+            Profile::Large => Levers::LARGE,
+            Profile::Small => Levers::SMALL,
+        }
+    }
+
+    /// A comma-separated list of levers (`parsing,constraints,state,compaction`, `none`, `all`).
+    ///
+    /// # Errors
+    /// A word that names no lever, with the valid words.
+    pub fn parse(list: &str) -> Result<Levers, String> {
+        let mut l = Levers::NONE;
+        for w in list.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+            match w {
+                "none" => {}
+                "all" => l = Levers::SMALL,
+                "parsing" => l.parsing = true,
+                "constraints" => l.constraints = true,
+                "state" | "state-machine" => l.state_machine = true,
+                "compaction" => l.compaction = true,
+                "intent" => l.intent = true,
+                other => {
+                    return Err(format!(
+                        "unknown lever \"{other}\": use a comma-separated list of parsing, constraints, state, compaction, intent (or none / all)"
+                    ));
+                }
+            }
+        }
+        Ok(l)
+    }
+}
+
+/// Where a conversation stands, as far as tool choice goes. Ordered: later stages know more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Stage {
+    /// No plot is open and nothing was searched in this utterance.
+    NoPlot,
+    /// No plot is open; a search ran.
+    Searched,
+    /// A plot is open and has not been summarised since it became active.
+    Opened,
+    /// The active plot was summarised.
+    Summarised,
+    /// The tools were listed.
+    Listed,
+    /// A tool ran successfully in this utterance.
+    Ran,
+}
+
+/// What an utterance asks for, as one constrained classification request decides it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Intent {
+    /// Search the catalogue or open a plot.
+    FindPlots,
+    /// Say what the open plot or the selection contains.
+    DescribePlot,
+    /// Say which tools can be run.
+    ListTools,
+    /// Change the plot or run an analysis tool.
+    RunTool,
+}
+
+impl Intent {
+    pub const ALL: [Intent; 4] = [
+        Intent::FindPlots,
+        Intent::DescribePlot,
+        Intent::ListTools,
+        Intent::RunTool,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Intent::FindPlots => "find_plots",
+            Intent::DescribePlot => "describe_plot",
+            Intent::ListTools => "list_tools",
+            Intent::RunTool => "run_tool",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Intent> {
+        Intent::ALL.into_iter().find(|i| i.as_str() == s)
+    }
+
+    /// The question the classification request appends (only to that request).
+    pub const QUESTION: &'static str = "Classify the analyst's last request. Answer with one of:\n\
+{\"intent\": \"find_plots\"}: find or open plots in the catalogue (e.g. \"open the Bravo exercise\", \"plots with a frigate\")\n\
+{\"intent\": \"describe_plot\"}: tell what the open plot or the selection contains (e.g. \"describe what I have open\")\n\
+{\"intent\": \"list_tools\"}: tell which tools or analyses can be run (e.g. \"what can I do here?\")\n\
+{\"intent\": \"run_tool\"}: change the plot or run an analysis (e.g. \"trim the frigate track\", \"measure the range\")";
+
+    /// The schema of the classification reply.
+    pub fn schema() -> Value {
+        let names: Vec<&str> = Intent::ALL.iter().map(|i| i.as_str()).collect();
+        json!({"type": "object", "additionalProperties": false, "required": ["intent"],
+            "properties": {"intent": {"enum": names}}})
+    }
+
+    /// Narrow a stage's offer to what this intent needs. `stage` is where the utterance is now,
+    /// `calls` the calls already made in it.
+    pub fn narrow(self, stage: Stage, calls: usize, offer: Offer) -> Offer {
+        let open = stage >= Stage::Opened;
+        match self {
+            // Searching: once a search ran and a plot is open (it opened one), answer.
+            Intent::FindPlots if open && calls > 0 => Offer {
+                tools: Vec::new(),
+                reply: true,
+            },
+            Intent::FindPlots if open => Offer {
+                tools: vec![SEARCH],
+                reply: false,
+            },
+            // Describing: the summary is the answer's source; then answer (another summary only
+            // for the selection-only variant).
+            Intent::DescribePlot if stage >= Stage::Summarised => {
+                let mut o = offer;
+                o.tools.retain(|t| *t == SUMMARIZE);
+                o.reply = true;
+                o
+            }
+            // Listing: the listing is the answer; no summary needed first.
+            Intent::ListTools if open && stage < Stage::Listed => Offer {
+                tools: vec![LIST_TOOLS],
+                reply: calls > 0,
+            },
+            Intent::ListTools if stage >= Stage::Listed => Offer {
+                tools: Vec::new(),
+                reply: true,
+            },
+            _ => offer,
+        }
+    }
+}
+
+/// What the model may do in one turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Offer {
+    /// Agent tool names, in the order shown.
+    pub tools: Vec<&'static str>,
+    /// A final answer without a call is acceptable.
+    pub reply: bool,
+}
+
+impl Stage {
+    /// The stage an utterance starts in, from the previous utterance's stage and the session.
+    pub fn begin(previous: Option<Stage>, plot_open: bool, plot_changed: bool) -> Stage {
+        if !plot_open {
+            return Stage::NoPlot;
+        }
+        match previous {
+            _ if plot_changed => Stage::Opened,
+            None | Some(Stage::NoPlot | Stage::Searched | Stage::Opened) => Stage::Opened,
+            Some(Stage::Summarised) => Stage::Summarised,
+            // The tools are known; a new request may need another one.
+            Some(Stage::Listed | Stage::Ran) => Stage::Listed,
+        }
+    }
+
+    /// The tools that make sense now. `calls` counts the calls already made in this utterance:
+    /// the first step never offers a free reply (small models answer from memory instead).
+    /// Once summarised, another summary is offered only when something is `selected` (the
+    /// selection-only summary is then a different answer).
+    pub fn offer(self, calls: usize, selected: bool) -> Offer {
+        let (mut tools, reply): (Vec<&'static str>, bool) = match self {
+            Stage::NoPlot => (vec![SEARCH], calls > 0),
+            // A search that opened nothing: one more try before answering.
+            Stage::Searched => (vec![SEARCH], calls >= 2),
+            Stage::Opened => (vec![SUMMARIZE], calls > 0),
+            Stage::Summarised => (vec![SUMMARIZE, LIST_TOOLS], true),
+            Stage::Listed => (vec![SUMMARIZE, RUN_TOOL], true),
+            Stage::Ran => (Vec::new(), true),
+        };
+        if !selected && self >= Stage::Summarised {
+            tools.retain(|t| *t != SUMMARIZE);
+        }
+        Offer { tools, reply }
+    }
+
+    /// The stage after a call to `tool` ended (`ok`: it ran; a refusal or failure is not ok).
+    pub fn after(self, tool: &str, ok: bool, plot_open: bool, plot_changed: bool) -> Stage {
+        if !plot_open {
+            return if tool == SEARCH || self == Stage::Searched {
+                Stage::Searched
+            } else {
+                Stage::NoPlot
+            };
+        }
+        if plot_changed || self < Stage::Opened {
+            // A search opened a plot (or the active plot changed under us).
+            return Stage::Opened;
+        }
+        if !ok {
+            return self;
+        }
+        match tool {
+            SUMMARIZE => self.max(Stage::Summarised),
+            LIST_TOOLS => self.max(Stage::Listed),
+            RUN_TOOL => Stage::Ran,
+            _ => self,
+        }
+    }
+}
+
+impl Offer {
+    /// The offer without the tools in `blocked` (a tool whose identical call was just
+    /// repeated); with nothing left to call, a reply is always allowed.
+    pub fn without(mut self, blocked: &[String]) -> Offer {
+        self.tools.retain(|t| !blocked.iter().any(|b| b == t));
+        if self.tools.is_empty() {
+            self.reply = true;
+        }
+        self
+    }
+}
+
+/// The four agent tools, in the order a full offer shows them.
+pub const ALL_TOOLS: [&str; 4] = [SEARCH, SUMMARIZE, LIST_TOOLS, RUN_TOOL];
+
+/// Tokens kept free of the context window for the reply and the chat template.
+pub const RESERVE: usize = 700;
+
+/// The prompt budget for a context window of `n_ctx` tokens: the reserve off, and 15% margin
+/// because the budget counts o200k tokens, not the model's own.
+pub fn budget_for(n_ctx: usize) -> usize {
+    n_ctx.saturating_sub(RESERVE) * 85 / 100
+}
+
+/// The refusal for a call to an agent tool the current step does not offer.
+pub fn not_offered_message(tool: &str, offered: &[String]) -> String {
+    if offered.is_empty() {
+        format!("{tool} is not needed at this step: answer the analyst now, in plain words.")
+    } else {
+        format!(
+            "{tool} is not available at this step. Call {} instead, or answer the analyst.",
+            offered.join(" or ")
+        )
+    }
+}
+
+/// The reply the model gets for a repeated identical call (not dispatched again).
+pub fn repeated_call_message(tool: &str) -> String {
+    format!(
+        "You already called {tool} with exactly these arguments; the result has not changed (it is the earlier {tool} result above). Do not call it again: use that result, call a different tool, or answer the analyst."
+    )
+}
+
+/// Tools whose identical repeat is answered from the previous result (they read, and reading
+/// twice gives the same answer while nothing else ran).
+pub fn cacheable(tool: &str) -> bool {
+    matches!(tool, SEARCH | SUMMARIZE | LIST_TOOLS)
+}
+
+fn first_sentence(s: &str) -> &str {
+    let end = s
+        .char_indices()
+        .find(|&(i, c)| c == '.' && s[i + 1..].starts_with(' ') || c == '\n')
+        .map_or(s.len(), |(i, _)| i);
+    s[..end].trim_end_matches('.').trim()
+}
+
+/// A compact form of a tool's result for a small model: the tool listing as one line per tool
+/// (id, whether it modifies the plot, its purpose, its parameters), a search as the matches'
+/// ids, titles, time spans and platform names. Anything else (summaries already honour a token
+/// budget, refusals are short sentences) is shown as it is.
+pub fn compact_result(tool: &str, result: &str) -> String {
+    let Ok(v) = serde_json::from_str::<Value>(result) else {
+        return result.to_owned();
+    };
+    match tool {
+        LIST_TOOLS => match v.as_array() {
+            Some(tools) => compact_listing(tools),
+            None => result.to_owned(),
+        },
+        SEARCH => compact_search(&v).unwrap_or_else(|| result.to_owned()),
+        _ => result.to_owned(),
+    }
+}
+
+fn compact_listing(tools: &[Value]) -> String {
+    let mut out = String::from(
+        "Tools (id — what it does; params, * = required). Pass the id as toolId and the params as params to debrief_runTool.\n",
+    );
+    for t in tools {
+        let id = t["id"].as_str().unwrap_or_default();
+        let purpose = first_sentence(t["description"].as_str().unwrap_or_default());
+        let kind = if t["mutating"].as_bool() == Some(true) {
+            "edits the plot"
+        } else {
+            "read-only"
+        };
+        // Names only (`*` = required): types, choices and defaults are in the tool's schema,
+        // which constrained decoding enforces and a refusal names when a value is wrong.
+        let params: Vec<String> = t["parameters"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|p| {
+                format!(
+                    "{}{}",
+                    p["name"].as_str().unwrap_or_default(),
+                    if p["required"].as_bool() == Some(true) {
+                        "*"
+                    } else {
+                        ""
+                    }
+                )
+            })
+            .collect();
+        out.push_str(&format!("- {id} — {purpose} [{kind}]"));
+        if !params.is_empty() {
+            out.push_str(&format!("; params: {}", params.join(", ")));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn compact_search(v: &Value) -> Option<String> {
+    let matches = v.get("matches")?.as_array()?;
+    let slim: Vec<Value> = matches
+        .iter()
+        .map(|m| {
+            let platforms: Vec<Value> = m["platforms"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|p| {
+                    p.get("name")
+                        .cloned()
+                        .or_else(|| p.as_str().map(|s| json!(s)))
+                        .unwrap_or(Value::Null)
+                })
+                .collect();
+            let mut o = json!({"plotId": m["plotId"], "title": m["title"]});
+            for k in ["startTime", "endTime", "timeSpan", "start", "end"] {
+                if let Some(x) = m.get(k) {
+                    o[k] = x.clone();
+                }
+            }
+            o["platforms"] = Value::Array(platforms);
+            o
+        })
+        .collect();
+    let mut out = json!({"matches": slim, "total": v["total"]});
+    if v["total"].as_u64() == Some(0) {
+        out["hint"] = json!(
+            "No plot matches all of these words and filters. Search again with fewer, distinctive words (a name, an exercise, a platform) and no dates unless the analyst gave them."
+        );
+    }
+    for k in ["more", "message", "opened", "notOpened", "openError"] {
+        if let Some(x) = v.get(k) {
+            out[k] = x.clone();
+        }
+    }
+    serde_json::to_string(&out).ok()
+}
+
+/// Tokens of a message as the budget counts them (o200k plus the per-message overhead).
+fn message_tokens(counter: &TokenCounter, m: &Message) -> usize {
+    counter.count(&m.content)
+        + m.tool_calls
+            .iter()
+            .map(|c| counter.count(&c.arguments) + counter.count(&c.name) + 4)
+            .sum::<usize>()
+        + 4
+}
+
+/// The counted size of a list of messages.
+pub fn messages_tokens(counter: &TokenCounter, messages: &[Message]) -> usize {
+    messages.iter().map(|m| message_tokens(counter, m)).sum()
+}
+
+/// The placeholder for a tool result dropped to fit the context.
+pub const DROPPED: &str =
+    "[earlier result dropped to fit the model's context; call the tool again if it is needed]";
+
+/// Fit `messages` into `budget` tokens (as counted by `counter`): first the oldest tool results
+/// are replaced by [`DROPPED`] (the newest result is kept), then the oldest whole exchanges
+/// before the current utterance are dropped (the system prompt and the current utterance with
+/// everything after it are kept). Returns what fits, or as close as the kept part allows.
+pub fn fit_to_budget(counter: &TokenCounter, messages: &[Message], budget: usize) -> Vec<Message> {
+    let mut out: Vec<Message> = messages.to_vec();
+    if messages_tokens(counter, &out) <= budget {
+        return out;
+    }
+    let last_tool = out.iter().rposition(|m| m.role == Role::Tool);
+    for i in 0..out.len() {
+        if Some(i) == last_tool {
+            continue;
+        }
+        if out[i].role == Role::Tool && out[i].content != DROPPED {
+            out[i].content = DROPPED.to_owned();
+            if messages_tokens(counter, &out) <= budget {
+                return out;
+            }
+        }
+    }
+    // Still too long: drop earlier exchanges, oldest first, keeping a leading system message
+    // and the current utterance (the last user message) with what follows it.
+    let mut keep_from = out.iter().rposition(|m| m.role == Role::User).unwrap_or(0);
+    let first = usize::from(out.first().is_some_and(|m| m.role == Role::System));
+    while first < keep_from && messages_tokens(counter, &out) > budget {
+        out.remove(first);
+        keep_from -= 1;
+        // Never leave a tool result at the front without the call it answers.
+        while first < keep_from && out[first].role == Role::Tool {
+            out.remove(first);
+            keep_from -= 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::ToolCallRequest;
+
+    #[test]
+    fn the_state_machine_offers_search_then_summary_then_the_rest() {
+        let s = Stage::begin(None, false, false);
+        assert_eq!(s, Stage::NoPlot);
+        assert_eq!(
+            s.offer(0, true),
+            Offer {
+                tools: vec![SEARCH],
+                reply: false
+            }
+        );
+        // A search that matched nothing: search again or say so.
+        let s2 = s.after(SEARCH, true, false, false);
+        assert_eq!(s2, Stage::Searched);
+        assert!(!s2.offer(1, true).reply, "one more search first");
+        assert!(s2.offer(2, true).reply);
+        // A search that opened a plot: summary next (or reply, a call was made).
+        let s = s.after(SEARCH, true, true, true);
+        assert_eq!(s, Stage::Opened);
+        assert_eq!(s.offer(1, true).tools, vec![SUMMARIZE]);
+        assert!(s.offer(1, true).reply);
+        // A plot already open at the start: summary first, no free reply.
+        let s = Stage::begin(None, true, false);
+        assert_eq!(
+            s.offer(0, true),
+            Offer {
+                tools: vec![SUMMARIZE],
+                reply: false
+            }
+        );
+        // A refused summary keeps the stage.
+        assert_eq!(s.after(SUMMARIZE, false, true, false), Stage::Opened);
+        let s = s.after(SUMMARIZE, true, true, false);
+        assert_eq!(s, Stage::Summarised);
+        assert_eq!(s.offer(1, true).tools, vec![SUMMARIZE, LIST_TOOLS]);
+        let s = s.after(LIST_TOOLS, true, true, false);
+        assert_eq!(s, Stage::Listed);
+        assert_eq!(s.offer(2, true).tools, vec![SUMMARIZE, RUN_TOOL]);
+        // A summary after listing does not forget the listing.
+        assert_eq!(s.after(SUMMARIZE, true, true, false), Stage::Listed);
+        // A failed run keeps the stage; a run that worked leaves only the reply.
+        assert_eq!(s.after(RUN_TOOL, false, true, false), Stage::Listed);
+        let s = s.after(RUN_TOOL, true, true, false);
+        assert_eq!(
+            s.offer(3, true),
+            Offer {
+                tools: vec![],
+                reply: true
+            }
+        );
+        // The next utterance starts with the tools known, a changed plot starts over, a closed
+        // plot goes back to search.
+        assert_eq!(Stage::begin(Some(s), true, false), Stage::Listed);
+        assert_eq!(Stage::begin(Some(s), true, true), Stage::Opened);
+        assert_eq!(Stage::begin(Some(s), false, true), Stage::NoPlot);
+        // Closing the plot mid-utterance goes back to search.
+        assert_eq!(
+            Stage::Listed.after(RUN_TOOL, true, false, true),
+            Stage::NoPlot
+        );
+    }
+
+    #[test]
+    fn a_blocked_tool_leaves_the_offer_and_an_empty_offer_allows_a_reply() {
+        let o = Stage::Opened
+            .offer(0, true)
+            .without(&[SUMMARIZE.to_owned()]);
+        assert!(o.tools.is_empty());
+        assert!(o.reply);
+        let o = Stage::Summarised
+            .offer(1, true)
+            .without(&[SUMMARIZE.to_owned()]);
+        assert_eq!(o.tools, vec![LIST_TOOLS]);
+    }
+
+    #[test]
+    fn without_a_selection_a_second_summary_is_not_offered() {
+        assert_eq!(Stage::Opened.offer(0, false).tools, vec![SUMMARIZE]);
+        assert_eq!(Stage::Summarised.offer(1, false).tools, vec![LIST_TOOLS]);
+        assert_eq!(Stage::Listed.offer(2, false).tools, vec![RUN_TOOL]);
+        assert_eq!(
+            Stage::Listed.offer(2, true).tools,
+            vec![SUMMARIZE, RUN_TOOL]
+        );
+    }
+
+    #[test]
+    fn an_intent_narrows_the_offers() {
+        let o = |i: Intent, s: Stage, calls: usize| i.narrow(s, calls, s.offer(calls, true));
+        // Finding: a search, and once it opened a plot only the answer.
+        assert_eq!(o(Intent::FindPlots, Stage::NoPlot, 0).tools, vec![SEARCH]);
+        assert_eq!(
+            o(Intent::FindPlots, Stage::Opened, 1).tools,
+            Vec::<&str>::new()
+        );
+        assert!(o(Intent::FindPlots, Stage::Opened, 1).reply);
+        assert_eq!(
+            o(Intent::FindPlots, Stage::Summarised, 0),
+            Offer {
+                tools: vec![SEARCH],
+                reply: false
+            }
+        );
+        // Describing: the summary first, then the answer (or the selection-only summary).
+        assert_eq!(
+            o(Intent::DescribePlot, Stage::Opened, 0).tools,
+            vec![SUMMARIZE]
+        );
+        assert_eq!(
+            o(Intent::DescribePlot, Stage::Summarised, 1).tools,
+            vec![SUMMARIZE]
+        );
+        assert!(o(Intent::DescribePlot, Stage::Summarised, 1).reply);
+        assert!(
+            Intent::DescribePlot
+                .narrow(Stage::Listed, 2, Stage::Listed.offer(2, false))
+                .tools
+                .is_empty()
+        );
+        // Listing: straight to the listing, then the answer.
+        assert_eq!(
+            o(Intent::ListTools, Stage::Opened, 0),
+            Offer {
+                tools: vec![LIST_TOOLS],
+                reply: false
+            }
+        );
+        assert_eq!(
+            o(Intent::ListTools, Stage::Listed, 1).tools,
+            Vec::<&str>::new()
+        );
+        // Without a plot every intent searches first.
+        for i in Intent::ALL {
+            assert_eq!(o(i, Stage::NoPlot, 0).tools, vec![SEARCH]);
+        }
+        // Running: the state machine as it is.
+        assert_eq!(
+            o(Intent::RunTool, Stage::Listed, 2),
+            Stage::Listed.offer(2, true)
+        );
+        assert_eq!(Intent::parse("list_tools"), Some(Intent::ListTools));
+        assert_eq!(Intent::parse("colour"), None);
+        let v = jsonschema::validator_for(&Intent::schema()).unwrap();
+        assert!(v.is_valid(&json!({"intent": "run_tool"})));
+        assert!(!v.is_valid(&json!({"intent": "open_plot"})));
+    }
+
+    #[test]
+    fn levers_parse_and_name_the_valid_words() {
+        assert_eq!(Levers::parse("none").unwrap(), Levers::NONE);
+        assert_eq!(Levers::parse("all").unwrap(), Levers::SMALL);
+        let l = Levers::parse("parsing, state").unwrap();
+        assert!(l.parsing && l.state_machine && !l.constraints && !l.compaction);
+        let e = Levers::parse("parsing,routing").unwrap_err();
+        assert!(e.contains("routing") && e.contains("compaction"), "{e}");
+        assert_eq!(Levers::for_profile(Profile::Large), Levers::LARGE);
+    }
+
+    #[test]
+    fn an_empty_search_says_how_to_search_again() {
+        let r = json!({"matches": [], "total": 0, "criteriaApplied": ["text ~ \"a b c\""], "message": "No plots matched."}).to_string();
+        let c: Value = serde_json::from_str(&compact_result(SEARCH, &r)).unwrap();
+        assert!(c["hint"].as_str().unwrap().contains("fewer"));
+        assert_eq!(c["message"], "No plots matched.");
+        let r = json!({"matches": [{"plotId": "stac://a", "title": "A", "timeSpan": {"start": "s", "end": "e"}, "platforms": ["HMS Nelson"], "bbox": [1, 2, 3, 4]}], "total": 1, "criteriaApplied": []}).to_string();
+        let c: Value = serde_json::from_str(&compact_result(SEARCH, &r)).unwrap();
+        assert!(c.get("hint").is_none());
+        assert_eq!(
+            c["matches"][0],
+            json!({"plotId": "stac://a", "title": "A", "timeSpan": {"start": "s", "end": "e"}, "platforms": ["HMS Nelson"]})
+        );
+    }
+
+    #[test]
+    fn a_listing_is_compacted_to_one_line_per_tool_keeping_ids_and_params() {
+        let listing = json!([
+            {"id": "set-track-color", "name": "Set colour", "description": "Set the line colour of tracks. Long explanation follows here.", "mutating": true,
+             "parameters": [{"name": "color", "valueType": "string", "required": true, "description": "a colour"}], "category": "style"},
+            {"id": "speed-filter", "name": "Speed filter", "description": "Find legs below a speed.", "mutating": false,
+             "parameters": [{"name": "max_knots", "valueType": "number", "required": false, "defaultValue": 5}]}
+        ])
+        .to_string();
+        let c = compact_result(LIST_TOOLS, &listing);
+        assert!(
+            c.contains(
+                "- set-track-color — Set the line colour of tracks [edits the plot]; params: color*"
+            ),
+            "{c}"
+        );
+        assert!(
+            c.contains("- speed-filter — Find legs below a speed [read-only]; params: max_knots"),
+            "{c}"
+        );
+        assert!(!c.contains("Long explanation"));
+        assert!(c.len() < listing.len());
+        // Not JSON, or another tool: unchanged.
+        assert_eq!(compact_result(LIST_TOOLS, "oops"), "oops");
+        assert_eq!(compact_result(SUMMARIZE, &listing), listing);
+    }
+
+    fn tool_msg(n: usize, text: &str) -> Vec<Message> {
+        let call = ToolCallRequest {
+            id: format!("c{n}"),
+            name: LIST_TOOLS.into(),
+            arguments: "{}".into(),
+        };
+        vec![
+            Message::assistant("", vec![call.clone()]),
+            Message::tool(&call, text),
+        ]
+    }
+
+    #[test]
+    fn the_budget_drops_old_tool_results_first_then_old_exchanges() {
+        let counter = TokenCounter::default();
+        let big = "word ".repeat(400);
+        let mut m = vec![Message::system("sys"), Message::user("first request")];
+        m.extend(tool_msg(1, &big));
+        m.push(Message::assistant("done", vec![]));
+        m.push(Message::user("second request"));
+        m.extend(tool_msg(2, &big));
+        m.extend(tool_msg(3, &big));
+        let total = messages_tokens(&counter, &m);
+        // Fits: unchanged.
+        assert_eq!(fit_to_budget(&counter, &m, total), m);
+        // Room for one big result: the older two are dropped, the newest kept, order kept.
+        let fitted = fit_to_budget(&counter, &m, total - 700);
+        assert_eq!(fitted.len(), m.len());
+        assert_eq!(fitted[3].content, DROPPED);
+        assert_eq!(fitted[7].content, DROPPED);
+        assert_eq!(fitted[9].content, big);
+        assert!(messages_tokens(&counter, &fitted) <= total - 700);
+        // Tighter than the newest result: earlier exchanges go, system and the current
+        // utterance stay.
+        let fitted = fit_to_budget(&counter, &m, 450);
+        assert_eq!(fitted[0].content, "sys");
+        assert_eq!(fitted[1].content, "second request");
+        assert_eq!(fitted.last().unwrap().content, big);
+    }
+}

@@ -1,0 +1,348 @@
+//! The small-model profile against the scripted mock model over real HTTP: the large profile's
+//! requests are the ones toolgate always sent; the small profile offers tools by stage,
+//! answers repeated calls from the earlier result, shows compact results, fits the context
+//! budget, and — when the server is llama.cpp (the mock answers `GET /props` like it) — sends a
+//! step schema and reads the JSON reply it admits.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use toolgate_agent::small::DROPPED;
+use toolgate_agent::{
+    AgentConfig, AgentLoop, CallStatus, Conversation, HttpModel, Levers, ModelConfig, PRIMING,
+    Profile, Provider, Stop,
+};
+use toolgate_core::flow::{Answer, Fixed};
+use toolgate_plot::agent::{LIST_TOOLS, RUN_TOOL, SEARCH, SUMMARIZE, agent_tool_specs};
+use toolgate_test_support::{MockModel, Recorded, Reply};
+
+use common::{PLOT, harness};
+
+fn client(mock: &MockModel) -> Arc<HttpModel> {
+    let mut c = ModelConfig::new(Provider::OpenAi, mock.url(), "mock-model");
+    c.timeout = Duration::from_secs(10);
+    c.backoff = Duration::from_millis(10);
+    Arc::new(HttpModel::new(c))
+}
+
+fn ground_then_act() -> Vec<Reply> {
+    vec![
+        Reply::tool(SUMMARIZE, json!({})),
+        Reply::tool(LIST_TOOLS, json!({})),
+        Reply::tool(
+            RUN_TOOL,
+            json!({"toolId": "set-track-color", "params": {"color": "red"}, "featureNames": ["HMS Nelson"]}),
+        ),
+        Reply::text("Done: HMS Nelson is red."),
+    ]
+}
+
+async fn run(cfg: AgentConfig, script: Vec<Reply>) -> (toolgate_agent::RunOutcome, Vec<Recorded>) {
+    run_selected(cfg, script, &[]).await
+}
+
+/// One run with `selected` feature ids selected on the open plot.
+async fn run_selected(
+    cfg: AgentConfig,
+    script: Vec<Reply>,
+    selected: &[&str],
+) -> (toolgate_agent::RunOutcome, Vec<Recorded>) {
+    let mock = MockModel::sequence(script).await.unwrap();
+    let h = harness("mock-model", true).await;
+    if !selected.is_empty() {
+        h.debrief
+            .session()
+            .select(PLOT, selected.iter().map(|s| (*s).to_owned()).collect())
+            .unwrap();
+    }
+    let out = AgentLoop::new(client(&mock), h.debrief.clone(), cfg)
+        .run(
+            &mut Conversation::new("small"),
+            "colour the submarine track red",
+            &Fixed(Answer::Approve),
+            |_| {},
+        )
+        .await;
+    (out, mock.requests())
+}
+
+fn tool_names(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The large profile (the default) sends what toolgate always sent: only chat requests (no
+/// server probing), every one with the four tools and their full schemas, `tool_choice: auto`,
+/// no `response_format`, the whole conversation with every result in full.
+#[tokio::test]
+async fn the_large_profile_sends_the_requests_toolgate_always_sent() {
+    assert_eq!(
+        AgentConfig::default(),
+        AgentConfig::for_profile(Profile::Large)
+    );
+    assert_eq!(AgentConfig::default().levers, Levers::LARGE);
+    let (out, requests) = run(AgentConfig::default(), ground_then_act()).await;
+    assert_eq!(out.stop, Stop::Final);
+    assert_eq!(requests.len(), 4, "four chat requests and nothing else");
+    let specs = agent_tool_specs();
+    for (i, r) in requests.iter().enumerate() {
+        assert_eq!(r.path, "/v1/chat/completions");
+        let b = &r.body;
+        let keys: Vec<&str> = b.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            ["model", "messages", "tools", "tool_choice", "temperature"],
+            "request {i} carries exactly the fields it always did"
+        );
+        assert_eq!(b["tool_choice"], "auto");
+        let tools = b["tools"].as_array().unwrap();
+        assert_eq!(tools.len(), specs.len());
+        for (t, s) in tools.iter().zip(&specs) {
+            assert_eq!(
+                t,
+                &json!({"type": "function", "function": {"name": s.id, "description": s.description, "parameters": s.input_schema}})
+            );
+        }
+        let msgs = b["messages"].as_array().unwrap();
+        assert_eq!(
+            msgs.len(),
+            2 + 2 * i,
+            "the whole conversation, nothing dropped"
+        );
+        assert_eq!(msgs[0], json!({"role": "system", "content": PRIMING}));
+        assert_eq!(
+            msgs[1],
+            json!({"role": "user", "content": "colour the submarine track red"})
+        );
+        // Every tool result as the tool gave it.
+        for (k, call) in out.calls.iter().enumerate().take(i) {
+            assert_eq!(msgs[3 + 2 * k]["content"], call.result.as_str());
+        }
+    }
+    // The same with the levers named explicitly.
+    let (_, again) = run(
+        AgentConfig {
+            levers: Levers::parse("parsing").unwrap(),
+            ..AgentConfig::default()
+        },
+        ground_then_act(),
+    )
+    .await;
+    let bodies = |r: &[Recorded]| r.iter().map(|r| r.body.clone()).collect::<Vec<_>>();
+    assert_eq!(bodies(&again), bodies(&requests));
+}
+
+/// State machine and compaction (no constraints): per-step tool lists, a call to a tool not
+/// offered is refused, an identical repeat is answered without dispatch and blocks that tool
+/// for one turn, listTools is shown compact while the record keeps the tool's full reply.
+/// (Something is selected, so a second, selection-only summary stays on offer.)
+#[tokio::test]
+async fn the_state_machine_offers_tools_by_stage_and_guards_repeats() {
+    let cfg = AgentConfig {
+        levers: Levers::parse("state,compaction").unwrap(),
+        context: Some(32_000),
+        ..AgentConfig::default()
+    };
+    let script = vec![
+        Reply::tool(LIST_TOOLS, json!({})),
+        Reply::tool(SUMMARIZE, json!({})),
+        Reply::tool(SUMMARIZE, json!({})),
+        Reply::tool(LIST_TOOLS, json!({})),
+        Reply::tool(
+            RUN_TOOL,
+            json!({"toolId": "set-track-color", "params": {"color": "red"}, "featureNames": ["HMS Nelson"]}),
+        ),
+        Reply::text("Done: HMS Nelson is red."),
+    ];
+    let (out, requests) = run_selected(cfg, script, &["track-1"]).await;
+    assert_eq!(out.stop, Stop::Final, "{out:?}");
+    let statuses: Vec<CallStatus> = out.calls.iter().map(|c| c.status).collect();
+    assert_eq!(
+        statuses,
+        [
+            CallStatus::NotOffered,
+            CallStatus::Dispatched,
+            CallStatus::Repeated,
+            CallStatus::Dispatched,
+            CallStatus::Dispatched
+        ]
+    );
+    assert!(out.calls[0].result.contains("not available at this step"));
+    assert!(out.calls[0].result.contains(SUMMARIZE));
+    assert!(out.calls[2].result.contains("already called"));
+    let chat: Vec<&Recorded> = requests
+        .iter()
+        .filter(|r| r.path == "/v1/chat/completions")
+        .collect();
+    assert!(
+        requests.iter().all(|r| r.path != "/props"),
+        "a given context needs no probing"
+    );
+    let offers: Vec<Vec<String>> = chat.iter().map(|r| tool_names(&r.body)).collect();
+    assert_eq!(
+        offers,
+        [
+            vec![SUMMARIZE.to_owned()], // a plot is open: summary first
+            vec![SUMMARIZE.to_owned()], // the listTools call was refused
+            vec![SUMMARIZE.to_owned(), LIST_TOOLS.to_owned()], // summarised
+            vec![LIST_TOOLS.to_owned()], // summary repeated: blocked for one turn
+            vec![SUMMARIZE.to_owned(), RUN_TOOL.to_owned()], // listed
+            vec![],                     // the edit ran: only the answer is left
+        ]
+    );
+    assert!(chat[5].body.get("tools").is_none());
+    // The listing: compact for the model, in full in the record.
+    let shown = chat[4].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "tool")
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(shown.starts_with("Tools (id"), "{shown}");
+    assert!(shown.contains("- set-track-color"));
+    assert!(shown.len() < out.calls[3].result.len());
+    assert!(out.calls[3].result.starts_with('['));
+    assert_eq!(out.calls[4].outcome, toolgate_core::Status::Ok);
+}
+
+/// The context budget replaces old tool results first and keeps the newest one whole.
+#[tokio::test]
+async fn the_budget_drops_old_results_first() {
+    let cfg = AgentConfig {
+        priming: false,
+        levers: Levers::parse("compaction").unwrap(),
+        context: Some(1_000),
+        ..AgentConfig::default()
+    };
+    let script = vec![
+        Reply::tool(SUMMARIZE, json!({})),
+        Reply::tool(LIST_TOOLS, json!({})),
+        Reply::text("ok"),
+    ];
+    let (out, requests) = run(cfg, script).await;
+    assert_eq!(out.stop, Stop::Final);
+    let last = &requests.last().unwrap().body["messages"];
+    let tool_msgs: Vec<&Value> = last
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .collect();
+    assert_eq!(tool_msgs.len(), 2);
+    assert_eq!(tool_msgs[0]["content"], DROPPED, "the older result went");
+    assert!(
+        tool_msgs[1]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("Tools (id"),
+        "the newest stays"
+    );
+    // All four tools are still offered (no state machine).
+    assert_eq!(tool_names(&requests[0].body).len(), 4);
+}
+
+/// All levers against a server that reports llama.cpp: a step schema instead of `tools`, the
+/// answer format in the system prompt, the JSON reply read as a call or as the final answer.
+#[tokio::test]
+async fn constrained_turns_send_a_step_schema_and_read_its_reply() {
+    let mock = MockModel::sequence(vec![
+        Reply::text(r#"{"intent": "describe_plot"}"#),
+        Reply::text(r#"{"name": "debrief_summarizeCurrentPlot", "arguments": {}}"#),
+        Reply::text(r#"{"reply": "The plot holds HMS Nelson's track."}"#),
+    ])
+    .await
+    .unwrap();
+    let h = harness("mock-model", true).await;
+    let out = AgentLoop::new(
+        client(&mock),
+        h.debrief.clone(),
+        AgentConfig::for_profile(Profile::Small),
+    )
+    .run(
+        &mut Conversation::new("c"),
+        "what's in this plot?",
+        &Fixed(Answer::Approve),
+        |_| {},
+    )
+    .await;
+    assert_eq!(out.stop, Stop::Final, "{out:?}");
+    assert_eq!(
+        out.final_text.as_deref(),
+        Some("The plot holds HMS Nelson's track.")
+    );
+    assert_eq!(out.calls.len(), 1);
+    assert_eq!(out.calls[0].tool, SUMMARIZE);
+    assert_eq!(out.calls[0].status, CallStatus::Dispatched);
+    let requests = mock.requests();
+    assert_eq!(
+        requests[0].path, "/props",
+        "the server was asked what it is"
+    );
+    let chat: Vec<&Recorded> = requests
+        .iter()
+        .filter(|r| r.path == "/v1/chat/completions")
+        .collect();
+    assert_eq!(chat.len(), 3);
+    // The classification request: the intent schema, the question after the utterance.
+    let intent = &chat[0].body;
+    assert_eq!(
+        intent["response_format"]["json_schema"]["schema"]["properties"]["intent"]["enum"],
+        json!(["find_plots", "describe_plot", "list_tools", "run_tool"])
+    );
+    let im = intent["messages"].as_array().unwrap();
+    assert_eq!(im[1]["content"], "what's in this plot?");
+    assert!(
+        im[2]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("Classify the analyst's last request")
+    );
+    let chat = &chat[1..];
+    for r in chat {
+        assert!(r.body.get("tools").is_none(), "a schema, not tools");
+        assert_eq!(r.body["response_format"]["type"], "json_schema");
+        let system = r.body["messages"][0]["content"].as_str().unwrap();
+        assert!(system.starts_with(PRIMING) && system.contains("{\"reply\": \"<text>\"}"));
+    }
+    // Step 1: a plot is open and not summarised: the schema is that one call.
+    let s1 = &chat[0].body["response_format"]["json_schema"]["schema"];
+    let v1 = jsonschema::validator_for(s1).unwrap();
+    assert!(v1.is_valid(&json!({"name": SUMMARIZE, "arguments": {}})));
+    assert!(!v1.is_valid(&json!({"name": SEARCH, "arguments": {}})));
+    assert!(!v1.is_valid(&json!({"reply": "It has tracks."})));
+    // Step 2: summarised, and the request only describes: the answer alone; the earlier call
+    // is shown as the JSON the schema admits and its result as a user message.
+    let s2 = &chat[1].body["response_format"]["json_schema"]["schema"];
+    let v2 = jsonschema::validator_for(s2).unwrap();
+    assert!(v2.is_valid(&json!({"reply": "It has tracks."})));
+    assert!(!v2.is_valid(&json!({"name": LIST_TOOLS, "arguments": {}})));
+    assert!(!v2.is_valid(
+        &json!({"name": RUN_TOOL, "arguments": {"toolId": "set-track-color", "params": {"color": "red"}}})
+    ));
+    let msgs = chat[1].body["messages"].as_array().unwrap();
+    assert_eq!(
+        msgs[2],
+        json!({"role": "assistant", "content": "{\"name\": \"debrief_summarizeCurrentPlot\", \"arguments\": {}}"})
+    );
+    assert_eq!(msgs[3]["role"], "user");
+    assert!(
+        msgs[3]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("Result of debrief_summarizeCurrentPlot:")
+    );
+}
