@@ -16,6 +16,66 @@ pub struct StateView {
     pub plots: Vec<PlotState>,
     /// How many analytical results the Results panel holds.
     pub datasets: usize,
+    /// Every session of this instance (the page's own and each MCP client's), briefly: the
+    /// page fetches `/api/sessions` when this changes.
+    pub sessions: Vec<SessionBrief>,
+    /// The newest activity log entry's seq (0: none).
+    pub activity: u64,
+}
+
+/// A session in the live state: enough to notice a change.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionBrief {
+    pub id: String,
+    pub client: String,
+    pub active_plot: Option<String>,
+    /// Sum of the open plots' versions (changes with every edit, undo, revert).
+    pub versions: u64,
+    pub dirty: bool,
+    pub connected: bool,
+}
+
+/// One session for the session list: who, how, and its open plots' states.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionView {
+    pub id: String,
+    pub client: String,
+    pub via: String,
+    pub created_at: String,
+    pub connected: bool,
+    /// This page's own session.
+    pub workbench: bool,
+    pub active_plot: Option<String>,
+    pub plots: Vec<PlotState>,
+}
+
+impl SessionView {
+    pub fn of(listed: &toolgate_plot::activity::Listed, workbench: bool) -> Self {
+        let session = listed.debrief.session();
+        Self {
+            id: listed.id.clone(),
+            client: listed.client.clone(),
+            via: listed.via.clone(),
+            created_at: listed.created_at.clone(),
+            connected: workbench || listed.connected(),
+            workbench,
+            active_plot: session.active_id().map(str::to_owned),
+            plots: session.open_plots().iter().map(PlotState::of).collect(),
+        }
+    }
+
+    pub fn brief(&self) -> SessionBrief {
+        SessionBrief {
+            id: self.id.clone(),
+            client: self.client.clone(),
+            active_plot: self.active_plot.clone(),
+            versions: self.plots.iter().map(|p| p.version).sum(),
+            dirty: self.plots.iter().any(|p| p.dirty),
+            connected: self.connected,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -56,6 +116,8 @@ impl StateView {
             active_plot: session.active_id().map(str::to_owned),
             plots: session.open_plots().iter().map(PlotState::of).collect(),
             datasets,
+            sessions: Vec::new(),
+            activity: 0,
         }
     }
 }
@@ -145,7 +207,7 @@ impl Serialize for Trimmed<'_> {
                     let inner = match (self.at, k.as_str()) {
                         (Self::FEATURE, "properties") => Some(Self::PROPERTIES),
                         (Self::PROPERTIES, "positions") => Some(Self::POSITIONS),
-                        (Self::POSITION, "time") => None,
+                        (Self::POSITION, "time" | "course" | "speed") => None,
                         (Self::POSITION, _) => continue,
                         _ => None,
                     };
