@@ -6,8 +6,9 @@
 //!   who did it (the chat, the page's tool palette, an MCP client's name, the CLI), what (the
 //!   undo step's label), on which plot, in which session and when.
 //! - [`SessionDirectory`]: the sessions of one served instance by id, with their client's name
-//!   and how it connected. A session stays listed while its client holds it, and afterwards
-//!   while it has unsaved edits (so an agent's work can still be saved after it disconnects).
+//!   and how it connected. A session stays listed while its client holds it, afterwards while
+//!   it has unsaved edits (so an agent's work can still be saved after it disconnects), and ten
+//!   minutes more once clean.
 //! - [`acting_as`]: runs a future with the name the log records for edits made inside it (the
 //!   MCP server wraps each call in its client's name); edits outside take the session's default.
 
@@ -25,6 +26,10 @@ pub const MAX_ENTRIES: usize = 500;
 
 /// Most sessions the directory lists; past it, the oldest disconnected clean ones go first.
 pub const MAX_SESSIONS: usize = 128;
+
+/// How long a session nobody holds and with nothing unsaved stays listed (so a person who just
+/// saved an agent's work still sees it, marked saved).
+pub const KEEP_CLEAN: std::time::Duration = std::time::Duration::from_secs(10 * 60);
 
 tokio::task_local! {
     static ACTOR: String;
@@ -153,6 +158,8 @@ pub struct Listed {
     /// RFC 3339, UTC.
     pub created_at: String,
     pub debrief: Arc<Debrief>,
+    /// When it was last held by its client or had unsaved changes.
+    touched: std::time::Instant,
 }
 
 impl Listed {
@@ -211,13 +218,14 @@ impl SessionDirectory {
             via: via.to_owned(),
             created_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
             debrief,
+            touched: std::time::Instant::now(),
         });
         Self::prune(&mut sessions);
         id
     }
 
-    /// Drop sessions nobody but the directory holds and that have nothing unsaved; past the
-    /// cap, the oldest of those nobody holds.
+    /// Drop sessions nobody but the directory holds and that have had nothing unsaved for
+    /// [`KEEP_CLEAN`]; past the cap, the oldest of those nobody holds.
     fn prune(sessions: &mut Vec<Listed>) {
         let held = |s: &Listed| Arc::strong_count(&s.debrief) > 1;
         let dirty = |s: &Listed| {
@@ -227,7 +235,13 @@ impl SessionDirectory {
                 .iter()
                 .any(|p| p.doc.is_dirty())
         };
-        sessions.retain(|s| held(s) || dirty(s));
+        let now = std::time::Instant::now();
+        for s in sessions.iter_mut() {
+            if held(s) || dirty(s) {
+                s.touched = now;
+            }
+        }
+        sessions.retain(|s| now.duration_since(s.touched) < KEEP_CLEAN);
         while sessions.len() > MAX_SESSIONS {
             match sessions.iter().position(|s| !held(s)) {
                 Some(i) => {
