@@ -318,6 +318,11 @@
       d.timeAt = timeAt;
       d.n = n;
       d.pos = pos;
+      // the map view sends course and speed as arrays beside the positions
+      const courses = Array.isArray(p.position_courses) ? p.position_courses : null;
+      const speeds = Array.isArray(p.position_speeds) ? p.position_speeds : null;
+      d.courseAt = (i) => (courses ? courses[i] : pos[i] && pos[i].course);
+      d.speedAt = (i) => (speeds ? speeds[i] : pos[i] && pos[i].speed);
       if (labelEvery) for (const i of marks(n, timeAt, labelEvery)) d.labels.push([i, labelText(timeAt(i), labelEvery)]);
       if (dps.show_symbol && symbolEvery) d.symbols = marks(n, timeAt, symbolEvery);
       const overrides = p.position_style_overrides;
@@ -419,12 +424,10 @@
     if (!d || d.kind !== 'TRACK' || !d.n) return null;
     if (t === null || t === undefined) {
       const i = d.n - 1;
-      const q = d.pos[i] || {};
-      return { lon: d.flat[2 * i], lat: d.flat[2 * i + 1], course: q.course, speed: q.speed, t: d.timeAt(i), i };
+      return { lon: d.flat[2 * i], lat: d.flat[2 * i + 1], course: d.courseAt(i), speed: d.speedAt(i), t: d.timeAt(i), i };
     }
     const i = posIndex(d, t);
     if (i < 0 || t > d.te) return null;
-    const q = d.pos[i] || {};
     let lon = d.flat[2 * i], lat = d.flat[2 * i + 1];
     if (i + 1 < d.n) {
       const ta = d.timeAt(i), tb = d.timeAt(i + 1);
@@ -434,7 +437,7 @@
         lat += (d.flat[2 * i + 3] - lat) * f;
       }
     }
-    return { lon, lat, course: q.course, speed: q.speed, t, i };
+    return { lon, lat, course: d.courseAt(i), speed: d.speedAt(i), t, i };
   }
 
   // The point `range` metres from (lon, lat) on `bearing` degrees (flat earth: fine for the
@@ -468,7 +471,13 @@
   // the map
 
   const canvas = $('map');
-  const ctx = canvas.getContext('2d');
+  const mainCtx = canvas.getContext('2d');
+  // What does not change with the controller's time is drawn once per view into this layer and
+  // copied each frame; the time-dependent part is drawn over it.
+  const layer = document.createElement('canvas');
+  const layerCtx = layer.getContext('2d');
+  let layerKey = null;
+  let ctx = mainCtx;
   let W = 0, H = 0, dpr = 1;
   let frameWanted = false;
 
@@ -732,19 +741,66 @@
 
   function draw() {
     const t0 = performance.now();
+    ctx = mainCtx;
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.fillStyle = '#dfe9f3';
     ctx.fillRect(0, 0, W, H);
     if (!app.view || !app.drawables.length) {
       return;
     }
-    graticule();
     const shown = app.drawables.filter((d) => visible(d, 40) && inTime(d));
     for (const d of app.drawables) d.onScreen = false;
     for (const d of shown) {
       d.onScreen = true;
       project(d);
     }
+    const timed = (d) => d.t0 !== null || d.t1 !== null || d.tAt !== null;
+    if (app.time.trail && app.time.now !== null) {
+      // trails move with the time: nothing is static
+      scene(shown, true, true);
+    } else {
+      const key = [app.view.cx, app.view.cy, app.view.s, W, H, dpr, app.drawGen, [...app.selected].join('|')].join(',');
+      if (key !== layerKey || layer.width !== canvas.width || layer.height !== canvas.height) {
+        layer.width = canvas.width;
+        layer.height = canvas.height;
+        ctx = layerCtx;
+        ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+        ctx.fillStyle = '#dfe9f3';
+        ctx.fillRect(0, 0, W, H);
+        scene(shown.filter((d) => !timed(d)), true, false);
+        ctx = mainCtx;
+        layerKey = key;
+      }
+      ctx.setTransform(1, 0, 0, 1, 0, 0);
+      ctx.drawImage(layer, 0, 0);
+      ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+      scene(shown.filter((d) => timed(d) || d.kind === 'TRACK'), false, true);
+    }
+    const dt = performance.now() - t0;
+    stats.draws.push(dt);
+    if (stats.draws.length > 1000) stats.draws.shift();
+    stats.renders++;
+    if (app.firstDrawPending) {
+      app.firstDrawPending = false;
+      const now = performance.now();
+      if (stats.firstRenderMs === null) {
+        stats.firstRenderMs = now;
+        stats.loadedAt = now;
+      }
+      if (app.openRequestedAt !== null) {
+        stats.openToRenderMs = now - app.openRequestedAt;
+        app.openRequestedAt = null;
+      }
+      canvas.dataset.plot = app.plot ? app.plot.plotId : '';
+      canvas.dataset.version = app.plot ? String(app.plot.version) : '';
+    }
+  }
+
+  // Draw `shown`: the parts that stay put (`stat`: graticule, lines, symbols, time labels,
+  // shapes) and/or the parts that move with the time (`dyn`: markers, bearing lines, arcs, the
+  // scale bar).
+  function scene(shown, stat, dyn) {
+    if (stat) graticule();
     ctx.lineJoin = 'round';
     ctx.lineCap = 'round';
     const labelledLater = [];
@@ -796,7 +852,7 @@
     }
     // sensor arcs: sectors about the host's position and heading now
     const now = app.time.now;
-    for (const d of app.drawables) {
+    for (const d of dyn ? app.drawables : []) {
       if (d.kind !== 'SENSOR_ARC' || !inTime(d)) continue;
       const host = d.host && trackAt(d.host, now);
       if (!host) continue;
@@ -824,7 +880,7 @@
     }
     // sensor bearing lines from the platform's position at each contact's time
     ctx.lineWidth = 1.5;
-    for (const d of app.drawables) {
+    for (const d of dyn ? app.drawables : []) {
       if (!d.sensors || !d.sensors.length) continue;
       const host = d.kind === 'TRACK' ? d : d.host;
       const w = app.time.trail || CONTACT_WINDOW;
@@ -850,7 +906,7 @@
     }
     // halos of selected lines under every line
     for (const d of shown) {
-      if (!d.sx.length || !app.selected.has(d.id)) continue;
+      if (!d.sx.length || !app.selected.has(d.id) || (!stat && d.kind === 'TRACK')) continue;
       pathTrack(d);
       ctx.strokeStyle = HALO;
       ctx.lineWidth = d.width + 7;
@@ -858,7 +914,7 @@
     }
     // tracks and other lines
     for (const d of shown) {
-      if (!d.sx.length) continue;
+      if (!d.sx.length || (!stat && d.kind === 'TRACK')) continue;
       pathTrack(d);
       ctx.strokeStyle = d.color;
       ctx.lineWidth = d.width;
@@ -879,7 +935,7 @@
       ctx.lineWidth = 1;
       const range = trailRange(d);
       const within = (i) => !range || (i >= range[0] && i <= range[1]);
-      for (const i of d.symbols) {
+      for (const i of stat ? d.symbols : []) {
         if (!within(i)) continue;
         const [x, y] = sxy(i);
         symbol(d.shape, x, y, d.radius);
@@ -887,8 +943,8 @@
       }
       // the platform's marker at the controller's time (the last position without one), with a
       // heading stick
-      const m = trackAt(d, now);
-      d.marker = m ? { ...m, x: X(m.lon), y: Y(m.lat) } : null;
+      const m = dyn ? trackAt(d, now) : null;
+      if (dyn) d.marker = m ? { ...m, x: X(m.lon), y: Y(m.lat) } : null;
       if (m) {
         const { x, y } = d.marker;
         const c = Number(m.course);
@@ -910,7 +966,7 @@
         labelled.push([x + 9, y, d.name, d.color, true, app.selected.has(d.id)]);
       }
       let lx = -1e9, ly = -1e9;
-      for (const [i, text] of d.labels) {
+      for (const [i, text] of stat ? d.labels : []) {
         if (!within(i)) continue;
         const [x, y] = sxy(i);
         if (x < -20 || x > W + 20 || y < -20 || y > H + 20) continue;
@@ -975,25 +1031,7 @@
         ctx.fillText(text, x, y);
       }
     }
-    scaleBar();
-    const dt = performance.now() - t0;
-    stats.draws.push(dt);
-    if (stats.draws.length > 1000) stats.draws.shift();
-    stats.renders++;
-    if (app.firstDrawPending) {
-      app.firstDrawPending = false;
-      const now = performance.now();
-      if (stats.firstRenderMs === null) {
-        stats.firstRenderMs = now;
-        stats.loadedAt = now;
-      }
-      if (app.openRequestedAt !== null) {
-        stats.openToRenderMs = now - app.openRequestedAt;
-        app.openRequestedAt = null;
-      }
-      canvas.dataset.plot = app.plot ? app.plot.plotId : '';
-      canvas.dataset.version = app.plot ? String(app.plot.version) : '';
-    }
+    if (dyn) scaleBar();
   }
 
   // hit testing in screen space, against the coordinates of the last draw
@@ -1085,6 +1123,7 @@
         app.drawables = view.featureCollection.features.map((f) => prepare(f, rows.get(fid(f))));
         stats.lastLoad = { fetchMs: t1 - t0, parseMs: t2 - t1, prepareMs: performance.now() - t2, bytes: text.length, startedAt: t0 };
         app.byId = new Map(app.drawables.map((d) => [d.id, d]));
+        app.drawGen = (app.drawGen || 0) + 1;
         link();
         app.inventory = view.inventory;
         delete view.featureCollection;
@@ -1124,6 +1163,7 @@
 
   function clearPlot() {
     app.plot = null;
+    app.drawGen = (app.drawGen || 0) + 1;
     app.drawables = [];
     app.byId = new Map();
     app.inventory = [];
@@ -2774,7 +2814,7 @@
     const d = app.byId.get(id);
     return d ? d.color : null;
   };
-  window.__workbench.pixel = (x, y) => Array.from(ctx.getImageData(Math.round(x * dpr), Math.round(y * dpr), 1, 1).data);
+  window.__workbench.pixel = (x, y) => Array.from(mainCtx.getImageData(Math.round(x * dpr), Math.round(y * dpr), 1, 1).data);
   window.__workbench.zoomAt = zoomAt;
   window.__workbench.setTime = setTime;
   window.__workbench.screenOf = (lon, lat) => ({ x: X(lon), y: Y(lat) });

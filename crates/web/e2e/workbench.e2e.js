@@ -410,6 +410,27 @@ async function analystChecks(page) {
   log('play on the bulk plot');
   await page.click('#tab-narrative');
   await openFromSearch(page, 'bulk', 'Bulk Tracks', BULK);
+  const probe = await page.evaluate(async () => {
+    const wb = window.__workbench;
+    const run = async (f) => {
+      const out = [];
+      let last = performance.now();
+      for (let i = 0; i < 40; i++) {
+        await new Promise((res) => requestAnimationFrame(res));
+        const now = performance.now();
+        out.push(now - last);
+        last = now;
+        f(i);
+      }
+      return out.slice(1).reduce((a, b) => a + b, 0) / 39;
+    };
+    const idle = await run(() => {});
+    const redraw = await run(() => wb.draw());
+    const t = wb.app.time;
+    const stepping = await run((i) => wb.setTime(t.start + i * 60000));
+    return { idle, redraw, stepping };
+  });
+  log('frame probe (mean ms per frame)', JSON.stringify(probe));
   const perf = await page.evaluate(async () => {
     const wb = window.__workbench;
     const n0 = wb.stats.draws.length;

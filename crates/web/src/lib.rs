@@ -13,7 +13,7 @@
 //! | `GET /api/events` | server-sent `state` events whenever that state changes (live updates) |
 //! | `POST /api/catalog/search` | catalogue search `{text?, startTime?, endTime?, platforms?, bbox?, limit?}` |
 //! | `POST /api/plots/open` | `{plotId}` opens (or focuses) a plot |
-//! | `GET /api/plot?plotId=&view=` | a plot's features (GeoJSON), bbox and inventory; default the active plot; `view=map` trims track positions to time, course and speed |
+//! | `GET /api/plot?plotId=&view=` | a plot's features (GeoJSON), bbox and inventory; default the active plot; `view=map` trims track positions to their times, with `position_courses`/`position_speeds` arrays beside them |
 //! | `POST /api/select` | `{plotId?, ids}` sets the selection the agent tools use |
 //! | `POST /api/undo`, `/api/redo`, `/api/revert`, `/api/save` | `{plotId?}`; save is a person's action only |
 //! | `GET /api/datasets` | analytical results for the Results panel |
@@ -641,7 +641,8 @@ struct PlotQuery {
     plot_id: Option<String>,
     /// A session id from `/api/sessions` (default: the page's own).
     session: Option<String>,
-    /// `map`: track positions carry only their time, course and speed (what the page draws).
+    /// `map`: track positions carry only their times; courses and speeds come as arrays beside
+    /// them (what the page draws).
     view: Option<PlotViewKind>,
 }
 

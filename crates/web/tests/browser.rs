@@ -86,7 +86,8 @@ async fn mcp_router(state: &toolgate_web::WebState, dir: &Path) -> Router {
     use std::sync::Mutex;
     use toolgate_plot::agent::Settings;
     let store = toolgate_plot::demo::ensure_demo_store(dir).unwrap();
-    let mut registry = toolgate_core::Registry::new().with_discovery_hint("Call debrief_listTools first.");
+    let mut registry =
+        toolgate_core::Registry::new().with_discovery_hint("Call debrief_listTools first.");
     registry
         .register(Arc::new(toolgate_plot::tools::NativeTools))
         .await
@@ -94,7 +95,9 @@ async fn mcp_router(state: &toolgate_web::WebState, dir: &Path) -> Router {
     let registry = Arc::new(registry);
     let new_session = Arc::new(move |identity: &str| {
         Arc::new(Debrief::new(
-            Arc::new(Mutex::new(toolgate_plot::session::Session::new(vec![store.clone()]))),
+            Arc::new(Mutex::new(toolgate_plot::session::Session::new(vec![
+                store.clone(),
+            ]))),
             registry.clone(),
             Arc::new(toolgate_core::telemetry::NullSink),
             Settings {
