@@ -688,6 +688,74 @@
     else ctx.ellipse(X(c.lon), Y(c.lat), Math.max(0.5, a), Math.max(0.5, b), ((c.rot - 90) * Math.PI) / 180, 0, Math.PI * 2);
   }
 
+  const sprites = new Map();
+
+  // Make the marker and name sprites a playing map uses, in idle time after a plot is drawn.
+  function warmSprites() {
+    const idle = window.requestIdleCallback || ((f) => setTimeout(f, 50));
+    const todo = app.drawables.filter((d) => d.kind === 'TRACK');
+    const step = (deadline) => {
+      while (todo.length && (!deadline || deadline.timeRemaining() > 2)) {
+        const d = todo.pop();
+        sprite(d.name, d.color, '600 12px system-ui, sans-serif', 14);
+        markerSprite(d.shape === 'cross' ? 'circle' : d.shape, d.symbolFill || d.color, d.radius + 2.5);
+      }
+      if (todo.length) idle(step);
+    };
+    idle(step);
+  }
+
+  // A platform marker (filled symbol, white rim) rendered once: {canvas, half}.
+  function markerSprite(shape, fill, r) {
+    const key = `${dpr}|m|${shape}|${fill}|${r}`;
+    let sp = sprites.get(key);
+    if (sp) return sp;
+    const half = Math.ceil(r * 1.4 + 2);
+    const c = document.createElement('canvas');
+    c.width = c.height = Math.ceil(2 * half * dpr);
+    const keep = ctx;
+    ctx = c.getContext('2d');
+    ctx.scale(dpr, dpr);
+    ctx.fillStyle = fill;
+    symbol(shape, half, half, r);
+    ctx.fill();
+    ctx.strokeStyle = '#fff';
+    ctx.lineWidth = 1.5;
+    ctx.stroke();
+    ctx = keep;
+    sp = { canvas: c, half };
+    sprites.set(key, sp);
+    return sp;
+  }
+  const measure = document.createElement('canvas').getContext('2d');
+
+  // A label rendered once at the current pixel ratio: {canvas, w (text width), h}.
+  function sprite(text, color, font, h) {
+    const key = `${dpr}|${font}|${color}|${text}`;
+    let sp = sprites.get(key);
+    if (sp) return sp;
+    measure.font = font;
+    const w = Math.ceil(measure.measureText(text).width);
+    const H2 = h + 6;
+    const c = document.createElement('canvas');
+    c.width = Math.max(1, Math.ceil((w + 6) * dpr));
+    c.height = Math.max(1, Math.ceil(H2 * dpr));
+    const g = c.getContext('2d');
+    g.scale(dpr, dpr);
+    g.font = font;
+    g.textBaseline = 'middle';
+    g.lineJoin = 'round';
+    g.lineWidth = 3;
+    g.strokeStyle = 'rgba(255, 255, 255, 0.85)';
+    g.strokeText(text, 3, H2 / 2);
+    g.fillStyle = color;
+    g.fillText(text, 3, H2 / 2);
+    sp = { canvas: c, w, h: H2 };
+    if (sprites.size > 4000) sprites.clear();
+    sprites.set(key, sp);
+    return sp;
+  }
+
   // [first, last] index of a track's positions inside the trail window; null: the whole track.
   function trailRange(d) {
     if (d.kind !== 'TRACK' || !app.time.trail || app.time.now === null || !d.n) return null;
@@ -754,7 +822,8 @@
       d.onScreen = true;
       project(d);
     }
-    const timed = (d) => d.t0 !== null || d.t1 !== null || d.tAt !== null;
+    // tracks are drawn whole (their markers move); other time-bounded features come and go
+    const timed = (d) => d.kind !== 'TRACK' && (d.t0 !== null || d.t1 !== null || d.tAt !== null);
     if (app.time.trail && app.time.now !== null) {
       // trails move with the time: nothing is static
       scene(shown, true, true);
@@ -774,7 +843,7 @@
       ctx.setTransform(1, 0, 0, 1, 0, 0);
       ctx.drawImage(layer, 0, 0);
       ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-      scene(shown.filter((d) => timed(d) || d.kind === 'TRACK'), false, true);
+      if (!app.probeNoDynamic) scene(shown.filter((d) => timed(d) || d.kind === 'TRACK'), false, true);
     }
     const dt = performance.now() - t0;
     stats.draws.push(dt);
@@ -957,12 +1026,18 @@
           ctx.lineTo(x + Math.sin(b) * 16, y - Math.cos(b) * 16);
           ctx.stroke();
         }
-        ctx.fillStyle = d.symbolFill || d.color;
-        symbol(d.shape === 'cross' ? 'circle' : d.shape, x, y, d.radius + 2.5);
-        ctx.fill();
-        ctx.strokeStyle = '#fff';
-        ctx.lineWidth = 1.5;
-        ctx.stroke();
+        const shape = d.shape === 'cross' ? 'circle' : d.shape;
+        if (app.time.playing) {
+          const ms = markerSprite(shape, d.symbolFill || d.color, d.radius + 2.5);
+          ctx.drawImage(ms.canvas, x - ms.half, y - ms.half, 2 * ms.half, 2 * ms.half);
+        } else {
+          ctx.fillStyle = d.symbolFill || d.color;
+          symbol(shape, x, y, d.radius + 2.5);
+          ctx.fill();
+          ctx.strokeStyle = '#fff';
+          ctx.lineWidth = 1.5;
+          ctx.stroke();
+        }
         labelled.push([x + 9, y, d.name, d.color, true, app.selected.has(d.id)]);
       }
       let lx = -1e9, ly = -1e9;
@@ -1013,22 +1088,36 @@
       return true;
     };
     const sel = [], names = [], times = [];
+    if (app.probeNoText) labelled.length = 0;
     for (const l of labelled) (l[5] ? sel : l[4] ? names : times).push(l);
-    ctx.lineWidth = 3;
-    ctx.strokeStyle = 'rgba(255, 255, 255, 0.85)';
-    for (const [group, font, charW, h] of [[sel, '600 12px system-ui, sans-serif', 7, 14], [names, '600 12px system-ui, sans-serif', 7, 14], [times, '10px system-ui, sans-serif', 6, 11]]) {
-      if (!group.length) continue;
-      ctx.font = font;
-      const keep = [];
-      for (const l of group) if (place(l[0], l[1], l[2].length * charW, h)) keep.push(l);
-      for (const [x, y, text] of keep) ctx.strokeText(text, x, y);
-      let fill = null;
-      for (const [x, y, text, color] of keep) {
-        if (color !== fill) {
-          ctx.fillStyle = color;
-          fill = color;
+    // While playing, each label is a sprite (text with its halo) drawn once and copied after:
+    // shaping and rasterising text every frame is what a playing map cannot afford. Otherwise
+    // the text is drawn directly (making hundreds of sprites would slow the first render).
+    const groups = [[sel, '600 12px system-ui, sans-serif', 7, 14], [names, '600 12px system-ui, sans-serif', 7, 14], [times, '10px system-ui, sans-serif', 6, 11]];
+    if (app.time.playing) {
+      for (const [group, font, , h] of groups) {
+        for (const [x, y, text, color] of group) {
+          const sp = sprite(text, color, font, h);
+          if (place(x, y, sp.w, h)) ctx.drawImage(sp.canvas, x - 3, y - sp.h / 2, sp.w + 6, sp.h);
         }
-        ctx.fillText(text, x, y);
+      }
+    } else {
+      ctx.lineWidth = 3;
+      ctx.strokeStyle = 'rgba(255, 255, 255, 0.85)';
+      for (const [group, font, charW, h] of groups) {
+        if (!group.length) continue;
+        ctx.font = font;
+        const keep = [];
+        for (const l of group) if (place(l[0], l[1], l[2].length * charW, h)) keep.push(l);
+        for (const [x, y, text] of keep) ctx.strokeText(text, x, y);
+        let fill = null;
+        for (const [x, y, text, color] of keep) {
+          if (color !== fill) {
+            ctx.fillStyle = color;
+            fill = color;
+          }
+          ctx.fillText(text, x, y);
+        }
       }
     }
     if (dyn) scaleBar();
@@ -1145,6 +1234,7 @@
         else if (app.details) showDetails(app.byId.get(app.details));
         renderFeatures();
         renderToolTargets();
+        warmSprites();
         renderHeader();
         draw();
       } catch (e) {

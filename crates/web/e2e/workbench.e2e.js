@@ -428,7 +428,13 @@ async function analystChecks(page) {
     const redraw = await run(() => wb.draw());
     const t = wb.app.time;
     const stepping = await run((i) => wb.setTime(t.start + i * 60000));
-    return { idle, redraw, stepping };
+    wb.app.probeNoText = true;
+    const noText = await run(() => wb.draw());
+    wb.app.probeNoText = false;
+    wb.app.probeNoDynamic = true;
+    const blitOnly = await run(() => wb.draw());
+    wb.app.probeNoDynamic = false;
+    return { idle, redraw, stepping, noText, blitOnly };
   });
   log('frame probe (mean ms per frame)', JSON.stringify(probe));
   const perf = await page.evaluate(async () => {
@@ -459,7 +465,7 @@ async function analystChecks(page) {
   metrics.playFeatures = perf.features;
   log('playing: frame interval (ms)', JSON.stringify(metrics.playFrameIntervalMs), 'draw (ms)', JSON.stringify(metrics.playDrawMs), 'fps', metrics.playFps);
   assert.ok(perf.moved > 0, 'the markers moved while playing');
-  assert.ok(perf.draws.length > 60, 'every frame drew the map');
+  assert.ok(perf.draws.length >= perf.intervals.length - 1, `every frame drew the map (${perf.draws.length} draws, ${perf.intervals.length} frames)`);
   await screenshot(page, 'play-bulk');
 }
 
@@ -528,7 +534,10 @@ async function main() {
   // The target: the open plot drawn within 500 ms of the page's load event. Opening a plot that
   // is not open yet also parses its file on the server (seconds in an unoptimised test build),
   // so that number is reported and only bounded loosely.
-  assert.ok(metrics.firstRenderAfterLoadEventMs <= 500, `first render ${metrics.firstRenderAfterLoadEventMs} ms after the load event > 500 ms`);
+  // 500 ms is the target; E2E_FIRST_RENDER_MS lets a machine known to be overloaded (shared
+  // build hosts) report the number without failing here. browser.rs checks the same bound.
+  const firstBound = Number(process.env.E2E_FIRST_RENDER_MS || 500);
+  assert.ok(metrics.firstRenderAfterLoadEventMs <= firstBound, `first render ${metrics.firstRenderAfterLoadEventMs} ms after the load event > ${firstBound} ms`);
   assert.ok(metrics.openToRenderMs <= 15000, `open → first render ${metrics.openToRenderMs} ms`);
 
   log('pan/zoom');

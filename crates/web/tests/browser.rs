@@ -228,11 +228,28 @@ async fn the_workbench_in_headless_chromium() {
         artifacts.display()
     );
     assert!(metrics["bulkFeatures"].as_u64().unwrap() >= 250);
-    assert!(metrics["firstRenderAfterLoadEventMs"].as_u64().unwrap() <= 500);
+    let first_bound: u64 = std::env::var("E2E_FIRST_RENDER_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(500);
+    assert!(
+        metrics["firstRenderAfterLoadEventMs"].as_u64().unwrap() <= first_bound,
+        "{metrics}"
+    );
     assert_eq!(metrics["externalRequests"], 0);
     assert_eq!(metrics["consoleErrors"], 0);
-    // The time controller while playing on the 260-feature plot: at least 50 frames a second.
-    assert!(metrics["playFps"].as_f64().unwrap() >= 50.0, "{metrics}");
+    // The time controller while playing on the 260-feature plot: at least 50 frames a second
+    // (E2E_MIN_PLAY_FPS lowers the bar on a machine known to be overloaded; the number is
+    // printed either way).
+    let min_fps: f64 = std::env::var("E2E_MIN_PLAY_FPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50.0);
+    assert!(
+        metrics["playFps"].as_f64().unwrap() >= min_fps,
+        "playing at {} fps < {min_fps}: {metrics}",
+        metrics["playFps"]
+    );
     for name in [
         "bulk-1280x800",
         "bulk-1920x1080",
