@@ -267,3 +267,87 @@ impl SessionDirectory {
             .map(|s| s.debrief.clone())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use std::sync::Mutex as StdMutex;
+    use toolgate_core::Registry;
+    use toolgate_core::telemetry::NullSink;
+
+    fn debrief() -> Arc<Debrief> {
+        Arc::new(Debrief::new(
+            Arc::new(StdMutex::new(crate::session::Session::new(Vec::new()))),
+            Arc::new(Registry::new()),
+            Arc::new(NullSink),
+            crate::agent::Settings::default(),
+        ))
+    }
+
+    #[tokio::test]
+    async fn the_actor_is_the_scope_then_the_given_then_the_default() {
+        let log = Arc::new(ActivityLog::default());
+        let hook = ActivityHook {
+            log: log.clone(),
+            session: "mcp-1".to_owned(),
+            default_actor: "client/1".to_owned(),
+        };
+        hook.record(None, Action::Edit, "p", "P", "one");
+        acting_as("palette", async { hook.record(None, Action::Edit, "p", "P", "two") }).await;
+        acting_as("palette", async {
+            hook.record(Some("person"), Action::Save, "p", "P", "three");
+        })
+        .await;
+        let who: Vec<String> = log.entries().into_iter().map(|e| e.who).collect();
+        assert_eq!(who, ["client/1", "palette", "person"]);
+        assert_eq!(log.last_seq(), 3);
+        let e = &log.entries()[2];
+        assert_eq!((e.seq, e.action, e.session.as_str()), (3, Action::Save, "mcp-1"));
+        assert!(e.at.ends_with('Z'));
+    }
+
+    #[test]
+    fn the_log_is_bounded_oldest_first() {
+        let log = ActivityLog::default();
+        for i in 0..MAX_ENTRIES + 5 {
+            log.push(ActivityEntry {
+                seq: 0,
+                at: String::new(),
+                who: "x".to_owned(),
+                session: "s".to_owned(),
+                action: Action::Edit,
+                plot_id: "p".to_owned(),
+                plot_title: "P".to_owned(),
+                what: i.to_string(),
+            });
+        }
+        let entries = log.entries();
+        assert_eq!(entries.len(), MAX_ENTRIES);
+        assert_eq!(entries[0].what, "5");
+        assert_eq!(entries.last().unwrap().seq, (MAX_ENTRIES + 5) as u64);
+    }
+
+    #[test]
+    fn a_held_session_is_listed_connected_and_a_released_clean_one_stays_a_while() {
+        let dir = SessionDirectory::new();
+        let held = debrief();
+        let id = dir.register(None, "client/1", "MCP over HTTP (2025-11-25)", "client/1", held.clone());
+        assert_eq!(id, "mcp-1");
+        let listed = dir.sessions();
+        assert_eq!(listed.len(), 1);
+        assert!(listed[0].connected());
+        assert!(dir.get(&id).is_some_and(|d| Arc::ptr_eq(&d, &held)));
+        drop(listed);
+        drop(held);
+        let listed = dir.sessions();
+        assert_eq!(listed.len(), 1, "kept for KEEP_CLEAN after its client let go");
+        assert!(!listed[0].connected());
+        // the second registration gets the next id; a given id replaces the listing
+        assert_eq!(dir.register(None, "c2", "v", "c2", debrief()), "mcp-2");
+        let w = debrief();
+        dir.register(Some("workbench"), "workbench", "page", "chat", w.clone());
+        dir.register(Some("workbench"), "workbench", "page", "chat", w.clone());
+        assert_eq!(dir.sessions().iter().filter(|s| s.id == "workbench").count(), 1);
+    }
+}
