@@ -294,7 +294,10 @@ mod tests {
             default_actor: "client/1".to_owned(),
         };
         hook.record(None, Action::Edit, "p", "P", "one");
-        acting_as("palette", async { hook.record(None, Action::Edit, "p", "P", "two") }).await;
+        acting_as("palette", async {
+            hook.record(None, Action::Edit, "p", "P", "two");
+        })
+        .await;
         acting_as("palette", async {
             hook.record(Some("person"), Action::Save, "p", "P", "three");
         })
@@ -303,7 +306,10 @@ mod tests {
         assert_eq!(who, ["client/1", "palette", "person"]);
         assert_eq!(log.last_seq(), 3);
         let e = &log.entries()[2];
-        assert_eq!((e.seq, e.action, e.session.as_str()), (3, Action::Save, "mcp-1"));
+        assert_eq!(
+            (e.seq, e.action, e.session.as_str()),
+            (3, Action::Save, "mcp-1")
+        );
         assert!(e.at.ends_with('Z'));
     }
 
@@ -332,7 +338,13 @@ mod tests {
     fn a_held_session_is_listed_connected_and_a_released_clean_one_stays_a_while() {
         let dir = SessionDirectory::new();
         let held = debrief();
-        let id = dir.register(None, "client/1", "MCP over HTTP (2025-11-25)", "client/1", held.clone());
+        let id = dir.register(
+            None,
+            "client/1",
+            "MCP over HTTP (2025-11-25)",
+            "client/1",
+            held.clone(),
+        );
         assert_eq!(id, "mcp-1");
         let listed = dir.sessions();
         assert_eq!(listed.len(), 1);
@@ -341,13 +353,23 @@ mod tests {
         drop(listed);
         drop(held);
         let listed = dir.sessions();
-        assert_eq!(listed.len(), 1, "kept for KEEP_CLEAN after its client let go");
+        assert_eq!(
+            listed.len(),
+            1,
+            "kept for KEEP_CLEAN after its client let go"
+        );
         assert!(!listed[0].connected());
         // the second registration gets the next id; a given id replaces the listing
         assert_eq!(dir.register(None, "c2", "v", "c2", debrief()), "mcp-2");
         let w = debrief();
         dir.register(Some("workbench"), "workbench", "page", "chat", w.clone());
-        dir.register(Some("workbench"), "workbench", "page", "chat", w.clone());
-        assert_eq!(dir.sessions().iter().filter(|s| s.id == "workbench").count(), 1);
+        dir.register(Some("workbench"), "workbench", "page", "chat", w);
+        assert_eq!(
+            dir.sessions()
+                .iter()
+                .filter(|s| s.id == "workbench")
+                .count(),
+            1
+        );
     }
 }

@@ -728,17 +728,17 @@ impl Debrief {
                     let (plot_id, _, plot_title, _) = prepared.unwrap_or_default();
                     let n = cs.touched_ids().len();
                     if let Some(hook) = self.activity.get() {
-                        let what = if cs.label.is_empty() {
-                            title.clone()
+                        let what: &str = if cs.label.is_empty() {
+                            &title
                         } else {
-                            cs.label.clone()
+                            &cs.label
                         };
                         hook.record(
                             None,
                             crate::activity::Action::Edit,
                             &plot_id,
                             &plot_title,
-                            &what,
+                            what,
                         );
                     }
                     Reply::ok(format!(

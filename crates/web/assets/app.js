@@ -995,6 +995,8 @@
     ctx.font = '11px system-ui, sans-serif';
     ctx.textBaseline = 'middle';
     const labelled = [];
+    const sticks = new Map();
+    const markers = [];
     for (const d of shown) {
       if (d.kind !== 'TRACK' || !d.sx.length) continue;
       const pts = d.flat;
@@ -1019,25 +1021,13 @@
         const c = Number(m.course);
         if (isFinite(c)) {
           const b = (c * Math.PI) / 180;
-          ctx.strokeStyle = d.color;
-          ctx.lineWidth = 2;
-          ctx.beginPath();
-          ctx.moveTo(x, y);
-          ctx.lineTo(x + Math.sin(b) * 16, y - Math.cos(b) * 16);
-          ctx.stroke();
+          // one path per colour for all the heading sticks, stroked below the markers' loop
+          let path = sticks.get(d.color);
+          if (!path) sticks.set(d.color, (path = new Path2D()));
+          path.moveTo(x, y);
+          path.lineTo(x + Math.sin(b) * 16, y - Math.cos(b) * 16);
         }
-        const shape = d.shape === 'cross' ? 'circle' : d.shape;
-        if (app.time.playing) {
-          const ms = markerSprite(shape, d.symbolFill || d.color, d.radius + 2.5);
-          ctx.drawImage(ms.canvas, x - ms.half, y - ms.half, 2 * ms.half, 2 * ms.half);
-        } else {
-          ctx.fillStyle = d.symbolFill || d.color;
-          symbol(shape, x, y, d.radius + 2.5);
-          ctx.fill();
-          ctx.strokeStyle = '#fff';
-          ctx.lineWidth = 1.5;
-          ctx.stroke();
-        }
+        markers.push(d);
         labelled.push([x + 9, y, d.name, d.color, true, app.selected.has(d.id)]);
       }
       let lx = -1e9, ly = -1e9;
@@ -1051,6 +1041,27 @@
         ctx.fillStyle = d.color;
         ctx.fillRect(x - 1.5, y - 1.5, 3, 3);
         labelled.push([x + 4, y - 7, text, d.color, false, false]);
+      }
+    }
+    // the markers over their heading sticks
+    ctx.lineWidth = 2;
+    for (const [color, path] of sticks) {
+      ctx.strokeStyle = color;
+      ctx.stroke(path);
+    }
+    for (const d of markers) {
+      const { x, y } = d.marker;
+      const shape = d.shape === 'cross' ? 'circle' : d.shape;
+      if (app.time.playing) {
+        const ms = markerSprite(shape, d.symbolFill || d.color, d.radius + 2.5);
+        ctx.drawImage(ms.canvas, x - ms.half, y - ms.half, 2 * ms.half, 2 * ms.half);
+      } else {
+        ctx.fillStyle = d.symbolFill || d.color;
+        symbol(shape, x, y, d.radius + 2.5);
+        ctx.fill();
+        ctx.strokeStyle = '#fff';
+        ctx.lineWidth = 1.5;
+        ctx.stroke();
       }
     }
     // reference points and labelled shapes
@@ -1983,6 +1994,7 @@
   }
 
   let playLast = null;
+  let playUiAt = 0;
   function playFrame(ts) {
     const tm = app.time;
     if (!tm.playing) return;
@@ -1995,7 +2007,11 @@
         return;
       }
       tm.now = next;
-      updateTimeUi();
+      // the slider and clock text cost a page layout: ten times a second is enough
+      if (ts - playUiAt > 100) {
+        playUiAt = ts;
+        updateTimeUi();
+      } else markNarrative();
       draw();
     }
     playLast = ts;

@@ -703,7 +703,7 @@ async fn get_plot(
     // at version 1 once more, from its file: the file's modification time tells those apart.
     let map_only = q.view == Some(PlotViewKind::Map);
     let key = CacheKey {
-        session: q.session.clone().unwrap_or_default(),
+        session: q.session.unwrap_or_default(),
         plot_id: id.clone(),
         map_only,
         version: plot.doc.version(),
@@ -1061,7 +1061,7 @@ async fn run_tool(
     let (tx, rx) = mpsc::channel::<ChatEvent>(16);
     let confirmer = WebConfirmer::new(st.pending.clone(), tx.clone(), st.confirm_timeout);
     let debrief = st.debrief.clone();
-    let changed = st.changed.clone();
+    let changed = st.changed;
     tokio::spawn(async move {
         let reply = acting_as(PALETTE_ACTOR, debrief.run_tool(&input, &confirmer)).await;
         let _ = tx

@@ -1330,7 +1330,7 @@ async fn another_sessions_edits_are_listed_reviewed_and_saved_from_the_page() {
     let saved: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
     let nelson = toolgate_test_support::feature_by_id(&saved, "track-nelson").unwrap();
     assert_eq!(nelson["properties"]["style"]["line"]["color"], "yellow");
-    assert_eq!(agent.session().active().unwrap().doc.is_dirty(), false);
+    assert!(!agent.session().active().unwrap().doc.is_dirty());
     let log = get(&st, "/api/activity").await.json();
     let last = log["entries"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(

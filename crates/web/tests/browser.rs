@@ -168,15 +168,12 @@ async fn the_workbench_in_headless_chromium() {
     let mcp = mcp_router(&no_chat, other.path()).await;
     let url_no_chat = start(no_chat.clone(), Some(mcp)).await;
     // The MCP Python SDK (2025-11-25 over HTTP) for the session-list check.
-    let python = std::env::var("TOOLGATE_MCP_PYTHON").map_or_else(
-        |_| {
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../../.tools/venv/bin/python")
-                .to_string_lossy()
-                .into_owned()
-        },
-        |p| p,
-    );
+    let python = std::env::var("TOOLGATE_MCP_PYTHON").unwrap_or_else(|_| {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../.tools/venv/bin/python")
+            .to_string_lossy()
+            .into_owned()
+    });
     let python_ok = std::process::Command::new(&python)
         .args(["-c", "import mcp"])
         .output()
