@@ -255,6 +255,8 @@ pub async fn serve(args: ServeArgs) -> Result<i32> {
             idle_timeout: std::time::Duration::from_secs(args.session_idle_minutes * 60),
         });
     let mut state = toolgate_web::WebState::new(workbench.clone(), token.clone());
+    // Every MCP session this server makes is listed on the page (its edits can be saved there).
+    let _ = setup.shared.directory.set(state.directory().clone());
     if args.model.model_url.is_some() && args.model.model.is_some() {
         let client = toolgate_agent::build_client(args.model.config(true)?, args.model.text_tools);
         let agent = toolgate_agent::AgentLoop::new(

@@ -7,6 +7,11 @@
 //!   stateless 2026-07-28 client keeps its open plot between requests);
 //! - other stateless (2026-07-28) HTTP requests: the server's shared session — under `toolgate
 //!   serve` that is the workbench's, so a person sees the agent's edits live and saves them.
+//!
+//! Under `toolgate serve` every session made here is listed in the workbench's
+//! [`SessionDirectory`] (`McpShared::directory`), so the person sees, saves or reverts what a
+//! legacy client did in its own session too; each `debrief_runTool` call runs
+//! [`acting_as`] the client, so the activity log names it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -28,6 +33,7 @@ use toolgate_core::{
     Answer, Confirmer, Failure, FailureKind, ParamValidator, Preview, Refusal, RefusalKind, Reply,
     Status,
 };
+use toolgate_plot::activity::{SessionDirectory, acting_as};
 use toolgate_plot::agent::{self, Debrief};
 use toolgate_plot::session::Session;
 use toolgate_plot::transaction::{Commit, CommitGate, Committed, PlotTransaction, attach_report};
@@ -98,6 +104,9 @@ pub struct McpShared {
     pub shared_session: OnceLock<Arc<Debrief>>,
     /// Cap and idle expiry of legacy HTTP sessions (defaults when unset).
     pub session_limits: OnceLock<SessionLimits>,
+    /// Where every session this server makes is listed, so the workbench's person sees, saves
+    /// or reverts what each client did (set under `toolgate serve`).
+    pub directory: OnceLock<Arc<SessionDirectory>>,
     /// Named sessions of stateless clients, with when each was last used (bounded like the
     /// legacy HTTP sessions: [`SessionLimits`]).
     named: Mutex<HashMap<String, (Arc<Debrief>, Instant)>>,
@@ -142,6 +151,7 @@ impl McpShared {
             new_session,
             shared_session: OnceLock::new(),
             session_limits: OnceLock::new(),
+            directory: OnceLock::new(),
             named: Mutex::new(HashMap::new()),
             code,
             direct: None,
@@ -216,9 +226,12 @@ impl McpShared {
                 named.remove(&victim);
             }
         }
-        let entry = named
-            .entry(name.to_owned())
-            .or_insert_with(|| ((self.new_session)(identity), now));
+        let entry = named.entry(name.to_owned()).or_insert_with(|| {
+            (
+                self.make_session(identity, &format!("MCP over HTTP, session \"{name}\"")),
+                now,
+            )
+        });
         entry.1 = now;
         entry.0.clone()
     }
@@ -256,8 +269,17 @@ impl McpShared {
 
     fn shared(&self, identity: &str) -> Arc<Debrief> {
         self.shared_session
-            .get_or_init(|| (self.new_session)(identity))
+            .get_or_init(|| self.make_session(identity, "MCP over HTTP (shared)"))
             .clone()
+    }
+
+    /// A new private session for `identity`, listed in the directory when there is one.
+    fn make_session(&self, identity: &str, via: &str) -> Arc<Debrief> {
+        let debrief = (self.new_session)(identity);
+        if let Some(dir) = self.directory.get() {
+            dir.register(None, identity, via, identity, debrief.clone());
+        }
+        debrief
     }
 }
 
@@ -303,8 +325,15 @@ impl ToolgateServer {
                 return self.shared.shared(&identity);
             }
         }
+        let via = match ctx.protocol_version() {
+            Some(v) if ctx.extensions.get::<axum::http::request::Parts>().is_some() => {
+                format!("MCP over HTTP ({})", v.as_str())
+            }
+            Some(v) => format!("MCP over stdio ({})", v.as_str()),
+            None => "MCP".to_owned(),
+        };
         self.own
-            .get_or_init(|| (self.shared.new_session)(&identity))
+            .get_or_init(|| self.shared.make_session(&identity, &via))
             .clone()
     }
 
@@ -917,12 +946,17 @@ impl rmcp::ServerHandler for ToolgateServer {
         } else {
             let debrief = self.session_for(&context);
             if name == agent::RUN_TOOL {
-                self.run_tool(
-                    &debrief,
-                    args.clone(),
-                    request.request_state.clone(),
-                    request.input_responses.as_ref(),
-                    &context,
+                // The activity log names the client for whatever this call applies.
+                let who = Self::identity(&context);
+                acting_as(
+                    who,
+                    self.run_tool(
+                        &debrief,
+                        args.clone(),
+                        request.request_state.clone(),
+                        request.input_responses.as_ref(),
+                        &context,
+                    ),
                 )
                 .await
             } else {

@@ -146,6 +146,8 @@ pub struct Debrief {
     store_read_timeout: std::time::Duration,
     /// One save at a time: each checks the file against the last save's hash.
     saving: tokio::sync::Mutex<()>,
+    /// Where applied changes are logged (set when the session is listed in a directory).
+    activity: std::sync::OnceLock<crate::activity::ActivityHook>,
 }
 
 fn refused_outcome(r: &Refusal) -> Outcome {
@@ -186,6 +188,32 @@ impl Debrief {
             datasets: Mutex::new(Vec::new()),
             store_read_timeout: session::STORE_READ_TIMEOUT,
             saving: tokio::sync::Mutex::new(()),
+            activity: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Log this session's applied changes through `hook` (the first hook attached stays).
+    pub fn attach_activity(&self, hook: crate::activity::ActivityHook) {
+        let _ = self.activity.set(hook);
+    }
+
+    /// Log a change a surface made on this session's plot (undo, redo, save, revert from the
+    /// page); `who` defaults to the current actor, then the session's client. Nothing happens
+    /// when no log is attached.
+    pub fn note_activity(
+        &self,
+        who: Option<&str>,
+        action: crate::activity::Action,
+        plot_id: &str,
+        what: &str,
+    ) {
+        if let Some(hook) = self.activity.get() {
+            let title = self
+                .session()
+                .plot(plot_id)
+                .map(|p| p.title.clone())
+                .unwrap_or_default();
+            hook.record(who, action, plot_id, &title, what);
         }
     }
 
@@ -816,8 +844,22 @@ impl Debrief {
         match ended {
             Ended::Done { outcome, .. } => match outcome.change_set {
                 Some(cs) if !cs.is_empty() => {
-                    let plot_title = prepared.map(|p| p.2).unwrap_or_default();
+                    let (plot_id, _, plot_title, _) = prepared.unwrap_or_default();
                     let n = cs.touched_ids().len();
+                    if let Some(hook) = self.activity.get() {
+                        let what: &str = if cs.label.is_empty() {
+                            &title
+                        } else {
+                            &cs.label
+                        };
+                        hook.record(
+                            None,
+                            crate::activity::Action::Edit,
+                            &plot_id,
+                            &plot_title,
+                            what,
+                        );
+                    }
                     Reply::ok(format!(
                         "Applied {title} to {n} feature(s) in \"{plot_title}\". {} The plot is now dirty (unsaved) — undo/revert to discard, or Save to persist.",
                         if cs.label.is_empty() { String::new() } else { format!("{}.", cs.label.trim_end_matches('.')) }

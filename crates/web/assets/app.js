@@ -34,6 +34,19 @@
     chatBusy: false,
     confirmId: null,
     focusRow: 0,
+    // the time controller: plot time extent (ms), current time, step and trail window (ms)
+    time: { start: null, end: null, now: null, step: 300000, trail: 0, playing: false },
+    narrative: [], // [{t, time, text, platform, id}] in time order
+    narrativeAt: -1,
+    tools: [],
+    toolShown: null,
+    toolBusy: false,
+    sessions: [],
+    sessionsKey: '',
+    activitySeq: -1,
+    review: null, // {session, plotId}: another session's plot shown for review
+    details: null, // id of the feature whose details are shown
+    units: { dist: 'nm', speed: 'kn' },
   };
   window.__workbench = { stats, app };
 
@@ -302,6 +315,14 @@
         }
         return t;
       };
+      d.timeAt = timeAt;
+      d.n = n;
+      d.pos = pos;
+      // the map view sends course and speed as arrays beside the positions
+      const courses = Array.isArray(p.position_courses) ? p.position_courses : null;
+      const speeds = Array.isArray(p.position_speeds) ? p.position_speeds : null;
+      d.courseAt = (i) => (courses ? courses[i] : pos[i] && pos[i].course);
+      d.speedAt = (i) => (speeds ? speeds[i] : pos[i] && pos[i].speed);
       if (labelEvery) for (const i of marks(n, timeAt, labelEvery)) d.labels.push([i, labelText(timeAt(i), labelEvery)]);
       if (dps.show_symbol && symbolEvery) d.symbols = marks(n, timeAt, symbolEvery);
       const overrides = p.position_style_overrides;
@@ -335,8 +356,107 @@
       d.shape = pick(p.symbol, st.shape, 'circle');
       d.symbolFill = pick(st.fill_color, d.color);
     }
+    d.props = p;
+    d.t0 = p.start_time ? isoMs(p.start_time) : null;
+    d.t1 = p.end_time ? isoMs(p.end_time) : null;
+    d.tAt = p.time ? isoMs(p.time) : null;
+    if (d.t0 !== d.t0) d.t0 = null;
+    if (d.t1 !== d.t1) d.t1 = null;
+    if (d.tAt !== d.tAt) d.tAt = null;
+    const radius = Number(p.radius);
+    if ((kind === 'CIRCLE' || kind === 'ELLIPSE') && d.points.length === 1 && !d.polys.length && !d.lines.length) {
+      const [lon, lat] = d.points[0];
+      if (kind === 'CIRCLE' && radius > 0) d.circle = { lon, lat, a: radius, b: radius, rot: 0 };
+      else if (kind === 'ELLIPSE' && Number(p.maxima) > 0) {
+        // maxima/minima: the semi-axes in metres; orientation: the major axis, degrees from north
+        d.circle = { lon, lat, a: Number(p.maxima), b: Number(p.minima) > 0 ? Number(p.minima) : Number(p.maxima), rot: Number(p.orientation) || 0 };
+      }
+      if (d.circle) d.points = [];
+    }
+    if (Array.isArray(p.sensors)) {
+      d.sensors = p.sensors.map((sn) => ({
+        name: sn.name || 'sensor',
+        color: sn.color || d.color,
+        contacts: (Array.isArray(sn.contacts) ? sn.contacts : []).map((c) => ({
+          t: isoMs(c.time), bearing: Number(c.bearing), range: c.range != null ? Number(c.range) : null,
+          origin: Array.isArray(c.origin) ? c.origin : null,
+        })).filter((c) => c.t === c.t && isFinite(c.bearing)).sort((a, b) => a.t - b.t),
+      }));
+    }
+    if (kind === 'SENSOR_ARC') {
+      d.arcs = Array.isArray(p.arcs) ? p.arcs : [];
+      d.color = pick(p.color, d.color);
+      d.fill = d.color;
+    }
+    if (kind === 'TRACK' && d.n) {
+      d.ts = d.timeAt(0);
+      d.te = d.timeAt(d.n - 1);
+    }
     d.bbox = bboxOf(d);
+    if (d.circle) {
+      const c = d.circle;
+      const dy = Math.max(c.a, c.b) / M_PER_DEG;
+      const dx = dy / Math.max(0.05, Math.cos((c.lat * Math.PI) / 180));
+      d.bbox = [c.lon - dx, c.lat - dy, c.lon + dx, c.lat + dy];
+    }
     return d;
+  }
+
+  const M_PER_DEG = 111320; // metres per degree of latitude (and of longitude at the equator)
+  const M_PER_NM = 1852;
+  const CONTACT_WINDOW = 15 * 60000; // bearing lines and instant shapes without a trail window
+
+  // Index of the last position at or before t (-1 before the first), by binary search.
+  function posIndex(d, t) {
+    let lo = 0, hi = d.n - 1;
+    if (!d.n || !(d.timeAt(0) <= t)) return -1;
+    if (d.timeAt(hi) <= t) return hi;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (d.timeAt(mid) <= t) lo = mid; else hi = mid - 1;
+    }
+    return lo;
+  }
+
+  // A track's state at time t: {lon, lat, course, speed, t, i}, interpolated between positions;
+  // null outside the track's time span.
+  function trackAt(d, t) {
+    if (!d || d.kind !== 'TRACK' || !d.n) return null;
+    if (t === null || t === undefined) {
+      const i = d.n - 1;
+      return { lon: d.flat[2 * i], lat: d.flat[2 * i + 1], course: d.courseAt(i), speed: d.speedAt(i), t: d.timeAt(i), i };
+    }
+    const i = posIndex(d, t);
+    if (i < 0 || t > d.te) return null;
+    let lon = d.flat[2 * i], lat = d.flat[2 * i + 1];
+    if (i + 1 < d.n) {
+      const ta = d.timeAt(i), tb = d.timeAt(i + 1);
+      if (tb > ta) {
+        const f = (t - ta) / (tb - ta);
+        lon += (d.flat[2 * i + 2] - lon) * f;
+        lat += (d.flat[2 * i + 3] - lat) * f;
+      }
+    }
+    return { lon, lat, course: d.courseAt(i), speed: d.speedAt(i), t, i };
+  }
+
+  // The point `range` metres from (lon, lat) on `bearing` degrees (flat earth: fine for the
+  // tens of miles a plot spans).
+  function offset(lon, lat, bearing, range) {
+    const b = (bearing * Math.PI) / 180;
+    const dlat = (range * Math.cos(b)) / M_PER_DEG;
+    const dlon = (range * Math.sin(b)) / (M_PER_DEG * Math.max(0.05, Math.cos((lat * Math.PI) / 180)));
+    return [lon + dlon, lat + dlat];
+  }
+
+  // Whether a feature is shown at the controller's time: time-bounded ones only in their
+  // interval, instants within the trail window (or 15 minutes) before now.
+  function inTime(d) {
+    const t = app.time.now;
+    if (t === null || d.kind === 'TRACK') return true;
+    if (d.t0 !== null || d.t1 !== null) return (d.t0 === null || t >= d.t0) && (d.t1 === null || t <= d.t1);
+    if (d.tAt !== null) return d.tAt <= t && t - d.tAt <= (app.time.trail || CONTACT_WINDOW);
+    return true;
   }
 
   function labelText(t, every) {
@@ -351,7 +471,13 @@
   // the map
 
   const canvas = $('map');
-  const ctx = canvas.getContext('2d');
+  const mainCtx = canvas.getContext('2d');
+  // What does not change with the controller's time is drawn once per view into this layer and
+  // copied each frame; the time-dependent part is drawn over it.
+  const layer = document.createElement('canvas');
+  const layerCtx = layer.getContext('2d');
+  let layerKey = null;
+  let ctx = mainCtx;
   let W = 0, H = 0, dpr = 1;
   let frameWanted = false;
 
@@ -547,23 +673,206 @@
 
   const HALO = 'rgba(255, 200, 0, 0.85)';
 
+  // Screen half-axes of a circle/ellipse: metres → degrees of latitude → pixels; east-west the
+  // projection's k over the cosine of the centre's latitude.
+  function ry(c) { return (c.a / M_PER_DEG) * app.view.s; }
+
+  function pathCircle(d) {
+    const c = d.circle;
+    const s = app.view.s / M_PER_DEG;
+    const kx = app.view.k / Math.max(0.05, Math.cos((c.lat * Math.PI) / 180));
+    const a = c.a * s, b = c.b * s;
+    ctx.beginPath();
+    if (c.a === c.b) ctx.ellipse(X(c.lon), Y(c.lat), Math.max(0.5, a * kx), Math.max(0.5, a), 0, 0, Math.PI * 2);
+    // the major axis at `rot` degrees from north: canvas angles start east and turn clockwise
+    else ctx.ellipse(X(c.lon), Y(c.lat), Math.max(0.5, a), Math.max(0.5, b), ((c.rot - 90) * Math.PI) / 180, 0, Math.PI * 2);
+  }
+
+  const sprites = new Map();
+
+  // Make the marker and name sprites a playing map uses, in idle time after a plot is drawn.
+  function warmSprites() {
+    const idle = window.requestIdleCallback || ((f) => setTimeout(f, 50));
+    const todo = app.drawables.filter((d) => d.kind === 'TRACK');
+    const step = (deadline) => {
+      while (todo.length && (!deadline || deadline.timeRemaining() > 2)) {
+        const d = todo.pop();
+        sprite(d.name, d.color, '600 12px system-ui, sans-serif', 14);
+        markerSprite(d.shape === 'cross' ? 'circle' : d.shape, d.symbolFill || d.color, d.radius + 2.5);
+      }
+      if (todo.length) idle(step);
+    };
+    idle(step);
+  }
+
+  // A platform marker (filled symbol, white rim) rendered once: {canvas, half}.
+  function markerSprite(shape, fill, r) {
+    const key = `${dpr}|m|${shape}|${fill}|${r}`;
+    let sp = sprites.get(key);
+    if (sp) return sp;
+    const half = Math.ceil(r * 1.4 + 2);
+    const c = document.createElement('canvas');
+    c.width = c.height = Math.ceil(2 * half * dpr);
+    const keep = ctx;
+    ctx = c.getContext('2d');
+    ctx.scale(dpr, dpr);
+    ctx.fillStyle = fill;
+    symbol(shape, half, half, r);
+    ctx.fill();
+    ctx.strokeStyle = '#fff';
+    ctx.lineWidth = 1.5;
+    ctx.stroke();
+    ctx = keep;
+    sp = { canvas: c, half };
+    sprites.set(key, sp);
+    return sp;
+  }
+  const measure = document.createElement('canvas').getContext('2d');
+
+  // A label rendered once at the current pixel ratio: {canvas, w (text width), h}.
+  function sprite(text, color, font, h) {
+    const key = `${dpr}|${font}|${color}|${text}`;
+    let sp = sprites.get(key);
+    if (sp) return sp;
+    measure.font = font;
+    const w = Math.ceil(measure.measureText(text).width);
+    const H2 = h + 6;
+    const c = document.createElement('canvas');
+    c.width = Math.max(1, Math.ceil((w + 6) * dpr));
+    c.height = Math.max(1, Math.ceil(H2 * dpr));
+    const g = c.getContext('2d');
+    g.scale(dpr, dpr);
+    g.font = font;
+    g.textBaseline = 'middle';
+    g.lineJoin = 'round';
+    g.lineWidth = 3;
+    g.strokeStyle = 'rgba(255, 255, 255, 0.85)';
+    g.strokeText(text, 3, H2 / 2);
+    g.fillStyle = color;
+    g.fillText(text, 3, H2 / 2);
+    sp = { canvas: c, w, h: H2 };
+    if (sprites.size > 4000) sprites.clear();
+    sprites.set(key, sp);
+    return sp;
+  }
+
+  // [first, last] index of a track's positions inside the trail window; null: the whole track.
+  function trailRange(d) {
+    if (d.kind !== 'TRACK' || !app.time.trail || app.time.now === null || !d.n) return null;
+    const t = app.time.now;
+    return [posIndex(d, t - app.time.trail) + 1, posIndex(d, t)];
+  }
+
+  function pathTrack(d) {
+    const r = trailRange(d);
+    if (!r) return pathLines(d);
+    ctx.beginPath();
+    const a = trackAt(d, app.time.now - app.time.trail);
+    const b = trackAt(d, app.time.now);
+    let started = false;
+    const to = (lon, lat) => {
+      if (started) ctx.lineTo(X(lon), Y(lat));
+      else { ctx.moveTo(X(lon), Y(lat)); started = true; }
+    };
+    if (a) to(a.lon, a.lat);
+    for (let i = r[0]; i <= r[1]; i++) to(d.flat[2 * i], d.flat[2 * i + 1]);
+    if (b) to(b.lon, b.lat);
+  }
+
+  // A scale bar in nautical miles, bottom left above the graticule labels.
+  function scaleBar() {
+    const pxPerNm = (M_PER_NM / M_PER_DEG) * app.view.s;
+    const nice = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000];
+    let nm = nice[0];
+    for (const v of nice) if (v * pxPerNm <= 160) nm = v;
+    const w = nm * pxPerNm;
+    const x = 12, y = H - 22;
+    ctx.save();
+    ctx.fillStyle = 'rgba(255,255,255,0.85)';
+    ctx.fillRect(x - 4, y - 16, w + 8 + 44, 22);
+    ctx.strokeStyle = '#1b2430';
+    ctx.lineWidth = 2;
+    ctx.beginPath();
+    ctx.moveTo(x, y - 5);
+    ctx.lineTo(x, y);
+    ctx.lineTo(x + w, y);
+    ctx.lineTo(x + w, y - 5);
+    ctx.stroke();
+    ctx.fillStyle = '#1b2430';
+    ctx.font = '600 11px system-ui, sans-serif';
+    ctx.textBaseline = 'bottom';
+    ctx.fillText(`${nm} nm`, x + w + 6, y + 2);
+    ctx.restore();
+    canvas.dataset.scaleNm = String(nm);
+    canvas.dataset.scalePx = String(Math.round(w));
+  }
+
   function draw() {
     const t0 = performance.now();
+    ctx = mainCtx;
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.fillStyle = '#dfe9f3';
     ctx.fillRect(0, 0, W, H);
     if (!app.view || !app.drawables.length) {
       return;
     }
-    graticule();
-    const shown = app.drawables.filter((d) => visible(d, 40));
+    const shown = app.drawables.filter((d) => visible(d, 40) && inTime(d));
     for (const d of app.drawables) d.onScreen = false;
     for (const d of shown) {
       d.onScreen = true;
       project(d);
     }
+    // tracks are drawn whole (their markers move); other time-bounded features come and go
+    const timed = (d) => d.kind !== 'TRACK' && (d.t0 !== null || d.t1 !== null || d.tAt !== null);
+    if (app.time.trail && app.time.now !== null) {
+      // trails move with the time: nothing is static
+      scene(shown, true, true);
+    } else {
+      const key = [app.view.cx, app.view.cy, app.view.s, W, H, dpr, app.drawGen, [...app.selected].join('|')].join(',');
+      if (key !== layerKey || layer.width !== canvas.width || layer.height !== canvas.height) {
+        layer.width = canvas.width;
+        layer.height = canvas.height;
+        ctx = layerCtx;
+        ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+        ctx.fillStyle = '#dfe9f3';
+        ctx.fillRect(0, 0, W, H);
+        scene(shown.filter((d) => !timed(d)), true, false);
+        ctx = mainCtx;
+        layerKey = key;
+      }
+      ctx.setTransform(1, 0, 0, 1, 0, 0);
+      ctx.drawImage(layer, 0, 0);
+      ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+      if (!app.probeNoDynamic) scene(shown.filter((d) => timed(d) || d.kind === 'TRACK'), false, true);
+    }
+    const dt = performance.now() - t0;
+    stats.draws.push(dt);
+    if (stats.draws.length > 1000) stats.draws.shift();
+    stats.renders++;
+    if (app.firstDrawPending) {
+      app.firstDrawPending = false;
+      const now = performance.now();
+      if (stats.firstRenderMs === null) {
+        stats.firstRenderMs = now;
+        stats.loadedAt = now;
+      }
+      if (app.openRequestedAt !== null) {
+        stats.openToRenderMs = now - app.openRequestedAt;
+        app.openRequestedAt = null;
+      }
+      canvas.dataset.plot = app.plot ? app.plot.plotId : '';
+      canvas.dataset.version = app.plot ? String(app.plot.version) : '';
+    }
+  }
+
+  // Draw `shown`: the parts that stay put (`stat`: graticule, lines, symbols, time labels,
+  // shapes) and/or the parts that move with the time (`dyn`: markers, bearing lines, arcs, the
+  // scale bar).
+  function scene(shown, stat, dyn) {
+    if (stat) graticule();
     ctx.lineJoin = 'round';
     ctx.lineCap = 'round';
+    const labelledLater = [];
     // shapes
     for (const d of shown) {
       if (!d.spoly.length) continue;
@@ -585,18 +894,97 @@
       ctx.stroke();
       ctx.setLineDash([]);
     }
+    // circles and ellipses to scale (their radius/axes are metres)
+    for (const d of shown) {
+      if (!d.circle) continue;
+      pathCircle(d);
+      if (d.fill) {
+        ctx.globalAlpha = Math.min(Math.max(d.fillOpacity, 0), 1);
+        ctx.fillStyle = d.fill;
+        ctx.fill();
+        ctx.globalAlpha = 1;
+      }
+      if (app.selected.has(d.id)) {
+        ctx.strokeStyle = HALO;
+        ctx.lineWidth = d.width + 6;
+        ctx.stroke();
+      }
+      ctx.strokeStyle = d.color;
+      ctx.lineWidth = Math.max(1.5, d.width);
+      ctx.setLineDash(d.dash || []);
+      ctx.stroke();
+      ctx.setLineDash([]);
+      const c = d.circle;
+      ctx.fillStyle = d.color;
+      ctx.fillRect(X(c.lon) - 1.5, Y(c.lat) - 1.5, 3, 3);
+      if (d.text) labelledLater.push([X(c.lon) + 5, Y(c.lat) - ry(c) - 8, d.text, d.color, true, app.selected.has(d.id)]);
+    }
+    // sensor arcs: sectors about the host's position and heading now
+    const now = app.time.now;
+    for (const d of dyn ? app.drawables : []) {
+      if (d.kind !== 'SENSOR_ARC' || !inTime(d)) continue;
+      const host = d.host && trackAt(d.host, now);
+      if (!host) continue;
+      const x = X(host.lon), y = Y(host.lat);
+      const course = Number(host.course) || 0;
+      const px = app.view.s / M_PER_DEG;
+      ctx.fillStyle = d.color;
+      ctx.strokeStyle = d.color;
+      ctx.lineWidth = 1;
+      for (const a of d.arcs) {
+        const l = ((course + Number(a.left_bearing) - 90) * Math.PI) / 180;
+        let r = ((course + Number(a.right_bearing) - 90) * Math.PI) / 180;
+        if (r <= l) r += Math.PI * 2;
+        const r1 = Math.max(0, Number(a.min_range) || 0) * px, r2 = Math.max(1, Number(a.max_range) || 0) * px;
+        ctx.beginPath();
+        ctx.arc(x, y, r2, l, r);
+        ctx.arc(x, y, r1, r, l, true);
+        ctx.closePath();
+        ctx.globalAlpha = 0.15;
+        ctx.fill();
+        ctx.globalAlpha = 0.8;
+        ctx.stroke();
+        ctx.globalAlpha = 1;
+      }
+    }
+    // sensor bearing lines from the platform's position at each contact's time
+    ctx.lineWidth = 1.5;
+    for (const d of dyn ? app.drawables : []) {
+      if (!d.sensors || !d.sensors.length) continue;
+      const host = d.kind === 'TRACK' ? d : d.host;
+      const w = app.time.trail || CONTACT_WINDOW;
+      for (const sn of d.sensors) {
+        ctx.strokeStyle = sn.color;
+        for (const c of sn.contacts) {
+          if (now !== null && (c.t > now || c.t < now - w)) continue;
+          let o = c.origin;
+          if (!o) {
+            const h = host && trackAt(host, c.t);
+            if (!h) continue;
+            o = [h.lon, h.lat];
+          }
+          const e = offset(o[0], o[1], c.bearing, c.range > 0 ? c.range : 5 * M_PER_NM);
+          ctx.setLineDash(c.range > 0 ? [] : [6, 4]);
+          ctx.beginPath();
+          ctx.moveTo(X(o[0]), Y(o[1]));
+          ctx.lineTo(X(e[0]), Y(e[1]));
+          ctx.stroke();
+        }
+      }
+      ctx.setLineDash([]);
+    }
     // halos of selected lines under every line
     for (const d of shown) {
-      if (!d.sx.length || !app.selected.has(d.id)) continue;
-      pathLines(d);
+      if (!d.sx.length || !app.selected.has(d.id) || (!stat && d.kind === 'TRACK')) continue;
+      pathTrack(d);
       ctx.strokeStyle = HALO;
       ctx.lineWidth = d.width + 7;
       ctx.stroke();
     }
     // tracks and other lines
     for (const d of shown) {
-      if (!d.sx.length) continue;
-      pathLines(d);
+      if (!d.sx.length || (!stat && d.kind === 'TRACK')) continue;
+      pathTrack(d);
       ctx.strokeStyle = d.color;
       ctx.lineWidth = d.width;
       ctx.setLineDash(d.dash || []);
@@ -607,6 +995,8 @@
     ctx.font = '11px system-ui, sans-serif';
     ctx.textBaseline = 'middle';
     const labelled = [];
+    const sticks = new Map();
+    const markers = [];
     for (const d of shown) {
       if (d.kind !== 'TRACK' || !d.sx.length) continue;
       const pts = d.flat;
@@ -614,20 +1004,35 @@
       ctx.fillStyle = d.symbolFill || d.color;
       ctx.strokeStyle = d.color;
       ctx.lineWidth = 1;
-      for (const i of d.symbols) {
+      const range = trailRange(d);
+      const within = (i) => !range || (i >= range[0] && i <= range[1]);
+      for (const i of stat ? d.symbols : []) {
+        if (!within(i)) continue;
         const [x, y] = sxy(i);
         symbol(d.shape, x, y, d.radius);
         if (d.shape === 'cross') ctx.stroke(); else ctx.fill();
       }
-      const n = pts.length / 2;
-      if (n) {
-        const [x, y] = sxy(n - 1);
-        symbol(d.shape, x, y, d.radius + 1.5);
-        if (d.shape === 'cross') ctx.stroke(); else { ctx.fill(); ctx.strokeStyle = '#fff'; ctx.stroke(); }
-        labelled.push([x + 8, y, d.name, d.color, true, app.selected.has(d.id)]);
+      // the platform's marker at the controller's time (the last position without one), with a
+      // heading stick
+      const m = dyn ? trackAt(d, now) : null;
+      if (dyn) d.marker = m ? { ...m, x: X(m.lon), y: Y(m.lat) } : null;
+      if (m) {
+        const { x, y } = d.marker;
+        const c = Number(m.course);
+        if (isFinite(c)) {
+          const b = (c * Math.PI) / 180;
+          // one path per colour for all the heading sticks, stroked below the markers' loop
+          let path = sticks.get(d.color);
+          if (!path) sticks.set(d.color, (path = new Path2D()));
+          path.moveTo(x, y);
+          path.lineTo(x + Math.sin(b) * 16, y - Math.cos(b) * 16);
+        }
+        markers.push(d);
+        labelled.push([x + 9, y, d.name, d.color, true, app.selected.has(d.id)]);
       }
       let lx = -1e9, ly = -1e9;
-      for (const [i, text] of d.labels) {
+      for (const [i, text] of stat ? d.labels : []) {
+        if (!within(i)) continue;
         const [x, y] = sxy(i);
         if (x < -20 || x > W + 20 || y < -20 || y > H + 20) continue;
         if ((x - lx) * (x - lx) + (y - ly) * (y - ly) < 34 * 34) continue;
@@ -635,7 +1040,28 @@
         ly = y;
         ctx.fillStyle = d.color;
         ctx.fillRect(x - 1.5, y - 1.5, 3, 3);
-        labelled.push([x + 4, y - 7, text, '#1b2430', false, false]);
+        labelled.push([x + 4, y - 7, text, d.color, false, false]);
+      }
+    }
+    // the markers over their heading sticks
+    ctx.lineWidth = 2;
+    for (const [color, path] of sticks) {
+      ctx.strokeStyle = color;
+      ctx.stroke(path);
+    }
+    for (const d of markers) {
+      const { x, y } = d.marker;
+      const shape = d.shape === 'cross' ? 'circle' : d.shape;
+      if (app.time.playing) {
+        const ms = markerSprite(shape, d.symbolFill || d.color, d.radius + 2.5);
+        ctx.drawImage(ms.canvas, x - ms.half, y - ms.half, 2 * ms.half, 2 * ms.half);
+      } else {
+        ctx.fillStyle = d.symbolFill || d.color;
+        symbol(shape, x, y, d.radius + 2.5);
+        ctx.fill();
+        ctx.strokeStyle = '#fff';
+        ctx.lineWidth = 1.5;
+        ctx.stroke();
       }
     }
     // reference points and labelled shapes
@@ -658,6 +1084,7 @@
         labelled.push([X((b[0] + b[2]) / 2) - d.text.length * 3.5, Y(b[3]) - 8, d.text, d.color, true, app.selected.has(d.id)]);
       }
     }
+    for (const l of labelledLater) labelled.push(l);
     // All text last, with a light halo so it reads over lines. Names first, then time labels;
     // a label that would overlap one already placed is left out, so dense plots stay readable.
     const cell = 8;
@@ -672,42 +1099,39 @@
       return true;
     };
     const sel = [], names = [], times = [];
+    if (app.probeNoText) labelled.length = 0;
     for (const l of labelled) (l[5] ? sel : l[4] ? names : times).push(l);
-    ctx.lineWidth = 3;
-    ctx.strokeStyle = 'rgba(255, 255, 255, 0.85)';
-    for (const [group, font, charW, h] of [[sel, '600 12px system-ui, sans-serif', 7, 14], [names, '600 12px system-ui, sans-serif', 7, 14], [times, '10px system-ui, sans-serif', 6, 11]]) {
-      if (!group.length) continue;
-      ctx.font = font;
-      const keep = [];
-      for (const l of group) if (place(l[0], l[1], l[2].length * charW, h)) keep.push(l);
-      for (const [x, y, text] of keep) ctx.strokeText(text, x, y);
-      let fill = null;
-      for (const [x, y, text, color] of keep) {
-        if (color !== fill) {
-          ctx.fillStyle = color;
-          fill = color;
+    // While playing, each label is a sprite (text with its halo) drawn once and copied after:
+    // shaping and rasterising text every frame is what a playing map cannot afford. Otherwise
+    // the text is drawn directly (making hundreds of sprites would slow the first render).
+    const groups = [[sel, '600 12px system-ui, sans-serif', 7, 14], [names, '600 12px system-ui, sans-serif', 7, 14], [times, '10px system-ui, sans-serif', 6, 11]];
+    if (app.time.playing) {
+      for (const [group, font, , h] of groups) {
+        for (const [x, y, text, color] of group) {
+          const sp = sprite(text, color, font, h);
+          if (place(x, y, sp.w, h)) ctx.drawImage(sp.canvas, x - 3, y - sp.h / 2, sp.w + 6, sp.h);
         }
-        ctx.fillText(text, x, y);
+      }
+    } else {
+      ctx.lineWidth = 3;
+      ctx.strokeStyle = 'rgba(255, 255, 255, 0.85)';
+      for (const [group, font, charW, h] of groups) {
+        if (!group.length) continue;
+        ctx.font = font;
+        const keep = [];
+        for (const l of group) if (place(l[0], l[1], l[2].length * charW, h)) keep.push(l);
+        for (const [x, y, text] of keep) ctx.strokeText(text, x, y);
+        let fill = null;
+        for (const [x, y, text, color] of keep) {
+          if (color !== fill) {
+            ctx.fillStyle = color;
+            fill = color;
+          }
+          ctx.fillText(text, x, y);
+        }
       }
     }
-    const dt = performance.now() - t0;
-    stats.draws.push(dt);
-    if (stats.draws.length > 1000) stats.draws.shift();
-    stats.renders++;
-    if (app.firstDrawPending) {
-      app.firstDrawPending = false;
-      const now = performance.now();
-      if (stats.firstRenderMs === null) {
-        stats.firstRenderMs = now;
-        stats.loadedAt = now;
-      }
-      if (app.openRequestedAt !== null) {
-        stats.openToRenderMs = now - app.openRequestedAt;
-        app.openRequestedAt = null;
-      }
-      canvas.dataset.plot = app.plot ? app.plot.plotId : '';
-      canvas.dataset.version = app.plot ? String(app.plot.version) : '';
-    }
+    if (dyn) scaleBar();
   }
 
   // hit testing in screen space, against the coordinates of the last draw
@@ -735,6 +1159,18 @@
     let area = null;
     for (const d of app.drawables) {
       if (!d.onScreen) continue;
+      if (d.marker) {
+        const dd = (d.marker.x - px) ** 2 + (d.marker.y - py) ** 2 - 9; // markers win ties
+        if (dd < bestD) { bestD = dd; best = d; }
+      }
+      if (d.circle) {
+        const c = d.circle;
+        const r = (((c.a + c.b) / 2) / M_PER_DEG) * app.view.s;
+        const h = Math.hypot(X(c.lon) - px, Y(c.lat) - py);
+        const dd = (h - r) ** 2;
+        if (dd < bestD) { bestD = dd; best = d; }
+        if (!area && h < r) area = d;
+      }
       for (const [x, y] of d.sp) {
         const dd = (x - px) ** 2 + (y - py) ** 2 - 4; // points win ties
         if (dd < bestD) { bestD = dd; best = d; }
@@ -761,7 +1197,7 @@
   // ---------------------------------------------------------------------------------------------
   // plots: load, show, select
 
-  async function loadPlot(plotId) {
+  async function loadPlot(plotId, session) {
     if (app.loading) {
       app.reloadWanted = true;
       return app.loading;
@@ -769,7 +1205,8 @@
     app.loading = (async () => {
       try {
         const t0 = performance.now();
-        const res = await fetch(`/api/plot?view=map&plotId=${encodeURIComponent(plotId)}`);
+        const sess = session || (app.review ? app.review.session : null);
+        const res = await fetch(`/api/plot?view=map&plotId=${encodeURIComponent(plotId)}${sess ? `&session=${encodeURIComponent(sess)}` : ''}`);
         const text = await res.text();
         const t1 = performance.now();
         let view;
@@ -780,11 +1217,14 @@
         }
         if (!res.ok) throw new ApiFailure(view.error || `The server answered ${res.status}.`, res.status, view.code);
         const t2 = performance.now();
-        const samePlot = app.plot && app.plot.plotId === view.plotId;
+        const samePlot = app.plot && app.plot.plotId === view.plotId && (app.plot.session || null) === (sess || null);
+        view.session = sess || null;
         const rows = new Map(view.inventory.map((r) => [r.id, r]));
         app.drawables = view.featureCollection.features.map((f) => prepare(f, rows.get(fid(f))));
         stats.lastLoad = { fetchMs: t1 - t0, parseMs: t2 - t1, prepareMs: performance.now() - t2, bytes: text.length, startedAt: t0 };
         app.byId = new Map(app.drawables.map((d) => [d.id, d]));
+        app.drawGen = (app.drawGen || 0) + 1;
+        link();
         app.inventory = view.inventory;
         delete view.featureCollection;
         app.plot = view;
@@ -797,7 +1237,15 @@
         }
         app.firstDrawPending = true;
         $('empty').hidden = true;
+        setupTime(samePlot);
+        if (!samePlot) renderDatasetList(false);
+        renderNarrative();
+        renderLegend();
+        if (app.details && !app.byId.has(app.details)) hideDetails();
+        else if (app.details) showDetails(app.byId.get(app.details));
         renderFeatures();
+        renderToolTargets();
+        warmSprites();
         renderHeader();
         draw();
       } catch (e) {
@@ -807,7 +1255,7 @@
       }
       if (app.reloadWanted) {
         app.reloadWanted = false;
-        const a = activeState();
+        const a = shownState();
         if (a && (!app.plot || a.plotId !== app.plot.plotId || a.version !== app.plot.version)) await loadPlot(a.plotId);
       }
     })();
@@ -816,11 +1264,16 @@
 
   function clearPlot() {
     app.plot = null;
+    app.drawGen = (app.drawGen || 0) + 1;
     app.drawables = [];
     app.byId = new Map();
     app.inventory = [];
     app.selected = new Set();
     $('empty').hidden = false;
+    setupTime(false);
+    renderNarrative();
+    renderLegend();
+    hideDetails();
     renderFeatures();
     renderHeader();
     draw();
@@ -829,6 +1282,21 @@
   function onState(st) {
     const prevDatasets = app.state ? app.state.datasets : -1;
     app.state = st;
+    const key = JSON.stringify(st.sessions || []);
+    if (key !== app.sessionsKey) {
+      app.sessionsKey = key;
+      loadSessions();
+    }
+    if ((st.activity || 0) !== app.activitySeq) {
+      app.activitySeq = st.activity || 0;
+      loadActivity();
+    }
+    if (st.datasets !== prevDatasets) loadDatasets();
+    if (app.review) {
+      // the map follows the reviewed session (loadSessions reloads it when it changes)
+      renderHeader();
+      return;
+    }
     const a = activeState();
     if (!a) {
       if (app.plot) clearPlot();
@@ -847,7 +1315,6 @@
       renderHeader();
     }
     markOpenResults();
-    if (st.datasets !== prevDatasets) loadDatasets();
   }
 
   async function refreshState() {
@@ -858,8 +1325,17 @@
     }
   }
 
+  // The plot state the header acts on: the reviewed session's plot, or the page's active one.
+  function shownState() {
+    if (app.review) {
+      const s = app.sessions.find((x) => x.id === app.review.session);
+      return s ? s.plots.find((p) => p.plotId === app.review.plotId) || null : null;
+    }
+    return activeState();
+  }
+
   function renderHeader() {
-    const a = activeState();
+    const a = shownState();
     const dirty = $('dirty');
     $('plot-title').textContent = a ? a.title : 'No plot open';
     document.title = a ? `${a.dirty ? '● ' : ''}${a.title} — toolgate workbench` : 'toolgate workbench';
@@ -874,6 +1350,15 @@
     }
     $('btn-undo').disabled = !(a && a.canUndo);
     $('btn-undo').title = a && a.undoLabel ? `Undo: ${a.undoLabel} (Ctrl/Cmd+Z)` : 'Undo (Ctrl/Cmd+Z)';
+    // Undo names the step it undoes.
+    $('btn-undo').textContent = a && a.canUndo && a.undoLabel ? `Undo: ${short(a.undoLabel, 38)}` : 'Undo';
+    $('btn-undo').setAttribute('aria-label', a && a.canUndo && a.undoLabel ? `Undo: ${a.undoLabel}` : 'Undo');
+    const banner = $('review-banner');
+    banner.hidden = !app.review;
+    if (app.review) {
+      const s = app.sessions.find((x) => x.id === app.review.session);
+      $('review-text').textContent = `Reviewing ${s ? s.client : app.review.session}'s session (${app.review.session})`;
+    }
     $('btn-redo').disabled = !(a && a.canRedo);
     $('btn-revert').disabled = !(a && a.dirty);
     $('btn-save').disabled = !(a && a.dirty);
@@ -881,10 +1366,11 @@
 
   async function setSelection(ids) {
     const a = activeState();
-    if (!a) return;
     app.selected = new Set(ids);
     markRows();
     requestDraw();
+    renderToolTargets();
+    if (!a || app.review) return; // a reviewed session's selection is only shown here
     try {
       onState(await api('POST', '/api/select', { plotId: a.plotId, ids }));
     } catch (e) {
@@ -1031,11 +1517,17 @@
   // ---------------------------------------------------------------------------------------------
   // document actions
 
-  async function act(path, okToast) {
-    const a = activeState();
-    if (!a) return;
+  async function act(path, okToast, session) {
+    const a = session ? null : shownState();
+    const sess = session || (app.review ? app.review.session : null);
+    const plotId = session ? undefined : a && a.plotId;
+    if (!session && !a) return;
     try {
-      const r = await api('POST', path, { plotId: a.plotId });
+      const body = {};
+      if (plotId) body.plotId = plotId;
+      if (sess) body.session = sess;
+      const r = await api('POST', path, body);
+      if (sess) await loadSessions();
       onState(r.state);
       if (okToast) toast(r.message);
     } catch (e) {
@@ -1044,11 +1536,11 @@
     }
   }
 
-  function undo() { const a = activeState(); if (a && a.canUndo) act('/api/undo', false); }
-  function redo() { const a = activeState(); if (a && a.canRedo) act('/api/redo', false); }
-  function save() { const a = activeState(); if (a && a.dirty) act('/api/save', true); else if (a) toast('Nothing to save: the plot has no unsaved changes.'); }
+  function undo() { const a = shownState(); if (a && a.canUndo) act('/api/undo', true); }
+  function redo() { const a = shownState(); if (a && a.canRedo) act('/api/redo', true); }
+  function save() { const a = shownState(); if (a && a.dirty) act('/api/save', true); else if (a) toast('Nothing to save: the plot has no unsaved changes.'); }
   function revert() {
-    const a = activeState();
+    const a = shownState();
     if (!a || !a.dirty) return;
     $('revert-dialog').showModal();
   }
@@ -1061,24 +1553,31 @@
       const r = await api('GET', '/api/datasets');
       const grew = r.datasets.length > app.datasets.length;
       app.datasets = r.datasets;
-      const sel = $('dataset-select');
-      sel.replaceChildren(...r.datasets.map((d) => {
-        const o = document.createElement('option');
-        o.value = d.id;
-        o.textContent = `${d.id} · ${d.toolId}${d.kind === 'error' ? ' (failed)' : ''}`;
-        return o;
-      }));
-      if (!r.datasets.length) {
-        renderDataset(null);
-        return;
-      }
-      const keep = !grew && r.datasets.find((d) => d.id === app.datasetShown);
-      const show = keep || r.datasets[r.datasets.length - 1];
-      sel.value = show.id;
-      renderDataset(show);
+      renderDatasetList(grew);
     } catch (e) {
       report(e);
     }
+  }
+
+  // The Results panel lists the results of the plot on the map only.
+  function renderDatasetList(grew) {
+    const plotId = app.plot ? app.plot.plotId : null;
+    const mine = app.datasets.filter((d) => !d.plotId || d.plotId === plotId);
+    const sel = $('dataset-select');
+    sel.replaceChildren(...mine.map((d) => {
+      const o = document.createElement('option');
+      o.value = d.id;
+      o.textContent = `${d.id} · ${d.toolId}${d.kind === 'error' ? ' (failed)' : ''}`;
+      return o;
+    }));
+    if (!mine.length) {
+      renderDataset(null);
+      return;
+    }
+    const keep = !grew && mine.find((d) => d.id === app.datasetShown);
+    const show = keep || mine[mine.length - 1];
+    sel.value = show.id;
+    renderDataset(show);
   }
 
   function cell(v) {
@@ -1098,14 +1597,32 @@
     return null;
   }
 
+  // The shown result as {head, rows} of text, in the chosen units, nested values flattened.
+  function datasetTable(d) {
+    const series = findSeries(d.data);
+    const conv = (k, v) => {
+      const u = unitOf(k);
+      return typeof v === 'number' && u.conv ? cell(Math.round(u.conv(v) * 1000) / 1000) : cell(v);
+    };
+    if (series) {
+      const flat = series.slice(0, 5000).map((r) => flatten(r, '', {}));
+      const cols = [];
+      for (const r of flat.slice(0, 50)) for (const k of Object.keys(r)) if (!cols.includes(k)) cols.push(k);
+      return { series, head: cols.map((c) => unitOf(c).label), rows: flat.map((r) => cols.map((c) => conv(c, r[c]))) };
+    }
+    const flat = flatten(d.data || {}, '', {});
+    return { series: null, head: ['field', 'value'], rows: Object.keys(flat).map((k) => [unitOf(k).label, conv(k, flat[k])]) };
+  }
+
   function renderDataset(d) {
     app.datasetShown = d ? d.id : null;
     const table = $('dataset-table');
     const chart = $('dataset-chart');
     chart.replaceChildren();
+    $('dataset-csv').disabled = !d || d.kind === 'error';
     if (!d) {
       $('dataset-summary').classList.remove('is-error');
-      $('dataset-summary').textContent = 'Analytical tools (e.g. range-bearing) put their results here.';
+      $('dataset-summary').textContent = 'Analytical tools (e.g. range-bearing, track-stats) put their results for this plot here.';
       table.replaceChildren();
       return;
     }
@@ -1116,19 +1633,28 @@
       table.replaceChildren();
       return;
     }
-    const series = findSeries(d.data);
-    let head, rows;
-    if (series) {
-      const cols = [];
-      for (const r of series.slice(0, 50)) for (const k of Object.keys(r)) if (!cols.includes(k)) cols.push(k);
-      head = cols;
-      rows = series.slice(0, 1000).map((r) => cols.map((c) => cell(r[c])));
-    } else {
-      head = ['field', 'value'];
-      rows = Object.keys(d.data || {}).map((k) => [k, cell(d.data[k])]);
-    }
-    table.innerHTML = `<thead><tr>${head.map((h) => `<th scope="col">${esc(h)}</th>`).join('')}</tr></thead><tbody>${rows.map((r) => `<tr>${r.map((c) => `<td>${esc(c)}</td>`).join('')}</tr>`).join('')}</tbody>`;
+    const { series, head, rows } = datasetTable(d);
+    table.innerHTML = `<thead><tr>${head.map((h) => `<th scope="col">${esc(h)}</th>`).join('')}</tr></thead><tbody>${rows.slice(0, 1000).map((r) => `<tr>${r.map((c) => `<td>${esc(c)}</td>`).join('')}</tr>`).join('')}</tbody>`;
     if (series) chartSeries(chart, series);
+  }
+
+  function csvOf(head, rows) {
+    const q = (v) => (/[",\n]/.test(v) ? `"${String(v).replace(/"/g, '""')}"` : String(v));
+    return [head, ...rows].map((r) => r.map(q).join(',')).join('\r\n') + '\r\n';
+  }
+
+  function downloadCsv() {
+    const d = app.datasets.find((x) => x.id === app.datasetShown);
+    if (!d) return;
+    const { head, rows } = datasetTable(d);
+    const blob = new Blob([csvOf(head, rows)], { type: 'text/csv' });
+    const a = document.createElement('a');
+    a.href = URL.createObjectURL(blob);
+    a.download = `${d.toolId}-${d.id}.csv`;
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(a.href), 5000);
   }
 
   // Redraw the chart when its box changes size, so its text keeps its size.
@@ -1147,8 +1673,8 @@
     const numeric = Object.keys(series[0]).filter((k) => k !== 'time' && typeof series[0][k] === 'number');
     if (!numeric.length) return;
     const keys = numeric.slice(0, 2);
-    const conv = (k) => (k === 'range_m' ? (v) => v / 1852 : (v) => v);
-    const label = (k) => (k === 'range_m' ? 'range (nm)' : k === 'bearing_deg' ? 'bearing (°)' : k);
+    const conv = (k) => unitOf(k).conv || ((v) => v);
+    const label = (k) => unitOf(k).label;
     const w = Math.max(200, el.clientWidth || 400), h = Math.max(100, el.clientHeight || 160);
     const m = { l: 44, r: keys.length > 1 ? 44 : 10, t: 16, b: 22 };
     const t0 = Math.min(...times), t1 = Math.max(...times);
@@ -1370,6 +1896,791 @@
   }
 
   // ---------------------------------------------------------------------------------------------
+  // links between features: sensor data and arcs to their host track, narrative to platforms
+
+  function short(text, n) {
+    const t = String(text);
+    return t.length > n ? `${t.slice(0, n - 1)}…` : t;
+  }
+
+  function link() {
+    const tracks = new Map();
+    for (const d of app.drawables) {
+      if (d.kind !== 'TRACK') continue;
+      const p = d.props;
+      for (const k of [d.id, d.name, p.name, p.platform_id, p.platform_name, p.track_name]) {
+        if (k && !tracks.has(String(k).toLowerCase())) tracks.set(String(k).toLowerCase(), d);
+      }
+    }
+    const find = (...keys) => {
+      for (const k of keys) if (k && tracks.has(String(k).toLowerCase())) return tracks.get(String(k).toLowerCase());
+      return null;
+    };
+    app.narrative = [];
+    for (const d of app.drawables) {
+      const p = d.props;
+      if (d.kind === 'SENSOR') d.host = find(p.platform_id, p.track_id, p.track_name);
+      if (d.kind === 'SENSOR_ARC') d.host = find(p.track_id, p.track_name);
+      if (d.kind === 'NARRATIVE' && d.tAt !== null) {
+        const host = find(p.track_id, p.track_name, p.platform_id);
+        app.narrative.push({ t: d.tAt, id: d.id, text: String(p.text || ''), platform: host ? host.name : p.track_name || p.platform_id || '', type: p.entry_type || '' });
+      }
+    }
+    app.narrative.sort((a, b) => a.t - b.t);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // the time controller
+
+  function fmtClock(t) {
+    if (t === null || !isFinite(t)) return '--';
+    return `${new Date(t).toISOString().slice(0, 19).replace('T', ' ')}Z`;
+  }
+
+  function setupTime(keep) {
+    let lo = Infinity, hi = -Infinity;
+    const add = (t) => { if (t !== null && t === t) { if (t < lo) lo = t; if (t > hi) hi = t; } };
+    for (const d of app.drawables) {
+      if (d.kind === 'TRACK' && d.n) { add(d.ts); add(d.te); }
+      add(d.t0); add(d.t1); add(d.tAt);
+      if (d.sensors) for (const sn of d.sensors) if (sn.contacts.length) { add(sn.contacts[0].t); add(sn.contacts[sn.contacts.length - 1].t); }
+    }
+    const tm = app.time;
+    if (!(hi > lo)) {
+      tm.start = tm.end = tm.now = isFinite(lo) ? lo : null;
+      if (tm.now !== null && !isFinite(tm.now)) tm.now = null;
+      $('timebar').hidden = tm.now === null;
+      stopPlay();
+      updateTimeUi();
+      return;
+    }
+    const had = keep && tm.now !== null;
+    tm.start = lo;
+    tm.end = hi;
+    if (!had) {
+      tm.now = lo;
+      // about 200 steps over the plot, on one of the offered sizes
+      const want = (hi - lo) / 200;
+      const opts = [...$('time-step').options].map((o) => Number(o.value));
+      tm.step = opts.find((v) => v >= want) || opts[opts.length - 1];
+      $('time-step').value = String(tm.step);
+      stepLabels();
+    } else tm.now = Math.min(Math.max(tm.now, lo), hi);
+    $('timebar').hidden = false;
+    updateTimeUi();
+  }
+
+  function stepLabels() {
+    const o = $('time-step').selectedOptions[0];
+    for (const el of document.querySelectorAll('.step-label')) el.textContent = o ? o.textContent : '';
+  }
+
+  function updateTimeUi() {
+    const tm = app.time;
+    const slider = $('time-slider');
+    if (tm.now !== null && tm.end > tm.start) slider.value = String(Math.round(((tm.now - tm.start) / (tm.end - tm.start)) * 1000));
+    $('time-now').textContent = fmtClock(tm.now);
+    $('map').dataset.time = tm.now === null ? '' : new Date(tm.now).toISOString();
+    markNarrative();
+    if (app.details && app.byId.has(app.details)) showDetails(app.byId.get(app.details));
+  }
+
+  function setTime(t) {
+    const tm = app.time;
+    if (tm.start === null) return;
+    tm.now = Math.min(Math.max(t, tm.start), tm.end);
+    updateTimeUi();
+    requestDraw();
+  }
+
+  let playLast = null;
+  let playUiAt = 0;
+  function playFrame(ts) {
+    const tm = app.time;
+    if (!tm.playing) return;
+    if (playLast !== null) {
+      // four steps a second
+      const next = tm.now + ((ts - playLast) / 1000) * tm.step * 4;
+      if (next >= tm.end) {
+        setTime(tm.end);
+        stopPlay();
+        return;
+      }
+      tm.now = next;
+      // the slider and clock text cost a page layout: ten times a second is enough
+      if (ts - playUiAt > 100) {
+        playUiAt = ts;
+        updateTimeUi();
+      } else markNarrative();
+      draw();
+    }
+    playLast = ts;
+    requestAnimationFrame(playFrame);
+  }
+
+  function startPlay() {
+    const tm = app.time;
+    if (tm.start === null || tm.playing) return;
+    if (tm.now >= tm.end) tm.now = tm.start;
+    tm.playing = true;
+    playLast = null;
+    $('time-play').textContent = '❚❚';
+    $('time-play').setAttribute('aria-label', 'Pause');
+    requestAnimationFrame(playFrame);
+  }
+
+  function stopPlay() {
+    app.time.playing = false;
+    $('time-play').textContent = '▶';
+    $('time-play').setAttribute('aria-label', 'Play');
+  }
+
+  function timeEvents() {
+    $('time-slider').addEventListener('input', () => {
+      const tm = app.time;
+      if (tm.start === null) return;
+      stopPlay();
+      setTime(tm.start + (Number($('time-slider').value) / 1000) * (tm.end - tm.start));
+    });
+    $('time-play').addEventListener('click', () => (app.time.playing ? stopPlay() : startPlay()));
+    $('time-back').addEventListener('click', () => { stopPlay(); setTime(app.time.now - app.time.step); });
+    $('time-fwd').addEventListener('click', () => { stopPlay(); setTime(app.time.now + app.time.step); });
+    $('time-start').addEventListener('click', () => { stopPlay(); setTime(app.time.start); });
+    $('time-end').addEventListener('click', () => { stopPlay(); setTime(app.time.end); });
+    $('time-step').addEventListener('change', () => { app.time.step = Number($('time-step').value); stepLabels(); });
+    $('time-trail').addEventListener('change', () => { app.time.trail = Number($('time-trail').value); requestDraw(); });
+    const jump = (li) => {
+      const n = li && app.narrative[Number(li.dataset.index)];
+      if (!n) return;
+      stopPlay();
+      setTime(n.t);
+    };
+    $('narrative-list').addEventListener('click', (ev) => jump(ev.target.closest('li[data-index]')));
+    $('narrative-list').addEventListener('keydown', (ev) => {
+      if (ev.key !== 'Enter' && ev.key !== ' ') return;
+      ev.preventDefault();
+      jump(ev.target.closest('li[data-index]'));
+    });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // narrative panel
+
+  function renderNarrative() {
+    const ol = $('narrative-list');
+    const frag = document.createDocumentFragment();
+    app.narrative.forEach((n, i) => {
+      const li = document.createElement('li');
+      li.dataset.index = String(i);
+      li.dataset.id = n.id;
+      li.tabIndex = 0;
+      li.title = 'Go to this time';
+      li.innerHTML = `<span class="nt">${esc(fmtClock(n.t).slice(11, 19))}</span><span class="np"></span><span class="nx"></span>`;
+      li.querySelector('.np').textContent = n.platform;
+      li.querySelector('.nx').textContent = n.text;
+      frag.appendChild(li);
+    });
+    ol.replaceChildren(frag);
+    $('narrative-info').textContent = app.narrative.length
+      ? `${app.narrative.length} entr${app.narrative.length === 1 ? 'y' : 'ies'}; the one at the current time is highlighted. Click one to go to its time.`
+      : 'No narrative in this plot.';
+    app.narrativeAt = -2;
+    markNarrative();
+  }
+
+  function markNarrative() {
+    const t = app.time.now;
+    let at = -1;
+    if (t !== null) {
+      let lo = 0, hi = app.narrative.length - 1;
+      while (lo <= hi) {
+        const mid = (lo + hi) >> 1;
+        if (app.narrative[mid].t <= t) { at = mid; lo = mid + 1; } else hi = mid - 1;
+      }
+    }
+    if (at === app.narrativeAt) return;
+    app.narrativeAt = at;
+    const ol = $('narrative-list');
+    for (const li of ol.querySelectorAll('li.current')) { li.classList.remove('current'); li.removeAttribute('aria-current'); }
+    const li = at >= 0 ? ol.children[at] : null;
+    if (li) {
+      li.classList.add('current');
+      li.setAttribute('aria-current', 'true');
+      if (!$('pane-narrative').hidden) li.scrollIntoView({ block: 'nearest' });
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // legend and feature details
+
+  function renderLegend() {
+    const ul = $('legend-list');
+    const frag = document.createDocumentFragment();
+    const item = (text, color, cls) => {
+      const li = document.createElement('li');
+      if (color) {
+        const key = document.createElement('span');
+        key.className = `key${cls ? ` ${cls}` : ''}`;
+        key.style.color = color; // CSSOM, which the page's CSP allows (no inline style markup)
+        li.appendChild(key);
+      }
+      li.appendChild(document.createTextNode(text));
+      frag.appendChild(li);
+    };
+    const tracks = app.drawables.filter((d) => d.kind === 'TRACK');
+    for (const d of tracks.slice(0, 12)) item(d.name, d.color, d.dash ? 'dash' : '');
+    if (tracks.length > 12) item(`+${tracks.length - 12} more tracks`);
+    const kinds = new Set(app.drawables.map((d) => d.kind));
+    const sensor = app.drawables.find((d) => d.sensors && d.sensors.some((sn) => sn.contacts.length));
+    if (sensor) item('sensor bearing (dashed: no range)', sensor.sensors[0].color);
+    const arc = app.drawables.find((d) => d.kind === 'SENSOR_ARC');
+    if (arc) item('sensor arc coverage', arc.color, 'area');
+    const circle = app.drawables.find((d) => d.circle || d.kind === 'CIRCLE');
+    if (circle) item('circle / ellipse (to scale)', circle.color, 'area');
+    if (kinds.has('POINT')) item('◆ reference point');
+    if (app.narrative.length) item(`${app.narrative.length} narrative entries (Narrative tab)`);
+    ul.replaceChildren(frag);
+    $('legend').hidden = !ul.children.length;
+  }
+
+  function fmtLatLon(lat, lon) {
+    const f = (v, pos, neg) => {
+      const a = Math.abs(v);
+      const deg = Math.floor(a);
+      const min = (a - deg) * 60;
+      return `${deg}°${min.toFixed(2).padStart(5, '0')}′${v < 0 ? neg : pos}`;
+    };
+    return `${f(lat, 'N', 'S')} ${f(lon, 'E', 'W')}`;
+  }
+
+  function showDetails(d) {
+    if (!d) return hideDetails();
+    app.details = d.id;
+    const p = d.props || {};
+    const rows = [];
+    const row = (k, v) => { if (v !== undefined && v !== null && v !== '') rows.push([k, String(v)]); };
+    row('Type', d.kind);
+    const host = d.kind === 'TRACK' ? null : d.host;
+    row('Platform', pick(p.platform_name, p.platform_id, p.track_name, host && host.name));
+    if (d.kind === 'TRACK') {
+      const m = trackAt(d, app.time.now);
+      if (m) {
+        row('Time', fmtClock(app.time.now === null ? m.t : app.time.now));
+        row('Position', fmtLatLon(m.lat, m.lon));
+        if (isFinite(Number(m.course))) row('Course', `${Number(m.course).toFixed(1)}°`);
+        if (isFinite(Number(m.speed))) row('Speed', `${Number(m.speed).toFixed(1)} kn`);
+      } else row('Time', `${fmtClock(app.time.now)} (outside the track: ${fmtSpan(p.start_time, p.end_time)})`);
+      row('Positions', d.n);
+    } else {
+      if (d.circle) {
+        row('Centre', fmtLatLon(d.circle.lat, d.circle.lon));
+        if (d.kind === 'CIRCLE') row('Radius', `${(d.circle.a / M_PER_NM).toFixed(2)} nm (${Math.round(d.circle.a)} m)`);
+        else {
+          row('Semi-axes', `${(d.circle.a / M_PER_NM).toFixed(2)} × ${(d.circle.b / M_PER_NM).toFixed(2)} nm`);
+          row('Orientation', `${d.circle.rot}°`);
+        }
+      } else if (d.points.length === 1) row('Position', fmtLatLon(d.points[0][1], d.points[0][0]));
+      if (d.t0 !== null || d.t1 !== null) row('Shown', `${d.t0 !== null ? fmtClock(d.t0) : 'open'} – ${d.t1 !== null ? fmtClock(d.t1) : 'open'}`);
+      if (d.tAt !== null) row('Time', fmtClock(d.tAt));
+      if (p.sensor_name) row('Sensor', p.sensor_name);
+      if (p.text) row('Text', p.text);
+    }
+    const body = $('details-body');
+    body.innerHTML = `<h4></h4><dl>${rows.map(() => '<dt></dt><dd></dd>').join('')}</dl>`;
+    body.querySelector('h4').textContent = d.name;
+    const dts = body.querySelectorAll('dt'), dds = body.querySelectorAll('dd');
+    rows.forEach(([k, v], i) => { dts[i].textContent = k; dds[i].textContent = v; });
+    $('details').hidden = false;
+  }
+
+  function hideDetails() {
+    app.details = null;
+    $('details').hidden = true;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // side tabs
+
+  function showTab(name) {
+    for (const t of document.querySelectorAll('.tabs [role="tab"]')) {
+      const on = t.id === `tab-${name}`;
+      t.setAttribute('aria-selected', String(on));
+      t.tabIndex = on ? 0 : -1;
+      $(t.getAttribute('aria-controls')).hidden = !on;
+    }
+    if (name === 'narrative') { app.narrativeAt = -2; markNarrative(); }
+  }
+
+  function tabEvents() {
+    const tabs = [...document.querySelectorAll('.tabs [role="tab"]')];
+    for (const t of tabs) {
+      t.addEventListener('click', () => showTab(t.id.slice(4)));
+      t.addEventListener('keydown', (ev) => {
+        if (ev.key !== 'ArrowRight' && ev.key !== 'ArrowLeft') return;
+        ev.preventDefault();
+        const i = tabs.indexOf(t);
+        const next = tabs[(i + (ev.key === 'ArrowRight' ? 1 : tabs.length - 1)) % tabs.length];
+        showTab(next.id.slice(4));
+        next.focus();
+      });
+    }
+  }
+
+  // Server-sent events from a fetch response: calls handle(type, data) per event.
+  async function readSse(res, handle) {
+    const reader = res.body.getReader();
+    const dec = new TextDecoder();
+    let buf = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buf += dec.decode(value, { stream: true });
+      let cut;
+      while ((cut = buf.indexOf('\n\n')) >= 0) {
+        const block = buf.slice(0, cut);
+        buf = buf.slice(cut + 2);
+        let type = 'message';
+        const data = [];
+        for (const line of block.split('\n')) {
+          if (line.startsWith('event:')) type = line.slice(6).trim();
+          else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
+        }
+        if (data.length) handle(type, JSON.parse(data.join('\n')));
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // tool palette: every registry tool, a form from its JSON Schema, run through the same gate
+
+  async function loadTools() {
+    try {
+      const r = await api('GET', '/api/tools');
+      app.tools = r.tools;
+      renderTools();
+    } catch (e) {
+      report(e);
+    }
+  }
+
+  function renderTools() {
+    const f = $('tool-filter').value.trim().toLowerCase();
+    const ul = $('tool-list');
+    const frag = document.createDocumentFragment();
+    for (const t of app.tools) {
+      if (f && !`${t.id} ${t.title} ${t.description} ${t.category}`.toLowerCase().includes(f)) continue;
+      const li = document.createElement('li');
+      li.dataset.tool = t.id;
+      li.tabIndex = 0;
+      li.setAttribute('role', 'option');
+      li.setAttribute('aria-selected', String(app.toolShown === t.id));
+      li.innerHTML = `<div><span class="tt"></span><span class="tk ${t.mutating ? 'mut' : 'read'}">${t.mutating ? 'modifies the plot' : 'analysis'}</span></div><div class="td"></div>`;
+      li.querySelector('.tt').textContent = t.title || t.id;
+      li.querySelector('.td').textContent = t.description;
+      li.title = `${t.id}: ${t.description}`;
+      frag.appendChild(li);
+    }
+    ul.replaceChildren(frag);
+  }
+
+  function humanise(name) {
+    return String(name).replace(/([a-z])([A-Z])/g, '$1 $2').replace(/[_-]+/g, ' ');
+  }
+
+  function schemaType(sch) {
+    const t = Array.isArray(sch.type) ? sch.type.find((x) => x !== 'null') : sch.type;
+    if (t) return t;
+    if (Array.isArray(sch.enum)) return typeof sch.enum[0] === 'number' ? 'number' : 'string';
+    return 'string';
+  }
+
+  function fieldFor(name, sch, required) {
+    const wrap = document.createElement('div');
+    wrap.className = 'field';
+    const id = `tp-${name}`;
+    const label = document.createElement('label');
+    label.htmlFor = id;
+    label.textContent = humanise(name);
+    if (required) {
+      const star = document.createElement('span');
+      star.className = 'req';
+      star.textContent = ' *';
+      star.title = 'required';
+      label.appendChild(star);
+    }
+    wrap.appendChild(label);
+    const type = schemaType(sch);
+    const items = sch.items || {};
+    let input;
+    if (Array.isArray(sch.enum) || (type === 'array' && Array.isArray(items.enum))) {
+      input = document.createElement('select');
+      const choices = sch.enum || items.enum;
+      if (type === 'array') input.multiple = true;
+      else if (!required || sch.default === undefined) {
+        const o = document.createElement('option');
+        o.value = '';
+        o.textContent = sch.default !== undefined ? `(default: ${sch.default})` : '(choose)';
+        input.appendChild(o);
+      }
+      for (const c of choices) {
+        const o = document.createElement('option');
+        o.value = String(c);
+        o.textContent = String(c);
+        if (sch.default !== undefined && String(sch.default) === String(c)) o.selected = true;
+        input.appendChild(o);
+      }
+    } else if (type === 'boolean') {
+      input = document.createElement('input');
+      input.type = 'checkbox';
+      input.checked = sch.default === true;
+    } else if (type === 'integer' || type === 'number') {
+      input = document.createElement('input');
+      input.type = 'number';
+      input.step = type === 'integer' ? '1' : 'any';
+      if (sch.minimum !== undefined) input.min = String(sch.minimum);
+      if (sch.maximum !== undefined) input.max = String(sch.maximum);
+      if (sch.default !== undefined) input.value = String(sch.default);
+    } else if (type === 'object' || (type === 'array' && items.type === 'object')) {
+      input = document.createElement('textarea');
+      input.rows = 2;
+      input.placeholder = 'JSON';
+      if (sch.default !== undefined) input.value = JSON.stringify(sch.default);
+    } else {
+      input = document.createElement('input');
+      input.type = 'text';
+      if (type === 'array') input.placeholder = 'comma-separated';
+      else if (sch.format === 'date-time') input.placeholder = 'e.g. 2026-03-01T06:00:00Z';
+      if (sch.default !== undefined) input.value = Array.isArray(sch.default) ? sch.default.join(', ') : String(sch.default);
+    }
+    input.id = id;
+    input.dataset.param = name;
+    input.dataset.type = type;
+    input.dataset.itemType = items.type || '';
+    if (required && type !== 'boolean') input.required = true;
+    wrap.appendChild(input);
+    const hint = [sch.description, sch.default !== undefined ? `Default: ${JSON.stringify(sch.default)}.` : '', sch.minimum !== undefined || sch.maximum !== undefined ? `Range: ${sch.minimum ?? '…'} to ${sch.maximum ?? '…'}.` : ''].filter(Boolean).join(' ');
+    if (hint) {
+      const h = document.createElement('div');
+      h.className = 'hint';
+      h.textContent = hint;
+      wrap.appendChild(h);
+    }
+    return wrap;
+  }
+
+  function chooseTool(id) {
+    const t = app.tools.find((x) => x.id === id);
+    if (!t) return;
+    app.toolShown = id;
+    for (const li of $('tool-list').children) li.setAttribute('aria-selected', String(li.dataset.tool === id));
+    $('tool-title').textContent = `${t.title || t.id}${t.mutating ? ' — modifies the plot (asks first)' : ' — analysis'}`;
+    $('tool-desc').textContent = `${t.id}: ${t.description}`;
+    const sch = t.inputSchema || {};
+    const req = new Set(Array.isArray(sch.required) ? sch.required : []);
+    const fields = $('tool-fields');
+    fields.replaceChildren(...Object.entries(sch.properties || {}).map(([k, v]) => fieldFor(k, v || {}, req.has(k))));
+    if (!fields.children.length) {
+      const p = document.createElement('p');
+      p.className = 'muted small';
+      p.textContent = 'This tool takes no parameters.';
+      fields.appendChild(p);
+    }
+    $('tool-result').hidden = true;
+    $('tool-form').hidden = false;
+    renderToolTargets();
+  }
+
+  function renderToolTargets() {
+    const n = app.selected.size;
+    $('tool-sel-count').textContent = n ? `(${n}: ${[...app.selected].map((id) => (app.byId.get(id) || { name: id }).name).slice(0, 3).join(', ')}${n > 3 ? '…' : ''})` : '(none selected)';
+    const sel = $('tool-targets');
+    const keep = new Set([...sel.selectedOptions].map((o) => o.value));
+    sel.replaceChildren(...app.inventory.filter((r) => r.kind !== 'NARRATIVE').map((r) => {
+      const o = document.createElement('option');
+      o.value = r.id;
+      o.textContent = `${r.name} · ${r.kind}`;
+      o.selected = keep.has(r.id);
+      return o;
+    }));
+  }
+
+  function toolParams() {
+    const params = {};
+    for (const el of $('tool-fields').querySelectorAll('[data-param]')) {
+      const name = el.dataset.param, type = el.dataset.type;
+      if (type === 'boolean') {
+        params[name] = el.checked;
+        continue;
+      }
+      if (el.multiple) {
+        const v = [...el.selectedOptions].map((o) => o.value);
+        if (v.length) params[name] = el.dataset.itemType === 'number' || el.dataset.itemType === 'integer' ? v.map(Number) : v;
+        continue;
+      }
+      const raw = el.value.trim();
+      if (raw === '') continue;
+      if (type === 'integer') params[name] = parseInt(raw, 10);
+      else if (type === 'number') params[name] = Number(raw);
+      else if (el.tagName === 'TEXTAREA') {
+        try {
+          params[name] = JSON.parse(raw);
+        } catch (_) {
+          throw new Error(`“${humanise(name)}” must be JSON, e.g. {"key": 1}.`);
+        }
+      } else if (type === 'array') {
+        const parts = raw.split(',').map((x) => x.trim()).filter(Boolean);
+        params[name] = el.dataset.itemType === 'number' || el.dataset.itemType === 'integer' ? parts.map(Number) : parts;
+      } else params[name] = raw;
+    }
+    return params;
+  }
+
+  function toolResult(text, status) {
+    const box = $('tool-result');
+    box.textContent = text;
+    box.className = `msg ${status === 'ok' ? 'info' : status === 'declined' ? 'info' : 'error'}`;
+    box.dataset.status = status;
+    box.hidden = false;
+  }
+
+  async function runTool() {
+    if (app.toolBusy || !app.toolShown) return;
+    let body;
+    try {
+      body = { toolId: app.toolShown, params: toolParams() };
+    } catch (e) {
+      toolResult(e.message, 'refused');
+      return;
+    }
+    const target = document.querySelector('input[name="tool-target"]:checked').value;
+    if (target === 'pick') {
+      body.featureIds = [...$('tool-targets').selectedOptions].map((o) => o.value);
+      if (!body.featureIds.length) {
+        toolResult('Pick one or more features in the list, or choose another target.', 'refused');
+        return;
+      }
+    } else if (target === 'all') body.scope = 'all';
+    else if (app.selected.size) body.scope = 'selection';
+    const a = activeState();
+    if (a) body.plotId = a.plotId;
+    app.toolBusy = true;
+    $('tool-run').disabled = true;
+    toolResult('Running…', 'ok');
+    try {
+      const res = await fetch('/api/tools/run', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', Accept: 'text/event-stream' },
+        body: JSON.stringify(body),
+      });
+      if (!res.ok) {
+        let msg = `The tool could not start (${res.status}).`;
+        try { const j = await res.json(); if (j.error) msg = j.error; } catch (_) { /* keep */ }
+        toolResult(msg, 'refused');
+      } else {
+        await readSse(res, (type, ev) => {
+          if (type === 'confirmationAsked') showConfirm(ev.id, ev.preview);
+          else if (type === 'confirmationClosed') {
+            if (app.confirmId === ev.id) {
+              app.confirmId = null;
+              if ($('confirm-dialog').open) $('confirm-dialog').close();
+            }
+          } else if (type === 'toolCallFinished') toolResult(ev.result, ev.status);
+        });
+      }
+    } catch (e) {
+      toolResult(`The tool run failed: ${e.message}`, 'failed');
+    } finally {
+      app.toolBusy = false;
+      $('tool-run').disabled = false;
+      if ($('confirm-dialog').open) $('confirm-dialog').close();
+      refreshState();
+    }
+  }
+
+  function toolEvents() {
+    $('tool-filter').addEventListener('input', renderTools);
+    $('tool-list').addEventListener('click', (ev) => {
+      const li = ev.target.closest('li[data-tool]');
+      if (li) chooseTool(li.dataset.tool);
+    });
+    $('tool-list').addEventListener('keydown', (ev) => {
+      const li = ev.target.closest('li[data-tool]');
+      if (li && (ev.key === 'Enter' || ev.key === ' ')) {
+        ev.preventDefault();
+        chooseTool(li.dataset.tool);
+      }
+    });
+    for (const r of document.querySelectorAll('input[name="tool-target"]')) {
+      r.addEventListener('change', () => { $('tool-targets').disabled = r.value !== 'pick' || !r.checked; });
+    }
+    $('tool-form').addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      runTool();
+    });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // sessions and the activity log
+
+  async function loadSessions() {
+    try {
+      const r = await api('GET', '/api/sessions');
+      app.sessions = r.sessions;
+      renderSessions();
+      if (app.review) {
+        const st = shownState();
+        if (!st) exitReview('The reviewed session ended or closed its plot.');
+        else if (!app.plot || app.plot.version !== st.version || app.plot.plotId !== st.plotId) loadPlot(st.plotId, app.review.session);
+      }
+      renderHeader();
+    } catch (e) {
+      report(e);
+    }
+  }
+
+  function renderSessions() {
+    const ul = $('session-list');
+    const frag = document.createDocumentFragment();
+    let others = 0;
+    for (const s of app.sessions) {
+      const plot = s.plots.find((p) => p.plotId === s.activePlot) || null;
+      if (!s.workbench && s.plots.some((p) => p.dirty)) others++;
+      const li = document.createElement('li');
+      li.dataset.session = s.id;
+      li.classList.toggle('is-dirty', s.plots.some((p) => p.dirty));
+      li.innerHTML = '<div class="sc"></div><div class="sv"></div><div class="sp"></div><div class="sd"></div><div class="sa"></div>';
+      li.querySelector('.sc').textContent = s.workbench ? 'This workbench (you, the chat, the tool palette)' : s.client;
+      li.querySelector('.sv').textContent = `${s.via} · ${s.id}${s.workbench ? '' : s.connected ? ' · connected' : ' · disconnected (kept for its unsaved changes)'}`;
+      li.querySelector('.sp').textContent = plot ? `Plot: ${plot.title}${s.plots.length > 1 ? ` (+${s.plots.length - 1} more open)` : ''}` : 'No plot open';
+      li.querySelector('.sd').textContent = plot ? (plot.dirty ? `● Unsaved changes${plot.undoLabel ? ` — last step: ${plot.undoLabel}` : ''}` : 'Saved') : '';
+      const actions = li.querySelector('.sa');
+      const button = (text, act, disabled, label) => {
+        const b = document.createElement('button');
+        b.type = 'button';
+        b.textContent = text;
+        b.dataset.act = act;
+        b.disabled = !!disabled;
+        if (label) b.setAttribute('aria-label', label);
+        actions.appendChild(b);
+      };
+      if (plot && !s.workbench) {
+        button(app.review && app.review.session === s.id ? 'Reviewing' : 'Review', 'review', app.review && app.review.session === s.id, `Review ${s.client}'s plot on the map`);
+        button(plot.canUndo && plot.undoLabel ? `Undo: ${short(plot.undoLabel, 28)}` : 'Undo', 'undo', !plot.canUndo, plot.undoLabel ? `Undo ${plot.undoLabel} in ${s.client}'s session` : 'Undo');
+        button('Save', 'save', !plot.dirty, `Save ${s.client}'s changes to ${plot.title}`);
+        button('Revert', 'revert', !plot.dirty, `Revert ${s.client}'s unsaved changes`);
+      }
+      frag.appendChild(li);
+    }
+    ul.replaceChildren(frag);
+    const badge = $('sessions-badge');
+    badge.hidden = !others;
+    badge.textContent = String(others);
+    badge.title = `${others} other session${others === 1 ? '' : 's'} with unsaved changes`;
+  }
+
+  function startReview(session) {
+    const s = app.sessions.find((x) => x.id === session);
+    if (!s || !s.activePlot) return;
+    app.review = { session, plotId: s.activePlot };
+    hideDetails();
+    renderSessions();
+    renderHeader();
+    loadPlot(s.activePlot, session);
+  }
+
+  function exitReview(message) {
+    if (!app.review) return;
+    app.review = null;
+    if (message) toast(message);
+    renderSessions();
+    const a = activeState();
+    if (a) loadPlot(a.plotId);
+    else clearPlot();
+    renderHeader();
+  }
+
+  async function sessionAction(session, what) {
+    if (what === 'review') return startReview(session);
+    if (what === 'revert' && !window.confirm('Discard this session’s unsaved changes? Its plot is reloaded from the file.')) return;
+    await act(`/api/${what}`, true, session);
+    await loadSessions();
+  }
+
+  async function loadActivity() {
+    try {
+      const r = await api('GET', '/api/activity');
+      const ol = $('activity-list');
+      const frag = document.createDocumentFragment();
+      for (const e of r.entries.slice().reverse()) {
+        const li = document.createElement('li');
+        li.dataset.action = e.action;
+        li.dataset.session = e.session;
+        li.innerHTML = '<span class="at"></span><span class="aw"></span> <span class="ax"></span>';
+        li.querySelector('.at').textContent = e.at.slice(11, 19);
+        li.querySelector('.aw').textContent = e.who;
+        li.querySelector('.ax').textContent = `${e.action}: ${e.what} — ${e.plotTitle || e.plotId} (${e.session})`;
+        li.title = `${e.at} · ${e.who} · ${e.action} · ${e.what} · ${e.plotTitle} · session ${e.session}`;
+        frag.appendChild(li);
+      }
+      if (!r.entries.length) {
+        const li = document.createElement('li');
+        li.className = 'muted';
+        li.textContent = 'Nothing applied yet.';
+        frag.appendChild(li);
+      }
+      ol.replaceChildren(frag);
+    } catch (e) {
+      report(e);
+    }
+  }
+
+  function sessionEvents() {
+    $('session-list').addEventListener('click', (ev) => {
+      const b = ev.target.closest('button[data-act]');
+      if (b) sessionAction(b.closest('li').dataset.session, b.dataset.act);
+    });
+    $('review-exit').addEventListener('click', () => exitReview());
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // result units
+
+  const DIST = { nm: 1 / M_PER_NM, km: 1 / 1000, m: 1 }; // from metres
+  const SPEED = { kn: 1852 / 3600, 'km/h': 3.6, 'm/s': 1 }; // kn: from m/s, inverted below
+
+  // The unit a result column's name declares (`range_m`, `average_speed_kn`, `width_nm`,
+  // `bearing_deg`, `bbox_area_sq_nm`), as {label, conv} in the chosen units.
+  function unitOf(key) {
+    const leaf = String(key).split('.').pop();
+    const m = /^(.*?)_(sq_nm|m|km|nm|kn|kts|mps|deg|hours|s)$/.exec(leaf);
+    if (!m) return { label: humanise(key), conv: null };
+    const base = humanise(String(key).slice(0, String(key).length - leaf.length) + m[1]);
+    const du = app.units.dist, su = app.units.speed;
+    const toSpeed = (mps) => (su === 'kn' ? mps / SPEED.kn : su === 'km/h' ? mps * 3.6 : mps);
+    switch (m[2]) {
+      case 'm': return { label: `${base} (${du})`, conv: (v) => v * DIST[du] };
+      case 'km': return { label: `${base} (${du})`, conv: (v) => v * 1000 * DIST[du] };
+      case 'nm': return { label: `${base} (${du})`, conv: (v) => v * M_PER_NM * DIST[du] };
+      case 'sq_nm': return { label: `${base} (${du}²)`, conv: (v) => v * (M_PER_NM * DIST[du]) ** 2 };
+      case 'kn': case 'kts': return { label: `${base} (${su})`, conv: (v) => toSpeed(v * SPEED.kn) };
+      case 'mps': return { label: `${base} (${su})`, conv: (v) => toSpeed(v) };
+      case 'deg': return { label: `${base} (°)`, conv: (v) => v };
+      case 'hours': return { label: `${base} (h)`, conv: (v) => v };
+      default: return { label: `${base} (s)`, conv: (v) => v };
+    }
+  }
+
+  // Nested values flattened to dotted keys; arrays of plain values joined.
+  function flatten(v, prefix, out) {
+    if (v && typeof v === 'object' && !Array.isArray(v)) {
+      for (const k of Object.keys(v)) flatten(v[k], prefix ? `${prefix}.${k}` : k, out);
+    } else if (Array.isArray(v) && v.some((x) => x && typeof x === 'object')) {
+      out[prefix] = `${v.length} item${v.length === 1 ? '' : 's'}`;
+    } else out[prefix] = v;
+    return out;
+  }
+
+  // ---------------------------------------------------------------------------------------------
   // live updates
 
   function connectLive() {
@@ -1425,8 +2736,13 @@
       canvas.classList.remove('dragging');
       if (wasClick && ev.type === 'pointerup' && app.view) {
         const d = hitTest(ev.offsetX, ev.offsetY);
-        if (d) selectId(d.id, ev.shiftKey || ev.metaKey || ev.ctrlKey);
-        else if (!ev.shiftKey) setSelection([]);
+        if (d) {
+          showDetails(d);
+          selectId(d.id, ev.shiftKey || ev.metaKey || ev.ctrlKey);
+        } else if (!ev.shiftKey) {
+          hideDetails();
+          setSelection([]);
+        }
       }
     };
     canvas.addEventListener('pointerup', end);
@@ -1528,6 +2844,19 @@
     rowEvents();
     keyEvents();
     buttons();
+    timeEvents();
+    tabEvents();
+    toolEvents();
+    sessionEvents();
+    $('details-close').addEventListener('click', hideDetails);
+    $('dataset-csv').addEventListener('click', downloadCsv);
+    for (const [id, key] of [['unit-dist', 'dist'], ['unit-speed', 'speed']]) {
+      $(id).addEventListener('change', () => {
+        app.units[key] = $(id).value;
+        const d = app.datasets.find((x) => x.id === app.datasetShown);
+        renderDataset(d || null);
+      });
+    }
     resize();
     // The page arrives with the session state and the config embedded, so an open plot is asked
     // for at once; without them (an old page, a proxy) they are fetched.
@@ -1549,6 +2878,8 @@
     }
     try {
       app.config = boot && boot.config ? boot.config : await api('GET', '/api/config');
+      // Without a model the palette is where the person works: show it first.
+      showTab(app.config.chat.configured ? 'chat' : 'tools');
       if (app.config.chat.configured) {
         chatMsg('info', `Ask in plain words, e.g. “colour the submarine track red”. Edits ask you first and stay unsaved until you Save. Model: ${app.config.chat.description || 'configured'}.`);
         setChatEnabled(true);
@@ -1561,6 +2892,7 @@
     }
     connectLive();
     search('');
+    loadTools();
   }
 
   // A point on the canvas (CSS px) where a click picks this feature: the first of its vertices,
@@ -1588,8 +2920,22 @@
     const d = app.byId.get(id);
     return d ? d.color : null;
   };
-  window.__workbench.pixel = (x, y) => Array.from(ctx.getImageData(Math.round(x * dpr), Math.round(y * dpr), 1, 1).data);
+  window.__workbench.pixel = (x, y) => Array.from(mainCtx.getImageData(Math.round(x * dpr), Math.round(y * dpr), 1, 1).data);
   window.__workbench.zoomAt = zoomAt;
+  window.__workbench.setTime = setTime;
+  window.__workbench.screenOf = (lon, lat) => ({ x: X(lon), y: Y(lat) });
+  window.__workbench.markerOf = (id) => {
+    const d = app.byId.get(id);
+    return d && d.marker ? { x: d.marker.x, y: d.marker.y, lon: d.marker.lon, lat: d.marker.lat, course: d.marker.course, speed: d.marker.speed } : null;
+  };
+  // Screen centre and half-axes (CSS px) of a circle/ellipse drawn to scale.
+  window.__workbench.circleOf = (id) => {
+    const d = app.byId.get(id);
+    if (!d || !d.circle || !app.view) return null;
+    const c = d.circle;
+    const s = app.view.s / M_PER_DEG;
+    return { x: X(c.lon), y: Y(c.lat), rx: c.a * s * (app.view.k / Math.max(0.05, Math.cos((c.lat * Math.PI) / 180))), ry: c.a * s, metres: c.a, pxPerDegLat: app.view.s };
+  };
   window.__workbench.prepare = prepare;
   window.__workbench.isoMs = isoMs;
   window.__workbench.panBy = panBy;

@@ -12,6 +12,7 @@
 const { chromium } = require('playwright-core');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
+const { execFile } = require('node:child_process');
 const path = require('node:path');
 
 const BASE = process.env.WORKBENCH_URL;
@@ -19,6 +20,8 @@ const BASE_NO_CHAT = process.env.WORKBENCH_URL_NO_CHAT;
 // Both workbenches answer only requests with this token; the first visit swaps it for a cookie.
 const TOKEN = process.env.WORKBENCH_TOKEN;
 const STORE = process.env.STORE_DIR;
+const STORE_NO_CHAT = process.env.STORE_DIR_NO_CHAT;
+const MCP_PYTHON = process.env.MCP_PYTHON;
 const OUT = process.env.ARTIFACTS;
 const EXE = process.env.CHROMIUM || '/usr/bin/chromium';
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
@@ -137,6 +140,335 @@ function savedColour(id) {
   return f.properties.style.line.color;
 }
 
+function noChatFile() {
+  return JSON.parse(fs.readFileSync(path.join(STORE_NO_CHAT, 'alpha-day1', 'features.geojson'), 'utf8'));
+}
+
+function noChatColour(id) {
+  return noChatFile().features.find((x) => x.id === id).properties.style.line.color;
+}
+
+// The magenta of the test's circles and sensor line, as [r, g, b] ± a little antialiasing.
+function magenta([r, g, b]) {
+  return r > 170 && b > 170 && g < 110;
+}
+
+async function pixel(page, x, y) {
+  return page.evaluate(({ x, y }) => window.__workbench.pixel(x, y), { x, y });
+}
+
+// Whether any pixel within `tol` px of (x, y) is magenta.
+async function magentaNear(page, x, y, tol = 2) {
+  return page.evaluate(({ x, y, tol }) => {
+    for (let dx = -tol; dx <= tol; dx++) {
+      for (let dy = -tol; dy <= tol; dy++) {
+        const [r, g, b] = window.__workbench.pixel(x + dx, y + dy);
+        if (r > 170 && b > 170 && g < 110) return true;
+      }
+    }
+    return false;
+  }, { x, y, tol });
+}
+
+function runPython(args, env) {
+  return new Promise((resolve, reject) => {
+    execFile(MCP_PYTHON, args, { cwd: __dirname, env: { ...process.env, ...env }, timeout: 60000 }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`${err.message}\n${stdout}\n${stderr}`));
+      else resolve(stdout);
+    });
+  });
+}
+
+// The workbench without a model: the tool palette, the time-aware map, circles to scale, and an
+// HTTP MCP client's private session listed and saved from the page.
+async function analystChecks(page) {
+  const ALPHA_T0 = Date.parse('2026-03-01T00:00:00Z');
+  await page.locator('#pane-tools:not([hidden])').waitFor();
+  assert.equal(await page.getAttribute('#tab-tools', 'aria-selected'), 'true', 'without a model the palette is shown first');
+  await openFromSearch(page, 'alpha', 'Exercise Alpha — Day 1', ALPHA);
+
+  // --- the tool palette: every registry tool, with its description -----------------------
+  log('palette: track-stats with no model');
+  await page.locator('#tool-list li[data-tool="track-stats"]').waitFor();
+  const toolCount = await page.locator('#tool-list li').count();
+  const registry = await page.evaluate(() => fetch('/api/tools').then((r) => r.json()));
+  assert.equal(toolCount, registry.tools.length, 'the palette lists every registry tool');
+  assert.ok(toolCount >= 10, `the palette lists ${toolCount} tools`);
+  assert.match(await page.innerText('#tool-list li[data-tool="track-stats"]'), /analysis/);
+  assert.match(await page.innerText('#tool-list li[data-tool="set-track-color"]'), /modifies the plot/);
+  await page.click('#tool-list li[data-tool="track-stats"]');
+  // the form comes from the JSON Schema: an enum is a choice with its default
+  const unit = page.locator('#tool-fields select[data-param="distance_unit"]');
+  await unit.waitFor();
+  const unitChoices = await unit.locator('option').allTextContents();
+  assert.ok(unitChoices.includes('nm') && unitChoices.includes('km'), unitChoices.join());
+  assert.equal(await unit.inputValue(), 'nm', 'the schema default is preselected');
+  await page.check('input[name="tool-target"][value="pick"]');
+  await page.selectOption('#tool-targets', 'track-nelson');
+  await page.click('#tool-run');
+  await waitFor(page, () => document.getElementById('tool-result').dataset.status === 'ok' && /Ran Track Stats/.test(document.getElementById('tool-result').textContent), null, 'track-stats result');
+  assert.equal(await page.locator('#confirm-dialog[open]').count(), 0, 'an analysis asks nothing');
+  await waitFor(page, () => /track-stats/.test(document.getElementById('dataset-summary').textContent), null, 'the Results panel shows track-stats');
+  const statsTable = await page.innerText('#dataset-table');
+  assert.match(statsTable, /distance \(nm\)/, 'metres shown in nm, labelled');
+  assert.match(statsTable, /average speed \(kn\)/, 'speed labelled in knots');
+  const nm = Number(/distance \(nm\)\s+([\d.]+)/.exec(statsTable)[1]);
+  const ds = await page.evaluate(() => fetch('/api/datasets').then((r) => r.json()));
+  const stats = ds.datasets.find((d) => d.toolId === 'track-stats');
+  assert.equal(stats.plotId, ALPHA, 'the result is scoped to its plot');
+  assert.ok(Math.abs(nm - stats.data.distance_m / 1852) < 0.01, `distance ${nm} nm vs ${stats.data.distance_m} m`);
+  // CSV export of the shown table
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#dataset-csv')]);
+  const csvPath = path.join(OUT, 'track-stats.csv');
+  await download.saveAs(csvPath);
+  const csv = fs.readFileSync(csvPath, 'utf8');
+  assert.match(csv.split('\r\n')[0], /^field,value$/);
+  assert.match(csv, /distance \(nm\),/);
+  // switch the distance unit: the table follows
+  await page.selectOption('#unit-dist', 'km');
+  assert.match(await page.innerText('#dataset-table'), /distance \(km\)/);
+  await page.selectOption('#unit-dist', 'nm');
+  await screenshot(page, 'palette-results-track-stats');
+
+  log('palette: set-track-color with no model');
+  await page.click('#tool-list li[data-tool="set-track-color"]');
+  const colour = page.locator('#tool-fields [data-param="color"]');
+  await colour.waitFor();
+  assert.equal(await colour.getAttribute('required'), '', 'a required parameter is marked required');
+  await colour.fill('red');
+  await page.check('input[name="tool-target"][value="pick"]');
+  await page.selectOption('#tool-targets', 'track-contact');
+  const v0 = activeOf(await serverState(page)).version;
+  await page.click('#tool-run');
+  const dlg = await waitDialog(page);
+  assert.match(dlg.title, /Set Track Color/);
+  assert.match(dlg.body, /Contact/);
+  assert.match(dlg.body, /red/);
+  assert.doesNotMatch(dlg.body, /\{"/, 'the confirmation is plain language');
+  assert.equal(activeOf(await serverState(page)).version, v0, 'nothing applied before the answer');
+  await screenshot(page, 'palette-confirm');
+  await page.click('#confirm-approve');
+  await waitFor(page, () => window.__workbench.drawnColor('track-contact') === 'red', null, 'the palette edit drawn');
+  await waitFor(page, () => document.getElementById('dirty').dataset.dirty === 'true', null, 'the palette edit is dirty');
+  const undoText = await page.textContent('#btn-undo');
+  assert.match(undoText, /^Undo: Set line colour red on Contact/, `Undo names the step: ${undoText}`);
+  assert.equal(noChatColour('track-contact'), '#708090', 'nothing written before Save');
+  await screenshot(page, 'palette-undo-named');
+  // Undo, then run again, then Save
+  await page.click('#btn-undo');
+  await waitFor(page, () => window.__workbench.drawnColor('track-contact') === '#708090', null, 'Undo restores');
+  await page.locator('#toast:not([hidden])', { hasText: 'Undid: Set line colour red on Contact' }).waitFor();
+  await page.click('#tool-run');
+  await waitDialog(page);
+  await page.click('#confirm-approve');
+  await waitFor(page, () => document.getElementById('dirty').dataset.dirty === 'true', null, 'dirty again');
+  await page.click('#btn-save');
+  await waitFor(page, () => document.getElementById('dirty').dataset.dirty === 'false', null, 'saved');
+  assert.equal(noChatColour('track-contact'), 'red', 'Save wrote the palette edit');
+  // the activity log names who did what
+  await page.click('#tab-sessions');
+  await waitFor(page, () => document.querySelectorAll('#activity-list li[data-action]').length >= 4, null, 'the activity log');
+  const activity = await page.innerText('#activity-list');
+  assert.match(activity, /tool palette \(this page\)\s+edit: Set line colour red on Contact/);
+  assert.match(activity, /you \(this page\)\s+undo: Set line colour red on Contact/);
+  assert.match(activity, /you \(this page\)\s+save:/);
+
+  // --- the time controller ----------------------------------------------------------------
+  log('time controller');
+  await page.click('#tab-narrative');
+  assert.equal(await page.isHidden('#timebar'), false, 'the time controller is shown');
+  assert.equal(await page.textContent('#time-now'), '2026-03-01 00:00:00Z');
+  const at = async (iso) => {
+    await page.evaluate((t) => window.__workbench.setTime(Date.parse(t)), iso);
+    await page.waitForTimeout(60);
+    return page.evaluate(() => window.__workbench.markerOf('track-nelson'));
+  };
+  const m1 = await at('2026-03-01T01:00:00Z');
+  const m2 = await at('2026-03-01T05:00:00Z');
+  assert.ok(m1 && m2, 'Nelson has a marker');
+  assert.ok(Math.hypot(m2.x - m1.x, m2.y - m1.y) > 20, `the marker moved with the time: ${JSON.stringify([m1, m2])}`);
+  const feat = noChatFile().features.find((f) => f.id === 'track-nelson');
+  const k = feat.properties.positions.findIndex((q) => Date.parse(q.time) === Date.parse('2026-03-01T05:00:00Z'));
+  assert.ok(k >= 0);
+  assert.ok(Math.abs(m2.lon - feat.geometry.coordinates[k][0]) < 1e-9 && Math.abs(m2.lat - feat.geometry.coordinates[k][1]) < 1e-9, 'the marker is at the 05:00 position');
+  assert.equal(m2.course, feat.properties.positions[k].course, 'with its course');
+  // step buttons and slider
+  const before = await page.evaluate(() => window.__workbench.app.time.now);
+  await page.click('#time-fwd');
+  const after = await page.evaluate(() => window.__workbench.app.time.now);
+  assert.equal(after - before, await page.evaluate(() => window.__workbench.app.time.step), 'a step forward moves one step');
+  // narrative: the entry at the current time is highlighted
+  await at('2026-03-01T03:15:00Z');
+  await waitFor(page, () => {
+    const li = document.querySelector('#narrative-list li.current');
+    return li && /Possub bearing 070/.test(li.textContent) && /HMS Collingwood/.test(li.textContent);
+  }, null, 'the 03:10 entry highlighted at 03:15');
+  await screenshot(page, 'narrative-highlight');
+  // click-to-jump
+  await page.click('#narrative-list li:has-text("FINEX")');
+  assert.equal(await page.textContent('#time-now'), '2026-03-01 11:40:00Z', 'clicking an entry jumps to its time');
+  assert.equal(await page.locator('#narrative-list li.current').count(), 1);
+  assert.match(await page.innerText('#narrative-list li.current'), /FINEX/);
+
+  // the sensor bearing line from Nelson's position at 03:00, shown only around its time
+  const nelson0300 = await at('2026-03-01T03:00:00Z');
+  const mid = await page.evaluate(({ lon, lat }) => {
+    const wb = window.__workbench;
+    const dlon = 4630 / (111320 * Math.cos((lat * Math.PI) / 180));
+    return wb.screenOf(lon + dlon, lat);
+  }, nelson0300);
+  await page.evaluate(() => window.__workbench.draw());
+  assert.ok(await magentaNear(page, mid.x, mid.y), 'the bearing line is drawn at 03:00');
+  await screenshot(page, 'time-0300-sensor');
+  await at('2026-03-01T05:00:00Z');
+  await page.evaluate(() => window.__workbench.draw());
+  assert.ok(!(await magentaNear(page, mid.x, mid.y)), 'and gone at 05:00');
+  // the dynamic circle only in its interval
+  const dyn = await page.evaluate(() => window.__workbench.circleOf('circle-dynamic'));
+  await at('2026-03-01T07:00:00Z');
+  assert.ok(await magentaNear(page, dyn.x, dyn.y - dyn.ry), 'the dynamic circle is shown at 07:00');
+  await at('2026-03-01T09:00:00Z');
+  assert.ok(!(await magentaNear(page, dyn.x, dyn.y - dyn.ry)), 'and hidden at 09:00');
+
+  // --- a circle drawn with its real radius, at two zoom levels -----------------------------
+  log('circle to scale');
+  const checkCircle = async (name) => {
+    await page.evaluate(() => window.__workbench.draw());
+    const c = await page.evaluate(() => {
+      const wb = window.__workbench;
+      const f = wb.app.byId.get('circle-rep');
+      const [lon, lat] = f.props.center;
+      // the map's own projection of the centre and of a point 5000 m north of it
+      const a = wb.screenOf(lon, lat), b = wb.screenOf(lon, lat + 5000 / 111320);
+      return { x: a.x, y: a.y, r: a.y - b.y };
+    });
+    assert.ok(c.r > 6, `radius ${c.r} px is more than a dot`);
+    const north = await magentaNear(page, c.x, c.y - c.r, 2);
+    const east = await magentaNear(page, c.x + c.r, c.y, 2);
+    const inside = await magentaNear(page, c.x, c.y - c.r / 2, 1);
+    assert.ok(north && east, `the ring is at the 5000 m radius (${c.r.toFixed(1)} px): north ${north}, east ${east}`);
+    assert.ok(!inside, 'the circle is a ring, not a blob');
+    await screenshot(page, name);
+    return c.r;
+  };
+  const cz = await page.evaluate(() => window.__workbench.circleOf('circle-rep'));
+  await page.evaluate(({ x, y }) => window.__workbench.zoomAt(1, x, y), cz);
+  const r1 = await checkCircle('circle-zoom-1');
+  await page.evaluate(() => {
+    const wb = window.__workbench;
+    const c = wb.circleOf('circle-rep');
+    wb.zoomAt(3, c.x, c.y);
+  });
+  const r2 = await checkCircle('circle-zoom-2');
+  assert.ok(Math.abs(r2 / r1 - 3) < 0.05, `zooming ×3 makes the ring ×3 (${r1} → ${r2})`);
+  // its details: the radius, in nm
+  const ring = await page.evaluate(() => window.__workbench.circleOf('circle-rep'));
+  const mbox = await page.locator('#map').boundingBox();
+  await page.mouse.click(mbox.x + ring.x, mbox.y + ring.y - ring.ry);
+  await page.locator('#details:not([hidden])').waitFor();
+  assert.match(await page.innerText('#details'), /Radius\s+2\.70 nm \(5000 m\)/);
+  await page.click('#zoom-fit');
+
+  // --- an HTTP MCP client (2025-11-25) edits in its own session; the page lists and saves it ---
+  log('MCP session in the session list');
+  await page.click('#tab-sessions');
+  const out = await runPython(['mcp_legacy_edit.py', `${BASE_NO_CHAT}/mcp`, 'yellow'], { TOOLGATE_TOKEN: TOKEN });
+  const res = JSON.parse(out.trim().split('\n').pop());
+  assert.equal(res.protocol, '2025-11-25', 'the client spoke the 2025-11-25 protocol');
+  assert.equal(res.opened, ALPHA);
+  assert.match(res.reply, /Applied Set Track Color/);
+  assert.equal(res.asked.length, 1, 'the client was asked to confirm');
+  const row = page.locator('#session-list li', { hasText: 'e2e-legacy-client' });
+  await row.waitFor({ timeout: 10000 });
+  const rowText = await row.innerText();
+  assert.match(rowText, /MCP over HTTP \(2025-11-25\)/);
+  assert.match(rowText, /Plot: Exercise Alpha — Day 1/);
+  assert.match(rowText, /Unsaved changes — last step: Set line colour yellow on HMS Collingwood/);
+  assert.equal(await page.isHidden('#sessions-badge'), false, 'the tab shows a session with unsaved changes');
+  // its edit is in the activity log under the client's name; the page's own plot is untouched
+  await waitFor(page, () => /e2e-legacy-client\/1\.0\s+edit: Set line colour yellow on HMS Collingwood/.test(document.getElementById('activity-list').innerText), null, 'the client named in the activity log');
+  assert.equal(await colourOf(page, 'track-collingwood'), '#008000');
+  // review it on the map
+  await row.getByRole('button', { name: /Review/ }).click();
+  await waitFor(page, () => window.__workbench.drawnColor('track-collingwood') === 'yellow', null, 'the reviewed session drawn');
+  assert.match(await page.textContent('#review-text'), /e2e-legacy-client/);
+  assert.equal(await page.getAttribute('#dirty', 'data-dirty'), 'true');
+  await screenshot(page, 'mcp-session-listed');
+  assert.equal(noChatColour('track-collingwood'), '#008000', 'nothing written by the agent');
+  await row.getByRole('button', { name: /^Save/ }).click();
+  await waitFor(page, () => {
+    const li = [...document.querySelectorAll('#session-list li')].find((x) => /e2e-legacy-client/.test(x.textContent));
+    return li && /Saved/.test(li.querySelector('.sd').textContent);
+  }, null, 'the session saved');
+  assert.equal(noChatColour('track-collingwood'), 'yellow', 'Save from the session list wrote the agent\'s edit');
+  await waitFor(page, () => /you \(this page\)\s+save: saved to/.test(document.getElementById('activity-list').innerText), null, 'the save in the log');
+  await screenshot(page, 'mcp-session-saved');
+  await page.click('#review-exit');
+  await waitFor(page, () => !window.__workbench.app.review, null, 'back to the page session');
+
+  // --- frame times while playing on the 260-feature plot ----------------------------------
+  log('play on the bulk plot');
+  await page.click('#tab-narrative');
+  await openFromSearch(page, 'bulk', 'Bulk Tracks', BULK);
+  const probe = await page.evaluate(async () => {
+    const wb = window.__workbench;
+    const run = async (f) => {
+      const out = [];
+      let last = performance.now();
+      for (let i = 0; i < 40; i++) {
+        await new Promise((res) => requestAnimationFrame(res));
+        const now = performance.now();
+        out.push(now - last);
+        last = now;
+        f(i);
+      }
+      return out.slice(1).reduce((a, b) => a + b, 0) / 39;
+    };
+    const idle = await run(() => {});
+    const redraw = await run(() => wb.draw());
+    const t = wb.app.time;
+    const stepping = await run((i) => wb.setTime(t.start + i * 60000));
+    wb.app.probeNoText = true;
+    const noText = await run(() => wb.draw());
+    wb.app.probeNoText = false;
+    wb.app.probeNoDynamic = true;
+    const blitOnly = await run(() => wb.draw());
+    wb.app.probeNoDynamic = false;
+    return { idle, redraw, stepping, noText, blitOnly };
+  });
+  log('frame probe (mean ms per frame)', JSON.stringify(probe));
+  const perf = await page.evaluate(async () => {
+    const wb = window.__workbench;
+    const n0 = wb.stats.draws.length;
+    document.getElementById('time-step').value = '60000';
+    document.getElementById('time-step').dispatchEvent(new Event('change'));
+    wb.setTime(wb.app.time.start);
+    document.getElementById('time-play').click();
+    const out = [];
+    let last = performance.now();
+    const t0 = last;
+    const m0 = wb.markerOf(wb.app.drawables.find((d) => d.kind === 'TRACK').id);
+    while (performance.now() - t0 < 3000) {
+      await new Promise((res) => requestAnimationFrame(res));
+      const now = performance.now();
+      out.push(now - last);
+      last = now;
+    }
+    const m1 = wb.markerOf(wb.app.drawables.find((d) => d.kind === 'TRACK').id);
+    const moved = m0 && m1 ? Math.hypot(m1.x - m0.x, m1.y - m0.y) : 0;
+    document.getElementById('time-play').click();
+    return { intervals: out.slice(1), draws: wb.stats.draws.slice(n0), moved, features: wb.app.drawables.length };
+  });
+  metrics.playFrameIntervalMs = stat(perf.intervals);
+  metrics.playDrawMs = stat(perf.draws);
+  metrics.playFps = Math.round((1000 / metrics.playFrameIntervalMs.mean) * 10) / 10;
+  metrics.playFeatures = perf.features;
+  log('playing: frame interval (ms)', JSON.stringify(metrics.playFrameIntervalMs), 'draw (ms)', JSON.stringify(metrics.playDrawMs), 'fps', metrics.playFps);
+  assert.ok(perf.moved > 0, 'the markers moved while playing');
+  assert.ok(perf.draws.length >= perf.intervals.length - 1, `every frame drew the map (${perf.draws.length} draws, ${perf.intervals.length} frames)`);
+  await screenshot(page, 'play-bulk');
+}
+
 async function main() {
   assert.ok(BASE && BASE_NO_CHAT && TOKEN && STORE && OUT, 'WORKBENCH_URL, WORKBENCH_URL_NO_CHAT, WORKBENCH_TOKEN, STORE_DIR and ARTIFACTS must be set');
   fs.mkdirSync(OUT, { recursive: true });
@@ -202,7 +534,10 @@ async function main() {
   // The target: the open plot drawn within 500 ms of the page's load event. Opening a plot that
   // is not open yet also parses its file on the server (seconds in an unoptimised test build),
   // so that number is reported and only bounded loosely.
-  assert.ok(metrics.firstRenderAfterLoadEventMs <= 500, `first render ${metrics.firstRenderAfterLoadEventMs} ms after the load event > 500 ms`);
+  // 500 ms is the target; E2E_FIRST_RENDER_MS lets a machine known to be overloaded (shared
+  // build hosts) report the number without failing here. browser.rs checks the same bound.
+  const firstBound = Number(process.env.E2E_FIRST_RENDER_MS || 500);
+  assert.ok(metrics.firstRenderAfterLoadEventMs <= firstBound, `first render ${metrics.firstRenderAfterLoadEventMs} ms after the load event > ${firstBound} ms`);
   assert.ok(metrics.openToRenderMs <= 15000, `open → first render ${metrics.openToRenderMs} ms`);
 
   log('pan/zoom');
@@ -437,7 +772,8 @@ async function main() {
   await page.locator('#dataset-chart svg path.s1').waitFor();
   assert.match(await page.textContent('#dataset-summary'), /range-bearing/);
   const headers = await page.locator('#dataset-table th').allTextContents();
-  assert.ok(headers.includes('range_m') && headers.includes('bearing_deg'), headers.join());
+  // labelled units, nm and degrees by default (the tool's data is in metres)
+  assert.ok(headers.includes('range (nm)') && headers.includes('bearing (°)'), headers.join());
   await screenshot(page, 'results-1280x800');
 
   // --- layout at both sizes, keyboard focus -------------------------------------------------
@@ -466,7 +802,7 @@ async function main() {
   await page.goto(BASE, { waitUntil: 'load' });
   await waitFor(page, () => document.getElementById('map').dataset.plot, null, 'plot drawn after navigation');
   const visited = [];
-  for (let i = 0; i < 40; i++) {
+  for (let i = 0; i < 70; i++) {
     await page.keyboard.press('Tab');
     const f = await page.evaluate(() => {
       const el = document.activeElement;
@@ -500,11 +836,12 @@ async function main() {
   page2.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(`(no-chat page) ${m.text()}`); });
   page2.on('pageerror', (e) => pageErrors.push(`(no-chat page) ${e.message}`));
   await page2.goto(`${BASE_NO_CHAT}/?token=${TOKEN}`, { waitUntil: 'load' });
-  await page2.locator('#chat-log .msg.info').waitFor();
-  assert.match(await page2.innerText('#chat-log'), /toolgate serve --model-url/);
+  await page2.locator('#chat-log .msg.info').waitFor({ state: 'attached' });
+  assert.match(await page2.textContent('#chat-log'), /toolgate serve --model-url/);
   assert.equal(await page2.isDisabled('#chat-input'), true);
   await page2.locator('#results li').first().waitFor();
   await screenshot(page2, 'no-chat-backend');
+  await analystChecks(page2);
   await page2.close();
 
   await page.close();

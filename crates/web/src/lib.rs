@@ -13,12 +13,19 @@
 //! | `GET /api/events` | server-sent `state` events whenever that state changes (live updates) |
 //! | `POST /api/catalog/search` | catalogue search `{text?, startTime?, endTime?, platforms?, bbox?, limit?}` |
 //! | `POST /api/plots/open` | `{plotId}` opens (or focuses) a plot |
-//! | `GET /api/plot?plotId=&view=` | a plot's features (GeoJSON), bbox and inventory; default the active plot; `view=map` trims track positions to their times |
+//! | `GET /api/plot?plotId=&view=` | a plot's features (GeoJSON), bbox and inventory; default the active plot; `view=map` trims track positions to their times, with `position_courses`/`position_speeds` arrays beside them |
 //! | `POST /api/select` | `{plotId?, ids}` sets the selection the agent tools use |
 //! | `POST /api/undo`, `/api/redo`, `/api/revert`, `/api/save` | `{plotId?}`; save is a person's action only |
 //! | `GET /api/datasets` | analytical results for the Results panel |
 //! | `POST /api/chat` | `{utterance}` → server-sent [`ChatEvent`]s of one turn |
-//! | `POST /api/chat/confirm` | `{id, answer: "approve" \| "decline"}` answers a confirmation |
+//! | `POST /api/chat/confirm` | `{id, answer: "approve" \| "decline"}` answers a confirmation (the chat's and the palette's) |
+//! | `GET /api/tools` | the registry's tools for the palette: id, title, description, JSON Schema, whether it modifies the plot |
+//! | `POST /api/tools/run` | `{toolId, params?, featureIds?, scope?, plotId?}` → server-sent events of one run through the same gate as the agents (`confirmationAsked` for a mutation, then `toolCallFinished`, `final`) |
+//! | `GET /api/sessions` | every session of this instance: the page's own and each MCP client's (client, how it connected, open plots with dirty state) |
+//! | `GET /api/activity` | the activity log: each applied edit, undo, redo, save and revert (who, what, plot, session, when) |
+//!
+//! `GET /api/plot` and the undo/redo/revert/save bodies take an optional `session` (an id from
+//! `/api/sessions`) to review or act on another session's plot; the default is the page's own.
 //!
 //! Every error is a 4xx/5xx with `{"error": "...", "code": "..."}`.
 //!
@@ -50,6 +57,7 @@ use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
 use toolgate_core::AccessToken;
 use toolgate_core::flow::Answer;
+use toolgate_plot::activity::{Action, SessionDirectory, acting_as};
 use toolgate_plot::agent::Debrief;
 use toolgate_plot::search::{self, SearchQuery};
 use toolgate_plot::session::Session;
@@ -57,7 +65,13 @@ use toolgate_plot::session::Session;
 pub use chat::{ChatBackend, ChatEvent, Pending, WebConfirmer};
 pub use error::ApiError;
 use error::{ApiJson, ApiQuery, Shape};
-pub use views::{InventoryRow, PlotState, StateView};
+pub use views::{InventoryRow, PlotState, SessionBrief, SessionView, StateView};
+
+/// The id of the page's own session in the session list.
+pub const WORKBENCH_SESSION: &str = "workbench";
+
+/// Who the activity log names for runs from the page's tool palette.
+pub const PALETTE_ACTOR: &str = "tool palette (this page)";
 
 /// What the chat panel says when no model is configured.
 pub const DEFAULT_CHAT_HINT: &str = "No chat model is configured, so the chat panel is off (the rest of the workbench works). Start the workbench with a local OpenAI-compatible model server, e.g. `toolgate serve --model-url http://127.0.0.1:8080/v1 --model <name>`; MCP clients (VS Code, Claude Code) can also drive this plot through the MCP endpoint.";
@@ -84,12 +98,15 @@ pub struct WebState {
     token: AccessToken,
     /// Serialised plot bodies, newest last.
     plot_cache: Arc<std::sync::Mutex<Vec<CachedBody>>>,
+    /// Every session of this instance and the activity log.
+    directory: Arc<SessionDirectory>,
 }
 
 type CachedBody = (CacheKey, Arc<[u8]>);
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct CacheKey {
+    session: String,
     plot_id: String,
     map_only: bool,
     version: u64,
@@ -100,6 +117,14 @@ impl WebState {
     /// A workbench over `debrief` without a chat backend, answering only requests that present
     /// `token`.
     pub fn new(debrief: Arc<Debrief>, token: AccessToken) -> Self {
+        let directory = Arc::new(SessionDirectory::new());
+        directory.register(
+            Some(WORKBENCH_SESSION),
+            "workbench",
+            "this page (chat and tool palette)",
+            "chat",
+            debrief.clone(),
+        );
         Self {
             debrief,
             chat: None,
@@ -116,7 +141,35 @@ impl WebState {
             ],
             token,
             plot_cache: Arc::default(),
+            directory,
         }
+    }
+
+    /// Every session of this instance and the activity log: give it to the MCP server
+    /// (`McpShared::directory`) so its clients' sessions are listed on the page.
+    pub fn directory(&self) -> &Arc<SessionDirectory> {
+        &self.directory
+    }
+
+    /// The session `id` names (`None` or `workbench`: the page's own).
+    fn debrief_for(&self, id: Option<&str>) -> Result<Arc<Debrief>, ApiError> {
+        match id {
+            None | Some(WORKBENCH_SESSION) => Ok(self.debrief.clone()),
+            Some(id) => self.directory.get(id).ok_or_else(|| {
+                ApiError::not_found(format!(
+                    "No session \"{id}\" is listed (it may have ended with nothing unsaved). GET /api/sessions lists the sessions."
+                ))
+            }),
+        }
+    }
+
+    /// The session list.
+    pub fn session_views(&self) -> Vec<SessionView> {
+        self.directory
+            .sessions()
+            .iter()
+            .map(|l| SessionView::of(l, Arc::ptr_eq(&l.debrief, &self.debrief)))
+            .collect()
     }
 
     /// Answer the chat panel with `backend`.
@@ -177,7 +230,14 @@ impl WebState {
     /// The state the live stream sends.
     pub fn snapshot(&self) -> StateView {
         let datasets = self.debrief.dataset_count();
-        StateView::of(&self.session(), datasets)
+        let mut view = StateView::of(&self.session(), datasets);
+        view.sessions = self
+            .session_views()
+            .iter()
+            .map(SessionView::brief)
+            .collect();
+        view.activity = self.directory.log().last_seq();
+        view
     }
 }
 
@@ -202,6 +262,10 @@ pub fn router(state: WebState) -> Router {
         .route("/api/datasets", get(datasets))
         .route("/api/chat", post(chat))
         .route("/api/chat/confirm", post(confirm))
+        .route("/api/tools", get(tools))
+        .route("/api/tools/run", post(run_tool))
+        .route("/api/sessions", get(sessions))
+        .route("/api/activity", get(activity))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(state.clone(), guard))
@@ -575,7 +639,10 @@ async fn open_plot(
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct PlotQuery {
     plot_id: Option<String>,
-    /// `map`: track positions carry only their times (what the page draws).
+    /// A session id from `/api/sessions` (default: the page's own).
+    session: Option<String>,
+    /// `map`: track positions carry only their times; courses and speeds come as arrays beside
+    /// them (what the page draws).
     view: Option<PlotViewKind>,
 }
 
@@ -588,19 +655,23 @@ enum PlotViewKind {
 
 impl Shape for PlotQuery {
     const SHAPE: &'static str =
-        "?plotId=stac://demo/alpha-day1/item.json&view=full|map (both optional)";
+        "?plotId=stac://demo/alpha-day1/item.json&view=full|map&session=mcp-1 (all optional)";
 }
 
 impl Shape for PlotRef {
-    const SHAPE: &'static str =
-        r#"{"plotId": "stac://demo/alpha-day1/item.json"} or {} for the active plot"#;
+    const SHAPE: &'static str = r#"{"plotId": "stac://demo/alpha-day1/item.json", "session": "mcp-1"} (both optional: the active plot of the page's own session)"#;
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct PlotRef {
     plot_id: Option<String>,
+    /// A session id from `/api/sessions` (default: the page's own).
+    session: Option<String>,
 }
+
+/// Who the activity log names for the person's own actions on the page.
+const PERSON: &str = "you (this page)";
 
 fn target(session: &Session, plot_id: Option<String>) -> Result<String, ApiError> {
     match plot_id {
@@ -623,7 +694,8 @@ async fn get_plot(
             format!("could not encode the plot: {e}"),
         )
     };
-    let session = st.session();
+    let debrief = st.debrief_for(q.session.as_deref())?;
+    let session = debrief.session();
     let id = target(&session, q.plot_id)?;
     let plot = session.plot(&id)?;
     // The features only change with the version: serialise them once per version (the page,
@@ -631,6 +703,7 @@ async fn get_plot(
     // at version 1 once more, from its file: the file's modification time tells those apart.
     let map_only = q.view == Some(PlotViewKind::Map);
     let key = CacheKey {
+        session: q.session.unwrap_or_default(),
         plot_id: id.clone(),
         map_only,
         version: plot.doc.version(),
@@ -646,7 +719,9 @@ async fn get_plot(
         Some(c) => c.1.clone(),
         None => {
             let body: Arc<[u8]> = views::plot_body(plot, map_only).map_err(encode)?.into();
-            cache.retain(|c| c.0.plot_id != id || c.0.map_only != map_only);
+            cache.retain(|c| {
+                c.0.plot_id != id || c.0.map_only != map_only || c.0.session != key.session
+            });
             cache.push((key, body.clone()));
             if cache.len() > 4 {
                 cache.remove(0);
@@ -715,17 +790,28 @@ async fn select(
     Ok(Json(st.snapshot()))
 }
 
-/// Run a document action on the target plot and answer with a message and the new state.
+/// Run a document action on the target plot of the session `session` names and answer with a
+/// message and the new state; the action is logged as the person's.
 fn act(
     st: &WebState,
-    plot_id: Option<String>,
+    body: PlotRef,
+    logged: Action,
     action: impl FnOnce(&mut Session, &str) -> Result<String, ApiError>,
 ) -> Result<Json<Value>, ApiError> {
-    let message = {
-        let mut session = st.session();
-        let id = target(&session, plot_id)?;
-        action(&mut session, &id)?
+    let debrief = st.debrief_for(body.session.as_deref())?;
+    let (id, message, label) = {
+        let mut session = debrief.session();
+        let id = target(&session, body.plot_id)?;
+        let label = action(&mut session, &id)?;
+        let message = match (logged, label.is_empty()) {
+            (Action::Undo, true) => "Undid the last change.".to_owned(),
+            (Action::Undo, false) => format!("Undid: {label}"),
+            (_, true) => "Redid the change.".to_owned(),
+            (_, false) => format!("Redid: {label}"),
+        };
+        (id, message, label)
     };
+    debrief.note_activity(Some(PERSON), logged, &id, &label);
     st.notify_changed();
     Ok(Json(json!({"message": message, "state": st.snapshot()})))
 }
@@ -734,37 +820,30 @@ async fn undo(
     State(st): State<WebState>,
     ApiJson(body): ApiJson<PlotRef>,
 ) -> Result<Json<Value>, ApiError> {
-    act(&st, body.plot_id, |s, id| {
-        let label = s.undo(id)?;
-        Ok(if label.is_empty() {
-            "Undid the last change.".to_owned()
-        } else {
-            format!("Undid: {label}")
-        })
-    })
+    act(&st, body, Action::Undo, |s, id| Ok(s.undo(id)?))
 }
 
 async fn redo(
     State(st): State<WebState>,
     ApiJson(body): ApiJson<PlotRef>,
 ) -> Result<Json<Value>, ApiError> {
-    act(&st, body.plot_id, |s, id| {
-        let label = s.redo(id)?;
-        Ok(if label.is_empty() {
-            "Redid the change.".to_owned()
-        } else {
-            format!("Redid: {label}")
-        })
-    })
+    act(&st, body, Action::Redo, |s, id| Ok(s.redo(id)?))
 }
 
 async fn revert(
     State(st): State<WebState>,
     ApiJson(body): ApiJson<PlotRef>,
 ) -> Result<Json<Value>, ApiError> {
-    let id = target(&st.session(), body.plot_id)?;
+    let debrief = st.debrief_for(body.session.as_deref())?;
+    let id = target(&debrief.session(), body.plot_id)?;
     // The file is read off the runtime and without the session lock, as for opening.
-    st.debrief.revert_plot(&id).await?;
+    debrief.revert_plot(&id).await?;
+    debrief.note_activity(
+        Some(PERSON),
+        Action::Revert,
+        &id,
+        "discarded the unsaved changes",
+    );
     st.notify_changed();
     Ok(Json(json!({
         "message": "Reverted to the saved file; unsaved changes were discarded.",
@@ -778,11 +857,19 @@ async fn save(
     State(st): State<WebState>,
     ApiJson(body): ApiJson<PlotRef>,
 ) -> Result<Json<Value>, ApiError> {
-    let id = target(&st.session(), body.plot_id)?;
+    let debrief = st.debrief_for(body.session.as_deref())?;
+    let id = target(&debrief.session(), body.plot_id)?;
     // Checked and written off the runtime and without the session lock.
-    st.debrief.save_plot(&id).await?;
-    let path = st.session().plot(&id)?.doc.path().display().to_string();
+    debrief.save_plot(&id).await?;
+    let path = debrief
+        .session()
+        .plot(&id)?
+        .doc
+        .path()
+        .display()
+        .to_string();
     tracing::info!(plot = %id, %path, "saved");
+    debrief.note_activity(Some(PERSON), Action::Save, &id, &format!("saved to {path}"));
     st.notify_changed();
     Ok(Json(
         json!({"message": format!("Saved to {path}."), "state": st.snapshot()}),
@@ -896,6 +983,117 @@ async fn confirm(
             body.id
         )))
     }
+}
+
+// ------------------------------------------------------------------------------------------------
+// the tool palette, the session list and the activity log
+
+/// The registry's tools for the palette, each with its JSON Schema (the page builds the form
+/// from it) and whether it modifies the plot (then running it asks first).
+async fn tools(State(st): State<WebState>) -> Json<Value> {
+    let registry = st.debrief.registry();
+    let schemas: std::collections::HashMap<&str, &Value> = registry
+        .specs()
+        .map(|s| (s.id.as_str(), &s.input_schema))
+        .collect();
+    let tools: Vec<Value> = registry
+        .listing()
+        .into_iter()
+        .map(|t| {
+            json!({
+                "id": t.id,
+                "title": t.name,
+                "description": t.description,
+                "category": t.category,
+                "mutating": t.mutating,
+                "outputKind": t.output_kind,
+                "inputSchema": schemas.get(t.id.as_str()).copied().cloned().unwrap_or(json!({})),
+            })
+        })
+        .collect();
+    Json(json!({ "tools": tools }))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RunBody {
+    tool_id: String,
+    #[serde(default)]
+    params: serde_json::Map<String, Value>,
+    #[serde(default)]
+    feature_ids: Vec<String>,
+    scope: Option<String>,
+    plot_id: Option<String>,
+}
+
+impl Shape for RunBody {
+    const SHAPE: &'static str = r#"{"toolId": "set-track-color", "params": {"color": "red"}, "featureIds": ["track-contact"], "scope": "all" | "selection", "plotId": "…"} (all but toolId optional)"#;
+}
+
+/// Run one tool from the palette through the same gate an agent's `debrief_runTool` goes
+/// through: validated, targets resolved, a mutation confirmed on the page (the answer comes
+/// back on `/api/chat/confirm`), applied as one undoable step; an analysis fills the Results
+/// panel. Streams `confirmationAsked`/`confirmationClosed`, then `toolCallFinished` and `final`.
+async fn run_tool(
+    State(st): State<WebState>,
+    ApiJson(body): ApiJson<RunBody>,
+) -> Result<Response, ApiError> {
+    let tool_id = body.tool_id.trim().to_owned();
+    if tool_id.is_empty() {
+        return Err(ApiError::bad_request(
+            "\"toolId\" is empty. Choose a tool from GET /api/tools.",
+        ));
+    }
+    let mut input = json!({
+        "toolId": tool_id,
+        "params": body.params,
+        "utterance": format!("{tool_id} run from the workbench tool palette"),
+    });
+    if !body.feature_ids.is_empty() {
+        input["featureIds"] = json!(body.feature_ids);
+    }
+    if let Some(scope) = body.scope {
+        input["scope"] = json!(scope);
+    }
+    if let Some(plot) = body.plot_id {
+        input["plotId"] = json!(plot);
+    }
+    let (tx, rx) = mpsc::channel::<ChatEvent>(16);
+    let confirmer = WebConfirmer::new(st.pending.clone(), tx.clone(), st.confirm_timeout);
+    let debrief = st.debrief.clone();
+    let changed = st.changed;
+    tokio::spawn(async move {
+        let reply = acting_as(PALETTE_ACTOR, debrief.run_tool(&input, &confirmer)).await;
+        let _ = tx
+            .send(ChatEvent::ToolCallFinished {
+                tool: tool_id,
+                result: reply.text.clone(),
+                status: reply.status,
+                reason: reply.reason.clone(),
+            })
+            .await;
+        let _ = tx.send(ChatEvent::Final { text: reply.text }).await;
+        changed.notify_waiters();
+    });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        let ev = rx.recv().await?;
+        let data = serde_json::to_string(&ev).unwrap_or_default();
+        let event = Event::default().event(ev.name()).data(data);
+        Some((Ok::<_, Infallible>(event), rx))
+    });
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response())
+}
+
+/// Every session of this instance: the page's own and each MCP client's.
+async fn sessions(State(st): State<WebState>) -> Json<Value> {
+    Json(json!({ "sessions": st.session_views() }))
+}
+
+/// The activity log, oldest first.
+async fn activity(State(st): State<WebState>) -> Json<Value> {
+    Json(json!({ "entries": st.directory.log().entries() }))
 }
 
 #[cfg(test)]

@@ -16,6 +16,66 @@ pub struct StateView {
     pub plots: Vec<PlotState>,
     /// How many analytical results the Results panel holds.
     pub datasets: usize,
+    /// Every session of this instance (the page's own and each MCP client's), briefly: the
+    /// page fetches `/api/sessions` when this changes.
+    pub sessions: Vec<SessionBrief>,
+    /// The newest activity log entry's seq (0: none).
+    pub activity: u64,
+}
+
+/// A session in the live state: enough to notice a change.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionBrief {
+    pub id: String,
+    pub client: String,
+    pub active_plot: Option<String>,
+    /// Sum of the open plots' versions (changes with every edit, undo, revert).
+    pub versions: u64,
+    pub dirty: bool,
+    pub connected: bool,
+}
+
+/// One session for the session list: who, how, and its open plots' states.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionView {
+    pub id: String,
+    pub client: String,
+    pub via: String,
+    pub created_at: String,
+    pub connected: bool,
+    /// This page's own session.
+    pub workbench: bool,
+    pub active_plot: Option<String>,
+    pub plots: Vec<PlotState>,
+}
+
+impl SessionView {
+    pub fn of(listed: &toolgate_plot::activity::Listed, workbench: bool) -> Self {
+        let session = listed.debrief.session();
+        Self {
+            id: listed.id.clone(),
+            client: listed.client.clone(),
+            via: listed.via.clone(),
+            created_at: listed.created_at.clone(),
+            connected: workbench || listed.connected(),
+            workbench,
+            active_plot: session.active_id().map(str::to_owned),
+            plots: session.open_plots().iter().map(PlotState::of).collect(),
+        }
+    }
+
+    pub fn brief(&self) -> SessionBrief {
+        SessionBrief {
+            id: self.id.clone(),
+            client: self.client.clone(),
+            active_plot: self.active_plot.clone(),
+            versions: self.plots.iter().map(|p| p.version).sum(),
+            dirty: self.plots.iter().any(|p| p.dirty),
+            connected: self.connected,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -56,6 +116,8 @@ impl StateView {
             active_plot: session.active_id().map(str::to_owned),
             plots: session.open_plots().iter().map(PlotState::of).collect(),
             datasets,
+            sessions: Vec::new(),
+            activity: 0,
         }
     }
 }
@@ -152,6 +214,21 @@ impl Serialize for Trimmed<'_> {
                     match inner {
                         Some(at) => map.serialize_entry(k, &Trimmed { value: v, at })?,
                         None => map.serialize_entry(k, v)?,
+                    }
+                    // Course and speed as arrays beside the positions (no key per position):
+                    // what the time controller's markers show, at a third of the bytes.
+                    if inner == Some(Self::POSITIONS)
+                        && let Value::Array(positions) = v
+                    {
+                        for (name, field) in
+                            [("position_courses", "course"), ("position_speeds", "speed")]
+                        {
+                            let column: Vec<&Value> = positions
+                                .iter()
+                                .map(|p| p.get(field).unwrap_or(&Value::Null))
+                                .collect();
+                            map.serialize_entry(name, &column)?;
+                        }
                     }
                 }
                 map.end()
@@ -252,7 +329,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn the_map_view_keeps_only_position_times() {
+    fn the_map_view_keeps_position_times_with_course_and_speed_beside_them() {
         let track = json!({"type": "Feature", "id": "t", "geometry": {"type": "LineString", "coordinates": [[0.0, 1.0], [2.0, 3.0]]},
             "properties": {"kind": "TRACK", "platform_id": "P", "style": {"line": {"color": "red"}},
                 "positions": [{"time": "2026-03-01T00:00:00Z", "course": 1.0, "speed": 2.0}, {"time": "2026-03-01T00:01:00Z", "depth": 3.0}]}});
@@ -273,10 +350,23 @@ mod tests {
         let mut want = track;
         want["properties"]["positions"] =
             json!([{"time": "2026-03-01T00:00:00Z"}, {"time": "2026-03-01T00:01:00Z"}]);
+        // course and speed beside the positions, null where a position has none
+        want["properties"]["position_courses"] = json!([1.0, null]);
+        want["properties"]["position_speeds"] = json!([2.0, null]);
         assert_eq!(map[0], want);
         // key order is kept, and other kinds are untouched
         let keys: Vec<&String> = map[0]["properties"].as_object().unwrap().keys().collect();
-        assert_eq!(keys, ["kind", "platform_id", "style", "positions"]);
+        assert_eq!(
+            keys,
+            [
+                "kind",
+                "platform_id",
+                "style",
+                "positions",
+                "position_courses",
+                "position_speeds"
+            ]
+        );
         assert_eq!(map[1], point);
     }
 }

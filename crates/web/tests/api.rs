@@ -249,6 +249,9 @@ async fn catalogue_search_open_and_plot_features() {
     let fp = feature(&p, "track-nelson")["properties"]["positions"][3].clone();
     assert_eq!(mp, json!({"time": fp["time"]}));
     assert!(fp["course"].is_number());
+    let mprops = &feature(&map, "track-nelson")["properties"];
+    assert_eq!(mprops["position_courses"][3], fp["course"]);
+    assert_eq!(mprops["position_speeds"][3], fp["speed"]);
     assert_eq!(feature(&map, "point-datum-a"), feature(&p, "point-datum-a"));
     assert_eq!(map["inventory"], p["inventory"]);
     let r = get(&st, "/api/plot?view=tiny").await;
@@ -1104,4 +1107,256 @@ async fn a_tool_that_fails_leaves_an_error_entry_in_the_results_panel() {
         "the panel shows the model's error text"
     );
     assert_eq!(entry["plotId"], ALPHA);
+}
+
+async fn run_from_palette(st: &WebState, body: Value) -> axum::response::Response {
+    router(st.clone())
+        .oneshot(authed(
+            Request::post("/api/tools/run")
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(body.to_string()))
+                .unwrap(),
+        ))
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_palette_lists_every_tool_and_runs_them_through_the_agents_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    let st = common::state(dir.path(), false).await;
+
+    // every registry tool, with its description and schema, and whether it asks first
+    let tools = get(&st, "/api/tools").await.json();
+    let tools = tools["tools"].as_array().unwrap();
+    let listing = st.debrief().registry().listing();
+    assert_eq!(tools.len(), listing.len());
+    let by = |id: &str| tools.iter().find(|t| t["id"] == id).unwrap().clone();
+    let stc = by("set-track-color");
+    assert_eq!(stc["mutating"], true);
+    assert!(!stc["description"].as_str().unwrap().is_empty());
+    assert_eq!(stc["inputSchema"]["required"], json!(["color"]));
+    let ts = by("track-stats");
+    assert_eq!(ts["mutating"], false);
+    assert!(
+        ts["inputSchema"]["properties"]["distance_unit"]["enum"]
+            .as_array()
+            .is_some()
+    );
+
+    // no plot: the same refusal an agent gets, nothing run
+    let res = run_from_palette(&st, json!({"toolId": "track-stats"})).await;
+    let mut stream = res.into_body().into_data_stream();
+    let mut buf = String::new();
+    let (_, fin) = next_event(&mut stream, &mut buf, |n, _| n == "toolCallFinished").await;
+    assert_eq!(fin["status"], "refused");
+    assert_eq!(fin["reason"], "no_plot");
+
+    ok(&st, "/api/plots/open", json!({"plotId": ALPHA})).await;
+    // an analysis: no question, a result scoped to its plot
+    let res = run_from_palette(
+        &st,
+        json!({"toolId": "track-stats", "params": {"distance_unit": "km"}, "featureIds": ["track-nelson"]}),
+    )
+    .await;
+    let mut stream = res.into_body().into_data_stream();
+    let mut buf = String::new();
+    let (name, fin) = next_event(&mut stream, &mut buf, |n, _| {
+        n == "toolCallFinished" || n == "confirmationAsked"
+    })
+    .await;
+    assert_eq!(name, "toolCallFinished", "an analysis asks nothing");
+    assert_eq!(fin["status"], "ok", "{fin}");
+    let ds = get(&st, "/api/datasets").await.json();
+    let d = ds["datasets"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(d["toolId"], "track-stats");
+    assert_eq!(d["plotId"], ALPHA);
+    assert_eq!(d["data"]["distance_unit"], "km");
+
+    // invalid parameters are refused before any question
+    let res = run_from_palette(
+        &st,
+        json!({"toolId": "set-track-color", "params": {"color": 7}, "featureIds": ["track-nelson"]}),
+    )
+    .await;
+    let mut stream = res.into_body().into_data_stream();
+    let mut buf = String::new();
+    let (name, fin) = next_event(&mut stream, &mut buf, |n, _| {
+        n == "toolCallFinished" || n == "confirmationAsked"
+    })
+    .await;
+    assert_eq!(name, "toolCallFinished");
+    assert_eq!(fin["status"], "refused");
+
+    // a mutation: the plain-language question, then one undoable, dirty step
+    let res = run_from_palette(
+        &st,
+        json!({"toolId": "set-track-color", "params": {"color": "red"}, "featureIds": ["track-contact"]}),
+    )
+    .await;
+    let mut stream = res.into_body().into_data_stream();
+    let mut buf = String::new();
+    let (_, asked) = next_event(&mut stream, &mut buf, |n, _| n == "confirmationAsked").await;
+    let body = asked["preview"]["body"].as_str().unwrap();
+    assert!(body.contains("Contact") && body.contains("red"), "{body}");
+    assert_eq!(
+        get(&st, "/api/state").await.json()["plots"][0]["dirty"],
+        false
+    );
+    let id = asked["id"].as_str().unwrap();
+    ok(
+        &st,
+        "/api/chat/confirm",
+        json!({"id": id, "answer": "approve"}),
+    )
+    .await;
+    let (_, fin) = next_event(&mut stream, &mut buf, |n, _| n == "toolCallFinished").await;
+    assert_eq!(fin["status"], "ok", "{fin}");
+    let s = get(&st, "/api/state").await.json();
+    assert_eq!(s["plots"][0]["dirty"], true);
+    let label = s["plots"][0]["undoLabel"].as_str().unwrap().to_owned();
+    assert!(
+        label.contains("red") && label.contains("Contact"),
+        "{label}"
+    );
+    assert_eq!(line_colour(&plot(&st).await, "track-contact"), "red");
+
+    // the activity log: who (the palette), what (the step), which plot, which session
+    let log = get(&st, "/api/activity").await.json();
+    let last = log["entries"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["who"], toolgate_web::PALETTE_ACTOR);
+    assert_eq!(last["action"], "edit");
+    assert_eq!(last["what"], label);
+    assert_eq!(last["plotId"], ALPHA);
+    assert_eq!(last["session"], "workbench");
+    let undone = ok(&st, "/api/undo", json!({})).await;
+    assert_eq!(undone["message"], format!("Undid: {label}"));
+    let log = get(&st, "/api/activity").await.json();
+    let last = log["entries"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(
+        (last["action"].as_str(), last["what"].as_str()),
+        (Some("undo"), Some(label.as_str()))
+    );
+
+    // a declined mutation applies nothing
+    let res = run_from_palette(
+        &st,
+        json!({"toolId": "set-track-color", "params": {"color": "blue"}, "featureIds": ["track-contact"]}),
+    )
+    .await;
+    let mut stream = res.into_body().into_data_stream();
+    let mut buf = String::new();
+    let (_, asked) = next_event(&mut stream, &mut buf, |n, _| n == "confirmationAsked").await;
+    let v = get(&st, "/api/state").await.json()["plots"][0]["version"].clone();
+    ok(
+        &st,
+        "/api/chat/confirm",
+        json!({"id": asked["id"], "answer": "decline"}),
+    )
+    .await;
+    let (_, fin) = next_event(&mut stream, &mut buf, |n, _| n == "toolCallFinished").await;
+    assert_eq!(fin["status"], "declined");
+    assert_eq!(
+        get(&st, "/api/state").await.json()["plots"][0]["version"],
+        v
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_sessions_edits_are_listed_reviewed_and_saved_from_the_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let st = common::state(dir.path(), false).await;
+    // the page's own session is listed first
+    let sessions = get(&st, "/api/sessions").await.json();
+    assert_eq!(sessions["sessions"][0]["id"], "workbench");
+    assert_eq!(sessions["sessions"][0]["workbench"], true);
+
+    // an MCP client's private session, as the MCP server registers it
+    let agent = common::debrief(dir.path()).await;
+    let id = st.directory().register(
+        None,
+        "claude-code/2.1.0",
+        "MCP over HTTP (2025-11-25)",
+        "claude-code/2.1.0",
+        agent.clone(),
+    );
+    agent.open_plot(ALPHA).await.unwrap();
+    let reply = toolgate_plot::activity::acting_as(
+        "claude-code/2.1.0",
+        agent.run_tool(
+            &json!({"toolId": "set-track-color", "params": {"color": "yellow"}, "featureIds": ["track-nelson"]}),
+            &Fixed(Answer::Approve),
+        ),
+    )
+    .await;
+    assert!(reply.is_ok(), "{}", reply.text);
+
+    let s = get(&st, "/api/state").await.json();
+    let brief = s["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["id"] == id)
+        .unwrap()
+        .clone();
+    assert_eq!(brief["dirty"], true);
+    assert_eq!(brief["connected"], true);
+    let sessions = get(&st, "/api/sessions").await.json();
+    let listed = sessions["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["id"] == id)
+        .unwrap()
+        .clone();
+    assert_eq!(listed["client"], "claude-code/2.1.0");
+    assert_eq!(listed["via"], "MCP over HTTP (2025-11-25)");
+    assert_eq!(listed["activePlot"], ALPHA);
+    assert_eq!(listed["plots"][0]["dirty"], true);
+    let log = get(&st, "/api/activity").await.json();
+    let last = log["entries"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["who"], "claude-code/2.1.0");
+    assert_eq!(last["session"], id.as_str());
+
+    // review: that session's copy of the plot, not the page's
+    let theirs = get(&st, &format!("/api/plot?session={id}")).await.json();
+    assert_eq!(line_colour(&theirs, "track-nelson"), "yellow");
+    ok(&st, "/api/plots/open", json!({"plotId": ALPHA})).await;
+    assert_ne!(line_colour(&plot(&st).await, "track-nelson"), "yellow");
+
+    // save from the page: that session's edit reaches the file
+    let file = dir.path().join("alpha-day1").join("features.geojson");
+    ok(&st, "/api/save", json!({"session": id})).await;
+    let saved: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let nelson = toolgate_test_support::feature_by_id(&saved, "track-nelson").unwrap();
+    assert_eq!(nelson["properties"]["style"]["line"]["color"], "yellow");
+    assert!(!agent.session().active().unwrap().doc.is_dirty());
+    let log = get(&st, "/api/activity").await.json();
+    let last = log["entries"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(
+        (last["who"].as_str(), last["action"].as_str()),
+        (Some("you (this page)"), Some("save"))
+    );
+
+    // disconnected with nothing unsaved, it stays listed for a while, marked so
+    drop(agent);
+    let sessions = get(&st, "/api/sessions").await.json();
+    let listed = sessions["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["id"] == id)
+        .unwrap()
+        .clone();
+    assert_eq!(listed["connected"], false);
+
+    // an unknown session is a clear 404
+    let r = post(&st, "/api/save", json!({"session": "mcp-999"})).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert!(
+        r.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("GET /api/sessions")
+    );
 }
