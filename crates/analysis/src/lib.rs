@@ -25,7 +25,6 @@ pub mod catalogue;
 mod common;
 mod shape;
 mod style;
-mod track;
 mod zones;
 
 #[cfg(test)]
@@ -70,16 +69,6 @@ const TOOLS: &[Tool] = &[
         id: style::SYMBOL_INTERVAL,
         spec: style::symbol_interval_spec,
         run: style::symbol_interval,
-    },
-    Tool {
-        id: track::GENERATE_COURSES_SPEEDS,
-        spec: track::generate_courses_speeds_spec,
-        run: track::generate_courses_speeds,
-    },
-    Tool {
-        id: track::TRIM_TRACK,
-        spec: track::trim_track_spec,
-        run: track::trim_track,
     },
     Tool {
         id: shape::MOVE_SHAPE,

@@ -137,12 +137,6 @@ const EXPECTED: &[(&str, &str, &str)] = &[
     ("apply-symbol-style", "mutation/track/styled", "style"),
     ("label-interval", "mutation/track/styled", "style"),
     ("symbol-interval", "mutation/track/styled", "style"),
-    (
-        "generate-courses-speeds",
-        "mutation/track/courses_speeds",
-        "track",
-    ),
-    ("trim-track", "mutation/track/trimmed", "track"),
     ("move-shape", "mutation/shape/translated", "shape"),
     ("enlarge-shape", "mutation/shape/scaled", "shape"),
     ("buffer-zone-generator", "addition/feature", "analysis"),
@@ -208,7 +202,8 @@ fn specs_are_complete_and_classified() {
             assert!(!p.description.is_empty(), "{}.{}", s.id, p.name);
         }
     }
-    let titles: Vec<&str> = specs.iter().map(|s| s.title.as_str()).collect();
+    let all = super::specs();
+    let titles: Vec<&str> = all.iter().map(|s| s.title.as_str()).collect();
     assert!(titles.contains(&"Set Track Color"));
     assert!(titles.contains(&"Trim Track"));
 }
@@ -254,8 +249,9 @@ fn sample_for(tool: &str, param: &str) -> Value {
     }
 }
 
+/// The validator of any tool, legacy or catalogue.
 fn validator(id: &str) -> ParamValidator {
-    let s = specs().into_iter().find(|s| s.id == id).unwrap();
+    let s = super::specs().into_iter().find(|s| s.id == id).unwrap();
     ParamValidator::compile(&s.id, &s.input_schema).unwrap()
 }
 
@@ -395,20 +391,26 @@ async fn registers_in_a_registry() {
         .filter(|l| l.mutating)
         .map(|l| l.id.as_str())
         .collect();
+    let catalogue_mutating = super::catalogue::entries()
+        .filter(|e| e.spec().effect() == Effect::Mutating)
+        .map(|e| e.id);
+    let legacy_mutating = [
+        "set-track-color",
+        "apply-symbol-style",
+        "label-interval",
+        "symbol-interval",
+        "move-shape",
+        "enlarge-shape",
+        "buffer-zone-generator",
+        "generate-reference-points",
+    ]
+    .into_iter()
+    .filter(|id| super::catalogue::entry(id).is_none());
     assert_eq!(
         mutating,
-        [
-            "set-track-color",
-            "apply-symbol-style",
-            "label-interval",
-            "symbol-interval",
-            "generate-courses-speeds",
-            "trim-track",
-            "move-shape",
-            "enlarge-shape",
-            "buffer-zone-generator",
-            "generate-reference-points"
-        ]
+        catalogue_mutating
+            .chain(legacy_mutating)
+            .collect::<Vec<_>>()
     );
     // registering twice is a duplicate, named by provider
     let err = registry
@@ -442,10 +444,6 @@ fn happy_call(id: &str) -> ToolCall {
     let t = track("t1", "NELSON", 5);
     let (params, subject) = match id {
         "set-track-color" => (json!({"color": "blue"}), json!([t])),
-        "trim-track" => (
-            json!({"start_time": "2026-03-01T00:01:00Z", "end_time": "2026-03-01T00:03:00Z"}),
-            json!([t]),
-        ),
         "move-shape" | "enlarge-shape" => {
             (json!({}), json!([circle("c1", "Zone", [0.0, 0.0], 1000.0)]))
         }
