@@ -331,17 +331,6 @@ pub(crate) fn f64_or(call: &ToolCall, name: &str, default: f64) -> Result<f64, C
     Ok(opt_f64(call, name)?.unwrap_or(default))
 }
 
-pub(crate) fn opt_u64(call: &ToolCall, name: &str) -> Result<Option<u64>, CallError> {
-    match param(call, name) {
-        None => Ok(None),
-        Some(v) => v.as_u64().map(Some).ok_or_else(|| {
-            CallError::invalid(format!(
-                "Parameter \"{name}\" must be a whole number of 0 or more"
-            ))
-        }),
-    }
-}
-
 pub(crate) fn opt_str<'a>(call: &'a ToolCall, name: &str) -> Result<Option<&'a str>, CallError> {
     match param(call, name) {
         None => Ok(None),

@@ -23,9 +23,7 @@
 mod analysis;
 pub mod catalogue;
 mod common;
-mod shape;
 mod style;
-mod zones;
 
 #[cfg(test)]
 mod tests;
@@ -69,31 +67,6 @@ const TOOLS: &[Tool] = &[
         id: style::SYMBOL_INTERVAL,
         spec: style::symbol_interval_spec,
         run: style::symbol_interval,
-    },
-    Tool {
-        id: shape::MOVE_SHAPE,
-        spec: shape::move_shape_spec,
-        run: shape::move_shape,
-    },
-    Tool {
-        id: shape::ENLARGE_SHAPE,
-        spec: shape::enlarge_shape_spec,
-        run: shape::enlarge_shape,
-    },
-    Tool {
-        id: zones::BUFFER_ZONE_GENERATOR,
-        spec: zones::buffer_zone_generator_spec,
-        run: zones::buffer_zone_generator,
-    },
-    Tool {
-        id: zones::POINT_IN_ZONE_CLASSIFIER,
-        spec: zones::point_in_zone_classifier_spec,
-        run: zones::point_in_zone_classifier,
-    },
-    Tool {
-        id: zones::GENERATE_REFERENCE_POINTS,
-        spec: zones::generate_reference_points_spec,
-        run: zones::generate_reference_points,
     },
     Tool {
         id: analysis::TRACK_STATS,

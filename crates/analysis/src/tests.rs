@@ -137,19 +137,6 @@ const EXPECTED: &[(&str, &str, &str)] = &[
     ("apply-symbol-style", "mutation/track/styled", "style"),
     ("label-interval", "mutation/track/styled", "style"),
     ("symbol-interval", "mutation/track/styled", "style"),
-    ("move-shape", "mutation/shape/translated", "shape"),
-    ("enlarge-shape", "mutation/shape/scaled", "shape"),
-    ("buffer-zone-generator", "addition/feature", "analysis"),
-    (
-        "point-in-zone-classifier",
-        "dataset/classified_points",
-        "analysis",
-    ),
-    (
-        "generate-reference-points",
-        "addition/reference_points",
-        "analysis",
-    ),
     ("track-stats", "track/statistics", "analysis"),
     ("range-bearing", "dataset/range_bearing_series", "analysis"),
     ("area-summary", "region/statistics", "analysis"),
@@ -175,8 +162,7 @@ fn specs_are_complete_and_classified() {
         .collect();
     assert_eq!(got, EXPECTED);
     for s in &specs {
-        let read = s.id == "point-in-zone-classifier"
-            || s.id == "track-stats"
+        let read = s.id == "track-stats"
             || s.id == "range-bearing"
             || s.id == "area-summary"
             || s.id == "speed-filter";
@@ -288,12 +274,18 @@ fn schema_choices() {
             .validate(&params(json!({"scale_factor": 2})))
             .is_ok()
     );
+    assert!(
+        enlarge
+            .validate(&params(json!({"scale_factor": 1.0})))
+            .is_ok(),
+        "1.0 is the spec's identity"
+    );
     let errs = enlarge
-        .validate(&params(json!({"scale_factor": 1.0})))
+        .validate(&params(json!({"scale_factor": 4})))
         .unwrap_err();
     assert_eq!(
         errs,
-        ["parameter \"scale_factor\" must be one of: 0.25, 0.5, 1.5, 2.0, 3.0, 5.0"]
+        ["parameter \"scale_factor\" must be one of: 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0"]
     );
     assert!(
         enlarge
@@ -328,7 +320,7 @@ fn schema_choices() {
         refs.validate(&params(json!({"pattern": "spiral"})))
             .is_err()
     );
-    let spec = specs()
+    let spec = super::specs()
         .into_iter()
         .find(|s| s.id == "generate-reference-points")
         .unwrap();
@@ -373,7 +365,7 @@ fn schema_choices() {
         .unwrap();
     let names: Vec<String> = symbol.params().into_iter().map(|p| p.name).collect();
     assert_eq!(names, ["symbol", "radius", "fill_color"]);
-    let buffer = specs()
+    let buffer = super::specs()
         .into_iter()
         .find(|s| s.id == "buffer-zone-generator")
         .unwrap();
@@ -399,10 +391,6 @@ async fn registers_in_a_registry() {
         "apply-symbol-style",
         "label-interval",
         "symbol-interval",
-        "move-shape",
-        "enlarge-shape",
-        "buffer-zone-generator",
-        "generate-reference-points",
     ]
     .into_iter()
     .filter(|id| super::catalogue::entry(id).is_none());
@@ -444,19 +432,6 @@ fn happy_call(id: &str) -> ToolCall {
     let t = track("t1", "NELSON", 5);
     let (params, subject) = match id {
         "set-track-color" => (json!({"color": "blue"}), json!([t])),
-        "move-shape" | "enlarge-shape" => {
-            (json!({}), json!([circle("c1", "Zone", [0.0, 0.0], 1000.0)]))
-        }
-        "generate-reference-points" => (
-            json!({"pattern": "grid"}),
-            json!([rectangle("r", "Box", [0.0, 0.0, 0.1, 0.1])]),
-        ),
-        "point-in-zone-classifier" => {
-            let zone =
-                edited(&run(&call("buffer-zone-generator", json!({}), &json!([t]))).unwrap())
-                    .remove(0);
-            (json!({}), json!([point("p", "Datum A"), zone]))
-        }
         "range-bearing" => (json!({}), json!([t, point("p", "Datum A")])),
         "area-summary" => (json!({}), json!([t, point("p", "Datum A")])),
         "speed-filter" => (json!({"max_knots": 50}), json!([t])),

@@ -267,7 +267,7 @@ async fn invalid_params_and_names_are_refused_before_asking() {
     let reply = h.debrief.call(RUN_TOOL, &json!({"toolId": "enlarge-shape", "params": {"scale_factor": 4, "radius": 2}, "scope": "all"}), &ask).await.unwrap().text;
     assert_eq!(
         reply,
-        "Invalid parameters for \"enlarge-shape\": unknown parameter \"radius\"; parameter \"scale_factor\" must be one of: 0.25, 0.5, 1.5, 2.0, 3.0, 5.0"
+        "Invalid parameters for \"enlarge-shape\": unknown parameter \"radius\"; parameter \"scale_factor\" must be one of: 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0"
     );
     let reply = h.debrief.call(RUN_TOOL, &json!({"toolId": "set-track-color", "params": {"color": "red"}, "featureNames": ["Nelsen"]}), &ask).await.unwrap().text;
     assert!(reply.starts_with("Could not resolve the target features: no feature named \"Nelsen\". Features in this plot: HMS Nelson (track-1), Datum A (point-1)."), "{reply}");
