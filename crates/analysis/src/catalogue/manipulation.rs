@@ -580,7 +580,7 @@ fn generate_courses_speeds(input: &CalcInput) -> Result<Vec<Item>, ToolError> {
                     return Err(ToolError::invalid(format!(
                         "Track {id}: position {i} is not an object"
                     ))
-                    .affecting(vec![id.clone()]));
+                    .affecting(vec![id]));
                 };
                 p.insert("course".into(), json!(course));
                 p.insert("speed".into(), json!(speed));
@@ -810,7 +810,9 @@ fn merge_tracks(input: &CalcInput) -> Result<Vec<Item>, ToolError> {
                 props.insert(k("style"), v.clone());
             }
             (
-                json!({"type": "Feature", "id": "track-merged-001", "geometry": null, "properties": props}),
+                // Derived from the first source (as `<id>-buffer`): merging other tracks never
+                // overwrites an earlier merge, and re-running this one replaces it.
+                json!({"type": "Feature", "id": format!("{}-merged", id_or_empty(base)), "geometry": null, "properties": props}),
                 "addition/track/merged",
             )
         }
@@ -1652,6 +1654,7 @@ mod tests {
         let items = run(merge_tracks, &[a.clone(), b.clone()], json!({})).unwrap();
         let f = feature(&items[0]);
         assert_eq!(items[0].result_type, "addition/track/merged");
+        assert_eq!(f["id"], "a-merged");
         assert_eq!(
             f["geometry"]["coordinates"],
             json!([[0.0, 50.0], [0.1, 50.0], [0.2, 50.0]])
@@ -1740,6 +1743,125 @@ mod tests {
                 - 60.0)
                 .abs()
                 < 1e-9
+        );
+    }
+
+    #[test]
+    fn trim_a_multilinestring_drops_emptied_lines_and_refits_the_bbox() {
+        let mut a = track(
+            "m",
+            &[
+                (&t(0), [0.0, 50.0]),
+                (&t(1), [0.1, 50.0]),
+                (&t(2), [0.2, 50.1]),
+                (&t(3), [0.3, 50.2]),
+            ],
+        );
+        a["geometry"] = json!({"type": "MultiLineString", "coordinates": [[[0.0, 50.0], [0.1, 50.0]], [[0.2, 50.1], [0.3, 50.2]]]});
+        a["bbox"] = json!([0.0, 50.0, 0.3, 50.2]);
+        let items = run(
+            trim_track,
+            &[a],
+            json!({"start_time": t(2), "end_time": t(9)}),
+        )
+        .unwrap();
+        let f = feature(&items[0]);
+        assert_eq!(
+            f["geometry"]["coordinates"],
+            json!([[[0.2, 50.1], [0.3, 50.2]]])
+        );
+        assert_eq!(f["bbox"], json!([0.2, 50.1, 0.3, 50.2]));
+        assert_eq!(
+            items[0].label,
+            format!(
+                "Trimmed m to {} - {} (2 positions retained, 2 removed)",
+                t(2),
+                t(9)
+            )
+        );
+    }
+
+    #[test]
+    fn courses_and_speeds_due_east_and_on_real_data() {
+        // one nautical mile east per minute on the equator (3440.065 nm earth): 60 kn on 090
+        let step = (1.0f64 / EARTH_RADIUS_NM).to_degrees();
+        let fx: Vec<(String, [f64; 2])> =
+            (0..4).map(|i| (t(i), [f64::from(i) * step, 0.0])).collect();
+        let fixes: Vec<(&str, [f64; 2])> = fx.iter().map(|(a, c)| (a.as_str(), *c)).collect();
+        let input = [track("e", &fixes)];
+        let items = run(generate_courses_speeds, &input, json!({})).unwrap();
+        for p in feature(&items[0])["properties"]["positions"]
+            .as_array()
+            .unwrap()
+        {
+            assert_eq!(p["course"], 90.0, "{p}");
+            assert_eq!(p["speed"], 60.0, "{p}");
+        }
+        assert_eq!(
+            input[0]["properties"]["positions"][0]["speed"], 10.0,
+            "input untouched"
+        );
+        let boat1 = crate::tests::boat1();
+        let items = run(
+            generate_courses_speeds,
+            boat1.as_array().unwrap(),
+            json!({}),
+        )
+        .unwrap();
+        let p = &feature(&items[0])["properties"]["positions"];
+        assert_eq!(p.as_array().unwrap().len(), 402);
+        assert!(
+            p[0]["speed"].as_f64().unwrap() > 5.0,
+            "recorded 2.0 overwritten"
+        );
+        assert_eq!(
+            items[0].label,
+            "Generated courses and speeds for 402 position(s)"
+        );
+    }
+
+    #[test]
+    fn time_zero_offsets_keep_milliseconds() {
+        let a = track(
+            "a",
+            &[
+                ("2024-01-15T10:00:00.250Z", [0.0, 50.0]),
+                (&t(1), [0.1, 50.0]),
+            ],
+        );
+        let items = run(set_time_zero, &[a], json!({"time_zero": t(0)})).unwrap();
+        let p = &feature(&items[0])["properties"]["positions"];
+        assert_eq!(p[0]["relative_time_seconds"], 0.25);
+        assert_eq!(p[1]["relative_time_seconds"], 60);
+        let err = run(
+            set_time_zero,
+            &[track("b", &[(&t(0), [0.0, 0.0])])],
+            json!({"time_zero": "teatime"}),
+        )
+        .unwrap_err();
+        assert!(err.message.contains("teatime"), "{}", err.message);
+    }
+
+    #[test]
+    fn conversions_derive_ids_and_default_to_gold() {
+        let mut lw = track("ownship", &[(&t(0), [0.0, 50.0])]);
+        lw["properties"]["kind"] = json!("LIGHTWEIGHT_TRACK");
+        let items = run(convert_lightweight_to_track, &[lw], json!({})).unwrap();
+        let f = feature(&items[0]);
+        assert_eq!(f["id"], "ownship-converted");
+        assert_eq!(f["properties"]["style"]["line"]["color"], GOLD);
+        assert_eq!(f["properties"]["track_type"], "SURFACE");
+        let items = run(
+            convert_track_to_lightweight,
+            &[track("x", &[(&t(0), [0.0, 50.0])])],
+            json!({}),
+        )
+        .unwrap();
+        let f = feature(&items[0]);
+        assert_eq!(f["id"], "lw-x-converted");
+        assert_eq!(
+            f["properties"]["positions"][0],
+            json!({"time": t(0), "coordinates": [0.0, 50.0], "course": 45.0, "speed": 10.0})
         );
     }
 
