@@ -248,7 +248,12 @@ async fn f3_invented_tool_id_is_corrected() {
         .await
         .unwrap()
         .text;
-    assert!(reply.starts_with("Unknown tool id \"make-it-pretty\". Call debrief_listTools first. Available: "), "{reply}");
+    assert!(
+        reply.starts_with(
+            "Unknown tool id \"make-it-pretty\". Call debrief_listTools first. Available: "
+        ),
+        "{reply}"
+    );
     for id in ["set-track-color", "trim-track", "enlarge-shape"] {
         assert!(reply.contains(id), "{id} listed: {reply}");
     }
