@@ -331,17 +331,6 @@ pub(crate) fn f64_or(call: &ToolCall, name: &str, default: f64) -> Result<f64, C
     Ok(opt_f64(call, name)?.unwrap_or(default))
 }
 
-pub(crate) fn opt_u64(call: &ToolCall, name: &str) -> Result<Option<u64>, CallError> {
-    match param(call, name) {
-        None => Ok(None),
-        Some(v) => v.as_u64().map(Some).ok_or_else(|| {
-            CallError::invalid(format!(
-                "Parameter \"{name}\" must be a whole number of 0 or more"
-            ))
-        }),
-    }
-}
-
 pub(crate) fn opt_str<'a>(call: &'a ToolCall, name: &str) -> Result<Option<&'a str>, CallError> {
     match param(call, name) {
         None => Ok(None),
@@ -742,22 +731,7 @@ impl<'a> Track<'a> {
         Some((first, last))
     }
 
-    /// An error unless positions are parallel to the coordinates.
-    pub fn require_parallel(&self, title: &str) -> Result<(), CallError> {
-        if self.positions.len() == self.coords.len() {
-            Ok(())
-        } else {
-            Err(CallError::invalid(format!(
-                "{title} cannot use TRACK \"{}\": it has {} coordinates but {} positions, and \
-                 properties.positions must be parallel to geometry.coordinates",
-                self.name,
-                self.coords.len(),
-                self.positions.len()
-            )))
-        }
-    }
-
-    /// Speed over ground (knots) and course (degrees) from position `i` to `i + 1`, derived from
+    /// Speed over ground (knots) from position `i` to `i + 1`, derived from
     /// the coordinates and times. `None` when either time is unreadable.
     pub fn leg(&self, i: usize) -> Option<Leg> {
         let a = *self.coords.get(i)?;
@@ -772,16 +746,10 @@ impl<'a> Track<'a> {
         } else {
             metres / seconds * KNOTS_PER_MPS
         };
-        let course = if metres == 0.0 {
-            0.0
-        } else {
-            bearing_deg(a, b)
-        };
         Some(Leg {
             metres,
             seconds,
             speed_kn,
-            course,
         })
     }
 }
@@ -794,7 +762,6 @@ pub(crate) struct Leg {
     #[allow(dead_code)]
     pub seconds: f64,
     pub speed_kn: f64,
-    pub course: f64,
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -23,10 +23,7 @@
 mod analysis;
 pub mod catalogue;
 mod common;
-mod shape;
 mod style;
-mod track;
-mod zones;
 
 #[cfg(test)]
 mod tests;
@@ -70,41 +67,6 @@ const TOOLS: &[Tool] = &[
         id: style::SYMBOL_INTERVAL,
         spec: style::symbol_interval_spec,
         run: style::symbol_interval,
-    },
-    Tool {
-        id: track::GENERATE_COURSES_SPEEDS,
-        spec: track::generate_courses_speeds_spec,
-        run: track::generate_courses_speeds,
-    },
-    Tool {
-        id: track::TRIM_TRACK,
-        spec: track::trim_track_spec,
-        run: track::trim_track,
-    },
-    Tool {
-        id: shape::MOVE_SHAPE,
-        spec: shape::move_shape_spec,
-        run: shape::move_shape,
-    },
-    Tool {
-        id: shape::ENLARGE_SHAPE,
-        spec: shape::enlarge_shape_spec,
-        run: shape::enlarge_shape,
-    },
-    Tool {
-        id: zones::BUFFER_ZONE_GENERATOR,
-        spec: zones::buffer_zone_generator_spec,
-        run: zones::buffer_zone_generator,
-    },
-    Tool {
-        id: zones::POINT_IN_ZONE_CLASSIFIER,
-        spec: zones::point_in_zone_classifier_spec,
-        run: zones::point_in_zone_classifier,
-    },
-    Tool {
-        id: zones::GENERATE_REFERENCE_POINTS,
-        spec: zones::generate_reference_points_spec,
-        run: zones::generate_reference_points,
     },
     Tool {
         id: analysis::TRACK_STATS,

@@ -137,25 +137,6 @@ const EXPECTED: &[(&str, &str, &str)] = &[
     ("apply-symbol-style", "mutation/track/styled", "style"),
     ("label-interval", "mutation/track/styled", "style"),
     ("symbol-interval", "mutation/track/styled", "style"),
-    (
-        "generate-courses-speeds",
-        "mutation/track/courses_speeds",
-        "track",
-    ),
-    ("trim-track", "mutation/track/trimmed", "track"),
-    ("move-shape", "mutation/shape/translated", "shape"),
-    ("enlarge-shape", "mutation/shape/scaled", "shape"),
-    ("buffer-zone-generator", "addition/feature", "analysis"),
-    (
-        "point-in-zone-classifier",
-        "dataset/classified_points",
-        "analysis",
-    ),
-    (
-        "generate-reference-points",
-        "addition/reference_points",
-        "analysis",
-    ),
     ("track-stats", "track/statistics", "analysis"),
     ("range-bearing", "dataset/range_bearing_series", "analysis"),
     ("area-summary", "region/statistics", "analysis"),
@@ -181,8 +162,7 @@ fn specs_are_complete_and_classified() {
         .collect();
     assert_eq!(got, EXPECTED);
     for s in &specs {
-        let read = s.id == "point-in-zone-classifier"
-            || s.id == "track-stats"
+        let read = s.id == "track-stats"
             || s.id == "range-bearing"
             || s.id == "area-summary"
             || s.id == "speed-filter";
@@ -208,7 +188,8 @@ fn specs_are_complete_and_classified() {
             assert!(!p.description.is_empty(), "{}.{}", s.id, p.name);
         }
     }
-    let titles: Vec<&str> = specs.iter().map(|s| s.title.as_str()).collect();
+    let all = super::specs();
+    let titles: Vec<&str> = all.iter().map(|s| s.title.as_str()).collect();
     assert!(titles.contains(&"Set Track Color"));
     assert!(titles.contains(&"Trim Track"));
 }
@@ -254,8 +235,9 @@ fn sample_for(tool: &str, param: &str) -> Value {
     }
 }
 
+/// The validator of any tool, legacy or catalogue.
 fn validator(id: &str) -> ParamValidator {
-    let s = specs().into_iter().find(|s| s.id == id).unwrap();
+    let s = super::specs().into_iter().find(|s| s.id == id).unwrap();
     ParamValidator::compile(&s.id, &s.input_schema).unwrap()
 }
 
@@ -292,12 +274,18 @@ fn schema_choices() {
             .validate(&params(json!({"scale_factor": 2})))
             .is_ok()
     );
+    assert!(
+        enlarge
+            .validate(&params(json!({"scale_factor": 1.0})))
+            .is_ok(),
+        "1.0 is the spec's identity"
+    );
     let errs = enlarge
-        .validate(&params(json!({"scale_factor": 1.0})))
+        .validate(&params(json!({"scale_factor": 4})))
         .unwrap_err();
     assert_eq!(
         errs,
-        ["parameter \"scale_factor\" must be one of: 0.25, 0.5, 1.5, 2.0, 3.0, 5.0"]
+        ["parameter \"scale_factor\" must be one of: 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0"]
     );
     assert!(
         enlarge
@@ -332,7 +320,7 @@ fn schema_choices() {
         refs.validate(&params(json!({"pattern": "spiral"})))
             .is_err()
     );
-    let spec = specs()
+    let spec = super::specs()
         .into_iter()
         .find(|s| s.id == "generate-reference-points")
         .unwrap();
@@ -377,7 +365,7 @@ fn schema_choices() {
         .unwrap();
     let names: Vec<String> = symbol.params().into_iter().map(|p| p.name).collect();
     assert_eq!(names, ["symbol", "radius", "fill_color"]);
-    let buffer = specs()
+    let buffer = super::specs()
         .into_iter()
         .find(|s| s.id == "buffer-zone-generator")
         .unwrap();
@@ -452,23 +440,6 @@ fn happy_call(id: &str) -> ToolCall {
     let t = track("t1", "NELSON", 5);
     let (params, subject) = match id {
         "set-track-color" => (json!({"color": "blue"}), json!([t])),
-        "trim-track" => (
-            json!({"start_time": "2026-03-01T00:01:00Z", "end_time": "2026-03-01T00:03:00Z"}),
-            json!([t]),
-        ),
-        "move-shape" | "enlarge-shape" => {
-            (json!({}), json!([circle("c1", "Zone", [0.0, 0.0], 1000.0)]))
-        }
-        "generate-reference-points" => (
-            json!({"pattern": "grid"}),
-            json!([rectangle("r", "Box", [0.0, 0.0, 0.1, 0.1])]),
-        ),
-        "point-in-zone-classifier" => {
-            let zone =
-                edited(&run(&call("buffer-zone-generator", json!({}), &json!([t]))).unwrap())
-                    .remove(0);
-            (json!({}), json!([point("p", "Datum A"), zone]))
-        }
         "range-bearing" => (json!({}), json!([t, point("p", "Datum A")])),
         "area-summary" => (json!({}), json!([t, point("p", "Datum A")])),
         "speed-filter" => (json!({"max_knots": 50}), json!([t])),

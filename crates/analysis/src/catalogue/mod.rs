@@ -21,6 +21,7 @@ pub(crate) mod export;
 pub(crate) mod manipulation;
 pub(crate) mod measurement;
 pub mod model;
+pub(crate) mod detection;
 pub(crate) mod reference;
 pub(crate) mod sensor;
 pub(crate) mod shape;
@@ -279,6 +280,7 @@ pub fn entries() -> impl Iterator<Item = &'static Entry> {
         .chain(manipulation::TOOLS)
         .chain(styling::TOOLS)
         .chain(sensor::TOOLS)
+        .chain(detection::TOOLS)
         .chain(shape::TOOLS)
         .chain(reference::TOOLS)
         .chain(analysis::TOOLS)
