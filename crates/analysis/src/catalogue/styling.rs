@@ -352,7 +352,16 @@ fn apply_symbol_style(input: &CalcInput) -> Result<Vec<Item>, ToolError> {
             .and_then(|l| l.get("color"))
             .filter(|c| !c.is_null())
             .cloned();
-        let Some(point) = object_at(style, "point", default_point) else {
+        // A new point style takes the track's line colour as its fill (the spec's edge case
+        // "no fill_color provided, line color exists").
+        let new_point = || {
+            let mut p = default_point();
+            if let Some(c) = &line_colour {
+                p["fill_color"] = c.clone();
+            }
+            p
+        };
+        let Some(point) = object_at(style, "point", new_point) else {
             return;
         };
         point.insert("shape".into(), json!(symbol));
@@ -608,4 +617,447 @@ fn rainbow_shade_sonar_cuts(input: &CalcInput) -> Result<Vec<Item>, ToolError> {
         ));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::super::Body;
+    use super::*;
+    use crate::tests::{call, edited, point, track};
+    use proptest::prelude::*;
+    use toolgate_core::{Edit, ParamValidator};
+
+    fn run(
+        id: &str,
+        params: Value,
+        subject: &Value,
+    ) -> Result<toolgate_core::ToolOutcome, toolgate_core::CallError> {
+        crate::run(&call(id, params, subject))
+    }
+
+    fn validator(id: &str) -> ParamValidator {
+        let spec = super::super::entry(id).unwrap().spec();
+        ParamValidator::compile(id, &spec.input_schema).unwrap()
+    }
+
+    fn params(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn colour_is_set_other_kinds_skipped_and_input_untouched() {
+        let subject = json!([track("t1", "NELSON", 3), point("p1", "Datum A")]);
+        let before = subject.clone();
+        let out = run("set-track-color", json!({"color": "red"}), &subject).unwrap();
+        assert_eq!(subject, before, "input unchanged");
+        assert_eq!(out.kind.as_str(), STYLED);
+        let items = edited(&out);
+        assert_eq!(items.len(), 1, "the POINT is skipped");
+        assert_eq!(items[0]["properties"]["style"]["line"]["color"], "red");
+        assert_eq!(
+            items[0]["properties"]["style"]["point"]["color"], "#FF0000",
+            "the point style is left alone"
+        );
+        let cs = out.change_set.unwrap();
+        assert_eq!(cs.label, "Set color to red for 1 track(s)");
+        assert!(matches!(&cs.edits[0], Edit::Upsert { id, .. } if id == "t1"));
+    }
+
+    #[test]
+    fn colour_creates_a_missing_style_or_line() {
+        let mut t = track("t1", "NELSON", 2);
+        t["properties"].as_object_mut().unwrap().remove("style");
+        let out = run("set-track-color", json!({"color": "#00ff7F"}), &json!([t])).unwrap();
+        let style = &edited(&out)[0]["properties"]["style"];
+        assert_eq!(
+            style["line"],
+            json!({"stroke": true, "color": "#00ff7F", "weight": 3, "opacity": 1.0})
+        );
+        assert_eq!(style["point"], default_point());
+        let mut t = track("t1", "NELSON", 2);
+        t["properties"]["style"] = json!({"point": {"shape": "square"}});
+        let out = run("set-track-color", json!({"color": "blue"}), &json!([t])).unwrap();
+        let style = &edited(&out)[0]["properties"]["style"];
+        assert_eq!(style["line"]["color"], "blue");
+        assert_eq!(style["line"]["weight"], 3);
+        assert_eq!(style["point"], json!({"shape": "square"}));
+    }
+
+    #[test]
+    fn colours_accept_css_forms_in_the_schema_and_the_tool() {
+        let v = validator("set-track-color");
+        let ok = [
+            "red",
+            "grey",
+            "#FF0000",
+            "#a1b2c3",
+            "#f00",
+            "#f008",
+            "#FF000080",
+            "rgb(255,0,0)",
+            "rgb(255, 0, 0)",
+            "rgba(255,0,0,0.5)",
+            "hsl(120, 100%, 50%)",
+            "hsla(120,100%,50%,0.3)",
+        ];
+        for c in ok {
+            assert!(v.validate(&params(json!({"color": c}))).is_ok(), "{c}");
+            assert!(is_css_colour(c), "{c}");
+        }
+        let bad = [
+            "mauve",
+            "FF0000",
+            "Red",
+            "#GG0000",
+            " red",
+            "#ff000",
+            "rgb(1,2)",
+            "rgb(a,b,c)",
+            "notacolor",
+            "",
+        ];
+        for c in bad {
+            assert!(v.validate(&params(json!({"color": c}))).is_err(), "{c}");
+            assert!(!is_css_colour(c), "{c}");
+        }
+        assert_eq!(
+            v.validate(&params(json!({}))).unwrap_err(),
+            ["missing required parameter \"color\""]
+        );
+        // the tool checks too, for callers that bypass the schema
+        let err = set_track_color(&CalcInput::new(
+            &[track("t", "T", 2)],
+            &params(json!({"color": "mauve"})),
+        ))
+        .unwrap_err();
+        assert!(err.message.contains("mauve"), "{}", err.message);
+    }
+
+    #[test]
+    fn no_tracks_is_the_specs_error() {
+        for id in [
+            "set-track-color",
+            "apply-symbol-style",
+            "label-interval",
+            "symbol-interval",
+            "reformat-fixes",
+        ] {
+            let p = match id {
+                "set-track-color" => json!({"color": "red"}),
+                "reformat-fixes" => json!({"symbol": "CIRCLE"}),
+                _ => json!({}),
+            };
+            let features = [point("p1", "Datum A")];
+            let err =
+                (super::super::entry(id).unwrap().run)(&CalcInput::new(&features, &params(p)))
+                    .unwrap_err();
+            assert_eq!(err.message, "No track features found in input", "{id}");
+        }
+    }
+
+    #[test]
+    fn symbol_style_defaults_fill_and_radius() {
+        // no point style: a new one, filled with the line colour
+        let mut t = track("t1", "NELSON", 2);
+        t["properties"]["style"] = json!({"line": {"color": "#00FF00"}});
+        let out = run("apply-symbol-style", json!({}), &json!([t])).unwrap();
+        let props = &edited(&out)[0]["properties"];
+        assert_eq!(
+            props["style"]["point"]["shape"], "circle",
+            "the spec's default"
+        );
+        assert_eq!(props["style"]["point"]["radius"], 4);
+        assert_eq!(props["style"]["point"]["fill_color"], "#00FF00");
+        assert_eq!(props["default_position_style"]["symbol"], "circle");
+        assert_eq!(
+            props["default_position_style"]["show_symbol"], false,
+            "untouched"
+        );
+        assert_eq!(out.summary, "Applied circle symbol to 1 track(s)");
+
+        let out = run(
+            "apply-symbol-style",
+            json!({"symbol": "diamond", "radius": 6, "fill_color": "blue"}),
+            &json!([track("t1", "NELSON", 2)]),
+        )
+        .unwrap();
+        let props = &edited(&out)[0]["properties"];
+        assert_eq!(props["style"]["point"]["shape"], "diamond");
+        assert_eq!(props["style"]["point"]["radius"], 6);
+        assert_eq!(props["style"]["point"]["fill_color"], "blue");
+        assert_eq!(props["default_position_style"]["symbol"], "diamond");
+
+        let t = [track("t1", "NELSON", 2)];
+        for bad in [json!({"radius": 0}), json!({"radius": -1})] {
+            let err = apply_symbol_style(&CalcInput::new(&t, &params(bad))).unwrap_err();
+            assert!(
+                err.message.starts_with("radius must be positive"),
+                "{}",
+                err.message
+            );
+        }
+        let err = apply_symbol_style(&CalcInput::new(&t, &params(json!({"symbol": "star"}))))
+            .unwrap_err();
+        assert!(
+            err.message
+                .contains("circle, square, diamond, triangle, cross"),
+            "{}",
+            err.message
+        );
+        assert!(
+            validator("apply-symbol-style")
+                .validate(&params(json!({"radius": 0})))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn intervals_set_the_property_and_switch_on() {
+        let subject = json!([track("a", "A", 2), track("b", "B", 2)]);
+        let out = run("label-interval", json!({}), &subject).unwrap();
+        let items = edited(&out);
+        assert_eq!(items.len(), 2);
+        for f in &items {
+            assert_eq!(f["properties"]["label_interval"], "PT15M");
+            assert_eq!(
+                f["properties"]["default_position_style"]["show_label"],
+                true
+            );
+            assert_eq!(
+                f["properties"]["default_position_style"]["show_symbol"],
+                false
+            );
+        }
+        let out = run("symbol-interval", json!({"interval": "PT1H"}), &subject).unwrap();
+        for f in &edited(&out) {
+            assert_eq!(f["properties"]["symbol_interval"], "PT1H");
+            assert_eq!(
+                f["properties"]["default_position_style"]["show_symbol"],
+                true
+            );
+        }
+        assert_eq!(
+            out.change_set.unwrap().label,
+            "Set symbol interval to PT1H for 2 track(s)"
+        );
+        // no default_position_style: the spec's default, switched on
+        let mut t = track("t", "T", 2);
+        t["properties"]
+            .as_object_mut()
+            .unwrap()
+            .remove("default_position_style");
+        let out = run("label-interval", json!({"interval": "PT0S"}), &json!([t])).unwrap();
+        assert_eq!(
+            edited(&out)[0]["properties"]["default_position_style"],
+            json!({"show_symbol": true, "symbol": "circle", "show_label": true}),
+            "zero is accepted (labels on every position)"
+        );
+        let v = validator("label-interval");
+        for ok in ["PT15M", "PT1H", "P1D", "PT30S", "PT1H30M", "P1DT12H"] {
+            assert!(v.validate(&params(json!({"interval": ok}))).is_ok(), "{ok}");
+        }
+        for bad in ["15 minutes", "PT15", "1H"] {
+            assert!(
+                v.validate(&params(json!({"interval": bad}))).is_err(),
+                "{bad}"
+            );
+            let err = label_interval(&CalcInput::new(
+                &[track("t", "T", 2)],
+                &params(json!({"interval": bad})),
+            ))
+            .unwrap_err();
+            assert!(err.message.contains("PT5M"), "{}", err.message);
+        }
+    }
+
+    #[test]
+    fn hide_reveal_is_inclusive_and_defaults_to_hide() {
+        // positions at 00:00, 00:01, 00:02, 00:03
+        let subject = [track("t", "T", 4), point("p", "P")];
+        let window = |v: Value| {
+            let mut p = params(
+                json!({"start_time": "2026-03-01T00:01:00Z", "end_time": "2026-03-01T00:02:00Z"}),
+            );
+            if !v.is_null() {
+                p.insert("visible".into(), v);
+            }
+            p
+        };
+        let items = hide_reveal_objects(&CalcInput::new(&subject, &window(Value::Null))).unwrap();
+        assert_eq!(items.len(), 1);
+        let Body::Feature(f) = &items[0].body else {
+            panic!()
+        };
+        let vis: Vec<Value> = f["properties"]["positions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["visible"].clone())
+            .collect();
+        assert_eq!(vis, [Value::Null, json!(false), json!(false), Value::Null]);
+        assert_eq!(
+            items[0].label,
+            "Hidden 2 object(s) in time period 2026-03-01T00:01:00Z to 2026-03-01T00:02:00Z across 1 track(s)"
+        );
+        let items = hide_reveal_objects(&CalcInput::new(&subject, &window(json!(true)))).unwrap();
+        assert!(items[0].label.starts_with("Shown 2 object(s)"));
+        let reversed = params(
+            json!({"start_time": "2026-03-01T00:02:00Z", "end_time": "2026-03-01T00:01:00Z"}),
+        );
+        let err = hide_reveal_objects(&CalcInput::new(&subject, &reversed)).unwrap_err();
+        assert_eq!(
+            err.message,
+            "end_time must be greater than or equal to start_time"
+        );
+        let bad = params(json!({"start_time": "noon", "end_time": "2026-03-01T00:01:00Z"}));
+        let err = hide_reveal_objects(&CalcInput::new(&subject, &bad)).unwrap_err();
+        assert!(
+            err.message
+                .starts_with("start_time must be a valid ISO 8601 datetime")
+        );
+        assert_eq!(
+            hide_reveal_objects(&CalcInput::new(&[], &window(Value::Null)))
+                .unwrap_err()
+                .message,
+            "Input features required"
+        );
+    }
+
+    #[test]
+    fn reformat_fixes_sets_every_fix_and_the_defaults() {
+        let mut t = track("t", "T", 3);
+        t["properties"]
+            .as_object_mut()
+            .unwrap()
+            .remove("default_position_style");
+        let features = [t];
+        let items = reformat_fixes(&CalcInput::new(
+            &features,
+            &params(json!({"symbol": "CROSS"})),
+        ))
+        .unwrap();
+        let Body::Feature(f) = &items[0].body else {
+            panic!()
+        };
+        for p in f["properties"]["positions"].as_array().unwrap() {
+            assert_eq!(p["symbol"], "CROSS");
+            assert_eq!(p["show_label"], true);
+        }
+        assert_eq!(
+            f["properties"]["default_position_style"],
+            json!({"show_symbol": true, "symbol": "CROSS", "show_label": true})
+        );
+        assert_eq!(f["properties"]["style"]["point"]["shape"], "CROSS");
+        assert_eq!(
+            items[0].label,
+            "Reformatted fixes to CROSS symbol, labels shown for 1 track(s)"
+        );
+        let err = reformat_fixes(&CalcInput::new(
+            &features,
+            &params(json!({"symbol": "STAR"})),
+        ))
+        .unwrap_err();
+        assert_eq!(
+            err.message,
+            "symbol must be one of: SQUARE, CIRCLE, DIAMOND, TRIANGLE, CROSS"
+        );
+    }
+
+    fn sensor(id: &str, times: &[&str]) -> Value {
+        let contacts: Vec<Value> = times
+            .iter()
+            .enumerate()
+            .map(|(i, t)| json!({"id": format!("{id}-{i}"), "time": t, "bearing": 10.0}))
+            .collect();
+        json!({"type": "Feature", "id": id, "geometry": null,
+            "properties": {"kind": "SENSOR", "sensor_name": "Array", "contacts": contacts}})
+    }
+
+    #[test]
+    fn sonar_cuts_are_sorted_and_shaded_by_time() {
+        let s = sensor(
+            "s",
+            &[
+                "2024-01-15T10:10:00Z",
+                "2024-01-15T10:00:00Z",
+                "2024-01-15T10:05:00Z",
+            ],
+        );
+        let features = [s, track("t", "T", 2), sensor("empty", &[])];
+        let items =
+            rainbow_shade_sonar_cuts(&CalcInput::new(&features, &params(json!({})))).unwrap();
+        assert_eq!(
+            items.len(),
+            1,
+            "the track and the sensor without cuts are skipped"
+        );
+        let Body::Feature(f) = &items[0].body else {
+            panic!()
+        };
+        let got: Vec<(&str, &str)> = f["properties"]["contacts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                (
+                    c["id"].as_str().unwrap(),
+                    c["style"]["color"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("s-1", "hsb(0.000,0.8,0.7)"),
+                ("s-2", "hsb(0.500,0.8,0.7)"),
+                ("s-0", "hsb(1.000,0.8,0.7)")
+            ]
+        );
+        assert_eq!(items[0].label, "Rainbow shaded 3 sonar contact(s) on Array");
+        // one cut: proportion 0, pure blue
+        let one = [sensor("s", &["2024-01-15T10:00:00Z"])];
+        let items = rainbow_shade_sonar_cuts(&CalcInput::new(
+            &one,
+            &params(json!({"mode": "BLUE_RED_SPECTRUM"})),
+        ))
+        .unwrap();
+        let Body::Feature(f) = &items[0].body else {
+            panic!()
+        };
+        assert_eq!(
+            f["properties"]["contacts"][0]["style"]["color"],
+            "rgb(0,0,255)"
+        );
+        let err =
+            rainbow_shade_sonar_cuts(&CalcInput::new(&[track("t", "T", 2)], &params(json!({}))))
+                .unwrap_err();
+        assert_eq!(
+            err.message,
+            "No sensor features with contacts found in input"
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn blue_red_channels_sum_to_255_and_grow_redder(p in 0.0f64..=1.0, q in 0.0f64..=1.0) {
+            let rgb = |s: String| -> Vec<u32> {
+                s.trim_start_matches("rgb(").trim_end_matches(')').split(',').map(|x| x.parse().unwrap()).collect()
+            };
+            let (a, b) = (rgb(blue_red(p)), rgb(blue_red(q)));
+            prop_assert_eq!(a[1], 0);
+            prop_assert_eq!(a[0] + a[2], 255);
+            if p <= q {
+                prop_assert!(a[0] <= b[0]);
+            }
+        }
+
+        #[test]
+        fn hex_colours_of_valid_lengths_pass(h in "[0-9a-fA-F]{3}|[0-9a-fA-F]{4}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8}") {
+            let c = format!("#{h}");
+            prop_assert!(is_css_colour(&c));
+            let accepted = validator("set-track-color").validate(&params(json!({"color": c}))).is_ok();
+            prop_assert!(accepted);
+        }
+    }
 }
