@@ -1438,3 +1438,458 @@ fn position_range_bearing(input: &CalcInput) -> Result<Vec<Item>, ToolError> {
         label,
     )])
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A tote-style track: `(minute, lon, lat, course, speed)` after 2024-01-15T10:00Z.
+    fn trk(id: &str, fixes: &[(i64, f64, f64, f64, f64)]) -> Value {
+        let positions: Vec<Value> = fixes
+            .iter()
+            .map(|&(m, lon, lat, c, s)| {
+                json!({"time": format_time(parse_time("2024-01-15T10:00:00Z").unwrap() + m * 60_000),
+                    "coordinates": [lon, lat], "course": c, "speed": s, "depth": 5.0})
+            })
+            .collect();
+        let coords: Vec<[f64; 2]> = fixes.iter().map(|f| [f.1, f.2]).collect();
+        json!({"type": "Feature", "id": id, "geometry": {"type": "LineString", "coordinates": coords},
+            "properties": {"debrief:kind": "track", "debrief:platform_name": id, "debrief:positions": positions}})
+    }
+
+    fn params(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap()
+    }
+
+    fn run(id: &str, features: &[Value], p: Value) -> Result<Vec<Item>, ToolError> {
+        (super::super::entry(id).unwrap().run)(&CalcInput::new(features, &params(p)))
+    }
+
+    fn props(items: &[Item]) -> Map<String, Value> {
+        match &items[0].body {
+            Body::Feature(f) => f["properties"].as_object().cloned().unwrap(),
+            Body::Json(v) => v.as_object().cloned().unwrap(),
+            Body::Text(_) => panic!("text"),
+        }
+    }
+
+    #[test]
+    fn labels_write_numbers_as_debriefs_reference_does() {
+        assert_eq!(py_num(12.0), "12.0");
+        assert_eq!(py_num(-12.3), "-12.3");
+        assert_eq!(py_num(7.8641), "7.8641");
+        assert_eq!(py_num(0.0), "0.0");
+        assert_eq!(
+            short_time(parse_time("2024-01-15T10:35:00Z").unwrap()),
+            "T10:35"
+        );
+    }
+
+    #[test]
+    fn one_track_tools_report_empty_wrong_kind_and_missing_data() {
+        let narrative = json!({"type": "Feature", "id": "n1", "geometry": null, "properties": {"kind": "NARRATIVE"}});
+        for id in [
+            "course-calc",
+            "speed-calc",
+            "depth-calc",
+            "time-calc",
+            "course-delta-average-calc",
+            "speed-delta-average-calc",
+            "calculate-track-length",
+        ] {
+            assert_eq!(
+                run(id, &[], json!({})).unwrap_err().message,
+                "Input features required",
+                "{id}"
+            );
+            let err = run(id, std::slice::from_ref(&narrative), json!({})).unwrap_err();
+            assert_eq!(err.message, "Feature must be a track", "{id}");
+            assert_eq!(err.affected, ["n1"], "{id}");
+        }
+        // NaN / missing course and speed: the spec's errors; depth reads 0
+        let mut t = trk(
+            "t",
+            &[(0, 0.0, 50.0, 10.0, 5.0), (5, 0.01, 50.0, 10.0, 5.0)],
+        );
+        for p in t["properties"]["debrief:positions"].as_array_mut().unwrap() {
+            p["course"] = Value::Null;
+            p["speed"] = json!("fast");
+            p["depth"] = Value::Null;
+        }
+        let f = [t];
+        assert_eq!(
+            run("course-calc", &f, json!({})).unwrap_err().message,
+            "No course data available at specified time"
+        );
+        assert_eq!(
+            run("speed-calc", &f, json!({})).unwrap_err().message,
+            "No speed data available at specified time"
+        );
+        assert_eq!(
+            props(&run("depth-calc", &f, json!({})).unwrap())["debrief:value"],
+            0.0
+        );
+        assert_eq!(
+            run("course-delta-average-calc", &f, json!({}))
+                .unwrap_err()
+                .message,
+            "No valid course data for delta calculation"
+        );
+        // outside the track's span
+        let f = [trk(
+            "t",
+            &[(0, 0.0, 50.0, 10.0, 5.0), (5, 0.01, 50.0, 10.0, 5.0)],
+        )];
+        let err = run("speed-calc", &f, json!({"time": "2024-01-15T11:00:00Z"})).unwrap_err();
+        assert_eq!(err.message, NO_POSITION);
+        let err = run("speed-calc", &f, json!({"time": "half past ten"})).unwrap_err();
+        assert!(err.message.contains("half past ten"), "{}", err.message);
+    }
+
+    #[test]
+    fn course_is_interpolated_the_short_way_and_normalised() {
+        let f = [trk(
+            "t",
+            &[(0, 0.0, 50.0, 350.0, 4.0), (10, 0.01, 50.0, 30.0, 8.0)],
+        )];
+        let p = props(&run("course-calc", &f, json!({"time": "2024-01-15T10:05:00Z"})).unwrap());
+        assert!(
+            (p["debrief:value"].as_f64().unwrap() - 10.0).abs() < 1e-9,
+            "{p:?}"
+        );
+        let p = props(&run("speed-calc", &f, json!({"time": "2024-01-15T10:05:00Z"})).unwrap());
+        assert_eq!(p["debrief:value"], 6.0);
+    }
+
+    #[test]
+    fn time_formats() {
+        let f = [trk(
+            "t",
+            &[(0, 0.0, 50.0, 0.0, 4.0), (10, 0.01, 50.0, 0.0, 4.0)],
+        )];
+        let at = |fmt: &str| {
+            props(
+                &run(
+                    "time-calc",
+                    &f,
+                    json!({"time": "2024-01-15T10:05:00Z", "format": fmt}),
+                )
+                .unwrap(),
+            )["debrief:value"]
+                .clone()
+        };
+        assert_eq!(at("ISO8601"), "2024-01-15T10:05:00Z");
+        assert_eq!(at("HHmmss"), "10:05:00");
+        assert_eq!(at("ddHHmmss"), "15 10:05:00");
+    }
+
+    #[test]
+    fn two_track_tools_need_two() {
+        let one = [trk("a", &[(0, 0.0, 50.0, 0.0, 4.0)])];
+        for (id, msg) in [
+            (
+                "range-calc",
+                "Two track features required for range calculation",
+            ),
+            (
+                "swt-range-calc",
+                "Two track features required for range calculation",
+            ),
+            (
+                "bearing-calc",
+                "Two track features required for bearing calculation",
+            ),
+            (
+                "doppler-calc",
+                "Two track features required for Doppler calculation",
+            ),
+            (
+                "delta-rate-calc",
+                "Two track features required for delta rate calculation",
+            ),
+            ("rel-bearing-calc", NEED_TWO),
+            ("atb-calc", NEED_TWO),
+            ("bearing-rate-calc", NEED_TWO),
+            ("position-range-bearing", "Two track features required"),
+        ] {
+            let p = if id == "position-range-bearing" {
+                json!({"selected_position_index": 0})
+            } else {
+                json!({})
+            };
+            assert_eq!(run(id, &one, p).unwrap_err().message, msg, "{id}");
+        }
+    }
+
+    #[test]
+    fn closing_tracks_have_a_negative_range_rate() {
+        let a = trk(
+            "a",
+            &[(0, 0.0, 50.0, 0.0, 10.0), (5, 0.0, 50.02, 0.0, 10.0)],
+        );
+        let b = trk(
+            "b",
+            &[(0, 0.0, 50.2, 180.0, 10.0), (5, 0.0, 50.18, 180.0, 10.0)],
+        );
+        let p = props(
+            &run(
+                "delta-rate-calc",
+                &[a.clone(), b.clone()],
+                json!({"units": "kts"}),
+            )
+            .unwrap(),
+        );
+        // each moves 0.02 degrees (1.2 nm) towards the other in 5 minutes: closing at 28.8 kts
+        let closing = 2.0 * 1.2 / (5.0 / 60.0);
+        let got = p["debrief:value"].as_f64().unwrap();
+        assert!((got + closing).abs() < 0.05, "{p:?}");
+        let err = run(
+            "delta-rate-calc",
+            &[a, b],
+            json!({"time": "2024-01-15T10:05:00Z"}),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.message,
+            "Insufficient positions to calculate rate of change"
+        );
+    }
+
+    #[test]
+    fn bearings_in_uk_and_us_form() {
+        // ownship heading north, target due west: relative bearing -90 (UK) / 270 (US)
+        let own = trk("own", &[(0, 0.0, 0.0, 0.0, 10.0)]);
+        let tgt = trk("tgt", &[(0, -0.1, 0.0, 90.0, 10.0)]);
+        let f = [own.clone(), tgt.clone()];
+        let uk = props(&run("rel-bearing-calc", &f, json!({})).unwrap());
+        assert!(
+            (uk["value"].as_f64().unwrap() + 90.0).abs() < 1e-6,
+            "{uk:?}"
+        );
+        let us = props(&run("rel-bearing-calc", &f, json!({"format": "US"})).unwrap());
+        assert!(
+            (us["value"].as_f64().unwrap() - 270.0).abs() < 1e-6,
+            "{us:?}"
+        );
+        // the target heads straight at ownship: angle to bow 0
+        let atb = props(&run("atb-calc", &f, json!({})).unwrap());
+        assert!(atb["value"].as_f64().unwrap().abs() < 1e-6, "{atb:?}");
+        let err = run("rel-bearing-calc", &[own.clone(), own], json!({})).unwrap_err();
+        assert_eq!(err.category, super::super::ErrorCategory::AlgorithmFailure);
+        let narrative = json!({"type": "Feature", "id": "n", "properties": {"kind": "NARRATIVE"}});
+        let err = run("atb-calc", &[tgt, narrative], json!({})).unwrap_err();
+        assert_eq!(err.message, "Both features must be track features");
+    }
+
+    #[test]
+    fn a_target_crossing_left_to_right_draws_right() {
+        // ownship stopped; target 5 nm north heading east
+        let f = [
+            trk("own", &[(0, 0.0, 0.0, 0.0, 0.0)]),
+            trk("tgt", &[(0, 0.0, 5.0 / 60.0, 90.0, 10.0)]),
+        ];
+        let p = props(&run("bearing-rate-calc", &f, json!({})).unwrap());
+        assert_eq!(p["direction"], "Right");
+        // 10 kts across at 5 nm: 2 rad/h = 1.91 deg/min by the legacy 6080/PI formula
+        let expected = 6080.0 / PI * 10.0 / (5.0 * 2025.37);
+        assert!(
+            (p["value"].as_f64().unwrap() - expected).abs() < 1e-6,
+            "{p:?}"
+        );
+    }
+
+    #[test]
+    fn course_rates_unwrap_through_north() {
+        let f = [trk(
+            "t",
+            &[
+                (0, 0.0, 50.0, 350.0, 5.0),
+                (1, 0.0, 50.01, 10.0, 5.0),
+                (2, 0.0, 50.02, 30.0, 5.0),
+            ],
+        )];
+        let p = props(&run("course-rate-calc", &f, json!({})).unwrap());
+        let rates: Vec<f64> = p["rates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["rate"].as_f64().unwrap())
+            .collect();
+        assert_eq!(rates, [20.0 / 60.0, 20.0 / 60.0]);
+        // all at one time: single point
+        let f = [trk(
+            "t",
+            &[(0, 0.0, 50.0, 350.0, 5.0), (0, 0.0, 50.01, 10.0, 5.0)],
+        )];
+        assert_eq!(
+            props(&run("speed-rate-calc", &f, json!({})).unwrap())["mode"],
+            "single_point"
+        );
+        let mut neg = trk("t", &[(0, 0.0, 50.0, 0.0, 5.0), (1, 0.0, 50.01, 0.0, -1.0)]);
+        neg["id"] = json!("neg");
+        let err = run("speed-rate-calc", &[neg], json!({})).unwrap_err();
+        assert!(
+            err.message.starts_with("Speed cannot be negative"),
+            "{}",
+            err.message
+        );
+    }
+
+    #[test]
+    fn rate_rates_need_four_positions_and_distinct_times() {
+        let three = [trk(
+            "t",
+            &[
+                (0, 0.0, 50.0, 0.0, 5.0),
+                (1, 0.0, 50.0, 0.0, 5.0),
+                (2, 0.0, 50.0, 0.0, 5.0),
+            ],
+        )];
+        let err = run("speed-rate-rate-calc", &three, json!({})).unwrap_err();
+        assert_eq!(
+            err.message,
+            "Track must have at least 4 positions for rate-rate calculation"
+        );
+        let dup = [trk(
+            "t",
+            &[
+                (0, 0.0, 50.0, 0.0, 5.0),
+                (1, 0.0, 50.0, 0.0, 5.0),
+                (1, 0.0, 50.0, 0.0, 5.0),
+                (2, 0.0, 50.0, 0.0, 5.0),
+            ],
+        )];
+        let err = run("course-delta-rate-rate-calc", &dup, json!({})).unwrap_err();
+        assert_eq!(err.message, "Zero time interval between positions 1 and 2");
+        let narrative = json!({"type": "Feature", "id": "n", "properties": {"kind": "NARRATIVE"}});
+        assert_eq!(
+            run("speed-rate-rate-calc", &[narrative], json!({}))
+                .unwrap_err()
+                .message,
+            "No track feature found in input"
+        );
+    }
+
+    #[test]
+    fn position_range_bearing_matches_the_closest_time_earlier_on_a_tie() {
+        let a = json!({"type": "Feature", "id": "a", "geometry": {"type": "LineString", "coordinates": [[0.0, 0.0], [0.0, 0.1]]},
+            "properties": {"kind": "TRACK", "times": [1000, 2000]}});
+        let b = json!({"type": "Feature", "id": "b", "geometry": {"type": "LineString", "coordinates": [[0.1, 0.0], [0.2, 0.0], [0.3, 0.0]]},
+            "properties": {"kind": "TRACK", "times": [500, 1500, 2500]}});
+        let f = [a, b];
+        let p = props(
+            &run(
+                "position-range-bearing",
+                &f,
+                json!({"selected_position_index": 0}),
+            )
+            .unwrap(),
+        );
+        assert_eq!(
+            p["matched_position_index"], 0,
+            "500 and 1500 are both 500 ms from 1000"
+        );
+        assert_eq!(p["bearing_deg"], 90.0);
+        let err = run(
+            "position-range-bearing",
+            &f,
+            json!({"selected_position_index": -1}),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.message,
+            "Selected position index -1 out of range [0, 1]"
+        );
+        let err = run(
+            "position-range-bearing",
+            &f,
+            json!({"selected_position_index": 2}),
+        )
+        .unwrap_err();
+        assert_eq!(err.message, "Selected position index 2 out of range [0, 1]");
+    }
+
+    #[test]
+    fn track_length_skips_hidden_positions() {
+        let mut t = trk(
+            "t",
+            &[
+                (0, 0.0, 0.0, 0.0, 5.0),
+                (1, 0.0, 1.0, 0.0, 5.0),
+                (2, 0.0, 2.0, 0.0, 5.0),
+            ],
+        );
+        let f = [t.clone()];
+        assert_eq!(
+            props(&run("calculate-track-length", &f, json!({})).unwrap())["debrief:value"],
+            120.0
+        );
+        t["properties"]["debrief:positions"][2]["visible"] = json!(false);
+        let f = [t.clone()];
+        let p = props(&run("calculate-track-length", &f, json!({"units": "km"})).unwrap());
+        assert_eq!(p["debrief:value"], 111.12);
+        assert_eq!(p["debrief:num_visible_positions"], 2);
+        t["properties"]["debrief:positions"][1]["visible"] = json!(false);
+        let err = run("calculate-track-length", &[t], json!({})).unwrap_err();
+        assert_eq!(err.message, "At least two visible positions required");
+    }
+
+    #[test]
+    fn doppler_checks_its_constants() {
+        let f = [
+            trk("a", &[(0, 0.0, 0.0, 0.0, 5.0)]),
+            trk("b", &[(0, 0.0, 0.1, 0.0, 5.0)]),
+        ];
+        let err = run("doppler-calc", &f, json!({"fNought": 0.0})).unwrap_err();
+        assert!(err.message.starts_with("Base frequency must be positive"));
+        let err = run("doppler-calc", &f, json!({"speedOfSound": -1.0})).unwrap_err();
+        assert!(err.message.starts_with("Speed of sound must be positive"));
+        // both heading north at 5 kts, the source ahead: no closing speed, no shift
+        assert_eq!(
+            props(&run("doppler-calc", &f, json!({})).unwrap())["debrief:value"],
+            150.0
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn uk_and_us_forms_are_the_same_angle(a in -1000.0f64..1000.0) {
+            let (uk, us) = (in_format(a, "UK"), in_format(a, "US"));
+            prop_assert!(uk > -180.0 && uk <= 180.0);
+            prop_assert!((0.0..360.0).contains(&us));
+            prop_assert!(angle_diff(uk, us).abs() < 1e-9);
+            prop_assert!(angle_diff(a, us).abs() < 1e-9);
+        }
+
+        #[test]
+        fn stationary_platforms_hear_the_radiated_frequency(f0 in 1.0f64..1000.0, brg in 0.0f64..6.28, c1 in 0.0f64..6.28, c2 in 0.0f64..6.28) {
+            prop_assert!((predicted_freq(f0, 3032.0, (0.0, c1), (0.0, c2), brg) - f0).abs() < 1e-9);
+        }
+
+        #[test]
+        fn steady_change_has_no_second_derivative(start in -50.0f64..400.0, step in -20.0f64..20.0, n in 4usize..12, dt in 1i64..600) {
+            let samples: Vec<(i64, f64, String)> = (0..n)
+                .map(|i| (i as i64 * dt * 1000, (start + step * i as f64).rem_euclid(360.0), String::new()))
+                .collect();
+            for angular in [true, false] {
+                if !angular && (start + step * n as f64) >= 360.0 {
+                    continue; // a wrapped speed series is not steady
+                }
+                let rr = rate_rates(&samples, angular).unwrap();
+                prop_assert_eq!(rr.len(), n - 2);
+                if angular || samples.windows(2).all(|w| (w[1].1 - w[0].1 - step).abs() < 1e-9) {
+                    prop_assert!(rr.iter().all(|(_, v)| v.abs() < 1e-6), "{:?}", rr);
+                }
+            }
+        }
+
+        #[test]
+        fn bearing_rate_reverses_with_the_target_motion(brg in 0.0f64..6.28, r in 100.0f64..50000.0, c in 0.0f64..6.28, s in 0.0f64..30.0) {
+            let fwd = bearing_rate(brg, r, (0.0, 0.0), (c, s));
+            let back = bearing_rate(brg, r, (0.0, 0.0), (c + PI, s));
+            prop_assert!((fwd + back).abs() < 1e-9);
+        }
+    }
+}
