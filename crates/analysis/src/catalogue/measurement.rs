@@ -626,12 +626,12 @@ fn doppler_calc(input: &CalcInput) -> Result<Vec<Item>, ToolError> {
     let (primary, secondary) = two(input, "Two track features required for Doppler calculation")?;
     let f0 = input.f64_param("fNought").unwrap_or(150.0);
     let c = input.f64_param("speedOfSound").unwrap_or(3032.0);
-    if !(f0 > 0.0) {
+    if f0.is_nan() || f0 <= 0.0 {
         return Err(ToolError::invalid(format!(
             "Base frequency must be positive (fNought is {f0}); give it in Hz, e.g. 150"
         )));
     }
-    if !(c > 0.0) {
+    if c.is_nan() || c <= 0.0 {
         return Err(ToolError::invalid(format!(
             "Speed of sound must be positive (speedOfSound is {c}); give it in knots, e.g. 3032"
         )));
@@ -988,7 +988,7 @@ fn bearing_rate_calc(input: &CalcInput) -> Result<Vec<Item>, ToolError> {
     let (oid, tid, time, own, tgt) = tma_pair(input)?;
     let brg = bearing_deg(own.coord, tgt.coord);
     let range_yards = gc_degrees(own.coord, tgt.coord) * YDS_PER_DEG;
-    if !(range_yards >= 1.0) {
+    if range_yards.is_nan() || range_yards < 1.0 {
         return Err(ToolError::failure(
             "Range between tracks is zero; bearing rate is undefined (division by zero)",
         )
@@ -1864,7 +1864,7 @@ mod tests {
         }
 
         #[test]
-        fn stationary_platforms_hear_the_radiated_frequency(f0 in 1.0f64..1000.0, brg in 0.0f64..6.28, c1 in 0.0f64..6.28, c2 in 0.0f64..6.28) {
+        fn stationary_platforms_hear_the_radiated_frequency(f0 in 1.0f64..1000.0, brg in 0.0f64..std::f64::consts::TAU, c1 in 0.0f64..std::f64::consts::TAU, c2 in 0.0f64..std::f64::consts::TAU) {
             prop_assert!((predicted_freq(f0, 3032.0, (0.0, c1), (0.0, c2), brg) - f0).abs() < 1e-9);
         }
 
@@ -1886,7 +1886,7 @@ mod tests {
         }
 
         #[test]
-        fn bearing_rate_reverses_with_the_target_motion(brg in 0.0f64..6.28, r in 100.0f64..50000.0, c in 0.0f64..6.28, s in 0.0f64..30.0) {
+        fn bearing_rate_reverses_with_the_target_motion(brg in 0.0f64..std::f64::consts::TAU, r in 100.0f64..50000.0, c in 0.0f64..std::f64::consts::TAU, s in 0.0f64..30.0) {
             let fwd = bearing_rate(brg, r, (0.0, 0.0), (c, s));
             let back = bearing_rate(brg, r, (0.0, 0.0), (c + PI, s));
             prop_assert!((fwd + back).abs() < 1e-9);
