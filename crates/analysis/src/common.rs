@@ -95,23 +95,6 @@ pub(crate) fn single(kinds: &[&str]) -> Value {
     )
 }
 
-/// The schema of a colour parameter: a named colour or `#rrggbb`.
-pub(crate) fn colour_schema(description: &str) -> Value {
-    json!({
-        "type": "string",
-        "description": format!(
-            "{description} One of {} or a CSS hex colour \"#rrggbb\".",
-            NAMED_COLOURS.join(", ")
-        ),
-        "pattern": colour_pattern(),
-        "examples": NAMED_COLOURS,
-    })
-}
-
-pub(crate) fn colour_pattern() -> String {
-    format!("^(?:{}|#[0-9A-Fa-f]{{6}})$", NAMED_COLOURS.join("|"))
-}
-
 /// An ISO-8601 duration of weeks, days, hours, minutes and seconds (`PT15M`, `PT1H`, `P1D`).
 pub(crate) const DURATION_PATTERN: &str =
     r"^P(?:\d+W)?(?:\d+D)?(?:T(?:\d+H)?(?:\d+M)?(?:\d+(?:\.\d+)?S)?)?$";
@@ -355,21 +338,6 @@ pub(crate) fn bool_or(call: &ToolCall, name: &str, default: bool) -> Result<bool
         Some(v) => v.as_bool().ok_or_else(|| {
             CallError::invalid(format!("Parameter \"{name}\" must be true or false"))
         }),
-    }
-}
-
-/// Checks a colour against [`colour_pattern`] (the schema already did; this is defence).
-pub(crate) fn check_colour(name: &str, colour: &str) -> Result<(), CallError> {
-    let hex = colour.len() == 7
-        && colour.starts_with('#')
-        && colour.chars().skip(1).all(|c| c.is_ascii_hexdigit());
-    if hex || NAMED_COLOURS.contains(&colour) {
-        Ok(())
-    } else {
-        Err(CallError::invalid(format!(
-            "Parameter \"{name}\" must be one of {} or a hex colour like \"#ff8800\"; got \"{colour}\"",
-            NAMED_COLOURS.join(", ")
-        )))
     }
 }
 
@@ -867,13 +835,5 @@ mod tests {
             (m[0].abs() - 180.0).abs() < 1e-9,
             "across the antimeridian: {m:?}"
         );
-    }
-
-    #[test]
-    fn colour_checks() {
-        assert!(check_colour("color", "red").is_ok());
-        assert!(check_colour("color", "#A0b1C2").is_ok());
-        assert!(check_colour("color", "#abc").is_err());
-        assert!(check_colour("color", "chartreuse").is_err());
     }
 }

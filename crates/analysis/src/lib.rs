@@ -12,10 +12,11 @@
 //! * Analyses (`dataset/…`, `…/statistics`) return the full dataset in `data` and a one-line
 //!   summary with the key numbers.
 //!
-//! Colour parameters are a plain JSON Schema string with a `pattern` that accepts the named
-//! colours (`red`, `green`, `blue`, `yellow`, `orange`, `purple`, `cyan`, `magenta`, `white`,
-//! `black`, `grey`) or a CSS hex colour `#rrggbb`; the names are repeated in `examples` and in
-//! the description so a model sees them.
+//! Colour parameters (the catalogue's `track/styling` tools) are a plain JSON Schema string with
+//! a `pattern` that accepts the named colours (`red`, `green`, `blue`, `yellow`, `orange`,
+//! `purple`, `cyan`, `magenta`, `white`, `black`, `grey`), CSS hex colours (`#f00`, `#FF0000`,
+//! `#FF000080`) and `rgb()`/`rgba()`/`hsl()`/`hsla()`; the names are repeated in the description
+//! so a model sees them.
 //!
 //! [`ChangeSet`]: toolgate_core::ChangeSet
 //! [`Edit::Upsert`]: toolgate_core::Edit::Upsert
@@ -23,7 +24,6 @@
 mod analysis;
 pub mod catalogue;
 mod common;
-mod style;
 
 #[cfg(test)]
 mod tests;
@@ -48,26 +48,6 @@ struct Tool {
 }
 
 const TOOLS: &[Tool] = &[
-    Tool {
-        id: style::SET_TRACK_COLOR,
-        spec: style::set_track_color_spec,
-        run: style::set_track_color,
-    },
-    Tool {
-        id: style::APPLY_SYMBOL_STYLE,
-        spec: style::apply_symbol_style_spec,
-        run: style::apply_symbol_style,
-    },
-    Tool {
-        id: style::LABEL_INTERVAL,
-        spec: style::label_interval_spec,
-        run: style::label_interval,
-    },
-    Tool {
-        id: style::SYMBOL_INTERVAL,
-        spec: style::symbol_interval_spec,
-        run: style::symbol_interval,
-    },
     Tool {
         id: analysis::TRACK_STATS,
         spec: analysis::track_stats_spec,

@@ -133,10 +133,6 @@ pub(crate) fn boat1() -> Value {
 // Specs
 
 const EXPECTED: &[(&str, &str, &str)] = &[
-    ("set-track-color", "mutation/track/styled", "style"),
-    ("apply-symbol-style", "mutation/track/styled", "style"),
-    ("label-interval", "mutation/track/styled", "style"),
-    ("symbol-interval", "mutation/track/styled", "style"),
     ("track-stats", "track/statistics", "analysis"),
     ("range-bearing", "dataset/range_bearing_series", "analysis"),
     ("area-summary", "region/statistics", "analysis"),
@@ -247,22 +243,6 @@ fn params(v: Value) -> Map<String, Value> {
 
 #[test]
 fn schema_choices() {
-    let colour = validator("set-track-color");
-    for ok in ["red", "grey", "magenta", "#FF0000", "#a1b2c3"] {
-        assert!(
-            colour.validate(&params(json!({"color": ok}))).is_ok(),
-            "{ok}"
-        );
-    }
-    for bad in ["mauve", "#abc", "FF0000", "Red", "#GG0000", " red"] {
-        assert!(
-            colour.validate(&params(json!({"color": bad}))).is_err(),
-            "{bad}"
-        );
-    }
-    let errs = colour.validate(&params(json!({}))).unwrap_err();
-    assert_eq!(errs, ["missing required parameter \"color\""]);
-
     let enlarge = validator("enlarge-shape");
     assert!(
         enlarge
@@ -332,22 +312,6 @@ fn schema_choices() {
     assert_eq!(count.value_type, "integer");
     assert!(count.choices.is_empty(), "no 10000-item enum");
 
-    let interval = validator("label-interval");
-    for ok in ["PT15M", "PT1H", "P1D", "PT30S", "PT1H30M"] {
-        assert!(
-            interval.validate(&params(json!({"interval": ok}))).is_ok(),
-            "{ok}"
-        );
-    }
-    for bad in ["15 minutes", "PT15", "1H"] {
-        assert!(
-            interval
-                .validate(&params(json!({"interval": bad})))
-                .is_err(),
-            "{bad}"
-        );
-    }
-
     let trim = validator("trim-track");
     let errs = trim.validate(&params(json!({}))).unwrap_err();
     assert_eq!(
@@ -359,12 +323,6 @@ fn schema_choices() {
     );
 
     // every declared parameter is visible to a listing
-    let symbol = specs()
-        .into_iter()
-        .find(|s| s.id == "apply-symbol-style")
-        .unwrap();
-    let names: Vec<String> = symbol.params().into_iter().map(|p| p.name).collect();
-    assert_eq!(names, ["symbol", "radius", "fill_color"]);
     let buffer = super::specs()
         .into_iter()
         .find(|s| s.id == "buffer-zone-generator")
@@ -439,7 +397,6 @@ fn unknown_tool_is_not_found() {
 fn happy_call(id: &str) -> ToolCall {
     let t = track("t1", "NELSON", 5);
     let (params, subject) = match id {
-        "set-track-color" => (json!({"color": "blue"}), json!([t])),
         "range-bearing" => (json!({}), json!([t, point("p", "Datum A")])),
         "area-summary" => (json!({}), json!([t, point("p", "Datum A")])),
         "speed-filter" => (json!({"max_knots": 50}), json!([t])),

@@ -33,7 +33,7 @@ fn bench(c: &mut Criterion) {
                 for (tool, input) in &cases {
                     let _ = toolgate_calc::calc(tool, input, &[]);
                 }
-            })
+            });
         },
     );
 }

@@ -248,15 +248,8 @@ async fn f3_invented_tool_id_is_corrected() {
         .await
         .unwrap()
         .text;
-    assert!(
-        reply.starts_with(
-            "Unknown tool id \"make-it-pretty\". Call debrief_listTools first. Available: "
-        ),
-        "{reply}"
-    );
-    for id in ["set-track-color", "trim-track", "enlarge-shape"] {
-        assert!(reply.contains(id), "{id} listed: {reply}");
-    }
+    // The listing starts with the catalogue's tools (track/measurement first).
+    assert!(reply.starts_with("Unknown tool id \"make-it-pretty\". Call debrief_listTools first. Available: range-calc, "), "{reply}");
     assert_eq!(
         h.provider.calls.load(Ordering::SeqCst),
         0,

@@ -17,11 +17,11 @@ use toolgate_core::{CallError, ChangeSet, Edit, OutputKind, ToolOutcome, ToolSpe
 use crate::common::{Def, humanise};
 
 pub(crate) mod analysis;
+pub(crate) mod detection;
 pub(crate) mod export;
 pub(crate) mod manipulation;
 pub(crate) mod measurement;
 pub mod model;
-pub(crate) mod detection;
 pub(crate) mod reference;
 pub(crate) mod sensor;
 pub(crate) mod shape;
