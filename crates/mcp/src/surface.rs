@@ -192,13 +192,16 @@ mod tests {
     }
 
     #[test]
-    fn the_whole_advertised_list_stays_under_a_thousand_tokens() {
+    fn the_whole_advertised_list_stays_near_a_thousand_tokens() {
         let counter = toolgate_core::TokenCounter::default();
         let functions = "view, create, edit, glob, grep, bash, sql, web_fetch, github_api.";
         for surface in [Surface::Debrief, Surface::Codeact, Surface::All] {
             let tokens = counter.count(&tool_list_json(surface, functions).to_string());
             eprintln!("tools/list ({}): {tokens} tokens (o200k)", surface.as_str());
-            assert!(tokens <= 1000, "{}: {tokens} tokens", surface.as_str());
+            // 1000 until debrief_listTools took featureNames/toolIds/all (about 45 tokens): they
+            // keep each listTools *reply* within its 2500-token budget on a 70-tool catalogue,
+            // which saves far more than they cost here.
+            assert!(tokens <= 1050, "{}: {tokens} tokens", surface.as_str());
         }
     }
 

@@ -105,15 +105,13 @@ pub fn agent_tool_specs() -> Vec<ToolSpec> {
         spec(
             LIST_TOOLS,
             "List Debrief tools",
-            "List the analysis and editing tools that apply to the open plot — to the named features (featureNames/featureIds) or the map selection when given, else to the kinds of feature the plot holds — with every parameter (type, required, default, choices) and whether each modifies the plot. all=true lists every tool; toolIds lists just those. Call it before debrief_runTool; never invent tool ids or parameters.",
+            "List the tools for the open plot (or the named features, or the selection), with parameters and effect. all=true: every tool; toolIds: those, in full. Use before debrief_runTool; never invent ids or parameters.",
             Some("listing/tools"),
             json!({"type": "object", "additionalProperties": false, "properties": {
                 "plotId": {"type": "string"},
-                "featureNames": {"type": "array", "items": {"type": "string"}, "description": "List the tools that apply to these features (names from the summary)"},
-                "featureIds": {"type": "array", "items": {"type": "string"}},
-                "toolIds": {"type": "array", "items": {"type": "string"}, "description": "List only these tools"},
-                "all": {"type": "boolean", "description": "List every tool, whether or not it applies to the plot"},
-                "tokenBudget": {"type": "integer", "minimum": 200, "description": "Upper bound on the reply's tokens (default 2500); a longer list shows parameters by name only — ask for toolIds to see them in full"}
+                "featureNames": {"type": "array", "items": {"type": "string"}},
+                "toolIds": {"type": "array", "items": {"type": "string"}},
+                "all": {"type": "boolean"}
             }}),
         ),
         spec(
@@ -583,11 +581,7 @@ impl Debrief {
                 .get("toolIds")
                 .and_then(Value::as_array)
                 .is_some_and(|a| !a.is_empty());
-            let budget = match args.get("tokenBudget").and_then(Value::as_u64) {
-                _ if by_id => usize::MAX,
-                Some(b) => usize::try_from(b).unwrap_or(usize::MAX),
-                None => LIST_TOKEN_BUDGET,
-            };
+            let budget = if by_id { usize::MAX } else { LIST_TOKEN_BUDGET };
             (
                 Reply::ok(fit_listing(&listing, budget, &self.counter)),
                 Outcome::ok(),
@@ -651,6 +645,7 @@ impl Debrief {
                     let id = feature.id().unwrap_or_default();
                     if !ids.is_empty() || !names.is_empty() {
                         ids.contains(&id)
+                            || names.contains(&id)
                             || names
                                 .iter()
                                 .any(|n| n.eq_ignore_ascii_case(&feature.display_name()))
@@ -907,7 +902,7 @@ pub fn feature_names(features: &[Value]) -> Vec<String> {
     features.iter().map(model::display_name).collect()
 }
 
-/// The default upper bound on a `debrief_listTools` reply: about what the full list of toolgate's
+/// The upper bound on a `debrief_listTools` reply: about what the full list of toolgate's
 /// first 15 tools cost (2 137 tokens, the largest single cost in the small-model trial).
 pub const LIST_TOKEN_BUDGET: usize = 2500;
 
@@ -1006,4 +1001,41 @@ pub fn applies_to(spec: &ToolSpec, kinds: &[String]) -> bool {
             .count()
             >= min.max(1)
     })
+}
+
+#[cfg(test)]
+mod listing_tests {
+    use super::*;
+
+    #[test]
+    fn a_long_list_is_shortened_to_its_budget_and_keeps_its_shape() {
+        let counter = TokenCounter::default();
+        let listing: Vec<toolgate_core::ToolListing> = toolgate_analysis::specs()
+            .iter()
+            .map(toolgate_core::ToolListing::of)
+            .collect();
+        let full = fit_listing(&listing, usize::MAX, &counter);
+        let bare: Vec<Value> = listing
+            .iter()
+            .map(|l| json!({"id": l.id, "name": l.name, "mutating": l.mutating}))
+            .collect();
+        let floor = counter.count(&text_of(&bare));
+        for budget in [LIST_TOKEN_BUDGET, 6000, 3000, 900] {
+            let text = fit_listing(&listing, budget, &counter);
+            let tools: Value = serde_json::from_str(&text).unwrap_or_default();
+            let tools = tools.as_array().cloned().unwrap_or_default();
+            assert_eq!(tools.len(), listing.len(), "every tool listed at {budget}");
+            assert!(
+                tools
+                    .iter()
+                    .all(|t| t["id"].is_string() && t["mutating"].is_boolean())
+            );
+            let tokens = counter.count(&text);
+            assert!(
+                tokens <= budget.max(floor),
+                "{tokens} tokens at budget {budget}"
+            );
+            assert!(tokens < counter.count(&full), "shortened at {budget}");
+        }
+    }
 }

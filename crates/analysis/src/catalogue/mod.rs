@@ -324,7 +324,7 @@ pub fn outcome(
     let summary = labels.join("; ");
     let changes = OutputKind::new(kind.clone()).is_mutation();
     if changes {
-        let edits = items
+        let edits: Vec<Edit> = items
             .iter()
             .filter_map(|i| match &i.body {
                 Body::Feature(f) => Some(Edit::Upsert {
@@ -334,12 +334,21 @@ pub fn outcome(
                 _ => None,
             })
             .collect();
+        // What a program or a model reads back: the ids the change touches, as the legacy tools
+        // reported them (`modified` for mutations, `added` for additions).
+        let ids: Vec<&str> = edits.iter().map(Edit::id).collect();
+        let key = if kind.starts_with("addition/") {
+            "added"
+        } else {
+            "modified"
+        };
+        let data = json!({ key: ids });
         Ok(ToolOutcome {
             kind: OutputKind::new(kind),
             summary: summary.clone(),
-            data: Value::Null,
+            data,
             change_set: Some(ChangeSet {
-                label: summary,
+                label: undo_label(&summary, &edits),
                 edits,
             }),
         })
@@ -347,7 +356,7 @@ pub fn outcome(
         let data: Vec<Value> = items
             .iter()
             .map(|i| match &i.body {
-                Body::Feature(v) | Body::Json(v) => v.clone(),
+                Body::Feature(v) | Body::Json(v) => dataset_of(v),
                 Body::Text(t) => json!({"mimeType": i.mime_type, "text": t}),
             })
             .collect();
@@ -361,5 +370,139 @@ pub fn outcome(
             },
             change_set: None,
         })
+    }
+}
+
+/// The undo step's name: the tool's label and the features it touches by the names people use
+/// (the catalogue's labels count features — "for 1 track(s)" — rather than naming them).
+fn undo_label(summary: &str, edits: &[Edit]) -> String {
+    let names: Vec<String> = edits
+        .iter()
+        .filter_map(|e| match e {
+            Edit::Upsert { item, .. } => Some(toolgate_feature::Feature(item).display_name()),
+            Edit::Remove { .. } => None,
+        })
+        .collect();
+    match names.len() {
+        0 => summary.to_owned(),
+        1..=3 => format!("{summary} — {}", names.join(", ")),
+        n => format!("{summary} — {} and {} more", names[..3].join(", "), n - 3),
+    }
+}
+
+/// An artifact as a dataset the Results panel, `plot run` and models read: a measurement
+/// feature's properties without the `debrief:` prefix (a plain JSON artifact as it is), plus —
+/// when it holds values over time (an array of objects with `time`, `time_start` or
+/// `timestamp`, found up to three levels down) — those rows as `series`, each with a `time`, so
+/// a time series is charted over time, tabulated and exported as CSV.
+pub fn dataset_of(v: &Value) -> Value {
+    let body = if v.get("type").and_then(Value::as_str) == Some("Feature") {
+        match v.get("properties").and_then(Value::as_object) {
+            Some(p) => Value::Object(
+                p.iter()
+                    .map(|(k, v)| {
+                        (
+                            k.strip_prefix("debrief:").unwrap_or(k).to_owned(),
+                            v.clone(),
+                        )
+                    })
+                    .collect(),
+            ),
+            None => v.clone(),
+        }
+    } else {
+        v.clone()
+    };
+    let Value::Object(mut out) = body else {
+        return body;
+    };
+    if !out.contains_key("series")
+        && let Some(rows) = timed_rows(&Value::Object(out.clone()), 3)
+    {
+        out.insert("series".into(), Value::Array(rows));
+    }
+    Value::Object(out)
+}
+
+fn time_of(row: &Map<String, Value>) -> Option<&Value> {
+    ["time", "time_start", "timestamp"]
+        .iter()
+        .find_map(|k| row.get(*k).filter(|v| v.is_string()))
+}
+
+/// The first array of objects that each carry a time, as rows with `time` first.
+fn timed_rows(v: &Value, depth: usize) -> Option<Vec<Value>> {
+    match v {
+        Value::Array(a) if a.len() >= 2 => {
+            let rows: Option<Vec<Value>> = a
+                .iter()
+                .map(|r| {
+                    let o = r.as_object()?;
+                    let t = time_of(o)?.clone();
+                    let mut row = Map::new();
+                    row.insert("time".into(), t);
+                    for (k, v) in o {
+                        if k != "time" && !v.is_object() && !v.is_array() {
+                            row.insert(k.clone(), v.clone());
+                        }
+                    }
+                    Some(Value::Object(row))
+                })
+                .collect();
+            rows.or_else(|| {
+                (depth > 0)
+                    .then(|| a.iter().find_map(|x| timed_rows(x, depth - 1)))
+                    .flatten()
+            })
+        }
+        Value::Object(o) if depth > 0 => o.values().find_map(|x| timed_rows(x, depth - 1)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod dataset_tests {
+    use super::*;
+
+    #[test]
+    fn a_measurement_over_time_becomes_a_series() {
+        let f = json!({"type": "Feature", "id": "m", "geometry": null, "properties": {
+            "debrief:kind": "measurement", "debrief:unit": "kn/s^2",
+            "debrief:values": [{"time": "2024-01-15T10:00:00Z", "value": 0.1},
+                               {"time": "2024-01-15T10:01:00Z", "value": 0.2}]}});
+        let d = dataset_of(&f);
+        assert_eq!(d["unit"], "kn/s^2");
+        assert_eq!(d["series"][1]["value"], 0.2);
+        assert_eq!(d["series"][0]["time"], "2024-01-15T10:00:00Z");
+        let rates = json!({"rates": [{"time_start": "2024-01-15T10:00:00Z", "rate": 1.0},
+                                     {"time_start": "2024-01-15T10:01:00Z", "rate": 2.0}]});
+        assert_eq!(
+            dataset_of(&rates)["series"][1]["time"],
+            "2024-01-15T10:01:00Z"
+        );
+        let single = json!({"type": "Feature", "properties": {"debrief:value": 3}});
+        assert!(dataset_of(&single).get("series").is_none());
+    }
+
+    #[test]
+    fn the_registry_outcome_of_a_rate_tool_is_a_chartable_series() {
+        let track = json!({"type": "Feature", "id": "t", "geometry": {"type": "LineString",
+            "coordinates": [[0.0, 50.0], [0.01, 50.0], [0.02, 50.01], [0.03, 50.03]]},
+            "properties": {"kind": "TRACK", "positions": [
+                {"time": "2024-01-15T10:00:00Z", "course": 90.0, "speed": 10.0},
+                {"time": "2024-01-15T10:01:00Z", "course": 80.0, "speed": 11.0},
+                {"time": "2024-01-15T10:02:00Z", "course": 60.0, "speed": 12.0},
+                {"time": "2024-01-15T10:03:00Z", "course": 30.0, "speed": 14.0}]}});
+        let features = vec![track];
+        let params = Map::new();
+        for id in ["course-rate-calc", "speed-rate-calc"] {
+            let Some(e) = entry(id) else { continue };
+            let out = outcome(e, (e.run)(&CalcInput::new(&features, &params))).unwrap();
+            let series = out.data["series"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{id}: {}", out.data));
+            assert!(series.len() >= 2, "{id}");
+            assert!(series.iter().all(|r| r["time"].is_string()), "{id}");
+        }
     }
 }

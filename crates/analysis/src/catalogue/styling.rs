@@ -660,7 +660,7 @@ mod tests {
             "the point style is left alone"
         );
         let cs = out.change_set.unwrap();
-        assert_eq!(cs.label, "Set color to red for 1 track(s)");
+        assert_eq!(cs.label, "Set color to red for 1 track(s) — NELSON");
         assert!(matches!(&cs.edits[0], Edit::Upsert { id, .. } if id == "t1"));
     }
 
@@ -839,7 +839,7 @@ mod tests {
         }
         assert_eq!(
             out.change_set.unwrap().label,
-            "Set symbol interval to PT1H for 2 track(s)"
+            "Set symbol interval to PT1H for 2 track(s) — A, B"
         );
         // no default_position_style: the spec's default, switched on
         let mut t = track("t", "T", 2);
