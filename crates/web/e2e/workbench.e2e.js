@@ -251,13 +251,13 @@ async function analystChecks(page) {
   await waitFor(page, () => window.__workbench.drawnColor('track-contact') === 'red', null, 'the palette edit drawn');
   await waitFor(page, () => document.getElementById('dirty').dataset.dirty === 'true', null, 'the palette edit is dirty');
   const undoText = await page.textContent('#btn-undo');
-  assert.match(undoText, /^Undo: Set line colour red on Contact/, `Undo names the step: ${undoText}`);
+  assert.match(undoText, /^Undo: Set color to red for 1 track\(s\) — Con/, `Undo names the step: ${undoText}`);
   assert.equal(noChatColour('track-contact'), '#708090', 'nothing written before Save');
   await screenshot(page, 'palette-undo-named');
   // Undo, then run again, then Save
   await page.click('#btn-undo');
   await waitFor(page, () => window.__workbench.drawnColor('track-contact') === '#708090', null, 'Undo restores');
-  await page.locator('#toast:not([hidden])', { hasText: 'Undid: Set line colour red on Contact' }).waitFor();
+  await page.locator('#toast:not([hidden])', { hasText: 'Undid: Set color to red for 1 track(s) — Contact' }).waitFor();
   await page.click('#tool-run');
   await waitDialog(page);
   await page.click('#confirm-approve');
@@ -269,8 +269,8 @@ async function analystChecks(page) {
   await page.click('#tab-sessions');
   await waitFor(page, () => document.querySelectorAll('#activity-list li[data-action]').length >= 4, null, 'the activity log');
   const activity = await page.innerText('#activity-list');
-  assert.match(activity, /tool palette \(this page\)\s+edit: Set line colour red on Contact/);
-  assert.match(activity, /you \(this page\)\s+undo: Set line colour red on Contact/);
+  assert.match(activity, /tool palette \(this page\)\s+edit: Set color to red for 1 track\(s\) — Contact/);
+  assert.match(activity, /you \(this page\)\s+undo: Set color to red for 1 track\(s\) — Contact/);
   assert.match(activity, /you \(this page\)\s+save:/);
 
   // --- the time controller ----------------------------------------------------------------
@@ -383,10 +383,10 @@ async function analystChecks(page) {
   const rowText = await row.innerText();
   assert.match(rowText, /MCP over HTTP \(2025-11-25\)/);
   assert.match(rowText, /Plot: Exercise Alpha — Day 1/);
-  assert.match(rowText, /Unsaved changes — last step: Set line colour yellow on HMS Collingwood/);
+  assert.match(rowText, /Unsaved changes — last step: Set color to yellow for 1 track\(s\) — HMS Collingwood/);
   assert.equal(await page.isHidden('#sessions-badge'), false, 'the tab shows a session with unsaved changes');
   // its edit is in the activity log under the client's name; the page's own plot is untouched
-  await waitFor(page, () => /e2e-legacy-client\/1\.0\s+edit: Set line colour yellow on HMS Collingwood/.test(document.getElementById('activity-list').innerText), null, 'the client named in the activity log');
+  await waitFor(page, () => /e2e-legacy-client\/1\.0\s+edit: Set color to yellow for 1 track\(s\) — HMS Collingwood/.test(document.getElementById('activity-list').innerText), null, 'the client named in the activity log');
   assert.equal(await colourOf(page, 'track-collingwood'), '#008000');
   // review it on the map
   await row.getByRole('button', { name: /Review/ }).click();
