@@ -5,7 +5,7 @@ use std::cell::OnceCell;
 use chrono::{DateTime, NaiveDateTime, SecondsFormat};
 use geo::{Bearing, Destination, Distance, Haversine, Point};
 use serde_json::{Map, Value, json};
-use toolgate_core::{CallError, ChangeSet, Edit, OutputKind, ToolCall, ToolOutcome, ToolSpec};
+use toolgate_core::{CallError, OutputKind, ToolCall, ToolOutcome, ToolSpec};
 use toolgate_feature::Feature;
 
 pub(crate) const METRES_PER_NM: f64 = 1852.0;
@@ -269,29 +269,6 @@ pub(crate) fn select_exactly<'a>(
     )))
 }
 
-/// The properties object of a cloned feature, created when missing.
-pub(crate) fn props_mut(f: &mut Value) -> Result<&mut Map<String, Value>, CallError> {
-    let Value::Object(obj) = f else {
-        return Err(CallError::invalid("Every feature must be a JSON object"));
-    };
-    object_entry(obj, "properties", || Value::Object(Map::new()))
-}
-
-/// `map[key]` as an object, created (from `default`) when missing or not an object.
-pub(crate) fn object_entry<'m>(
-    map: &'m mut Map<String, Value>,
-    key: &str,
-    default: impl FnOnce() -> Value,
-) -> Result<&'m mut Map<String, Value>, CallError> {
-    let entry = map.entry(key).or_insert_with(default);
-    if !entry.is_object() {
-        *entry = Value::Object(Map::new());
-    }
-    entry
-        .as_object_mut()
-        .ok_or_else(|| CallError::failed(format!("\"{key}\" could not be made an object")))
-}
-
 // ---------------------------------------------------------------------------------------------
 // Parameters
 
@@ -308,10 +285,6 @@ pub(crate) fn opt_f64(call: &ToolCall, name: &str) -> Result<Option<f64>, CallEr
             .map(Some)
             .ok_or_else(|| CallError::invalid(format!("Parameter \"{name}\" must be a number"))),
     }
-}
-
-pub(crate) fn f64_or(call: &ToolCall, name: &str, default: f64) -> Result<f64, CallError> {
-    Ok(opt_f64(call, name)?.unwrap_or(default))
 }
 
 pub(crate) fn opt_str<'a>(call: &'a ToolCall, name: &str) -> Result<Option<&'a str>, CallError> {
@@ -735,29 +708,6 @@ pub(crate) struct Leg {
 // ---------------------------------------------------------------------------------------------
 // Outcomes
 
-/// A mutation or addition: the whole new features as upserts.
-pub(crate) fn change(
-    kind: &str,
-    summary: String,
-    label: String,
-    features: Vec<Value>,
-    data: Value,
-) -> ToolOutcome {
-    let edits = features
-        .into_iter()
-        .map(|item| Edit::Upsert {
-            id: Feature(&item).id().unwrap_or_default(),
-            item,
-        })
-        .collect();
-    ToolOutcome {
-        kind: OutputKind::new(kind),
-        summary,
-        data,
-        change_set: Some(ChangeSet { label, edits }),
-    }
-}
-
 /// An analysis: data only.
 pub(crate) fn analysis(kind: &str, summary: String, data: Value) -> ToolOutcome {
     ToolOutcome {
@@ -766,11 +716,6 @@ pub(crate) fn analysis(kind: &str, summary: String, data: Value) -> ToolOutcome 
         data,
         change_set: None,
     }
-}
-
-/// `{"modified": [ids]}`.
-pub(crate) fn modified_data(features: &[Value]) -> Value {
-    json!({ "modified": features.iter().filter_map(|f| Feature(f).id()).collect::<Vec<_>>() })
 }
 
 #[cfg(test)]

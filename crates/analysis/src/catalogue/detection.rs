@@ -283,7 +283,7 @@ mod tests {
         for ring in rings(&out) {
             for w in ring.windows(2) {
                 let dlon = (w[1][0] - w[0][0]).abs();
-                assert!(dlon < 1.0 || dlon > 359.0, "{w:?}");
+                assert!(!(1.0..=359.0).contains(&dlon), "{w:?}");
             }
         }
     }

@@ -1672,7 +1672,7 @@ mod tests {
     fn group_refuses_overlaps_and_keeps_segments() {
         let a = track("a", &[(&t(0), [0.0, 50.0]), (&t(5), [0.1, 50.0])]);
         let b = track("b", &[(&t(10), [0.2, 50.0]), (&t(15), [0.3, 50.0])]);
-        let items = run(group_tracks, &[b.clone(), a.clone()], json!({})).unwrap();
+        let items = run(group_tracks, &[b, a.clone()], json!({})).unwrap();
         let f = feature(&items[0]);
         assert_eq!(f["id"], "a", "the earliest track is the target");
         assert_eq!(f["properties"]["segments"].as_array().unwrap().len(), 2);
