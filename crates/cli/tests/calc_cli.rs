@@ -2,6 +2,8 @@
 //! tool gives the same ToolResponse the library gives (the conformance test compares those with
 //! the goldens), the stdio protocol answers Debrief's request shape, and usage errors exit 2.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
