@@ -527,7 +527,7 @@ impl ToolgateServer {
             return Ok(envelope_result(envelope));
         };
         Ok(self
-            .commit_program(commit, tx.session().clone(), code, envelope, ctx)
+            .commit_program(commit, tx.session().clone(), code, envelope, debrief.as_deref(), ctx)
             .await)
     }
 
@@ -548,6 +548,7 @@ impl ToolgateServer {
         session: Arc<Mutex<Session>>,
         code: String,
         envelope: Value,
+        debrief: Option<&Debrief>,
         ctx: &RequestContext<RoleServer>,
     ) -> CallToolResponse {
         let identity = Self::identity(ctx);
@@ -558,7 +559,7 @@ impl ToolgateServer {
             };
             let gate = self.commit_gate(self.shared.sink.as_ref(), &identity);
             let committed = commit.invoke(&session, &gate, &confirmer).await;
-            return commit_result(envelope, &commit, &committed);
+            return commit_result(envelope, &commit, &committed, debrief);
         }
         // Out of band: the first round only previews (it is not the commit's record; the
         // round that answers is).
@@ -571,7 +572,7 @@ impl ToolgateServer {
             )
             .await;
         let Some(asked) = recording.take() else {
-            return commit_result(envelope, &commit, &committed);
+            return commit_result(envelope, &commit, &committed, debrief);
         };
         let confirm = &self.shared.confirm;
         let plot_id = commit.plot_id.clone();
@@ -677,7 +678,7 @@ impl ToolgateServer {
                 .invoke(&pending.session, &gate, &Fixed(Answer::Decline))
                 .await
         };
-        commit_result(pending.envelope, &pending.commit, &committed)
+        commit_result(pending.envelope, &pending.commit, &committed, debrief)
     }
 
     async fn confirm_by_token(
@@ -709,7 +710,7 @@ impl ToolgateServer {
         if let Some(e) = confirmer.rejection() {
             return rejected(&e);
         }
-        commit_result(pending.envelope, &pending.commit, &committed)
+        commit_result(pending.envelope, &pending.commit, &committed, debrief)
     }
 }
 
@@ -725,11 +726,39 @@ fn envelope_result(envelope: Value) -> CallToolResponse {
     })
 }
 
+/// What the activity log says for an applied program: "run_code: " and its edits (at most three
+/// named, then how many more).
+fn commit_activity_label(commit: &Commit) -> String {
+    let mut what = commit.edits.iter().take(3).cloned().collect::<Vec<_>>().join("; ");
+    if commit.edits.len() > 3 {
+        what.push_str(&format!("; and {} more", commit.edits.len() - 3));
+    }
+    if what.is_empty() {
+        what = commit.change.label.clone();
+    }
+    format!("run_code: {what}")
+}
+
 /// The run_code result after the program's commit: the envelope with the commit's report under
 /// `plot`; the status is the commit's (a decline is an answer, not an error; a refusal or a
 /// failure to apply is).
-fn commit_result(mut envelope: Value, commit: &Commit, committed: &Committed) -> CallToolResponse {
+fn commit_result(
+    mut envelope: Value,
+    commit: &Commit,
+    committed: &Committed,
+    debrief: Option<&Debrief>,
+) -> CallToolResponse {
     attach_report(&mut envelope, committed.report(&commit.plot_id));
+    // The activity log names the client (the call runs `acting_as` it) and the program's edits,
+    // so a person sees on the page what an agent's program did, as for a single tool call.
+    if let (Committed::Applied { .. }, Some(debrief)) = (committed, debrief) {
+        debrief.note_activity(
+            None,
+            toolgate_plot::activity::Action::Edit,
+            &commit.plot_id,
+            &commit_activity_label(commit),
+        );
+    }
     let text = serde_json::to_string_pretty(&envelope).unwrap_or_default();
     reply_result(match committed {
         Committed::NoChanges | Committed::Applied { .. } => Reply::ok(text),
@@ -914,11 +943,15 @@ impl rmcp::ServerHandler for ToolgateServer {
                 message,
             ))))
         } else if name == RUN_CODE {
-            self.run_code(
-                args.clone(),
-                request.request_state.clone(),
-                request.input_responses.as_ref(),
-                &context,
+            // The activity log names the client for the program's applied plot edits.
+            acting_as(
+                Self::identity(&context),
+                self.run_code(
+                    args.clone(),
+                    request.request_state.clone(),
+                    request.input_responses.as_ref(),
+                    &context,
+                ),
             )
             .await
         } else if let (Some(direct), true) =

@@ -265,7 +265,7 @@ impl Debrief {
     /// Discard a plot's unsaved edits by reloading its file (read as in [`Debrief::open_plot`]).
     pub async fn revert_plot(&self, plot_id: &str) -> Result<(), SessionError> {
         let loader = {
-            let s = self.session();
+            let mut s = self.session();
             s.plot(plot_id)?;
             s.loader(plot_id)?
         };
@@ -417,7 +417,7 @@ impl Debrief {
             bbox,
             limit: None,
         };
-        let searched = search::search(self.session().stores(), &query);
+        let searched = search::search(self.session().refresh_stores(), &query);
         let result = match searched {
             Ok(r) => r,
             Err(e) => {

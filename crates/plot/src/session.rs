@@ -519,6 +519,25 @@ impl Session {
         &self.stores
     }
 
+    /// Read again every store whose catalogue changed on disk since it was read (a plot imported,
+    /// replaced or removed by another process), so a long-lived session — the workbench's —
+    /// searches and opens what is there now. Cheap when nothing changed: one read of the root
+    /// catalogue and a `stat` per item. A store that changed but cannot be read is kept as it
+    /// was (logged): a half-written catalogue must not empty the search.
+    pub fn refresh_stores(&mut self) -> &[StacStore] {
+        for store in &mut self.stores {
+            match store.reread_if_changed() {
+                Ok(Some(fresh)) => *store = fresh,
+                Ok(None) => {}
+                Err(e) => tracing::warn!(
+                    "catalogue {} changed but could not be read again: {e}",
+                    store.id
+                ),
+            }
+        }
+        &self.stores
+    }
+
     pub fn find_item(&self, plot_id: &str) -> Option<(&StacStore, &ItemEntry)> {
         self.stores
             .iter()
@@ -547,7 +566,10 @@ impl Session {
     }
 
     /// What reading `plot_id`'s file needs, so the read can happen without the session lock.
-    pub fn loader(&self, plot_id: &str) -> Result<PlotLoader, SessionError> {
+    pub fn loader(&mut self, plot_id: &str) -> Result<PlotLoader, SessionError> {
+        if self.find_item(plot_id).is_none() {
+            self.refresh_stores();
+        }
         let (store, entry) = self
             .find_item(plot_id)
             .ok_or_else(|| SessionError::UnknownPlot(plot_id.to_owned()))?;

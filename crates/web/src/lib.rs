@@ -607,8 +607,8 @@ async fn catalog_search(
         bbox: body.bbox,
         limit: body.limit,
     };
-    let session = st.session();
-    let result = search::search(session.stores(), &query).map_err(ApiError::bad_request)?;
+    let mut session = st.session();
+    let result = search::search(session.refresh_stores(), &query).map_err(ApiError::bad_request)?;
     let open: Vec<&str> = session.open_plots().iter().map(|p| p.id.as_str()).collect();
     let mut reply = serde_json::to_value(&result).unwrap_or(Value::Null);
     reply["openPlots"] = json!(open);

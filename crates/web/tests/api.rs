@@ -1360,3 +1360,27 @@ async fn another_sessions_edits_are_listed_reviewed_and_saved_from_the_page() {
             .contains("GET /api/sessions")
     );
 }
+
+/// Issue 17 item 6: a plot imported into the store while the workbench runs is found by the
+/// page's search and opens, without a restart (the page's session is long-lived).
+#[tokio::test]
+async fn a_plot_imported_while_the_workbench_runs_is_found_and_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    let st = common::state(dir.path(), false).await;
+    let before = ok(&st, "/api/catalog/search", json!({"text": "boat1"})).await;
+    assert_eq!(before["total"], 0);
+    // Another process (here: the library `toolgate import` uses) adds a plot to the folder.
+    let rep = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../rep/tests/fixtures/rep/valid/boat1.rep");
+    let mut store = toolgate_plot::store::StacStore::open("demo", dir.path()).unwrap();
+    let source = toolgate_plot::import::RepSource::read(&rep).unwrap();
+    toolgate_plot::import::import_rep_files(&mut store, &[source], None, false).unwrap();
+    let after = ok(&st, "/api/catalog/search", json!({"text": "boat1"})).await;
+    assert_eq!(after["total"], 1, "{after}");
+    let plot_id = after["matches"][0]["plotId"].as_str().unwrap().to_owned();
+    let opened = ok(&st, "/api/plots/open", json!({"plotId": plot_id})).await;
+    assert_eq!(opened["activePlot"], json!(plot_id), "{opened}");
+    // Nothing changed since: the next search reads nothing again and answers the same.
+    let again = ok(&st, "/api/catalog/search", json!({"text": "boat1"})).await;
+    assert_eq!(again["total"], 1);
+}

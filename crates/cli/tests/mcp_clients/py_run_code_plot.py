@@ -98,6 +98,9 @@ async def main():
                 state = (await http.get(f"{args.workbench}/api/state")).json()
                 p = [p for p in state["plots"] if p["plotId"] == PLOT][0]
                 check("the workbench sees the change, unsaved", p["dirty"] and p["canUndo"] and "CodeAct program" in (p["undoLabel"] or ""), p)
+                log = (await http.get(f"{args.workbench}/api/activity")).json()["entries"]
+                edits = [e for e in log if e["action"] == "edit" and e["plotId"] == PLOT]
+                check("the activity log names the client and the program's edits", len(edits) == 1 and edits[0]["what"].startswith("run_code: ") and "Set Track Color" in edits[0]["what"] and edits[0]["who"] not in ("", "chat", "unknown"), log)
                 r = await http.post(f"{args.workbench}/api/undo", json={"plotId": PLOT})
                 check("undo", r.status_code == 200, r.text)
                 state = (await http.get(f"{args.workbench}/api/state")).json()
