@@ -527,7 +527,14 @@ impl ToolgateServer {
             return Ok(envelope_result(envelope));
         };
         Ok(self
-            .commit_program(commit, tx.session().clone(), code, envelope, debrief.as_deref(), ctx)
+            .commit_program(
+                commit,
+                tx.session().clone(),
+                code,
+                envelope,
+                debrief.as_deref(),
+                ctx,
+            )
             .await)
     }
 
@@ -729,7 +736,13 @@ fn envelope_result(envelope: Value) -> CallToolResponse {
 /// What the activity log says for an applied program: "run_code: " and its edits (at most three
 /// named, then how many more).
 fn commit_activity_label(commit: &Commit) -> String {
-    let mut what = commit.edits.iter().take(3).cloned().collect::<Vec<_>>().join("; ");
+    let mut what = commit
+        .edits
+        .iter()
+        .take(3)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("; ");
     if commit.edits.len() > 3 {
         what.push_str(&format!("; and {} more", commit.edits.len() - 3));
     }

@@ -54,6 +54,8 @@ pub enum Action {
     Redo,
     Save,
     Revert,
+    /// A plot imported into the catalogue (from the page).
+    Import,
 }
 
 /// One line of the activity log.

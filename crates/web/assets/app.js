@@ -1504,6 +1504,47 @@
     for (const li of $('results').children) li.classList.toggle('is-open', li.dataset.plotId === a);
   }
 
+  // import: REP files read in the page, sent base64-encoded, imported as ONE plot by the server.
+
+  function bytesToBase64(buf) {
+    const bytes = new Uint8Array(buf);
+    let bin = '';
+    for (let i = 0; i < bytes.length; i += 0x8000) bin += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
+    return btoa(bin);
+  }
+
+  async function importFiles() {
+    const input = $('import-files');
+    const info = $('import-info');
+    const files = Array.from(input.files || []);
+    if (!files.length) {
+      info.textContent = 'Choose one or more REP files first.';
+      return;
+    }
+    $('import-run').disabled = true;
+    info.textContent = `Importing ${files.length} file${files.length === 1 ? '' : 's'}…`;
+    try {
+      const payload = [];
+      for (const f of files) payload.push({ name: f.name, contentBase64: bytesToBase64(await f.arrayBuffer()) });
+      const body = { files: payload, replace: $('import-replace').checked };
+      const name = $('import-plot').value.trim();
+      if (name) body.plot = name;
+      const r = await api('POST', '/api/import', body);
+      const kinds = r.kinds.map((k) => `${k.count} ${k.kind.toLowerCase()}`).join(', ');
+      const skipped = r.files.flatMap((f) => f.notImported.map((u) => `${f.name}: ${u.count}× ${u.keyword} not imported (first at line ${u.first_line})`));
+      info.textContent = `Imported "${r.title}"${r.replaced ? ' (replaced)' : ''}: ${kinds}.${r.undated ? ' The files have no times.' : ''}${skipped.length ? ' ' + skipped.join('; ') + '.' : ''}`;
+      input.value = '';
+      // Show the new plot in the catalogue list (whatever was searched before may hide it).
+      $('search-text').value = r.title;
+      await search(r.title);
+      await openPlot(r.plotId);
+    } catch (e) {
+      info.textContent = e.message;
+    } finally {
+      $('import-run').disabled = false;
+    }
+  }
+
   async function openPlot(plotId) {
     app.openRequestedAt = performance.now();
     try {
@@ -2811,6 +2852,10 @@
       // Escape declines.
       ev.preventDefault();
       answerConfirm('decline');
+    });
+    $('import-form').addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      importFiles();
     });
     $('search-form').addEventListener('submit', (ev) => {
       ev.preventDefault();

@@ -181,6 +181,32 @@ function runPython(args, env) {
 
 // The workbench without a model: the tool palette, the time-aware map, circles to scale, and an
 // HTTP MCP client's private session listed and saved from the page.
+// Issue 17 item 2 in the page: two REP files (a track, and a file of every kind with sensor
+// contacts) imported from the Catalogue panel as ONE plot, which opens with its sensor lines;
+// the same import again is refused, and says how to replace.
+async function importChecks(page) {
+  log('import two REP files as one plot from the page');
+  const rep = path.join(__dirname, '../../rep/tests/fixtures/rep');
+  await page.click('#import-box summary');
+  await page.setInputFiles('#import-files', [path.join(rep, 'valid/boat1.rep'), path.join(rep, 'kinds/every_kind.rep')]);
+  await page.fill('#import-plot', 'E2E Layered Plot');
+  await page.click('#import-run');
+  await waitFor(page, () => /^Imported "E2E Layered Plot"/.test(document.getElementById('import-info').textContent), null, 'the import report', 20000);
+  await waitFor(page, () => document.getElementById('plot-title').textContent === 'E2E Layered Plot', null, 'the imported plot opens');
+  await waitFor(page, () => (window.__workbench.app.drawables || []).some((d) => d.sensors && d.sensors.some((sn) => sn.contacts.length)), null, 'the sensor contacts are loaded for drawing');
+  const kinds = await page.evaluate(() => [...new Set(window.__workbench.app.drawables.map((d) => d.kind))].sort());
+  for (const k of ['TRACK', 'SENSOR_ARC', 'DYNAMIC_CIRCLE', 'TMA_SOLUTION', 'NARRATIVE']) assert.ok(kinds.includes(k), `${k} is drawn from the layered plot: ${kinds}`);
+  assert.ok(await page.evaluate(() => window.__workbench.app.drawables.filter((d) => d.kind === 'TRACK').length) >= 2, 'both files\' tracks');
+  assert.ok(await page.evaluate(() => [...document.querySelectorAll('#results li')].some((li) => /E2E Layered Plot/.test(li.textContent))), 'the catalogue lists it');
+  await page.evaluate(() => { const s = window.__workbench.app.drawables.find((d) => d.sensors && d.sensors.some((sn) => sn.contacts.length)); window.__workbench.setTime(s.sensors.find((sn) => sn.contacts.length).contacts[0].t); });
+  await screenshot(page, 'imported-layered-plot');
+  await page.setInputFiles('#import-files', [path.join(rep, 'valid/boat1.rep'), path.join(rep, 'kinds/every_kind.rep')]);
+  expectedConsole = /status of 409/;
+  await page.click('#import-run');
+  await waitFor(page, () => /already exists.*Replace an existing plot/.test(document.getElementById('import-info').textContent), null, 'a second import is refused');
+  expectedConsole = null;
+}
+
 async function analystChecks(page) {
   const ALPHA_T0 = Date.parse('2026-03-01T00:00:00Z');
   await page.locator('#pane-tools:not([hidden])').waitFor();
@@ -833,7 +859,11 @@ async function main() {
   // --- a workbench without a chat backend ----------------------------------------------------
   log('no chat backend');
   const page2 = await context.newPage();
-  page2.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(`(no-chat page) ${m.text()}`); });
+  page2.on('console', (m) => {
+    if (m.type() !== 'error') return;
+    if (expectedConsole && expectedConsole.test(m.text())) return;
+    consoleErrors.push(`(no-chat page) ${m.text()}`);
+  });
   page2.on('pageerror', (e) => pageErrors.push(`(no-chat page) ${e.message}`));
   await page2.goto(`${BASE_NO_CHAT}/?token=${TOKEN}`, { waitUntil: 'load' });
   await page2.locator('#chat-log .msg.info').waitFor({ state: 'attached' });
@@ -842,6 +872,7 @@ async function main() {
   await page2.locator('#results li').first().waitFor();
   await screenshot(page2, 'no-chat-backend');
   await analystChecks(page2);
+  await importChecks(page2);
   await page2.close();
 
   await page.close();

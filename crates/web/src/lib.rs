@@ -22,6 +22,7 @@
 //! | `GET /api/tools` | the registry's tools for the palette: id, title, description, JSON Schema, whether it modifies the plot |
 //! | `POST /api/tools/run` | `{toolId, params?, featureIds?, scope?, plotId?}` → server-sent events of one run through the same gate as the agents (`confirmationAsked` for a mutation, then `toolCallFinished`, `final`) |
 //! | `GET /api/sessions` | every session of this instance: the page's own and each MCP client's (client, how it connected, open plots with dirty state) |
+//! | `POST /api/import` | `{files: [{name, contentBase64}], plot?, replace?}` imports one or several REP files as ONE plot into the catalogue (as `toolgate import A.rep B.rep --plot NAME`); refuses to replace an existing plot unless `replace`, and never replaces one open here with unsaved edits |
 //! | `GET /api/activity` | the activity log: each applied edit, undo, redo, save and revert (who, what, plot, session, when) |
 //!
 //! `GET /api/plot` and the undo/redo/revert/save bodies take an optional `session` (an id from
@@ -266,6 +267,10 @@ pub fn router(state: WebState) -> Router {
         .route("/api/tools/run", post(run_tool))
         .route("/api/sessions", get(sessions))
         .route("/api/activity", get(activity))
+        .route(
+            "/api/import",
+            post(import_rep).layer(axum::extract::DefaultBodyLimit::max(IMPORT_BODY_LIMIT)),
+        )
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(state.clone(), guard))
@@ -1092,6 +1097,176 @@ async fn sessions(State(st): State<WebState>) -> Json<Value> {
 }
 
 /// The activity log, oldest first.
+/// Most bytes one import request may carry (base64 JSON: about 48 MB of REP files). Other
+/// requests keep axum's 2 MB default.
+pub const IMPORT_BODY_LIMIT: usize = 64 * 1024 * 1024;
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ImportBody {
+    files: Vec<ImportFile>,
+    plot: Option<String>,
+    #[serde(default)]
+    replace: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ImportFile {
+    name: String,
+    content_base64: String,
+}
+
+impl Shape for ImportBody {
+    const SHAPE: &'static str = r#"{"files": [{"name": "ownship.rep", "contentBase64": "..."}, {"name": "contacts.rep", "contentBase64": "..."}], "plot": "Exercise Bravo", "replace": false}"#;
+}
+
+/// The import's messages name the CLI's flags; the page has a field and a checkbox instead.
+fn for_the_page(message: &str) -> String {
+    message
+        .replace(
+            "Pass --replace to replace it",
+            "Tick \"Replace an existing plot\" to replace it",
+        )
+        .replace("with --plot NAME", "in \"Plot name\"")
+        .replace("pass --plot NAME", "fill in \"Plot name\"")
+}
+
+/// Import REP files as one plot into the first catalogue, as a person's action from the page.
+async fn import_rep(
+    State(st): State<WebState>,
+    ApiJson(body): ApiJson<ImportBody>,
+) -> Result<Json<Value>, ApiError> {
+    use base64::Engine as _;
+    let mut sources = Vec::with_capacity(body.files.len());
+    for f in &body.files {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(f.content_base64.as_bytes())
+            .map_err(|e| {
+                ApiError::bad_request(format!(
+                    "\"{}\": contentBase64 is not base64 ({e}). Send each file's bytes base64-encoded.",
+                    f.name
+                ))
+            })?;
+        // Only the file's own name: a path in it says nothing about where the plot goes.
+        let name = std::path::Path::new(&f.name)
+            .file_name()
+            .map_or_else(|| f.name.clone(), |n| n.to_string_lossy().into_owned());
+        sources.push(toolgate_plot::import::RepSource {
+            name,
+            bytes,
+            path: None,
+        });
+    }
+    let plot_name = body.plot.filter(|p| !p.trim().is_empty());
+    let prepared = {
+        let sources = sources.clone();
+        let plot_name = plot_name.clone();
+        tokio::task::spawn_blocking(move || {
+            toolgate_plot::import::prepare_plot(&sources, plot_name.as_deref())
+        })
+        .await
+        .map_err(|e| {
+            ApiError::new(
+                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                format!("the import stopped: {e}"),
+            )
+        })?
+        .map_err(|e| ApiError::bad_request(for_the_page(&e.to_string())))?
+    };
+    let mut store = {
+        let session = st.session();
+        let Some(store) = session.stores().first() else {
+            return Err(ApiError::conflict(
+                "This workbench has no catalogue to import into; start it with --store DIR.",
+            ));
+        };
+        // A plot open here with unsaved edits is never replaced under the person's feet.
+        let plot_id = format!("stac://{}/{}/item.json", store.id, prepared.dir);
+        if body.replace
+            && session
+                .open_plots()
+                .iter()
+                .any(|p| p.id == plot_id && p.doc.is_dirty())
+        {
+            return Err(ApiError::conflict(format!(
+                "\"{}\" is open with unsaved edits; save or revert them before replacing it. Nothing was imported.",
+                prepared.title
+            )));
+        }
+        store.clone()
+    };
+    let written = {
+        let prepared = prepared.clone();
+        tokio::task::spawn_blocking(move || {
+            store
+                .add_prepared(&prepared, body.replace)
+                .map(|w| (w, store))
+        })
+        .await
+        .map_err(|e| {
+            ApiError::new(
+                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                format!("the import stopped: {e}"),
+            )
+        })?
+    };
+    let (written, _) = written.map_err(|e| match e {
+        toolgate_plot::import::ImportError::Exists { .. } => {
+            ApiError::conflict(for_the_page(&e.to_string()))
+        }
+        other => ApiError::bad_request(for_the_page(&other.to_string())),
+    })?;
+    st.session().refresh_stores();
+    st.directory
+        .log()
+        .push(toolgate_plot::activity::ActivityEntry {
+            seq: 0,
+            at: String::new(),
+            who: PERSON.to_owned(),
+            session: WORKBENCH_SESSION.to_owned(),
+            action: Action::Import,
+            plot_id: written.plot_id.clone(),
+            plot_title: prepared.title.clone(),
+            what: format!(
+                "import: {} file(s){}",
+                prepared.files.len(),
+                if written.replaced {
+                    ", replacing the plot"
+                } else {
+                    ""
+                }
+            ),
+        });
+    st.notify_changed();
+    let files: Vec<Value> = prepared
+        .files
+        .iter()
+        .map(|f| {
+            json!({
+                "name": f.name,
+                "windows1252": f.windows_1252,
+                "kinds": f.kinds.iter().map(|(k, n)| json!({"kind": k, "count": n})).collect::<Vec<_>>(),
+                "positions": f.positions,
+                "contacts": f.contacts,
+                "notImported": f.unhandled,
+                "undated": f.undated,
+            })
+        })
+        .collect();
+    Ok(Json(json!({
+        "plotId": written.plot_id,
+        "title": prepared.title,
+        "replaced": written.replaced,
+        "discardedSavedEdits": written.discarded_saved_edits,
+        "undated": prepared.undated,
+        "kinds": prepared.kinds.iter().map(|(k, n)| json!({"kind": k, "count": n})).collect::<Vec<_>>(),
+        "files": files,
+    })))
+}
+
 async fn activity(State(st): State<WebState>) -> Json<Value> {
     Json(json!({ "entries": st.directory.log().entries() }))
 }

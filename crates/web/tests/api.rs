@@ -1384,3 +1384,72 @@ async fn a_plot_imported_while_the_workbench_runs_is_found_and_opens() {
     let again = ok(&st, "/api/catalog/search", json!({"text": "boat1"})).await;
     assert_eq!(again["total"], 1);
 }
+
+/// Issue 17 item 2 from the page: several REP files become ONE plot; the same import again is
+/// refused (409) and leaves the store byte-identical; a bad encoding is a 400 naming the file.
+#[tokio::test]
+async fn the_page_imports_several_rep_files_as_one_plot() {
+    use base64::Engine as _;
+    let dir = tempfile::tempdir().unwrap();
+    let st = common::state(dir.path(), false).await;
+    let fixtures =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../rep/tests/fixtures/rep/valid");
+    let file = |name: &str| json!({"name": name, "contentBase64": base64::engine::general_purpose::STANDARD.encode(std::fs::read(fixtures.join(name)).unwrap())});
+    let body = json!({"files": [file("boat1.rep"), file("boat2.rep"), file("narrative.rep")], "plot": "Exercise Bravo"});
+    let reply = ok(&st, "/api/import", body.clone()).await;
+    assert_eq!(reply["title"], "Exercise Bravo", "{reply}");
+    assert_eq!(reply["files"].as_array().unwrap().len(), 3);
+    let found = ok(&st, "/api/catalog/search", json!({"text": "Bravo"})).await;
+    assert_eq!(found["total"], 1, "{found}");
+    let plot_id = reply["plotId"].as_str().unwrap();
+    ok(&st, "/api/plots/open", json!({"plotId": plot_id})).await;
+    let tracks = reply["kinds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["kind"] == "TRACK")
+        .map_or(0, |k| k["count"].as_u64().unwrap());
+    assert!(
+        tracks >= 2,
+        "both boats' tracks are in the one plot: {tracks}"
+    );
+    let log = get(&st, "/api/activity").await.json();
+    assert!(
+        log["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["action"] == "import" && e["plotId"] == plot_id),
+        "{log}"
+    );
+
+    let before = std::fs::read(dir.path().join("catalog.json")).unwrap();
+    let again = post(&st, "/api/import", body).await;
+    assert_eq!(again.status, StatusCode::CONFLICT, "{}", again.text());
+    assert!(
+        again.text().contains("Replace an existing plot"),
+        "{}",
+        again.text()
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("catalog.json")).unwrap(),
+        before
+    );
+
+    let bad = post(
+        &st,
+        "/api/import",
+        json!({"files": [{"name": "x.rep", "contentBase64": "%%%"}]}),
+    )
+    .await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+    assert!(bad.text().contains("x.rep"), "{}", bad.text());
+    let unnamed = post(
+        &st,
+        "/api/import",
+        json!({"files": [file("boat1.rep"), file("boat2.rep")]}),
+    )
+    .await;
+    assert_eq!(unnamed.status, StatusCode::BAD_REQUEST);
+    assert!(unnamed.text().contains("Plot name"), "{}", unnamed.text());
+}
