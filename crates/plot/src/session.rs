@@ -504,6 +504,10 @@ pub struct Session {
     stores: Vec<StacStore>,
     plots: Vec<OpenPlot>,
     active: Option<String>,
+    /// Bumped by every change a surface could show (open, focus, close, edit, undo, redo,
+    /// revert, save, selection, a catalogue re-read): live views compare it instead of
+    /// serialising the whole state to find out whether anything changed.
+    generation: u64,
 }
 
 impl Session {
@@ -512,7 +516,18 @@ impl Session {
             stores,
             plots: Vec::new(),
             active: None,
+            generation: 0,
         }
+    }
+
+    /// Changes whenever anything a surface shows of this session may have changed (see the
+    /// field); equal generations mean nothing changed.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    fn changed(&mut self) {
+        self.generation = self.generation.wrapping_add(1);
     }
 
     pub fn stores(&self) -> &[StacStore] {
@@ -527,7 +542,10 @@ impl Session {
     pub fn refresh_stores(&mut self) -> &[StacStore] {
         for store in &mut self.stores {
             match store.reread_if_changed() {
-                Ok(Some(fresh)) => *store = fresh,
+                Ok(Some(fresh)) => {
+                    *store = fresh;
+                    self.generation = self.generation.wrapping_add(1);
+                }
                 Ok(None) => {}
                 Err(e) => tracing::warn!(
                     "catalogue {} changed but could not be read again: {e}",
@@ -559,6 +577,7 @@ impl Session {
     pub fn focus_if_open(&mut self, plot_id: &str) -> bool {
         if self.plots.iter().any(|p| p.id == plot_id) {
             self.active = Some(plot_id.to_owned());
+            self.changed();
             true
         } else {
             false
@@ -597,6 +616,7 @@ impl Session {
             }
         };
         self.active = Some(id);
+        self.changed();
         &self.plots[at]
     }
 
@@ -610,6 +630,7 @@ impl Session {
         if self.active.as_deref() == Some(plot_id) {
             self.active = self.plots.last().map(|p| p.id.clone());
         }
+        self.changed();
         Ok(())
     }
 
@@ -633,7 +654,9 @@ impl Session {
             .ok_or_else(|| SessionError::NotOpen(plot_id.to_owned()))
     }
 
+    /// The plot to change: counts as a change of the session (see [`Session::generation`]).
     pub fn plot_mut(&mut self, plot_id: &str) -> Result<&mut OpenPlot, SessionError> {
+        self.changed();
         self.plots
             .iter_mut()
             .find(|p| p.id == plot_id)

@@ -558,23 +558,67 @@ async fn get_state(State(st): State<WebState>) -> Json<StateView> {
 
 /// Live updates: a `state` event now and whenever the session's state changes — by the page,
 /// by the chat, or by an MCP client driving the same session.
+///
+/// The state is serialised only when its [`WebState::change_stamp`] moved: the page's own
+/// changes wake the stream at once (`notify_changed`); changes made through other surfaces (MCP
+/// clients' sessions) are noticed by reading that stamp — a few integers, no serialisation —
+/// every poll interval.
 async fn events(State(st): State<WebState>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
-    let stream = futures_util::stream::unfold((st, None::<String>), |(st, last)| async move {
-        loop {
-            if last.is_some() {
-                tokio::select! {
-                    () = tokio::time::sleep(st.poll) => {}
-                    () = st.changed.notified() => {}
+    let stream = futures_util::stream::unfold(
+        (st, None::<String>, None::<ChangeStamp>),
+        |(st, last, seen)| async move {
+            let mut seen = seen;
+            loop {
+                if last.is_some() {
+                    tokio::select! {
+                        () = tokio::time::sleep(st.poll) => {}
+                        () = st.changed.notified() => {}
+                    }
+                }
+                let stamp = st.change_stamp();
+                if seen.as_ref() == Some(&stamp) {
+                    continue;
+                }
+                seen = Some(stamp);
+                let snap = serde_json::to_string(&st.snapshot()).unwrap_or_default();
+                if last.as_deref() != Some(snap.as_str()) {
+                    let event = Event::default().event("state").data(snap.clone());
+                    return Some((Ok(event), (st, Some(snap), seen)));
                 }
             }
-            let snap = serde_json::to_string(&st.snapshot()).unwrap_or_default();
-            if last.as_deref() != Some(snap.as_str()) {
-                let event = Event::default().event("state").data(snap.clone());
-                return Some((Ok(event), (st, Some(snap))));
-            }
-        }
-    });
+        },
+    );
     Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+}
+
+/// What the live stream compares to know whether the state may have changed: the generation of
+/// every listed session (the page's own among them), whether each is still connected, the
+/// number of analysis results and the activity log's newest entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChangeStamp {
+    sessions: Vec<(String, u64, bool)>,
+    datasets: usize,
+    activity: u64,
+}
+
+impl WebState {
+    /// The current [`ChangeStamp`]: cheap (a lock and a few integers per session).
+    pub fn change_stamp(&self) -> ChangeStamp {
+        let own = self.debrief.session().generation();
+        let mut sessions = vec![(WORKBENCH_SESSION.to_owned(), own, true)];
+        for l in self.directory.sessions() {
+            if Arc::ptr_eq(&l.debrief, &self.debrief) {
+                continue;
+            }
+            let generation = l.debrief.session().generation();
+            sessions.push((l.id.clone(), generation, l.connected()));
+        }
+        ChangeStamp {
+            sessions,
+            datasets: self.debrief.dataset_count(),
+            activity: self.directory.log().last_seq(),
+        }
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -1453,3 +1453,29 @@ async fn the_page_imports_several_rep_files_as_one_plot() {
     assert_eq!(unnamed.status, StatusCode::BAD_REQUEST);
     assert!(unnamed.text().contains("Plot name"), "{}", unnamed.text());
 }
+
+/// Issue 20 item 4: the live stream serialises the state only when the change stamp moves; the
+/// stamp stays put while nothing changes (reads, searches of an unchanged catalogue) and moves
+/// with an open, a selection, an edit and an undo.
+#[tokio::test]
+async fn the_change_stamp_moves_only_with_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let st = common::state(dir.path(), false).await;
+    let s0 = st.change_stamp();
+    ok(&st, "/api/catalog/search", json!({})).await;
+    get(&st, "/api/state").await;
+    assert_eq!(st.change_stamp(), s0, "reads change nothing");
+    ok(&st, "/api/plots/open", json!({"plotId": ALPHA})).await;
+    let s1 = st.change_stamp();
+    assert_ne!(s1, s0, "open");
+    plot(&st).await;
+    assert_eq!(st.change_stamp(), s1, "reading the plot changes nothing");
+    ok(&st, "/api/select", json!({"ids": ["track-contact"]})).await;
+    let s2 = st.change_stamp();
+    assert_ne!(s2, s1, "selection");
+    colour(&st, &["track-contact"], "#ff0000").await;
+    let s3 = st.change_stamp();
+    assert_ne!(s3, s2, "edit");
+    ok(&st, "/api/undo", json!({})).await;
+    assert_ne!(st.change_stamp(), s3, "undo");
+}
