@@ -124,17 +124,37 @@ pub fn report() -> Result<TokenReport, EvalError> {
             .map_err(|e| EvalError::Setup(e.to_string()))?;
     }
     let native = toolgate_plot::tools::specs();
-    let listing_tokens = |specs: Vec<&toolgate_core::ToolSpec>| {
+    // Each listing twice: in full, and as the reply sends it (shortened to the budget).
+    let listing_costs = |label: String, specs: Vec<&toolgate_core::ToolSpec>| {
         let listing: Vec<toolgate_core::ToolListing> = specs
             .into_iter()
             .map(toolgate_core::ToolListing::of)
             .collect();
-        counter.count(&serde_json::to_string(&listing).unwrap_or_default())
+        let full = counter.count(&serde_json::to_string(&listing).unwrap_or_default());
+        let sent = counter.count(&toolgate_plot::agent::fit_listing(
+            &listing,
+            toolgate_plot::agent::LIST_TOKEN_BUDGET,
+            &counter,
+        ));
+        [
+            ToolCost {
+                name: format!("{label}, in full"),
+                tokens: full,
+            },
+            ToolCost {
+                name: format!(
+                    "{label}, as sent (budget {})",
+                    toolgate_plot::agent::LIST_TOKEN_BUDGET
+                ),
+                tokens: sent,
+            },
+        ]
     };
-    let mut list_tools = vec![ToolCost {
-        name: format!("every native tool ({}), all=true", native.len()),
-        tokens: listing_tokens(native.iter().collect()),
-    }];
+    let mut list_tools: Vec<ToolCost> = listing_costs(
+        format!("every native tool ({}), all=true", native.len()),
+        native.iter().collect(),
+    )
+    .into();
     for (id, label) in [
         (
             "stac://demo/alpha-day1/item.json",
@@ -160,10 +180,10 @@ pub fn report() -> Result<TokenReport, EvalError> {
             .iter()
             .filter(|s| toolgate_plot::agent::applies_to(s, &kinds))
             .collect();
-        list_tools.push(ToolCost {
-            name: format!("{label}: the {} tools that apply", applicable.len()),
-            tokens: listing_tokens(applicable),
-        });
+        list_tools.extend(listing_costs(
+            format!("{label}: the {} tools that apply", applicable.len()),
+            applicable,
+        ));
         session
             .close(id)
             .map_err(|e| EvalError::Setup(e.to_string()))?;

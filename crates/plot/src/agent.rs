@@ -917,7 +917,7 @@ fn first_sentence(text: &str) -> &str {
 /// every detail; then tool descriptions cut to their first sentence and parameters without their
 /// descriptions and examples; then parameters as `name` / `name*` (required) only; then ids,
 /// names and whether each tool modifies the plot. Every form is an array of tools.
-fn fit_listing(
+pub fn fit_listing(
     listing: &[toolgate_core::ToolListing],
     budget: usize,
     counter: &TokenCounter,
