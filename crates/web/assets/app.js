@@ -1685,7 +1685,7 @@
       return !u.conv && rowUnits && lead.includes(k) ? `${u.label} (${rowUnits})` : u.label;
     };
     const w = Math.max(200, el.clientWidth || 400), h = Math.max(100, el.clientHeight || 160);
-    const m = { l: 52, r: keys.length > 1 ? 44 : 10, t: 16, b: 22 };
+    const m = { l: 52, r: keys.length > 1 ? 44 : 20, t: 16, b: 22 };
     // Tick text with enough decimals to tell a small range's ticks apart, and no `-0`.
     const tick = (v, span) => {
       const dp = Math.max(0, Math.min(6, Math.ceil(-Math.log10(span / 4 || 1))));
