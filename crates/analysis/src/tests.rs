@@ -574,8 +574,8 @@ proptest! {
 #[test]
 fn catalogue_entries_are_sound() {
     // Every catalogue tool: a schema the registry's validator compiles, a declared kind that
-    // classifies it, a spec id and version, and a well-formed error (never a panic) on empty,
-    // wrong-kind and non-finite input.
+    // classifies it, a spec id and version, invalid_input on an empty selection, and a
+    // well-formed error (never a panic) on wrong-kind and non-finite input.
     let nan_track = json!({"type": "Feature", "id": "n", "geometry": {"type": "LineString",
         "coordinates": [[0.0, 0.0], [0.1, 0.1]]}, "properties": {"kind": "TRACK",
         "positions": [{"time": "2024-01-15T10:00:00Z", "coordinates": ["NaN", 0.0]},
@@ -601,6 +601,16 @@ fn catalogue_entries_are_sound() {
             Some(e.output_kind)
         );
         let params = Map::new();
+        // An empty selection is the spec's invalid_input, for every tool.
+        let err = (e.run)(&super::catalogue::CalcInput::new(&[], &params))
+            .err()
+            .unwrap_or_else(|| panic!("{} accepted an empty selection", e.id));
+        assert_eq!(
+            err.category,
+            super::catalogue::ErrorCategory::InvalidInput,
+            "{}",
+            e.id
+        );
         for features in &junk {
             let features = features.as_array().unwrap().clone();
             let input = super::catalogue::CalcInput::new(&features, &params);

@@ -1713,11 +1713,26 @@
     if (!times.every((t) => isFinite(t)) || series.length < 2) return;
     const numeric = Object.keys(series[0]).filter((k) => k !== 'time' && typeof series[0][k] === 'number');
     if (!numeric.length) return;
-    const keys = numeric.slice(0, 2);
+    // The measured quantity first (a rate tool's `rate`, a reading's `value`), then the rest.
+    const lead = ['value', 'rate'];
+    numeric.sort((a, b) => (lead.includes(b) ? 1 : 0) - (lead.includes(a) ? 1 : 0));
+    // A measured quantity is charted alone: its readings in other units only crowd it.
+    const keys = lead.includes(numeric[0]) ? numeric.slice(0, 1) : numeric.slice(0, 2);
     const conv = (k) => unitOf(k).conv || ((v) => v);
-    const label = (k) => unitOf(k).label;
+    // A key without a unit suffix takes the rows' own `units` (e.g. `kts/sec`), when they say.
+    const rowUnits = typeof series[0].units === 'string' ? series[0].units : '';
+    const label = (k) => {
+      const u = unitOf(k);
+      return !u.conv && rowUnits && lead.includes(k) ? `${u.label} (${rowUnits})` : u.label;
+    };
     const w = Math.max(200, el.clientWidth || 400), h = Math.max(100, el.clientHeight || 160);
-    const m = { l: 44, r: keys.length > 1 ? 44 : 10, t: 16, b: 22 };
+    const m = { l: 52, r: keys.length > 1 ? 44 : 20, t: 16, b: 22 };
+    // Tick text with enough decimals to tell a small range's ticks apart, and no `-0`.
+    const tick = (v, span) => {
+      const dp = Math.max(0, Math.min(6, Math.ceil(-Math.log10(span / 4 || 1))));
+      const t = v.toFixed(dp);
+      return /^-0(\.0*)?$/.test(t) ? t.slice(1) : t;
+    };
     const t0 = Math.min(...times), t1 = Math.max(...times);
     const x = (t) => m.l + ((t - t0) / Math.max(t1 - t0, 1)) * (w - m.l - m.r);
     const svg = document.createElementNS(NS, 'svg');
@@ -1742,12 +1757,12 @@
         for (let i = 0; i <= 4; i++) {
           const v = lo + ((hi - lo) * i) / 4;
           add('line', { class: 'grid', x1: m.l, x2: w - m.r, y1: y(v), y2: y(v) });
-          add('text', { x: m.l - 4, y: y(v) + 4, 'text-anchor': 'end' }, v.toFixed(hi - lo < 10 ? 1 : 0));
+          add('text', { x: m.l - 4, y: y(v) + 4, 'text-anchor': 'end' }, tick(v, hi - lo));
         }
       } else {
         for (let i = 0; i <= 4; i++) {
           const v = lo + ((hi - lo) * i) / 4;
-          add('text', { x: w - m.r + 4, y: y(v) + 4 }, v.toFixed(0));
+          add('text', { x: w - m.r + 4, y: y(v) + 4 }, tick(v, hi - lo));
         }
       }
       const d = vals.map((v, i) => `${i ? 'L' : 'M'}${x(times[i]).toFixed(1)},${y(v).toFixed(1)}`).join('');

@@ -256,6 +256,39 @@ async function analystChecks(page) {
   await page.selectOption('#unit-dist', 'nm');
   await screenshot(page, 'palette-results-track-stats');
 
+  // --- a time series: speed-rate-calc charts, tabulates and exports values over time ------
+  log('palette: speed-rate-calc (a time series) with no model');
+  await page.click('#tool-list li[data-tool="speed-rate-calc"]');
+  await page.check('input[name="tool-target"][value="pick"]');
+  await page.selectOption('#tool-targets', 'track-nelson');
+  await page.click('#tool-run');
+  await waitFor(page, () => document.getElementById('tool-result').dataset.status === 'ok', null, 'speed-rate-calc result');
+  await waitFor(page, () => /speed-rate-calc/.test(document.getElementById('dataset-summary').textContent), null, 'the Results panel shows speed-rate-calc');
+  const tsChart = await page.evaluate(() => {
+    const svg = document.querySelector('#dataset-chart svg');
+    if (!svg) return null;
+    const path = svg.querySelector('path.s1');
+    const points = path ? (path.getAttribute('d').match(/[ML]/g) || []).length : 0;
+    const texts = [...svg.querySelectorAll('text')].map((t) => t.textContent);
+    return { label: svg.getAttribute('aria-label'), points, texts };
+  });
+  assert.ok(tsChart, 'the Results panel draws a chart');
+  assert.ok(tsChart.points >= 2, `the series is drawn with ${tsChart.points} points`);
+  assert.match(tsChart.label, /over time/, tsChart.label);
+  assert.ok(tsChart.texts.filter((t) => /^\d\d:\d\d$/.test(t)).length >= 2, `time axis labels: ${tsChart.texts.join(' | ')}`);
+  assert.ok(tsChart.texts.some((t) => /Rate \(kts\/sec\)/i.test(t)), `the plotted quantity is named with its units: ${tsChart.texts.join(' | ')}`);
+  const tsRows = await page.locator('#dataset-table tbody tr').count();
+  assert.ok(tsRows >= 2, `the table lists the series (${tsRows} rows)`);
+  const tsHead = await page.locator('#dataset-table thead th').allTextContents();
+  assert.ok(tsHead.some((h) => /^time$/i.test(h)), `the table has a time column: ${tsHead.join()}`);
+  const [tsDownload] = await Promise.all([page.waitForEvent('download'), page.click('#dataset-csv')]);
+  const tsCsvPath = path.join(OUT, 'speed-rate-calc.csv');
+  await tsDownload.saveAs(tsCsvPath);
+  const tsCsv = fs.readFileSync(tsCsvPath, 'utf8').split('\r\n').filter(Boolean);
+  assert.match(tsCsv[0], /^time,/i, `the CSV starts with a time column: ${tsCsv[0]}`);
+  assert.ok(tsCsv.length - 1 >= tsRows, 'the CSV has every row the table shows');
+  await screenshot(page, 'palette-results-time-series');
+
   log('palette: set-track-color with no model');
   await page.click('#tool-list li[data-tool="set-track-color"]');
   const colour = page.locator('#tool-fields [data-param="color"]');

@@ -1624,19 +1624,6 @@ mod tests {
     }
 
     #[test]
-    fn every_tool_rejects_an_empty_selection() {
-        for e in TOOLS {
-            let err = (e.run)(&CalcInput::new(&[], &Map::new())).expect_err(e.id);
-            assert_eq!(
-                err.category,
-                super::super::ErrorCategory::InvalidInput,
-                "{}",
-                e.id
-            );
-        }
-    }
-
-    #[test]
     fn range_time_plot_samples_the_union_of_both_tracks_in_the_overlap() {
         // Primary every 2 min from 10:00, secondary every 3 min from 10:01, both still, 1° of
         // latitude apart (111 194.9 m on the spec's 6 371 km sphere).

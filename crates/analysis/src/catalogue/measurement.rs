@@ -904,72 +904,92 @@ fn need_course(f: &Fix, track: &str) -> Result<f64, ToolError> {
     })
 }
 
-fn rel_bearing_calc(input: &CalcInput) -> Result<Vec<Item>, ToolError> {
+/// What a bearing-minus-course tool (relative bearing, ATB) measures.
+struct RelativeAngle {
+    /// Feature id, e.g. `measurement-atb-001`.
+    feature_id: &'static str,
+    /// `relative_bearing` or `angle_to_bow`.
+    kind: &'static str,
+    /// Measured from the target (ATB: the target's course and the bearing target→ownship)
+    /// rather than from ownship.
+    from_target: bool,
+    /// Property names of the bearing and of the course used.
+    bearing_key: &'static str,
+    course_key: &'static str,
+    /// Label start and end around the angle and format.
+    title: &'static str,
+    perspective: &'static str,
+}
+
+const REL_BEARING: RelativeAngle = RelativeAngle {
+    feature_id: "measurement-rel-bearing-001",
+    kind: "relative_bearing",
+    from_target: false,
+    bearing_key: "absolute_bearing",
+    course_key: "ownship_course",
+    title: "Relative bearing",
+    perspective: "from ownship to target",
+};
+
+const ATB: RelativeAngle = RelativeAngle {
+    feature_id: "measurement-atb-001",
+    kind: "angle_to_bow",
+    from_target: true,
+    bearing_key: "bearing_target_to_ownship",
+    course_key: "target_course",
+    title: "Angle to bow",
+    perspective: "from target perspective",
+};
+
+/// The shared body of rel-bearing-calc and atb-calc: the pair at the time, the co-located
+/// check, bearing from the observer to the other minus the observer's course, in the format.
+fn relative_angle(input: &CalcInput, m: &RelativeAngle) -> Result<Vec<Item>, ToolError> {
     let (oid, tid, time, own, tgt) = tma_pair(input)?;
     if own.coord == tgt.coord {
         return Err(co_located(&oid, &tid));
     }
     let format = format_param(input);
-    let absolute = bearing_deg(own.coord, tgt.coord);
-    let course = need_course(&own, &oid)?;
-    let rel = in_format(absolute - course, format);
+    let (observer, other, observer_id) = if m.from_target {
+        (&tgt, &own, &tid)
+    } else {
+        (&own, &tgt, &oid)
+    };
+    let bearing = bearing_deg(observer.coord, other.coord);
+    let course = need_course(observer, observer_id)?;
+    let angle = in_format(bearing - course, format);
     let feature = tma_feature(
-        "measurement-rel-bearing-001",
-        point(own.coord),
+        m.feature_id,
+        point(observer.coord),
         vec![
-            ("measurement_type", json!("relative_bearing")),
-            ("value", json!(rel)),
+            ("measurement_type", json!(m.kind)),
+            ("value", json!(angle)),
             ("units", json!("degrees")),
             ("format", json!(format)),
-            ("absolute_bearing", json!(absolute)),
-            ("ownship_course", json!(course)),
+            (m.bearing_key, json!(bearing)),
+            (m.course_key, json!(course)),
             ("time", json!(format_time(time))),
             ("source_tracks", json!([oid, tid])),
         ],
     );
     Ok(vec![Item::feature(
         feature,
-        "artifact/measurement/relative_bearing",
+        &format!("artifact/measurement/{}", m.kind),
         vec![oid, tid],
         format!(
-            "Relative bearing: {} deg ({format}) from ownship to target",
-            py_num(round_to(rel, 2))
+            "{}: {} deg ({format}) {}",
+            m.title,
+            py_num(round_to(angle, 2)),
+            m.perspective
         ),
     )])
 }
 
+fn rel_bearing_calc(input: &CalcInput) -> Result<Vec<Item>, ToolError> {
+    relative_angle(input, &REL_BEARING)
+}
+
 fn atb_calc(input: &CalcInput) -> Result<Vec<Item>, ToolError> {
-    let (oid, tid, time, own, tgt) = tma_pair(input)?;
-    if own.coord == tgt.coord {
-        return Err(co_located(&oid, &tid));
-    }
-    let format = format_param(input);
-    let back = bearing_deg(tgt.coord, own.coord);
-    let course = need_course(&tgt, &tid)?;
-    let atb = in_format(back - course, format);
-    let feature = tma_feature(
-        "measurement-atb-001",
-        point(tgt.coord),
-        vec![
-            ("measurement_type", json!("angle_to_bow")),
-            ("value", json!(atb)),
-            ("units", json!("degrees")),
-            ("format", json!(format)),
-            ("bearing_target_to_ownship", json!(back)),
-            ("target_course", json!(course)),
-            ("time", json!(format_time(time))),
-            ("source_tracks", json!([oid, tid])),
-        ],
-    );
-    Ok(vec![Item::feature(
-        feature,
-        "artifact/measurement/angle_to_bow",
-        vec![oid, tid],
-        format!(
-            "Angle to bow: {} deg ({format}) from target perspective",
-            py_num(round_to(atb, 2))
-        ),
-    )])
+    relative_angle(input, &ATB)
 }
 
 /// Legacy `Degs2Yds`: 60 nm per degree, 2025.37 yds per nm.
@@ -1139,7 +1159,7 @@ fn rate_calc(input: &CalcInput, m: &Measure) -> Result<Vec<Item>, ToolError> {
                 w[1].1 - w[0].1
             };
             let rate = delta / dt;
-            let mut o = Map::new();
+            let mut o = Map::with_capacity(6);
             o.insert("time_start".into(), json!(w[0].2));
             o.insert("time_end".into(), json!(w[1].2));
             o.insert(start_key.into(), json!(w[0].1));

@@ -1346,19 +1346,6 @@ mod tests {
     }
 
     #[test]
-    fn every_tool_rejects_an_empty_selection() {
-        for e in TOOLS {
-            let err = (e.run)(&CalcInput::new(&[], &Map::new())).expect_err(e.id);
-            assert_eq!(
-                err.category,
-                super::super::ErrorCategory::InvalidInput,
-                "{}",
-                e.id
-            );
-        }
-    }
-
-    #[test]
     fn every_tool_rejects_features_of_the_wrong_kind() {
         let shape = json!({"type": "Feature", "id": "c", "geometry": {"type": "Point", "coordinates": [0.0, 0.0]}, "properties": {"kind": "CIRCLE"}});
         let params = json!({"source_frequency_hz": 150.0, "contact": {"time": "2024-01-15T10:00:00Z", "bearing": 10.0},
