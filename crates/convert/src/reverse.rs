@@ -316,11 +316,12 @@ pub fn to_claude(source: Source, parsed: &Agent) -> Result<ConvertedAgent> {
         if CLAUDE_KEYS.contains(&key) {
             fm.insert(k.clone(), v.clone());
         } else if known_keys(source).contains(&key) {
-            if !(source == Source::Opencode
-                && matches!(key, "permission" | "permissions")
-                && back.tools.is_some())
-                && !(source == Source::Opencode && key == "mode" && v.as_str() == Some("subagent"))
-            {
+            // OpenCode's permissions became the `tools` list, and `mode: subagent` is what a
+            // Claude agent is: neither is a loss.
+            let carried = source == Source::Opencode
+                && ((matches!(key, "permission" | "permissions") && back.tools.is_some())
+                    || (key == "mode" && v.as_str() == Some("subagent")));
+            if !carried {
                 notes.push(format!(
                     "`{key}` dropped: Claude Code agents have no equivalent"
                 ));
@@ -456,7 +457,7 @@ mod tests {
             "---\ndescription: d\nmode: subagent\npermissions:\n- action: edit\n  resource: '*'\n  effect: deny\n- action: subagent\n  resource: '*'\n  effect: deny\n---\nB",
         );
         assert_eq!(
-            c.report.tools_out.clone().unwrap(),
+            c.report.tools_out.unwrap(),
             [
                 "Read",
                 "Grep",
