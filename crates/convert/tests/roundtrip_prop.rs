@@ -277,7 +277,7 @@ proptest! {
     fn claude_to_host_to_claude_keeps_the_tool_closure(
         picks in prop::collection::vec(prop::sample::select(ROUND_TRIP_TOOLS), 1..8),
         target in prop::sample::select(vec![Target::Copilot, Target::Vscode, Target::Opencode]),
-        description in "[a-zA-Z ,.:]{1,30}",
+        description in "[a-zA-Z][a-zA-Z ,.:]{0,29}",
     ) {
         let tools: Vec<String> = picks.iter().map(|s| (*s).to_string()).collect();
         let claude = format!(
