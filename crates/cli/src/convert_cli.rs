@@ -13,11 +13,15 @@ use toolgate_convert::{Options, Source, Target};
                   (Read→read, Grep/Glob→search, Bash→execute, Write/Edit→edit, WebFetch/WebSearch→web, \
                   Task→agent, mcp__srv__tool→srv/tool where the target can name MCP tools).\n\n\
                   SRC is an agent file, a directory of agent files, or a Claude Code plugin directory \
-                  (with .claude-plugin/plugin.json). Nothing is written unless the whole conversion \
+                  (with .claude-plugin/plugin.json). With --from copilot|vscode|opencode and --to \
+                  claude, Copilot / VS Code / OpenCode agents convert back (read→Read, \
+                  search→Grep+Glob, execute→Bash, edit→Write+Edit, web→WebFetch+WebSearch, \
+                  agent→Task, srv/tool→mcp__srv__tool). Nothing is written unless the whole conversion \
                   succeeds; the destination appears in one rename."
 )]
 pub struct ConvertArgs {
-    /// Source format (only `claude`).
+    /// Source format: claude (agents or a plugin, to any target), or copilot, vscode, opencode
+    /// (an agent file or directory, back to `--to claude`).
     #[arg(long, default_value = "claude", value_parser = parse_source)]
     pub from: Source,
     /// Target host: copilot, vscode, opencode, codex or claude.
@@ -50,13 +54,15 @@ fn parse_source(s: &str) -> Result<Source, String> {
 
 #[allow(clippy::print_stdout)] // The report is this command's output.
 pub fn convert(args: &ConvertArgs) -> Result<i32> {
-    let Source::Claude = args.from;
     let options = Options {
         target: args.to,
         marketplace: args.marketplace.clone(),
         force: args.force,
     };
-    let report = toolgate_convert::convert(&args.src, &args.dst, &options)?;
+    let report = match args.from {
+        Source::Claude => toolgate_convert::convert(&args.src, &args.dst, &options)?,
+        source => toolgate_convert::convert_from(&args.src, &args.dst, source, &options)?,
+    };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

@@ -343,3 +343,53 @@ fn an_existing_destination_needs_force() {
     assert!(!dst.join("keep.txt").exists());
     assert_eq!(fs::read_dir(dst.join("agents")).unwrap().count(), 43);
 }
+
+#[test]
+fn from_copilot_converts_back_to_claude_and_reports_losses() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("reviewer.agent.md");
+    fs::write(
+        &src,
+        "---\nname: reviewer\ndescription: Reviews code\ntools: [read, search, execute, github/get_issue, frob]\nmodel: Claude Sonnet 4.5 (copilot)\nhandoffs: []\n---\nReview.\n",
+    )
+    .unwrap();
+    let dst = tmp.path().join("out");
+    let out = toolgate(&[
+        "convert",
+        "--from",
+        "copilot",
+        "--to",
+        "claude",
+        src.to_str().unwrap(),
+        dst.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let written = fs::read_to_string(dst.join("reviewer.md")).unwrap();
+    assert!(
+        written.contains("tools: Read, Grep, Glob, Bash, mcp__github__get_issue"),
+        "{written}"
+    );
+    let report = text(&out.stdout);
+    assert!(report.contains("tool `frob` dropped"), "{report}");
+    assert!(
+        report.contains("lost: `model: Claude Sonnet 4.5 (copilot)` dropped"),
+        "{report}"
+    );
+    assert!(report.contains("lost: `handoffs` dropped"), "{report}");
+    // --from copilot only converts to Claude Code.
+    let out = toolgate(&[
+        "convert",
+        "--from",
+        "copilot",
+        "--to",
+        "vscode",
+        src.to_str().unwrap(),
+        tmp.path().join("o2").to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("--to claude"),
+        "{}",
+        text(&out.stderr)
+    );
+}

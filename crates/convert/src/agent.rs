@@ -136,6 +136,12 @@ fn tools_field(
 
 /// Parse an agent file. `path` is used for the name fallback and for messages.
 pub fn parse_agent(path: &Path, text: &str) -> Result<Agent> {
+    parse_agent_with(path, text, false)
+}
+
+/// [`parse_agent`], where `tools_may_be_map` lets `tools` be a map (OpenCode's `tools:
+/// {bash: false}`); `tools` is then `None` and the map stays in `frontmatter`.
+pub(crate) fn parse_agent_with(path: &Path, text: &str, tools_may_be_map: bool) -> Result<Agent> {
     let doc = parse_document(path, text)?;
     let has_frontmatter = doc.frontmatter.is_some();
     let fm = doc.frontmatter.clone().unwrap_or_default();
@@ -146,7 +152,11 @@ pub fn parse_agent(path: &Path, text: &str) -> Result<Agent> {
         source: path.to_path_buf(),
         name,
         description: string_field(&doc, &fm, path, "description")?,
-        tools: tools_field(&doc, &fm, path, "tools")?,
+        tools: if tools_may_be_map && matches!(fm.get("tools"), Some(Value::Mapping(_))) {
+            None
+        } else {
+            tools_field(&doc, &fm, path, "tools")?
+        },
         disallowed_tools: tools_field(&doc, &fm, path, "disallowedTools")?,
         model: string_field(&doc, &fm, path, "model")?,
         frontmatter: fm,

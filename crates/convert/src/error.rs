@@ -44,9 +44,7 @@ pub enum ConvertError {
     #[error("unknown target `{0}`; expected one of: copilot, vscode, opencode, codex, claude")]
     UnknownTarget(String),
     /// The `--from` value is not a supported source.
-    #[error(
-        "unknown source format `{0}`; only `claude` (Claude Code agents and plugins) is supported"
-    )]
+    #[error("unknown source format `{0}`; expected one of: claude, copilot, vscode, opencode")]
     UnknownSource(String),
     /// A directory looks like a Claude Code plugin but has no manifest.
     #[error(

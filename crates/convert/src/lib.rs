@@ -7,6 +7,9 @@
 //! there, before anything is written); [`convert`] then writes the result into a temporary sibling
 //! of the destination and renames it into place.
 //!
+//! With `--from copilot|vscode|opencode` ([`convert_from`], [`reverse`]) agents of those hosts
+//! convert back to Claude Code, each coarse alias becoming the Claude tools it stands for.
+//!
 //! Tool names follow the tables in the project's agent-conversion reference: `Read`→`read`,
 //! `Grep`/`Glob`→`search`, `Bash`→`execute`, `Write`/`Edit`/`MultiEdit`→`edit`,
 //! `WebFetch`/`WebSearch`→`web`, `Task`→`agent`, `Todo*`→`todo`, `mcp__srv__tool`→`srv/tool` (where
@@ -16,6 +19,7 @@ pub mod agent;
 pub mod error;
 pub mod frontmatter;
 pub mod plan;
+pub mod reverse;
 pub mod target;
 pub mod tools;
 mod write;
@@ -24,7 +28,7 @@ use std::path::Path;
 
 pub use agent::{Agent, AgentReport, ConvertedAgent, normalize_name, parse_agent};
 pub use error::{ConvertError, Result};
-pub use plan::{FileContent, Options, Plan, PlannedFile, Report, SourceKind, plan};
+pub use plan::{FileContent, Options, Plan, PlannedFile, Report, SourceKind, plan, plan_from};
 pub use target::{Source, Target};
 pub use tools::{DroppedTool, MappedTools, map_tools, split_tool_list};
 
@@ -32,6 +36,13 @@ pub use tools::{DroppedTool, MappedTools, map_tools, split_tool_list};
 /// existing destination is left as it was).
 pub fn convert(src: &Path, dst: &Path, options: &Options) -> Result<Report> {
     let plan = plan::plan(src, options)?;
+    write_plan(plan, dst, options.force)
+}
+
+/// Convert `src`, written for `source`, into `dst` (see [`plan_from`]: Copilot, VS Code and
+/// OpenCode agents convert back to Claude Code).
+pub fn convert_from(src: &Path, dst: &Path, source: Source, options: &Options) -> Result<Report> {
+    let plan = plan::plan_from(src, source, options)?;
     write_plan(plan, dst, options.force)
 }
 

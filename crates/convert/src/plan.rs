@@ -325,6 +325,70 @@ pub fn plan(src: &Path, options: &Options) -> Result<Plan> {
     plan_agent_dir(src, options.target)
 }
 
+/// Plan the conversion of `src`, written for `source`, into `options.target`. A Claude source is
+/// [`plan`]; Copilot, VS Code and OpenCode sources (an agent file or a directory of them) convert
+/// back to Claude Code only.
+pub fn plan_from(src: &Path, source: crate::target::Source, options: &Options) -> Result<Plan> {
+    use crate::target::Source;
+    if source == Source::Claude {
+        return plan(src, options);
+    }
+    if options.target != Target::Claude {
+        return Err(ConvertError::Usage(format!(
+            "--from {source} converts to Claude Code only; use --to claude"
+        )));
+    }
+    if options.marketplace.is_some() {
+        return Err(ConvertError::Usage(format!(
+            "--marketplace needs a Claude Code plugin source, not --from {source}"
+        )));
+    }
+    let meta = fs::metadata(src).map_err(|_| ConvertError::SourceMissing(src.to_path_buf()))?;
+    let kind = if meta.is_file() {
+        SourceKind::AgentFile
+    } else {
+        SourceKind::AgentDirectory
+    };
+    let mut report = empty_report(src, kind, Target::Claude);
+    let paths: Vec<PathBuf> = if meta.is_file() {
+        vec![src.to_path_buf()]
+    } else {
+        walk(src, &mut report.warnings)?
+            .into_iter()
+            .filter(|p| is_md(p))
+            .collect()
+    };
+    let mut taken = BTreeSet::new();
+    let mut files = Vec::new();
+    for path in &paths {
+        let text = read_text(path)?;
+        let agent = crate::reverse::parse_source_agent(source, path, &text)?;
+        if !agent.has_frontmatter && kind == SourceKind::AgentDirectory {
+            report.warnings.push(format!(
+                "{}: skipped: no YAML frontmatter, so not an agent definition",
+                path.display()
+            ));
+            continue;
+        }
+        let mut converted = crate::reverse::to_claude(source, &agent)?;
+        let file_name = if kind == SourceKind::AgentFile {
+            converted.file_name.clone()
+        } else {
+            unique(&mut taken, &converted.file_name, &mut report.warnings)
+        };
+        converted.report.output = file_name.clone();
+        files.push(PlannedFile {
+            path: PathBuf::from(&file_name),
+            content: FileContent::Text(converted.content),
+        });
+        report.agents.push(converted.report);
+    }
+    if files.is_empty() {
+        return Err(ConvertError::NothingToConvert(src.to_path_buf()));
+    }
+    Ok(Plan { files, report })
+}
+
 fn empty_report(src: &Path, kind: SourceKind, target: Target) -> Report {
     Report {
         source: src.display().to_string(),

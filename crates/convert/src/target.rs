@@ -94,12 +94,40 @@ impl FromStr for Target {
     }
 }
 
-/// The source format (only Claude Code for now).
+/// The source format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Source {
     /// Claude Code agents (`*.md` with frontmatter) and plugins (`.claude-plugin/plugin.json`).
     Claude,
+    /// Copilot CLI custom agents (`*.agent.md`, `tools:` of GitHub aliases and `srv/tool`);
+    /// converted back to Claude Code only.
+    Copilot,
+    /// VS Code custom agents (`*.agent.md`, legacy `*.chatmode.md`); converted back to Claude Code
+    /// only.
+    Vscode,
+    /// OpenCode agents (`*.md` with `permission`/`permissions`/`tools` maps); converted back to
+    /// Claude Code only.
+    Opencode,
+}
+
+impl Source {
+    /// The CLI name.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Claude => "claude",
+            Source::Copilot => "copilot",
+            Source::Vscode => "vscode",
+            Source::Opencode => "opencode",
+        }
+    }
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 impl FromStr for Source {
@@ -108,6 +136,9 @@ impl FromStr for Source {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim().to_ascii_lowercase().as_str() {
             "claude" | "claude-code" => Ok(Source::Claude),
+            "copilot" | "copilot-cli" | "github-copilot" => Ok(Source::Copilot),
+            "vscode" | "vs-code" | "vscode-copilot" => Ok(Source::Vscode),
+            "opencode" => Ok(Source::Opencode),
             _ => Err(ConvertError::UnknownSource(s.to_string())),
         }
     }
@@ -138,5 +169,8 @@ mod tests {
     fn unknown_source_is_rejected() {
         assert!("gemini".parse::<Source>().is_err());
         assert_eq!("Claude".parse::<Source>().unwrap(), Source::Claude);
+        for s in [Source::Copilot, Source::Vscode, Source::Opencode] {
+            assert_eq!(s.name().parse::<Source>().unwrap(), s);
+        }
     }
 }

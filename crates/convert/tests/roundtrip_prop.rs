@@ -174,3 +174,128 @@ proptest! {
         }
     }
 }
+
+// Claude → X → Claude (X in copilot, vscode, opencode) keeps the tool set up to its *closure*.
+//
+// The targets' aliases are coarser than Claude's tools (`Grep` and `Glob` are both `search`), so
+// the invariant is not identity: the round trip returns the closure of the source set, every
+// Claude tool of every alias the source granted (`Grep` alone comes back as `Grep, Glob`; `Edit`
+// as `Write, Edit`). We chose the closure over a round-trip hint key because the hosts' files
+// would then carry a toolgate-only key, and the existing output (and its snapshots) stays as it
+// is. The closure is a fixpoint: a second round trip changes nothing. OpenCode can only deny
+// editing, the shell and subagents, so there `read`, `search`, `web` and `todo` always come back,
+// MCP tools (which OpenCode agents cannot name) do not, and an agent denied nothing comes back
+// with no `tools` key (every tool).
+
+const ROUND_TRIP_TOOLS: &[&str] = &[
+    "Read",
+    "Write",
+    "Edit",
+    "MultiEdit",
+    "Grep",
+    "Glob",
+    "LS",
+    "Bash",
+    "WebFetch",
+    "WebSearch",
+    "Task",
+    "TodoWrite",
+    "mcp__github__get_issue",
+    "mcp__ctx__*",
+];
+
+/// The documented alias of each Claude tool and the Claude tools each alias stands for.
+fn alias_of(tool: &str) -> &'static str {
+    match tool {
+        "Read" => "read",
+        "Write" | "Edit" | "MultiEdit" => "edit",
+        "Grep" | "Glob" | "LS" => "search",
+        "Bash" => "execute",
+        "WebFetch" | "WebSearch" => "web",
+        "Task" => "agent",
+        "TodoWrite" => "todo",
+        _ => "mcp",
+    }
+}
+
+fn closure(target: Target, tools: &[String]) -> Option<std::collections::BTreeSet<String>> {
+    use std::collections::BTreeSet;
+    let mut aliases: BTreeSet<&str> = tools.iter().map(|t| alias_of(t)).collect();
+    if target == Target::Opencode {
+        if ["edit", "execute", "agent"]
+            .iter()
+            .all(|a| aliases.contains(a))
+        {
+            return None;
+        }
+        aliases.extend(["read", "search", "web", "todo"]);
+        aliases.remove("mcp");
+    }
+    let mut out = BTreeSet::new();
+    for a in aliases {
+        if a == "mcp" {
+            out.extend(tools.iter().filter(|t| t.starts_with("mcp__")).cloned());
+        } else {
+            out.extend(
+                toolgate_convert::reverse::claude_tools_for(a)
+                    .iter()
+                    .map(|s| (*s).to_string()),
+            );
+        }
+    }
+    Some(out)
+}
+
+fn source_of(target: Target) -> toolgate_convert::Source {
+    match target {
+        Target::Copilot => toolgate_convert::Source::Copilot,
+        Target::Vscode => toolgate_convert::Source::Vscode,
+        _ => toolgate_convert::Source::Opencode,
+    }
+}
+
+/// Claude agent text → X → Claude; the Claude tools of the result (`None`: no `tools` key).
+fn round_trip(target: Target, claude: &str) -> (Option<Vec<String>>, String) {
+    let a = parse_agent(Path::new("agents/rt.md"), claude).unwrap();
+    let there = a.convert(target).unwrap();
+    let source = source_of(target);
+    let parsed = toolgate_convert::reverse::parse_source_agent(
+        source,
+        Path::new(&format!("x/{}", there.file_name)),
+        &there.content,
+    )
+    .unwrap();
+    let back = toolgate_convert::reverse::to_claude(source, &parsed).unwrap();
+    let again = parse_agent(Path::new("agents/rt.md"), &back.content).unwrap();
+    (again.tools, back.content)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn claude_to_host_to_claude_keeps_the_tool_closure(
+        picks in prop::collection::vec(prop::sample::select(ROUND_TRIP_TOOLS), 1..8),
+        target in prop::sample::select(vec![Target::Copilot, Target::Vscode, Target::Opencode]),
+        description in "[a-zA-Z][a-zA-Z ,.:]{0,29}",
+    ) {
+        let tools: Vec<String> = picks.iter().map(|s| (*s).to_string()).collect();
+        let claude = format!(
+            "---\nname: rt\ndescription: {}\ntools: {}\n---\nBody\n",
+            serde_json::to_string(&description).unwrap(),
+            tools.join(", ")
+        );
+        let (back, content) = round_trip(target, &claude);
+        let got = back.map(|t| t.into_iter().collect::<std::collections::BTreeSet<_>>());
+        prop_assert_eq!(&got, &closure(target, &tools), "{} via {}", claude, target);
+        // The closure is a fixpoint: a second round trip changes nothing.
+        let (twice, _) = round_trip(target, &content);
+        let twice = twice.map(|t| t.into_iter().collect::<std::collections::BTreeSet<_>>());
+        prop_assert_eq!(&twice, &got);
+        // Name, description and body survive.
+        let again = parse_agent(Path::new("agents/rt.md"), &content).unwrap();
+        prop_assert_eq!(again.name, "rt");
+        prop_assert_eq!(again.description.as_deref(), Some(description.as_str()));
+        prop_assert_eq!(again.body, "Body\n");
+    }
+}
