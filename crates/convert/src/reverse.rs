@@ -56,6 +56,95 @@ fn capability(lower: &str) -> Option<&'static str> {
     })
 }
 
+/// Warnings for names in a Copilot / VS Code / OpenCode agent body that the conversion leaves as
+/// they are but Claude Code calls otherwise (or does not read): `#tool:name` / `#name`
+/// references, "the `execute` tool" style mentions of the source's tool names, `srv/tool` MCP
+/// names, and the instruction files Claude Code does not read. Each distinct mention once, in
+/// order of first appearance, with the Claude name where there is one. The mirror of
+/// [`crate::agent::body_references`] for the other direction.
+#[must_use]
+pub fn body_references_back(body: &str, source: Source) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    let mut out = Vec::new();
+    let mut note = |key: String, msg: String| {
+        if !seen.contains(&key) {
+            seen.push(key);
+            out.push(msg);
+        }
+    };
+    let bytes = body.as_bytes();
+    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'-';
+    let name_end = |from: usize| {
+        (from..bytes.len())
+            .find(|&j| !(word(bytes[j]) || bytes[j] == b'/' || bytes[j] == b'*'))
+            .unwrap_or(bytes.len())
+    };
+    let claude_name = |name: &str| -> Option<String> {
+        if let Some((srv, tool)) = name.split_once('/') {
+            return (!srv.is_empty() && !tool.is_empty()).then(|| format!("mcp__{srv}__{tool}"));
+        }
+        capability(&name.to_ascii_lowercase()).map(|cap| claude_tools_for(cap).join(" / "))
+    };
+    let mut i = 0;
+    'scan: while i < bytes.len() {
+        let at_start = i == 0 || !word(bytes[i - 1]);
+        for file in [".github/copilot-instructions.md", "AGENTS.md"] {
+            if at_start && body[i..].starts_with(file) {
+                note(
+                    file.to_owned(),
+                    format!(
+                        "the body names `{file}`, which Claude Code does not read (it reads `CLAUDE.md`): edit the body"
+                    ),
+                );
+                i += file.len();
+                continue 'scan;
+            }
+        }
+        // `#tool:name` (VS Code's prompt syntax) or `#name`.
+        if at_start && bytes[i] == b'#' && matches!(source, Source::Copilot | Source::Vscode) {
+            let from = if body[i..].starts_with("#tool:") {
+                i + 6
+            } else {
+                i + 1
+            };
+            let end = name_end(from);
+            let name = body[from..end].trim_end_matches(['-', '_', '/']);
+            if let Some(claude) = (!name.is_empty()).then(|| claude_name(name)).flatten() {
+                note(
+                    name.to_owned(),
+                    format!(
+                        "the body references the {source} tool `#{name}`; Claude Code calls it `{claude}`: edit the body"
+                    ),
+                );
+                i = end;
+                continue;
+            }
+        }
+        // "`execute`" or "the execute tool".
+        if at_start && word(bytes[i]) {
+            let end = name_end(i);
+            let name = &body[i..end];
+            let backticked = i > 0 && bytes[i - 1] == b'`' && bytes.get(end) == Some(&b'`');
+            let as_tool = body[end..].starts_with(" tool");
+            if (backticked || as_tool)
+                && let Some(claude) = claude_name(name)
+                && !claude.split(" / ").any(|c| c == name)
+            {
+                note(
+                    name.to_owned(),
+                    format!(
+                        "the body names the {source} tool `{name}`; Claude Code calls it `{claude}`: edit the body"
+                    ),
+                );
+            }
+            i = end.max(i + 1);
+            continue;
+        }
+        i += body[i..].chars().next().map_or(1, char::len_utf8);
+    }
+    out
+}
+
 /// The result of mapping a source tool list back to Claude Code.
 #[derive(Debug, Default)]
 struct Back {
@@ -335,6 +424,7 @@ pub fn to_claude(source: Source, parsed: &Agent) -> Result<ConvertedAgent> {
     for d in &back.dropped {
         warnings.push(format!("tool `{}` dropped: {}", d.tool, d.reason));
     }
+    warnings.extend(body_references_back(&parsed.body, source));
     notes.extend(back.notes.iter().cloned());
     let claude = Agent {
         source: parsed.source.clone(),
@@ -485,5 +575,36 @@ mod tests {
         );
         let c = back(Source::Opencode, "o/z.md", "---\ndescription: d\n---\nB");
         assert_eq!(c.report.tools_out, None);
+    }
+}
+
+#[cfg(test)]
+mod body_tests {
+    use super::*;
+
+    #[test]
+    fn body_names_of_the_source_host_are_reported_once_with_claudes_names() {
+        let body = "Use #tool:codebase to look, then the `execute` tool; run `execute` again. \
+                    Ask #github/search_code. Follow .github/copilot-instructions.md. `Read` is fine.";
+        let w = body_references_back(body, Source::Copilot);
+        assert_eq!(w.len(), 4, "{w:#?}");
+        assert!(
+            w[0].contains("`#codebase`") && w[0].contains("Grep / Glob"),
+            "{}",
+            w[0]
+        );
+        assert!(
+            w[1].contains("`execute`") && w[1].contains("`Bash`"),
+            "{}",
+            w[1]
+        );
+        assert!(w[2].contains("mcp__github__search_code"), "{}", w[2]);
+        assert!(w[3].contains("CLAUDE.md"), "{}", w[3]);
+        assert!(
+            body_references_back("Plain prose about reading and editing.", Source::Vscode)
+                .is_empty()
+        );
+        // OpenCode has no `#tool:` syntax; a `#heading` is not a tool there.
+        assert!(body_references_back("#read this", Source::Opencode).is_empty());
     }
 }
