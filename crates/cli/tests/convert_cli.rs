@@ -350,7 +350,7 @@ fn from_copilot_converts_back_to_claude_and_reports_losses() {
     let src = tmp.path().join("reviewer.agent.md");
     fs::write(
         &src,
-        "---\nname: reviewer\ndescription: Reviews code\ntools: [read, search, execute, github/get_issue, frob]\nmodel: Claude Sonnet 4.5 (copilot)\nhandoffs: []\n---\nReview.\n",
+        "---\nname: reviewer\ndescription: Reviews code\ntools: [read, search, execute, github/get_issue, frob]\nmodel: Claude Sonnet 4.5 (copilot)\nhandoffs: []\n---\nReview with #tool:codebase; follow AGENTS.md.\n",
     )
     .unwrap();
     let dst = tmp.path().join("out");
@@ -376,6 +376,18 @@ fn from_copilot_converts_back_to_claude_and_reports_losses() {
         "{report}"
     );
     assert!(report.contains("lost: `handoffs` dropped"), "{report}");
+    assert!(
+        report.starts_with("Converted copilot agent file"),
+        "{report}"
+    );
+    assert!(
+        report.contains("`#codebase`; Claude Code calls it `Grep / Glob`"),
+        "{report}"
+    );
+    assert!(
+        report.contains("`AGENTS.md`, which Claude Code does not read"),
+        "{report}"
+    );
     // --from copilot only converts to Claude Code.
     let out = toolgate(&[
         "convert",

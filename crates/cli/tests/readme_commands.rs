@@ -49,21 +49,15 @@ const SKIP: &[(&str, &str)] = &[
         "reads crates/eval/arms-sample relative to the repository (tested in eval_cli)",
     ),
     (
-        "toolgate exec --plot",
-        "tested in codeact_plot; edits the demo plot",
-    ),
-    (
-        "toolgate plot run",
-        "changes the demo plot (tested in cli.rs)",
-    ),
-    (
         "toolgate calc range-calc input.json",
         "input.json is a placeholder",
     ),
 ];
 
-/// Exit statuses other than 0 that the README documents for a command.
-const STATUS: &[(&str, i32)] = &[];
+/// Exit statuses other than 0 that the README documents for a command. Without `[--yes]` (the
+/// test runs the shortest form, with no terminal to ask on) an edit of the demo plot — a fresh
+/// copy in the test's data dir — is declined: exit 4, "the status codes every command uses".
+const STATUS: &[(&str, i32)] = &[("toolgate plot run", 4), ("toolgate exec --plot", 4)];
 
 fn strip_optional(line: &str) -> String {
     let mut out = String::new();

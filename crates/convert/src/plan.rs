@@ -66,6 +66,9 @@ pub struct Report {
     pub source: String,
     pub destination: String,
     pub kind: SourceKind,
+    /// The source host when it is not Claude Code (`--from copilot|vscode|opencode`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
     pub target: Target,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plugin: Option<String>,
@@ -112,9 +115,14 @@ impl Report {
             .as_deref()
             .map(|p| format!(" (plugin `{p}`)"))
             .unwrap_or_default();
+        let host = self
+            .from
+            .as_deref()
+            .map(|f| format!("{f} "))
+            .unwrap_or_default();
         let _ = writeln!(
             s,
-            "Converted {what} {}{plugin} -> {}: {} file(s) written to {}",
+            "Converted {host}{what} {}{plugin} -> {}: {} file(s) written to {}",
             self.source,
             self.target,
             self.files.len(),
@@ -350,6 +358,7 @@ pub fn plan_from(src: &Path, source: crate::target::Source, options: &Options) -
         SourceKind::AgentDirectory
     };
     let mut report = empty_report(src, kind, Target::Claude);
+    report.from = Some(source.name().to_owned());
     let paths: Vec<PathBuf> = if meta.is_file() {
         vec![src.to_path_buf()]
     } else {
@@ -394,6 +403,7 @@ fn empty_report(src: &Path, kind: SourceKind, target: Target) -> Report {
         source: src.display().to_string(),
         destination: String::new(),
         kind,
+        from: None,
         target,
         plugin: None,
         marketplace: None,
