@@ -1176,6 +1176,15 @@ fn for_the_page(message: &str) -> String {
         .replace("pass --plot NAME", "fill in \"Plot name\"")
 }
 
+/// The blocking half of an import panicked or was cancelled.
+fn import_stopped(e: tokio::task::JoinError) -> ApiError {
+    ApiError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal",
+        format!("the import stopped: {e}"),
+    )
+}
+
 /// Import REP files as one plot into the first catalogue, as a person's action from the page.
 async fn import_rep(
     State(st): State<WebState>,
@@ -1210,13 +1219,7 @@ async fn import_rep(
             toolgate_plot::import::prepare_plot(&sources, plot_name.as_deref())
         })
         .await
-        .map_err(|e| {
-            ApiError::new(
-                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-                format!("the import stopped: {e}"),
-            )
-        })?
+        .map_err(import_stopped)?
         .map_err(|e| ApiError::bad_request(for_the_page(&e.to_string())))?
     };
     let mut store = {
@@ -1249,13 +1252,7 @@ async fn import_rep(
                 .map(|w| (w, store))
         })
         .await
-        .map_err(|e| {
-            ApiError::new(
-                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-                format!("the import stopped: {e}"),
-            )
-        })?
+        .map_err(import_stopped)?
     };
     let (written, _) = written.map_err(|e| match e {
         toolgate_plot::import::ImportError::Exists { .. } => {
