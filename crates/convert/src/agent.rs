@@ -217,21 +217,40 @@ const CLAUDE_TOOL_NAMES: &[&str] = &[
     "ExitPlanMode",
 ];
 
+/// Warnings about names in an agent body, each distinct key once, in order of first mention.
+#[derive(Default)]
+pub(crate) struct Mentions {
+    seen: Vec<String>,
+    out: Vec<String>,
+}
+
+impl Mentions {
+    pub(crate) fn note(&mut self, key: String, msg: String) {
+        if !self.seen.contains(&key) {
+            self.seen.push(key);
+            self.out.push(msg);
+        }
+    }
+
+    pub(crate) fn into_warnings(self) -> Vec<String> {
+        self.out
+    }
+}
+
+/// A byte of a tool or file name as the body scanners read it.
+pub(crate) fn is_word_byte(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_' || c == b'-'
+}
+
 /// Warnings for Claude Code-only names in an agent body that the conversion leaves as they
 /// are: `mcp__srv__tool` names, "the Grep tool" / `` `Grep` ``, and `CLAUDE.md`. Each distinct
 /// mention once, in order of first appearance, with the target's name where there is one.
 #[must_use]
 pub fn body_references(body: &str, target: Target) -> Vec<String> {
-    let mut seen: Vec<String> = Vec::new();
-    let mut out = Vec::new();
-    let mut note = |key: String, msg: String| {
-        if !seen.contains(&key) {
-            seen.push(key);
-            out.push(msg);
-        }
-    };
+    let mut found = Mentions::default();
+    let mut note = |key: String, msg: String| found.note(key, msg);
     let bytes = body.as_bytes();
-    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'-';
+    let word = is_word_byte;
     let mut i = 0;
     while i < bytes.len() {
         let at_start = i == 0 || !word(bytes[i - 1]);
@@ -296,7 +315,7 @@ pub fn body_references(body: &str, target: Target) -> Vec<String> {
         }
         i += body[i..].chars().next().map_or(1, char::len_utf8);
     }
-    out
+    found.into_warnings()
 }
 
 /// Keys OpenCode agents accept besides the ones this converter writes.

@@ -9,7 +9,7 @@
 
 use serde_yaml_ng::{Mapping, Value};
 
-use crate::agent::{Agent, ConvertedAgent};
+use crate::agent::{Agent, ConvertedAgent, Mentions, is_word_byte};
 use crate::error::Result;
 use crate::target::{Source, Target};
 use crate::tools::DroppedTool;
@@ -64,16 +64,10 @@ fn capability(lower: &str) -> Option<&'static str> {
 /// [`crate::agent::body_references`] for the other direction.
 #[must_use]
 pub fn body_references_back(body: &str, source: Source) -> Vec<String> {
-    let mut seen: Vec<String> = Vec::new();
-    let mut out = Vec::new();
-    let mut note = |key: String, msg: String| {
-        if !seen.contains(&key) {
-            seen.push(key);
-            out.push(msg);
-        }
-    };
+    let mut found = Mentions::default();
+    let mut note = |key: String, msg: String| found.note(key, msg);
     let bytes = body.as_bytes();
-    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'-';
+    let word = is_word_byte;
     let name_end = |from: usize| {
         (from..bytes.len())
             .find(|&j| !(word(bytes[j]) || bytes[j] == b'/' || bytes[j] == b'*'))
@@ -142,7 +136,7 @@ pub fn body_references_back(body: &str, source: Source) -> Vec<String> {
         }
         i += body[i..].chars().next().map_or(1, char::len_utf8);
     }
-    out
+    found.into_warnings()
 }
 
 /// The result of mapping a source tool list back to Claude Code.
