@@ -168,8 +168,9 @@ pub(crate) fn parse_agent_with(path: &Path, text: &str, tools_may_be_map: bool) 
 /// Keys every target handles itself (never passed through as-is).
 const HANDLED: &[&str] = &["name", "description", "tools", "disallowedTools", "model"];
 
-/// Claude Code agent keys no other target has; dropping them is expected (a note, not a warning).
-const CLAUDE_ONLY: &[&str] = &[
+/// Claude Code agent keys no other target has, which a Claude agent carries as they are (the
+/// reverse conversion keeps them when a source agent has them).
+pub(crate) const CLAUDE_KEYS: &[&str] = &[
     "color",
     "permissionMode",
     "maxTurns",
@@ -179,8 +180,13 @@ const CLAUDE_ONLY: &[&str] = &[
     "memory",
     "background",
     "isolation",
-    "capabilities",
 ];
+
+/// Whether dropping `key` when converting a Claude agent away is expected (a note, not a
+/// warning): the [`CLAUDE_KEYS`], and `capabilities`, which only older Claude agents wrote.
+fn claude_only(key: &str) -> bool {
+    CLAUDE_KEYS.contains(&key) || key == "capabilities"
+}
 
 /// Keys VS Code / Copilot custom agents accept besides the handled ones.
 const VSCODE_KEYS: &[&str] = &[
@@ -446,7 +452,7 @@ impl Agent {
             }
             if keep.contains(&key) {
                 out.insert(k.clone(), v.clone());
-            } else if CLAUDE_ONLY.contains(&key) {
+            } else if claude_only(key) {
                 report.dropped_keys.push(key.to_string());
                 report.notes.push(format!(
                     "`{key}` dropped: {target} agents have no equivalent"

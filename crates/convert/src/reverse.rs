@@ -9,7 +9,7 @@
 
 use serde_yaml_ng::{Mapping, Value};
 
-use crate::agent::{Agent, ConvertedAgent, Mentions, is_word_byte};
+use crate::agent::{Agent, CLAUDE_KEYS, ConvertedAgent, Mentions, is_word_byte};
 use crate::error::Result;
 use crate::target::{Source, Target};
 use crate::tools::DroppedTool;
@@ -321,19 +321,6 @@ fn known_keys(source: Source) -> &'static [&'static str] {
         Source::Claude => &[],
     }
 }
-
-/// Keys Claude Code agents accept as they are.
-const CLAUDE_KEYS: &[&str] = &[
-    "color",
-    "permissionMode",
-    "maxTurns",
-    "skills",
-    "mcpServers",
-    "hooks",
-    "memory",
-    "background",
-    "isolation",
-];
 
 /// The name an agent file of `source` gives its agent when the frontmatter has none.
 fn stem(agent: &Agent) -> String {
