@@ -74,6 +74,10 @@ pub struct ImportArgs {
     /// changed). Edits saved to the replaced plot are lost; toolgate says when there were any.
     #[arg(long)]
     replace: bool,
+    /// Write the plot's features.geojson pretty-printed (two-space indent) instead of compact
+    /// JSON, which is about 2.3× smaller and faster to write and read.
+    #[arg(long)]
+    pretty: bool,
     #[command(flatten)]
     store: StoreArgs,
 }
@@ -436,8 +440,43 @@ pub async fn tools(command: ToolsCommand) -> Result<i32> {
     Ok(0)
 }
 
+/// Prepares each group's plot, the groups spread over the machine's cores (each group is
+/// parsed and serialised on one thread; the results come back in the groups' order).
+fn prepare_groups(
+    groups: &[&[toolgate_plot::import::RepSource]],
+    name: Option<&str>,
+    layout: rep::JsonLayout,
+) -> Vec<Result<toolgate_plot::import::PreparedPlot, toolgate_plot::import::ImportError>> {
+    use toolgate_plot::import::prepare_plot_with;
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    if groups.len() < 2 || cores < 2 {
+        return groups
+            .iter()
+            .map(|g| prepare_plot_with(g, name, layout))
+            .collect();
+    }
+    let per_thread = groups.len().div_ceil(cores);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = groups
+            .chunks(per_thread)
+            .map(|chunk| {
+                scope.spawn(move || {
+                    chunk
+                        .iter()
+                        .map(|g| prepare_plot_with(g, name, layout))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    })
+}
+
 pub fn import(args: &ImportArgs) -> Result<i32> {
-    use toolgate_plot::import::{ImportError, RepSource, prepare_plot};
+    use toolgate_plot::import::{ImportError, RepSource};
     let mut failed = false;
     let mut sources = Vec::with_capacity(args.files.len());
     for file in &args.files {
@@ -459,9 +498,15 @@ pub fn import(args: &ImportArgs) -> Result<i32> {
     } else {
         sources.chunks(1).collect()
     };
+    let layout = if args.pretty {
+        rep::JsonLayout::Pretty
+    } else {
+        rep::JsonLayout::Compact
+    };
+    let results = prepare_groups(&groups, args.plot.as_deref(), layout);
     let mut prepared = Vec::new();
-    for group in groups {
-        match prepare_plot(group, args.plot.as_deref()) {
+    for (group, result) in groups.into_iter().zip(results) {
+        match result {
             Ok(plot) => {
                 for f in &plot.files {
                     if f.windows_1252 {

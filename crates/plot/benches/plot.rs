@@ -25,7 +25,7 @@ fn synthetic_rep(target: usize) -> String {
             let lon_m = (t * 5 + minute / 11) % 60;
             let _ = writeln!(
                 s,
-                "9512{day:02} {hh:02}{mm:02}00.000 SHIP{t:02} @C 22 {lat_m:02} {:.2} N 021 {lon_m:02} {:.2} W {:.1} {:.1} 0.0",
+                "9512{day:02} {hh:02}{mm:02}00.000 SHIP{t:02} @C 22 {lat_m:02} {:.2} N 021 {lon_m:02} {:.2} W {:.1} {:.1} 0",
                 (minute % 60) as f64 * 0.97,
                 (minute % 60) as f64 * 0.53,
                 (minute * 7 % 360) as f64,
@@ -59,7 +59,9 @@ fn rep_import(c: &mut Criterion) {
             b.iter_with_large_drop(|| {
                 let import =
                     toolgate_plot::rep::parse_rep("synthetic.rep", black_box(&text)).ok()?;
-                import.feature_collection_bytes().ok()
+                import
+                    .feature_collection_bytes(toolgate_plot::rep::JsonLayout::Pretty)
+                    .ok()
             });
         },
     );

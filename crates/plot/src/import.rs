@@ -169,6 +169,20 @@ pub fn prepare_plot(
     sources: &[RepSource],
     name: Option<&str>,
 ) -> Result<PreparedPlot, ImportError> {
+    prepare_plot_with(sources, name, rep::JsonLayout::Compact)
+}
+
+/// [`prepare_plot`] with the features file in `layout` (compact unless a person asked for
+/// pretty-printed GeoJSON).
+///
+/// # Errors
+///
+/// As [`prepare_plot`].
+pub fn prepare_plot_with(
+    sources: &[RepSource],
+    name: Option<&str>,
+    layout: rep::JsonLayout,
+) -> Result<PreparedPlot, ImportError> {
     let title = match (name, sources) {
         (_, []) => return Err(ImportError::NoFiles),
         (Some(n), _) => n.to_owned(),
@@ -186,6 +200,8 @@ pub fn prepare_plot(
     }
     let mut files = Vec::with_capacity(sources.len());
     let mut combined = String::new();
+    // One file is parsed once; several are each parsed for their own report, then together.
+    let mut only = None;
     for source in sources {
         let (text, encoding) = rep::decode_rep(&source.bytes);
         let parsed = rep::parse_rep(&source.name, &text).map_err(Box::new)?;
@@ -198,6 +214,10 @@ pub fn prepare_plot(
             unhandled: parsed.unhandled.clone(),
             undated: parsed.time_span.is_none(),
         });
+        if sources.len() == 1 {
+            only = Some(parsed);
+            continue;
+        }
         let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
         combined.push_str(text);
         if !combined.ends_with('\n') {
@@ -210,7 +230,10 @@ pub fn prepare_plot(
         .map(|f| f.name.as_str())
         .collect::<Vec<_>>()
         .join("+");
-    let parsed = rep::parse_rep(&label, &combined).map_err(Box::new)?;
+    let parsed = match only {
+        Some(parsed) => parsed,
+        None => rep::parse_rep(&label, &combined).map_err(Box::new)?,
+    };
     if parsed.feature_count() == 0 {
         let skipped: usize = parsed.unhandled.iter().map(|u| u.count).sum();
         let why = if skipped == 0 {
@@ -249,12 +272,13 @@ pub fn prepare_plot(
             }
         }
     }
-    let mut features = parsed
-        .feature_collection_bytes()
-        .map_err(|source| ImportError::Read {
-            path: PathBuf::from(&label),
-            source,
-        })?;
+    let mut features =
+        parsed
+            .feature_collection_bytes(layout)
+            .map_err(|source| ImportError::Read {
+                path: PathBuf::from(&label),
+                source,
+            })?;
     features.push(b'\n');
     let sources_json: Vec<Value> = files
         .iter()

@@ -1,21 +1,24 @@
-//! Streaming an import as a pretty-printed GeoJSON FeatureCollection.
+//! Streaming an import as a GeoJSON FeatureCollection, compact or pretty-printed.
 //!
-//! The output is byte for byte what `serde_json::to_writer_pretty` writes for
+//! The output is byte for byte what `serde_json::to_writer` (compact) or
+//! `serde_json::to_writer_pretty` (pretty) writes for
 //! `{"type": "FeatureCollection", "features": import.features()}`. TRACK features, which hold
 //! nearly all the bytes, are written by hand here: their positions and coordinates as fixed
 //! text around numbers and times (numbers as serde_json formats an `f64` — by its own
 //! `write_f64`, or directly for whole numbers and tenths, which come out the same — and times
-//! on the stack). Everything else goes through the features' `Serialize` impls with [`Pretty`], a
-//! faster twin of serde_json's `PrettyFormatter` that can start at any indentation level.
+//! on the stack). Everything else goes through the features' `Serialize` impls (with [`Pretty`], a
+//! faster twin of serde_json's `PrettyFormatter` that can start at any indentation level, or
+//! serde_json's compact formatter). Every fixed piece of text exists in both layouts, chosen at
+//! compile time by the `P` (pretty) parameter, so the compact path pays nothing for the other.
 
 use std::io::{self, Write};
 
 use serde::Serialize;
 use serde_json::ser::{CompactFormatter, Formatter};
 
-use super::RepImport;
 use super::lex::{TIME_LEN, fmt_time, write_time};
 use super::types::{Overrides, Position, TrackFeature, TrackStyle};
+use super::{JsonLayout, RepImport};
 
 /// For a writer, output is collected in a buffer and handed over in pieces of about this size.
 const CHUNK: usize = 1 << 16;
@@ -50,42 +53,82 @@ impl<W: Write> Sink for Chunked<W> {
     }
 }
 
+/// One of two byte strings: the pretty layout's (`P`) or the compact one's.
+macro_rules! lit {
+    ($p:expr, $pretty:expr, $compact:expr) => {
+        if $p { &$pretty[..] } else { &$compact[..] }
+    };
+}
+
 /// Writes `import` as a FeatureCollection to `w` (see the module docs).
-pub(super) fn write_feature_collection<W: Write>(import: &RepImport, w: W) -> io::Result<()> {
+pub(super) fn write_feature_collection<W: Write>(
+    import: &RepImport,
+    w: W,
+    layout: JsonLayout,
+) -> io::Result<()> {
     let mut out = Vec::with_capacity(2 * CHUNK);
     let mut sink = Chunked(w);
-    write(import, &mut out, &mut sink)?;
+    match layout {
+        JsonLayout::Pretty => write::<true, _>(import, &mut out, &mut sink)?,
+        JsonLayout::Compact => write::<false, _>(import, &mut out, &mut sink)?,
+    }
     sink.0.write_all(&out)
 }
 
 /// The FeatureCollection in memory, in a buffer allocated once (from the number of positions).
-pub(super) fn feature_collection_bytes(import: &RepImport) -> io::Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(capacity_hint(import));
-    write(import, &mut out, &mut InMemory)?;
+pub(super) fn feature_collection_bytes(
+    import: &RepImport,
+    layout: JsonLayout,
+) -> io::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(capacity_hint(import, layout));
+    match layout {
+        JsonLayout::Pretty => write::<true, _>(import, &mut out, &mut InMemory)?,
+        JsonLayout::Compact => write::<false, _>(import, &mut out, &mut InMemory)?,
+    }
     Ok(out)
 }
 
-/// Roughly what the FeatureCollection takes: a position takes about 240 bytes (its coordinates
-/// and its `positions` entry; labels add more, and then the buffer grows); the other features
-/// are few (about a kilobyte each, a track's fixed properties included).
-fn capacity_hint(import: &RepImport) -> usize {
-    256 * (import.position_count + import.tracks.len()) + 1024 * import.feature_count() + 4096
+/// Roughly what the FeatureCollection takes: a position takes about 240 bytes pretty, 110
+/// compact (its coordinates and its `positions` entry; labels add more, and then the buffer
+/// grows); the other features are few (about a kilobyte each, a track's fixed properties
+/// included).
+fn capacity_hint(import: &RepImport, layout: JsonLayout) -> usize {
+    let per_position = match layout {
+        JsonLayout::Pretty => 256,
+        JsonLayout::Compact => 112,
+    };
+    per_position * (import.position_count + import.tracks.len())
+        + 1024 * import.feature_count()
+        + 4096
 }
 
-fn write<S: Sink>(import: &RepImport, out: &mut Vec<u8>, sink: &mut S) -> io::Result<()> {
-    out.extend_from_slice(b"{\n  \"type\": \"FeatureCollection\",\n  \"features\": ");
+fn write<const P: bool, S: Sink>(
+    import: &RepImport,
+    out: &mut Vec<u8>,
+    sink: &mut S,
+) -> io::Result<()> {
+    out.extend_from_slice(lit!(
+        P,
+        b"{\n  \"type\": \"FeatureCollection\",\n  \"features\": ",
+        b"{\"type\":\"FeatureCollection\",\"features\":"
+    ));
     if import.feature_count() == 0 {
         out.extend_from_slice(b"[]");
     } else {
         out.push(b'[');
         let mut first = true;
         let mut next = |out: &mut Vec<u8>| {
-            out.extend_from_slice(if first { b"\n    " } else { b",\n    " });
+            out.extend_from_slice(match (first, P) {
+                (true, true) => b"\n    ",
+                (false, true) => b",\n    ",
+                (true, false) => b"",
+                (false, false) => b",",
+            });
             first = false;
         };
         for track in &import.tracks {
             next(out);
-            write_track(out, sink, track)?;
+            write_track::<P, S>(out, sink, track)?;
         }
         let others = (import.narratives.iter().map(|f| f as &dyn ErasedFeature))
             .chain(import.shapes.iter().map(|f| f as &dyn ErasedFeature))
@@ -101,30 +144,35 @@ fn write<S: Sink>(import: &RepImport, out: &mut Vec<u8>, sink: &mut S) -> io::Re
             .chain(import.formats.iter().map(|f| f as &dyn ErasedFeature));
         for feature in others {
             next(out);
-            feature.write(out, 2)?;
+            feature.write(out, P, 2)?;
             sink.flush_if_full(out)?;
         }
-        out.extend_from_slice(b"\n  ]");
+        out.extend_from_slice(lit!(P, b"\n  ]", b"]"));
     }
-    out.extend_from_slice(b"\n}");
+    out.extend_from_slice(lit!(P, b"\n}", b"}"));
     Ok(())
 }
 
-/// A feature serialised with [`Pretty`] (object-safe, so the kinds can share one loop).
+/// A feature serialised with [`Pretty`] or compactly (object-safe, so the kinds can share one
+/// loop).
 trait ErasedFeature {
-    fn write(&self, out: &mut Vec<u8>, level: usize) -> io::Result<()>;
+    fn write(&self, out: &mut Vec<u8>, pretty: bool, level: usize) -> io::Result<()>;
 }
 
 impl<T: Serialize> ErasedFeature for T {
-    fn write(&self, out: &mut Vec<u8>, level: usize) -> io::Result<()> {
-        pretty(out, self, level)
+    fn write(&self, out: &mut Vec<u8>, pretty: bool, level: usize) -> io::Result<()> {
+        value(out, self, pretty, level)
     }
 }
 
-/// `value` pretty-printed as if its first line were indented `level` times.
-fn pretty(out: &mut Vec<u8>, value: &impl Serialize, level: usize) -> io::Result<()> {
-    let mut serializer = serde_json::Serializer::with_formatter(out, Pretty::at(level));
-    value.serialize(&mut serializer).map_err(io::Error::from)
+/// `value` pretty-printed as if its first line were indented `level` times, or compact.
+fn value(out: &mut Vec<u8>, value: &impl Serialize, pretty: bool, level: usize) -> io::Result<()> {
+    if pretty {
+        let mut serializer = serde_json::Serializer::with_formatter(out, Pretty::at(level));
+        value.serialize(&mut serializer).map_err(io::Error::from)
+    } else {
+        serde_json::to_writer(out, value).map_err(io::Error::from)
+    }
 }
 
 /// A JSON string (escaped as serde_json escapes it).
@@ -194,41 +242,49 @@ fn time(out: &mut Vec<u8>, t: &chrono::DateTime<chrono::Utc>) {
 }
 
 /// One `[lon, lat]` of the LineString, as an element of the coordinates array.
-fn coordinate(out: &mut Vec<u8>, p: &Position, first: bool) -> io::Result<()> {
-    // Elements sit five levels deep (10 spaces), their numbers six (12).
+fn coordinate<const P: bool>(out: &mut Vec<u8>, p: &Position, first: bool) -> io::Result<()> {
+    // Pretty, elements sit five levels deep (10 spaces), their numbers six (12).
     if !first {
         out.push(b',');
     }
-    out.extend_from_slice(b"\n          [\n            ");
+    out.extend_from_slice(lit!(P, b"\n          [\n            ", b"["));
     number(out, p.lon)?;
-    out.extend_from_slice(b",\n            ");
+    out.extend_from_slice(lit!(P, b",\n            ", b","));
     number(out, p.lat)?;
-    out.extend_from_slice(b"\n          ]");
+    out.extend_from_slice(lit!(P, b"\n          ]", b"]"));
     Ok(())
 }
 
 /// One `{time, course, speed, depth?}` of `properties.positions`.
-fn position(out: &mut Vec<u8>, p: &Position, first: bool) -> io::Result<()> {
+fn position<const P: bool>(out: &mut Vec<u8>, p: &Position, first: bool) -> io::Result<()> {
     if !first {
         out.push(b',');
     }
-    out.extend_from_slice(b"\n          {\n            \"time\": ");
+    out.extend_from_slice(lit!(
+        P,
+        b"\n          {\n            \"time\": ",
+        b"{\"time\":"
+    ));
     time(out, &p.time);
-    out.extend_from_slice(b",\n            \"course\": ");
+    out.extend_from_slice(lit!(P, b",\n            \"course\": ", b",\"course\":"));
     number(out, p.course)?;
-    out.extend_from_slice(b",\n            \"speed\": ");
+    out.extend_from_slice(lit!(P, b",\n            \"speed\": ", b",\"speed\":"));
     number(out, p.speed)?;
     if let Some(depth) = p.depth {
-        out.extend_from_slice(b",\n            \"depth\": ");
+        out.extend_from_slice(lit!(P, b",\n            \"depth\": ", b",\"depth\":"));
         number(out, depth)?;
     }
-    out.extend_from_slice(b"\n          }");
+    out.extend_from_slice(lit!(P, b"\n          }", b"}"));
     Ok(())
 }
 
 /// A TRACK feature as an element of the `features` array (two levels deep); the same text as
 /// its `Serialize` impl gives there.
-fn write_track<S: Sink>(out: &mut Vec<u8>, sink: &mut S, t: &TrackFeature) -> io::Result<()> {
+fn write_track<const P: bool, S: Sink>(
+    out: &mut Vec<u8>,
+    sink: &mut S,
+    t: &TrackFeature,
+) -> io::Result<()> {
     // A lone position is written twice, so the LineString has two points.
     let lone = t.positions.len() == 1;
     let repeated = t
@@ -236,62 +292,84 @@ fn write_track<S: Sink>(out: &mut Vec<u8>, sink: &mut S, t: &TrackFeature) -> io
         .iter()
         .chain(t.positions.first().filter(|_| lone));
 
-    out.extend_from_slice(b"{\n      \"type\": \"Feature\",\n      \"id\": ");
+    out.extend_from_slice(lit!(
+        P,
+        b"{\n      \"type\": \"Feature\",\n      \"id\": ",
+        b"{\"type\":\"Feature\",\"id\":"
+    ));
     string(out, &t.id)?;
-    out.extend_from_slice(
+    out.extend_from_slice(lit!(
+        P,
         b",\n      \"geometry\": {\n        \"type\": \"LineString\",\n        \"coordinates\": ",
-    );
+        b",\"geometry\":{\"type\":\"LineString\",\"coordinates\":"
+    ));
     if t.positions.is_empty() {
         out.extend_from_slice(b"[]");
     } else {
         out.push(b'[');
         for (i, p) in repeated.clone().enumerate() {
-            coordinate(out, p, i == 0)?;
+            coordinate::<P>(out, p, i == 0)?;
             sink.flush_if_full(out)?;
         }
-        out.extend_from_slice(b"\n        ]");
+        out.extend_from_slice(lit!(P, b"\n        ]", b"]"));
     }
-    out.extend_from_slice(
+    out.extend_from_slice(lit!(
+        P,
         b"\n      },\n      \"properties\": {\n        \"kind\": \"TRACK\",\n        \"platform_id\": ",
-    );
+        b"},\"properties\":{\"kind\":\"TRACK\",\"platform_id\":"
+    ));
     string(out, &t.name)?;
-    out.extend_from_slice(b",\n        \"platform_name\": ");
+    out.extend_from_slice(lit!(
+        P,
+        b",\n        \"platform_name\": ",
+        b",\"platform_name\":"
+    ));
     string(out, &t.name)?;
-    out.extend_from_slice(b",\n        \"track_type\": \"CONTACT\"");
+    out.extend_from_slice(lit!(
+        P,
+        b",\n        \"track_type\": \"CONTACT\"",
+        b",\"track_type\":\"CONTACT\""
+    ));
     if let (Some(first), Some(last)) = (t.positions.first(), t.positions.last()) {
-        out.extend_from_slice(b",\n        \"start_time\": ");
+        out.extend_from_slice(lit!(P, b",\n        \"start_time\": ", b",\"start_time\":"));
         time(out, &first.time);
-        out.extend_from_slice(b",\n        \"end_time\": ");
+        out.extend_from_slice(lit!(P, b",\n        \"end_time\": ", b",\"end_time\":"));
         time(out, &last.time);
     }
-    out.extend_from_slice(b",\n        \"positions\": ");
+    out.extend_from_slice(lit!(P, b",\n        \"positions\": ", b",\"positions\":"));
     let mut labelled = false;
     if t.positions.is_empty() {
         out.extend_from_slice(b"[]");
     } else {
         out.push(b'[');
         for (i, p) in repeated.enumerate() {
-            position(out, p, i == 0)?;
+            position::<P>(out, p, i == 0)?;
             labelled |= p.label.is_some();
             sink.flush_if_full(out)?;
         }
-        out.extend_from_slice(b"\n        ]");
+        out.extend_from_slice(lit!(P, b"\n        ]", b"]"));
     }
     if labelled {
-        out.extend_from_slice(b",\n        \"position_style_overrides\": ");
-        pretty(out, &Overrides(&t.positions), 4)?;
+        out.extend_from_slice(lit!(
+            P,
+            b",\n        \"position_style_overrides\": ",
+            b",\"position_style_overrides\":"
+        ));
+        value(out, &Overrides(&t.positions), P, 4)?;
         sink.flush_if_full(out)?;
     }
-    out.extend_from_slice(b",\n        \"style\": ");
-    pretty(out, &TrackStyle(t.colour), 4)?;
-    out.extend_from_slice(
+    out.extend_from_slice(lit!(P, b",\n        \"style\": ", b",\"style\":"));
+    value(out, &TrackStyle(t.colour), P, 4)?;
+    out.extend_from_slice(lit!(
+        P,
         b",\n        \"default_position_style\": {\n          \"show_symbol\": false,\n          \"symbol\": \"circle\",\n          \"show_label\": false\n        },\n        \"symbol_interval\": \"PT15M\",\n        \"label_interval\": \"PT1H\"",
-    );
+        b",\"default_position_style\":{\"show_symbol\":false,\"symbol\":\"circle\",\"show_label\":false},\"symbol_interval\":\"PT15M\",\"label_interval\":\"PT1H\""
+    ));
     if !t.sensors.is_empty() {
-        out.extend_from_slice(b",\n        \"sensors\": ");
-        pretty(out, &t.sensors, 4)?;
+        out.extend_from_slice(lit!(P, b",\n        \"sensors\": ", b",\"sensors\":"));
+        value(out, &t.sensors, P, 4)?;
     }
-    out.extend_from_slice(b"\n      }\n    }");
+    out.extend_from_slice(lit!(P, b"\n      }\n    }", b"}}"));
     sink.flush_if_full(out)
 }
 

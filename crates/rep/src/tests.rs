@@ -172,9 +172,9 @@ fn boat2_parses() {
 // ---------------------------------------------------------------- streamed output
 
 /// `write_feature_collection`'s bytes.
-fn streamed(import: &super::RepImport) -> Vec<u8> {
+fn streamed(import: &super::RepImport, layout: super::JsonLayout) -> Vec<u8> {
     let mut out = Vec::new();
-    import.write_feature_collection(&mut out).unwrap();
+    import.write_feature_collection(&mut out, layout).unwrap();
     out
 }
 
@@ -189,25 +189,28 @@ fn streamed_collection_is_the_features_as_values() {
     ];
     for text in &inputs {
         let import = parse_rep("t.rep", text).unwrap();
-        let bytes = streamed(&import);
         let expected = json!({"type": "FeatureCollection", "features": import.features()});
-        // The same document, keys in the same order at every level…
-        let parsed: Value = serde_json::from_slice(&bytes).unwrap();
-        assert_eq!(parsed, expected);
-        assert_same_keys(&parsed, &expected, "$");
-        // …and the same bytes as serde_json's pretty printer writes for the Values.
-        assert_eq!(import.feature_collection_bytes().unwrap(), bytes);
-        assert_eq!(
-            String::from_utf8(bytes).unwrap(),
-            serde_json::to_string_pretty(&expected).unwrap()
-        );
+        for layout in [super::JsonLayout::Pretty, super::JsonLayout::Compact] {
+            let bytes = streamed(&import, layout);
+            // The same document, keys in the same order at every level…
+            let parsed: Value = serde_json::from_slice(&bytes).unwrap();
+            assert_eq!(parsed, expected);
+            assert_same_keys(&parsed, &expected, "$");
+            // …and the same bytes as serde_json's printer writes for the Values.
+            assert_eq!(import.feature_collection_bytes(layout).unwrap(), bytes);
+            let serde = match layout {
+                super::JsonLayout::Pretty => serde_json::to_string_pretty(&expected).unwrap(),
+                super::JsonLayout::Compact => serde_json::to_string(&expected).unwrap(),
+            };
+            assert_eq!(String::from_utf8(bytes).unwrap(), serde, "{layout:?}");
+        }
     }
 }
 
 #[test]
 fn every_command_matches_the_value_built_output() {
     let import = parse_rep("every_command.rep", EVERY_COMMAND).unwrap();
-    let mut bytes = streamed(&import);
+    let mut bytes = streamed(&import, super::JsonLayout::Pretty);
     bytes.push(b'\n');
     assert_eq!(String::from_utf8(bytes).unwrap(), EVERY_COMMAND_GEOJSON);
     // TRACK, NARRATIVE, SENSOR and the ten annotation kinds.
@@ -1100,7 +1103,9 @@ fn throughput_100mb() {
         let started = std::time::Instant::now();
         // What `toolgate import` does: parse, then the pretty GeoJSON in memory.
         let import = parse_rep("synthetic.rep", &text).unwrap();
-        let json = import.feature_collection_bytes().unwrap();
+        let json = import
+            .feature_collection_bytes(super::JsonLayout::Compact)
+            .unwrap();
         let wall = started.elapsed().as_secs_f64();
         let cpu1 = process_cpu_seconds();
         drop((import, json));
@@ -1253,8 +1258,12 @@ fn sensor_arcs_become_sensor_arc_features_dated_by_their_own_times() {
     assert_eq!(last["end_time"], "1995-12-12T07:00:00.500+00:00");
     assert!(last.get("track_id").is_none(), "{last}");
     // The streamed writer agrees with the Values.
-    let streamed: Value =
-        serde_json::from_slice(&import.feature_collection_bytes().unwrap()).unwrap();
+    let streamed: Value = serde_json::from_slice(
+        &import
+            .feature_collection_bytes(super::JsonLayout::Compact)
+            .unwrap(),
+    )
+    .unwrap();
     assert_eq!(streamed["features"].as_array().unwrap().len(), 49);
     assert_eq!(streamed["features"][1], *arcs[0]);
 }
@@ -1290,7 +1299,12 @@ fn windows_1252_bytes_decode_and_round_trip_into_the_geojson() {
     let (text, encoding) = super::decode_rep(&bytes);
     assert_eq!(encoding, super::TextEncoding::Windows1252);
     let import = parse_rep("latin.rep", &text).unwrap();
-    let geojson = String::from_utf8(import.feature_collection_bytes().unwrap()).unwrap();
+    let geojson = String::from_utf8(
+        import
+            .feature_collection_bytes(super::JsonLayout::Compact)
+            .unwrap(),
+    )
+    .unwrap();
     let v: Value = serde_json::from_str(&geojson).unwrap();
     let features = v["features"].as_array().unwrap();
     assert_eq!(
@@ -1380,7 +1394,8 @@ fn every_sample_file_has_its_feature_counts() {
             import.unhandled
         );
         // Every kind is in the written GeoJSON as well.
-        let fc: Value = serde_json::from_slice(&streamed(&import)).unwrap();
+        let fc: Value =
+            serde_json::from_slice(&streamed(&import, super::JsonLayout::Compact)).unwrap();
         let features = fc["features"].as_array().unwrap();
         for (kind, n) in want {
             assert_eq!(of_kind(features, kind).len(), *n, "{name} {kind}");
@@ -1428,7 +1443,7 @@ fn every_kind_file_imports_every_line_kind() {
         .collect();
     assert_eq!(unhandled, [(";TA_COG_ABS", 1, 35)]);
     // The streamed GeoJSON is the features as values, for the new kinds too.
-    let fc: Value = serde_json::from_slice(&streamed(&import)).unwrap();
+    let fc: Value = serde_json::from_slice(&streamed(&import, super::JsonLayout::Compact)).unwrap();
     assert_eq!(fc["features"], Value::Array(import.features()));
     assert_eq!(
         fc["features"].as_array().unwrap().len(),
