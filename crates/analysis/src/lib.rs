@@ -85,6 +85,14 @@ fn legacy() -> impl Iterator<Item = &'static Tool> {
     TOOLS.iter().filter(|t| catalogue::entry(t.id).is_none())
 }
 
+/// One tool's spec, built alone (without building the others).
+pub fn spec(id: &str) -> Option<ToolSpec> {
+    if let Some(entry) = catalogue::entry(id) {
+        return Some(entry.spec());
+    }
+    legacy().find(|t| t.id == id).map(|t| (t.spec)())
+}
+
 /// The ids of every tool, in listing order.
 pub fn ids() -> Vec<&'static str> {
     catalogue::entries()
@@ -117,6 +125,10 @@ pub fn run(call: &ToolCall) -> Result<ToolOutcome, CallError> {
 impl Provider for NativeTools {
     fn name(&self) -> &str {
         PROVIDER_NAME
+    }
+
+    fn builtin_specs(&self) -> bool {
+        true
     }
 
     async fn list_tools(&self) -> Result<Vec<ToolSpec>, ProviderError> {

@@ -619,3 +619,31 @@ fn catalogue_entries_are_sound() {
         }
     }
 }
+
+#[test]
+fn one_spec_alone_is_the_listed_spec() {
+    let all = super::specs();
+    assert_eq!(all.len(), super::ids().len());
+    for spec in &all {
+        let alone = super::spec(&spec.id).unwrap();
+        assert_eq!(
+            serde_json::to_value(&alone).unwrap(),
+            serde_json::to_value(spec).unwrap(),
+            "{}",
+            spec.id
+        );
+    }
+    assert!(super::spec("no-such-tool").is_none());
+}
+
+#[test]
+fn every_builtin_schema_passes_the_registration_checks() {
+    // The registry defers these checks for built-in providers to a tool's first call; the
+    // schemas are fixed in the code, so they are checked here instead.
+    for spec in super::specs() {
+        ParamValidator::compile(&spec.id, &spec.input_schema)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .compiled()
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+}

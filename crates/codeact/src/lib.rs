@@ -29,7 +29,7 @@ use toolgate_core::policy::Mode;
 use toolgate_core::telemetry::TelemetrySink;
 use toolgate_core::{Provider, Registry, RegistryError, ToolFilter, ToolSpec};
 use toolgate_plot::transaction::{
-    CommitGate, Committed, PlotTransaction, SCRATCH_PROVIDER, scratch_specs,
+    CommitGate, Committed, PlotTransaction, SCRATCH_PROVIDER, scratch_ids, scratch_specs,
 };
 use toolgate_sandbox::{
     Backend, CUSTOM_TOOLS_PROVIDER, CodeactConfig, Envelope, ExecRequest, HostError, Limits,
@@ -427,12 +427,11 @@ impl Runtime {
             let tx = tx.clone();
             host = host.with_applier(move |cs| tx.apply_to_scratch(cs));
         } else if let Some(reason) = self.surface.no_plot_reason() {
-            host = host.with_unavailable(scratch_specs().iter().map(|s| {
-                (
-                    toolgate_sandbox::python_identifier(&s.id),
-                    reason.to_owned(),
-                )
-            }));
+            host = host.with_unavailable(
+                scratch_ids()
+                    .into_iter()
+                    .map(|id| (toolgate_sandbox::python_identifier(id), reason.to_owned())),
+            );
         }
         Ok(host.shared())
     }

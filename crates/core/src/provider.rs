@@ -158,6 +158,15 @@ pub trait Provider: Send + Sync {
     /// The tools this provider offers. Called once at registration.
     async fn list_tools(&self) -> Result<Vec<ToolSpec>, ProviderError>;
 
+    /// Whether the specs are fixed in toolgate's own code (and checked by its tests): the
+    /// registry then checks and compiles a tool's schema at its first call instead of at
+    /// registration, so a short process pays only for the tools it calls. Providers whose specs
+    /// come from outside (configuration, another process) keep the default, `false`: their
+    /// schemas are checked when they are registered.
+    fn builtin_specs(&self) -> bool {
+        false
+    }
+
     /// Run one call. Parameters are already validated and the policy already decided; a
     /// provider must not apply changes itself — it returns them in [`ToolOutcome::change_set`].
     async fn call(&self, call: &ToolCall) -> Result<ToolOutcome, CallError>;

@@ -237,13 +237,16 @@ impl Registry {
                     second: provider.name().to_owned(),
                 });
             }
-            let validator =
+            let validator = if provider.builtin_specs() {
+                ParamValidator::deferred(&spec.id, &spec.input_schema)
+            } else {
                 ParamValidator::compile(&spec.id, &spec.input_schema).map_err(|source| {
                     RegistryError::Schema {
                         provider: provider.name().to_owned(),
                         source,
                     }
-                })?;
+                })?
+            };
             staged.push(Entry {
                 effect: spec.effect(),
                 spec,

@@ -1,5 +1,7 @@
 //! Parameter validation with the `jsonschema` crate, reported as plain sentences.
 
+use std::sync::{Arc, OnceLock};
+
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::{ValidationError, Validator};
 use serde_json::{Map, Value};
@@ -14,48 +16,100 @@ pub struct SchemaError {
     pub message: String,
 }
 
-/// A compiled validator for one tool's parameters.
+/// A validator for one tool's parameters.
+///
+/// The schema is checked when the validator is made; the `jsonschema` validator itself is
+/// compiled when the tool is first called ([`ParamValidator::deferred`] also defers the
+/// meta-schema check to then). A process that registers dozens of tools and calls one —
+/// `toolgate exec` — compiles one schema, not all of them.
 #[derive(Debug, Clone)]
 pub struct ParamValidator {
-    validator: Validator,
+    tool: Arc<str>,
+    schema: Arc<Value>,
+    /// Checked against the meta-schema already (else that happens with the compilation).
+    checked: bool,
+    compiled: OnceLock<Result<Validator, SchemaError>>,
     /// Declared property order, so problems are reported in the order a person reads the schema.
     declared: Vec<String>,
 }
 
+fn schema_error(tool: &str, pointer: &str, message: String) -> SchemaError {
+    SchemaError {
+        tool: tool.to_owned(),
+        pointer: if pointer.is_empty() {
+            "/".to_owned()
+        } else {
+            pointer.to_owned()
+        },
+        message,
+    }
+}
+
+/// The checks every tool schema must pass: valid against its meta-schema, and an object schema.
+fn check(tool: &str, schema: &Value) -> Result<(), SchemaError> {
+    if let Err(e) = jsonschema::meta::validate(schema) {
+        return Err(schema_error(
+            tool,
+            e.instance_path().as_str(),
+            e.to_string(),
+        ));
+    }
+    if schema.get("type").and_then(Value::as_str) != Some("object") {
+        return Err(schema_error(
+            tool,
+            "/type",
+            "a tool's parameters must be described by an object schema (\"type\": \"object\")"
+                .to_owned(),
+        ));
+    }
+    Ok(())
+}
+
 impl ParamValidator {
-    /// Check the schema against its meta-schema and compile it. The error names the JSON pointer
-    /// of the first problem.
+    /// Check the schema against its meta-schema now (the error names the JSON pointer of the
+    /// first problem); it is compiled at the first [`validate`](Self::validate). For schemas
+    /// that come from outside toolgate: a configured tool, an upstream server.
     pub fn compile(tool: &str, schema: &Value) -> Result<Self, SchemaError> {
-        let err = |pointer: String, message: String| SchemaError {
-            tool: tool.to_owned(),
-            pointer: if pointer.is_empty() {
-                "/".to_owned()
-            } else {
-                pointer
-            },
-            message,
-        };
-        if let Err(e) = jsonschema::meta::validate(schema) {
-            return Err(err(e.instance_path().as_str().to_owned(), e.to_string()));
-        }
-        if schema.get("type").and_then(Value::as_str) != Some("object") {
-            return Err(err(
-                "/type".to_owned(),
-                "a tool's parameters must be described by an object schema (\"type\": \"object\")"
-                    .to_owned(),
-            ));
-        }
-        let validator = jsonschema::validator_for(schema)
-            .map_err(|e| err(e.instance_path().as_str().to_owned(), e.to_string()))?;
+        check(tool, schema)?;
+        Ok(Self::new(tool, schema, true))
+    }
+
+    /// Check and compile the schema at the first [`validate`](Self::validate) only: for
+    /// toolgate's own tools, whose schemas are fixed in the code (and checked by its tests), so
+    /// a process pays for the schemas of the tools it calls. A schema that fails the checks makes
+    /// every call of the tool fail with the [`SchemaError`]'s sentence.
+    #[must_use]
+    pub fn deferred(tool: &str, schema: &Value) -> Self {
+        Self::new(tool, schema, false)
+    }
+
+    fn new(tool: &str, schema: &Value, checked: bool) -> Self {
         let declared = schema
             .get("properties")
             .and_then(Value::as_object)
             .map(|p| p.keys().cloned().collect())
             .unwrap_or_default();
-        Ok(Self {
-            validator,
+        Self {
+            tool: tool.into(),
+            schema: Arc::new(schema.clone()),
+            checked,
+            compiled: OnceLock::new(),
             declared,
-        })
+        }
+    }
+
+    /// The compiled validator (compiling it the first time), or why the schema is unusable.
+    pub fn compiled(&self) -> Result<&Validator, &SchemaError> {
+        self.compiled
+            .get_or_init(|| {
+                if !self.checked {
+                    check(&self.tool, &self.schema)?;
+                }
+                jsonschema::validator_for(&self.schema).map_err(|e| {
+                    schema_error(&self.tool, e.instance_path().as_str(), e.to_string())
+                })
+            })
+            .as_ref()
     }
 
     /// Validate parameters. `null` values count as absent (models often send `"x": null` for
@@ -67,8 +121,13 @@ impl ParamValidator {
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         let instance = Value::Object(cleaned);
+        let validator = self.compiled().map_err(|e| {
+            vec![format!(
+                "{e}; the tool cannot be called until its definition is fixed"
+            )]
+        })?;
         let mut problems: Vec<(u8, usize, String)> = Vec::new();
-        for error in self.validator.iter_errors(&instance) {
+        for error in validator.iter_errors(&instance) {
             self.describe(&error, params, &mut problems);
         }
         if problems.is_empty() {
@@ -273,5 +332,34 @@ mod tests {
         assert!(err.pointer.starts_with("/properties/x"), "{err}");
         let err = ParamValidator::compile("arr", &json!({"type": "array"})).unwrap_err();
         assert_eq!(err.pointer, "/type");
+    }
+
+    #[test]
+    fn a_deferred_validator_checks_at_the_first_call() {
+        let schema =
+            json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
+        let v = ParamValidator::deferred("t", &schema);
+        assert!(v.compiled.get().is_none(), "nothing compiled before a call");
+        let params = |v: Value| v.as_object().cloned().unwrap();
+        assert!(v.validate(&params(json!({"n": 1}))).is_ok());
+        assert!(v.compiled.get().is_some());
+        assert_eq!(
+            v.validate(&params(json!({}))).unwrap_err(),
+            ["missing required parameter \"n\""]
+        );
+        // A broken built-in schema fails every call with the registration check's sentence.
+        let broken = ParamValidator::deferred(
+            "bad",
+            &json!({"type": "object", "properties": {"x": {"type": "strin"}}}),
+        );
+        let problems = broken.validate(&params(json!({}))).unwrap_err();
+        assert_eq!(problems.len(), 1);
+        assert!(
+            problems[0].starts_with("tool \"bad\" has an invalid input schema at /properties/x"),
+            "{problems:?}"
+        );
+        assert!(problems[0].contains("cannot be called"), "{problems:?}");
+        let not_object = ParamValidator::deferred("arr", &json!({"type": "array"}));
+        assert!(not_object.validate(&Map::new()).unwrap_err()[0].contains("at /type"));
     }
 }

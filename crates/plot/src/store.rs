@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use crate::fsio::{atomic_write, atomic_write_beneath, sha256_hex};
+use crate::stac_model;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -266,13 +267,14 @@ impl StacStore {
         })?;
         let catalog_path = root.join("catalog.json");
         let bytes = read(&root, &catalog_path)?;
-        let value: stac::Value = serde_json::from_slice(&bytes).map_err(|e| StoreError::Parse {
-            path: catalog_path.clone(),
-            message: e.to_string(),
-        })?;
+        let value: stac_model::Value =
+            serde_json::from_slice(&bytes).map_err(|e| StoreError::Parse {
+                path: catalog_path.clone(),
+                message: e.to_string(),
+            })?;
         let title = match &value {
-            stac::Value::Catalog(c) => c.title.clone().unwrap_or_else(|| c.id.clone()),
-            stac::Value::Collection(c) => c.title.clone().unwrap_or_else(|| c.id.clone()),
+            stac_model::Value::Catalog(c) => c.title.clone().unwrap_or_else(|| c.id.clone()),
+            stac_model::Value::Collection(c) => c.title.clone().unwrap_or_else(|| c.id.clone()),
             _ => {
                 return Err(StoreError::Parse {
                     path: catalog_path,
@@ -332,7 +334,7 @@ impl StacStore {
     fn walk(
         &mut self,
         path: &Path,
-        value: &stac::Value,
+        value: &stac_model::Value,
         seen: &mut HashSet<PathBuf>,
         depth: usize,
     ) {
@@ -340,8 +342,8 @@ impl StacStore {
             return;
         }
         let links = match value {
-            stac::Value::Catalog(c) => &c.links,
-            stac::Value::Collection(c) => &c.links,
+            stac_model::Value::Catalog(c) => &c.links,
+            stac_model::Value::Collection(c) => &c.links,
             _ => return,
         };
         let base = path.parent().unwrap_or(&self.root).to_owned();
@@ -367,13 +369,13 @@ impl StacStore {
                 }
             };
             let parsed = read(&self.root, &target).and_then(|b| {
-                serde_json::from_slice::<stac::Value>(&b).map_err(|e| StoreError::Parse {
+                serde_json::from_slice::<stac_model::Value>(&b).map_err(|e| StoreError::Parse {
                     path: target.clone(),
                     message: e.to_string(),
                 })
             });
             match parsed {
-                Ok(stac::Value::Item(item)) if link.rel == "item" => {
+                Ok(stac_model::Value::Item(item)) if link.rel == "item" => {
                     match self.entry(&target, &item) {
                         Ok(e) => self.items.push(e),
                         Err(e) => self.unavailable.push(Unavailable {
@@ -382,7 +384,7 @@ impl StacStore {
                         }),
                     }
                 }
-                Ok(child @ (stac::Value::Catalog(_) | stac::Value::Collection(_))) => {
+                Ok(child @ (stac_model::Value::Catalog(_) | stac_model::Value::Collection(_))) => {
                     self.walk(&target, &child, seen, depth + 1);
                 }
                 Ok(_) => self.unavailable.push(Unavailable {
@@ -400,7 +402,7 @@ impl StacStore {
         }
     }
 
-    fn entry(&self, item_file: &Path, item: &stac::Item) -> Result<ItemEntry, StoreError> {
+    fn entry(&self, item_file: &Path, item: &stac_model::Item) -> Result<ItemEntry, StoreError> {
         let item_path = rel_path(&self.root, item_file);
         let plot_id = PlotId {
             store: self.id.clone(),
@@ -423,10 +425,7 @@ impl StacStore {
             Some(a) => Some(confine(&self.root, base, &a.href)?),
             None => None,
         };
-        let bbox = item.bbox.map(|b| match b {
-            stac::Bbox::TwoDimensional(b) => b,
-            stac::Bbox::ThreeDimensional(b) => [b[0], b[1], b[3], b[4]],
-        });
+        let bbox = item.bbox;
         Ok(ItemEntry {
             plot_id,
             item_path,
@@ -544,7 +543,7 @@ impl StacStore {
             links.push(link);
         }
         write(&self.catalog_path.clone(), &catalog)?;
-        let parsed: stac::Item =
+        let parsed: stac_model::Item =
             serde_json::from_value(item.clone()).map_err(|e| StoreError::Parse {
                 path: item_file.clone(),
                 message: e.to_string(),

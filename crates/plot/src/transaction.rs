@@ -408,6 +408,10 @@ impl Provider for CommitTool {
         "codeact"
     }
 
+    fn builtin_specs(&self) -> bool {
+        true
+    }
+
     async fn list_tools(&self) -> Result<Vec<ToolSpec>, ProviderError> {
         Ok(vec![commit_spec()])
     }
@@ -420,6 +424,12 @@ impl Provider for CommitTool {
             change_set: Some(self.change.clone()),
         })
     }
+}
+
+/// The ids of [`scratch_specs`], without building a spec (a program with no plot open names
+/// them only to be told why they are unavailable).
+pub fn scratch_ids() -> Vec<&'static str> {
+    tools::ids()
 }
 
 /// The plot tools as a program sees them over a scratch copy ([`ScratchTools`]): the native
@@ -460,6 +470,10 @@ impl Provider for ScratchTools {
         SCRATCH_PROVIDER
     }
 
+    fn builtin_specs(&self) -> bool {
+        true
+    }
+
     async fn list_tools(&self) -> Result<Vec<ToolSpec>, ProviderError> {
         Ok(scratch_specs())
     }
@@ -490,11 +504,7 @@ impl Provider for ScratchTools {
             let scratch = lock(&self.tx.scratch);
             // Analytical tools default to every feature; edits need named targets, a selection
             // or an explicit scope "all" (toolgate does not guess what to change).
-            let intent = if tools::specs()
-                .iter()
-                .find(|s| s.id == call.tool_id)
-                .is_some_and(|s| s.effect().is_mutating())
-            {
+            let intent = if tools::spec(&call.tool_id).is_some_and(|s| s.effect().is_mutating()) {
                 targeting::Intent::Mutate
             } else {
                 targeting::Intent::Analyse

@@ -367,6 +367,10 @@ impl Provider for WorkspaceTools {
         PROVIDER_NAME
     }
 
+    fn builtin_specs(&self) -> bool {
+        true
+    }
+
     async fn list_tools(&self) -> Result<Vec<ToolSpec>, ProviderError> {
         Ok(self.specs())
     }
@@ -585,5 +589,25 @@ pub(crate) mod testutil {
         let (_d, t) = ws();
         let err = run(&t, "rm", json!({})).await.unwrap_err();
         assert!(matches!(err, CallError::NotFound { .. }), "{err}");
+    }
+}
+
+#[cfg(test)]
+mod builtin_specs_tests {
+    #![allow(clippy::unwrap_used)]
+
+    #[test]
+    fn every_schema_passes_the_registration_checks() {
+        // The registry defers these checks for built-in providers to a tool's first call; the
+        // schemas are fixed in the code, so they are checked here instead.
+        let (_dir, tools) = super::testutil::ws();
+        let specs = tools.specs();
+        assert!(specs.len() >= 5);
+        for spec in specs {
+            toolgate_core::ParamValidator::compile(&spec.id, &spec.input_schema)
+                .unwrap_or_else(|e| panic!("{e}"))
+                .compiled()
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
     }
 }
