@@ -1004,6 +1004,100 @@ mod tests {
     }
 
     #[test]
+    fn gemini_output() {
+        let c = agent(SAMPLE).convert(Target::Gemini).unwrap();
+        assert_eq!(c.file_name, "ce-x.md");
+        let fm = fm_of(&c.content);
+        let keys: Vec<_> = fm.keys().map(|k| k.as_str().unwrap()).collect();
+        assert_eq!(keys, ["name", "description", "tools"]);
+        let tools: Vec<_> = fm["tools"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert_eq!(
+            tools,
+            [
+                "read_file",
+                "grep_search",
+                "glob",
+                "run_shell_command",
+                "write_file"
+            ]
+        );
+        assert!(
+            c.report
+                .notes
+                .iter()
+                .any(|n| n.contains("`model: sonnet` dropped"))
+        );
+        assert_eq!(c.report.dropped_keys, ["color"]);
+        assert!(c.content.ends_with("---\n\nBody text\n"));
+    }
+
+    #[test]
+    fn gemini_keeps_turns_inline_servers_and_gemini_models() {
+        let a = agent(
+            "---\nname: Ce Y\ndescription: d\nmodel: gemini-2.5-pro\nmaxTurns: 12\n\
+             temperature: 0.2\nmcpServers:\n  - gh:\n      command: gh-mcp\n      args: [x]\n  \
+             - shared\n---\nB\n",
+        );
+        let c = a.convert(Target::Gemini).unwrap();
+        let fm = fm_of(&c.content);
+        assert_eq!(fm["name"].as_str(), Some("ce-y"));
+        assert_eq!(fm["model"].as_str(), Some("gemini-2.5-pro"));
+        assert_eq!(fm["max_turns"].as_u64(), Some(12));
+        assert_eq!(fm["temperature"].as_f64(), Some(0.2));
+        assert_eq!(fm["mcpServers"]["gh"]["command"].as_str(), Some("gh-mcp"));
+        assert!(!fm.contains_key("tools"), "no tools: inherits every tool");
+        assert!(!fm.contains_key("maxTurns"));
+        assert!(
+            c.report.warnings.iter().any(|w| w.contains("`shared`")),
+            "{:?}",
+            c.report.warnings
+        );
+        assert!(
+            c.report
+                .notes
+                .iter()
+                .any(|n| n.contains("written as `ce-y`"))
+        );
+    }
+
+    #[test]
+    fn kiro_output_is_json_with_the_body_as_prompt() {
+        let c = agent(SAMPLE).convert(Target::Kiro).unwrap();
+        assert_eq!(c.file_name, "ce-x.json");
+        let v: serde_json::Value = serde_json::from_str(&c.content).unwrap();
+        let keys: Vec<_> = v.as_object().unwrap().keys().cloned().collect();
+        assert_eq!(keys, ["name", "description", "prompt", "tools"]);
+        assert_eq!(v["prompt"], "Body text");
+        assert_eq!(
+            v["tools"],
+            serde_json::json!(["read", "grep", "glob", "shell", "write"])
+        );
+        assert!(
+            c.report
+                .notes
+                .iter()
+                .any(|n| n.contains("`model: sonnet` dropped"))
+        );
+        // No `tools`: every tool, as on Claude Code; `disallowedTools` subtracts.
+        let c = agent("---\nname: a\ndescription: d\n---\nB")
+            .convert(Target::Kiro)
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_str(&c.content).unwrap();
+        assert_eq!(v["tools"], serde_json::json!(["*"]));
+        let c = agent("---\nname: a\ndescription: d\ndisallowedTools: Bash, Task\n---\nB")
+            .convert(Target::Kiro)
+            .unwrap();
+        let tools = c.report.tools_out.unwrap();
+        assert!(tools.contains(&"read".to_string()));
+        assert!(!tools.contains(&"shell".to_string()) && !tools.contains(&"subagent".to_string()));
+    }
+
+    #[test]
     fn normalize_names() {
         assert_eq!(normalize_name("Security Reviewer"), "security-reviewer");
         assert_eq!(normalize_name("ws:plan//x"), "ws-plan-x");

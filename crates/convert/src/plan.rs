@@ -1112,19 +1112,25 @@ fn gemini_command(
 
 /// Replace `${CLAUDE_PLUGIN_ROOT}` in every string of `v` with `with`; whether any was found.
 fn replace_plugin_root(v: &mut Json, with: &str) -> bool {
+    let mut found = false;
     match v {
         Json::String(s) if s.contains("${CLAUDE_PLUGIN_ROOT}") => {
             *s = s.replace("${CLAUDE_PLUGIN_ROOT}", with);
-            true
+            found = true;
         }
-        Json::Array(a) => a
-            .iter_mut()
-            .fold(false, |found, x| replace_plugin_root(x, with) || found),
-        Json::Object(o) => o
-            .values_mut()
-            .fold(false, |found, x| replace_plugin_root(x, with) || found),
-        _ => false,
+        Json::Array(a) => {
+            for x in a {
+                found |= replace_plugin_root(x, with);
+            }
+        }
+        Json::Object(o) => {
+            for x in o.values_mut() {
+                found |= replace_plugin_root(x, with);
+            }
+        }
+        _ => {}
     }
+    found
 }
 
 /// Claude MCP servers as Gemini CLI ones (google-gemini/gemini-cli `docs/tools/mcp-server.md`):
