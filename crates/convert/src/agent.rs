@@ -656,15 +656,25 @@ impl Agent {
     fn inline_mcp_servers(&self, target: Target, report: &mut AgentReport) -> Option<Mapping> {
         let value = self.frontmatter.get("mcpServers")?;
         let mut out = Mapping::new();
+        // Each server in the host's shape (Claude's `type` dropped; `url` → Gemini's `httpUrl`).
         let mut merge = |m: &Mapping, report: &mut AgentReport| {
             for (k, v) in m {
-                if matches!(v, Value::Mapping(_)) {
-                    out.insert(k.clone(), v.clone());
-                } else {
-                    report.warnings.push(format!(
-                        "`mcpServers` entry `{}` is not a server configuration; not converted",
-                        k.as_str().unwrap_or("?")
-                    ));
+                let name = k.as_str().unwrap_or("?");
+                let server = serde_json::to_value(v)
+                    .ok()
+                    .filter(serde_json::Value::is_object)
+                    .and_then(|j| {
+                        crate::plan::native_mcp_server(target, name, &j, &mut report.warnings)
+                    })
+                    .and_then(|m| serde_yaml_ng::to_value(m).ok());
+                match server {
+                    Some(server) => {
+                        out.insert(k.clone(), server);
+                    }
+                    None if !v.is_mapping() => report.warnings.push(format!(
+                        "`mcpServers` entry `{name}` is not a server configuration; not converted"
+                    )),
+                    None => {}
                 }
             }
         };
@@ -1041,7 +1051,7 @@ mod tests {
         let a = agent(
             "---\nname: Ce Y\ndescription: d\nmodel: gemini-2.5-pro\nmaxTurns: 12\n\
              temperature: 0.2\nmcpServers:\n  - gh:\n      command: gh-mcp\n      args: [x]\n  \
-             - shared\n---\nB\n",
+             - shared\n  - web:\n      type: http\n      url: https://x.invalid\n---\nB\n",
         );
         let c = a.convert(Target::Gemini).unwrap();
         let fm = fm_of(&c.content);
@@ -1050,6 +1060,11 @@ mod tests {
         assert_eq!(fm["max_turns"].as_u64(), Some(12));
         assert_eq!(fm["temperature"].as_f64(), Some(0.2));
         assert_eq!(fm["mcpServers"]["gh"]["command"].as_str(), Some("gh-mcp"));
+        assert_eq!(
+            fm["mcpServers"]["web"]["httpUrl"].as_str(),
+            Some("https://x.invalid")
+        );
+        assert!(fm["mcpServers"]["web"].get("type").is_none());
         assert!(!fm.contains_key("tools"), "no tools: inherits every tool");
         assert!(!fm.contains_key("maxTurns"));
         assert!(

@@ -1133,6 +1133,62 @@ fn replace_plugin_root(v: &mut Json, with: &str) -> bool {
     found
 }
 
+/// One Claude MCP server (`command`/`args`/`env`, or `type` + `url`/`headers`) in the shape of a
+/// Gemini CLI server (google-gemini/gemini-cli `docs/tools/mcp-server.md`: a `url` is `httpUrl`,
+/// streamable HTTP, unless the Claude server is `"type": "sse"`; `cwd` and `timeout` kept) or a
+/// Kiro CLI one (kiro.dev/docs/cli/mcp/configuration: `command`, `args` — required, so `[]` when
+/// absent — `env`, `url`, `headers`). Claude's `type` is neither host's field; other fields are
+/// dropped with a warning, and a server with neither `command` nor `url` is not converted.
+pub(crate) fn native_mcp_server(
+    target: Target,
+    name: &str,
+    server: &Json,
+    warnings: &mut Vec<String>,
+) -> Option<Map<String, Json>> {
+    let Some(obj) = server.as_object() else {
+        warnings.push(format!(
+            "MCP server `{name}` is not an object; not converted"
+        ));
+        return None;
+    };
+    let gemini = target == Target::Gemini;
+    let sse = obj.get("type").and_then(Json::as_str) == Some("sse");
+    let mut s = Map::new();
+    for (k, v) in obj {
+        match k.as_str() {
+            "command" | "args" | "env" | "headers" => {
+                s.insert(k.clone(), v.clone());
+            }
+            "cwd" | "timeout" if gemini => {
+                s.insert(k.clone(), v.clone());
+            }
+            "url" if gemini && !sse => {
+                s.insert("httpUrl".into(), v.clone());
+            }
+            "url" => {
+                s.insert("url".into(), v.clone());
+            }
+            "type" => {}
+            other => warnings.push(format!(
+                "MCP server `{name}`: `{other}` dropped: not a {target} server field"
+            )),
+        }
+    }
+    if !["command", "url", "httpUrl"]
+        .iter()
+        .any(|k| s.contains_key(*k))
+    {
+        warnings.push(format!(
+            "MCP server `{name}` has neither `command` nor `url`; not converted"
+        ));
+        return None;
+    }
+    if !gemini && s.contains_key("command") && !s.contains_key("args") {
+        s.insert("args".into(), json!([]));
+    }
+    Some(s)
+}
+
 /// Claude MCP servers as Gemini CLI ones (google-gemini/gemini-cli `docs/tools/mcp-server.md`):
 /// `command`/`args`/`env`/`cwd` as they are; a `url` is `httpUrl` (streamable HTTP) unless the
 /// Claude server is `"type": "sse"`, which stays `url`; `${CLAUDE_PLUGIN_ROOT}` becomes the
@@ -1141,34 +1197,9 @@ fn gemini_mcp_servers(servers: &Map<String, Json>, report: &mut Report) -> Map<S
     let mut out = Map::new();
     let mut rooted = false;
     for (name, server) in servers {
-        let Some(obj) = server.as_object() else {
-            report.warnings.push(format!(
-                "MCP server `{name}` is not an object; not converted"
-            ));
+        let Some(s) = native_mcp_server(Target::Gemini, name, server, &mut report.warnings) else {
             continue;
         };
-        let sse = obj.get("type").and_then(Json::as_str) == Some("sse");
-        let mut s = Map::new();
-        for (k, v) in obj {
-            match k.as_str() {
-                "command" | "args" | "env" | "cwd" | "headers" | "timeout" => {
-                    s.insert(k.clone(), v.clone());
-                }
-                "url" => {
-                    s.insert(if sse { "url" } else { "httpUrl" }.into(), v.clone());
-                }
-                "type" => {}
-                other => report.warnings.push(format!(
-                    "MCP server `{name}`: `{other}` dropped: not a Gemini CLI server field"
-                )),
-            }
-        }
-        if !s.contains_key("command") && !s.contains_key("url") && !s.contains_key("httpUrl") {
-            report.warnings.push(format!(
-                "MCP server `{name}` has neither `command` nor `url`; not converted"
-            ));
-            continue;
-        }
         let mut v = Json::Object(s);
         rooted |= replace_plugin_root(&mut v, "${extensionPath}");
         out.insert(name.clone(), v);
@@ -1251,34 +1282,9 @@ fn gemini_extension_manifest(
 fn kiro_mcp_config(servers: &Map<String, Json>, report: &mut Report) -> Json {
     let mut out = Map::new();
     for (name, server) in servers {
-        let Some(obj) = server.as_object() else {
-            report.warnings.push(format!(
-                "MCP server `{name}` is not an object; not converted"
-            ));
+        let Some(s) = native_mcp_server(Target::Kiro, name, server, &mut report.warnings) else {
             continue;
         };
-        let mut s = Map::new();
-        for (k, v) in obj {
-            match k.as_str() {
-                "command" | "args" | "env" | "url" | "headers" => {
-                    s.insert(k.clone(), v.clone());
-                }
-                "type" => {}
-                other => report.warnings.push(format!(
-                    "MCP server `{name}`: `{other}` dropped: not a Kiro CLI server field"
-                )),
-            }
-        }
-        if !s.contains_key("command") && !s.contains_key("url") {
-            report.warnings.push(format!(
-                "MCP server `{name}` has neither `command` nor `url`; not converted"
-            ));
-            continue;
-        }
-        if s.contains_key("command") && !s.contains_key("args") {
-            // Kiro's mcp.json documents `args` as required for a local server.
-            s.insert("args".into(), json!([]));
-        }
         let v = Json::Object(s);
         if v.to_string().contains("${CLAUDE_PLUGIN_ROOT}") {
             report.warnings.push(format!(
