@@ -11,7 +11,10 @@ use toolgate_convert::{Options, Source, Target};
 #[command(
     long_about = "Convert Claude Code agent definitions to another host, mapping tool names \
                   (Read→read, Grep/Glob→search, Bash→execute, Write/Edit→edit, WebFetch/WebSearch→web, \
-                  Task→agent, mcp__srv__tool→srv/tool where the target can name MCP tools).\n\n\
+                  Task→agent, mcp__srv__tool→srv/tool where the target can name MCP tools). Gemini \
+                  CLI and Kiro CLI get their own tool names (Read→read_file / read, \
+                  Bash→run_shell_command / shell, mcp__srv__tool→mcp_srv_tool / @srv/tool); a plugin \
+                  becomes a Gemini CLI extension or a Kiro CLI agents directory.\n\n\
                   SRC is an agent file, a directory of agent files, or a Claude Code plugin directory \
                   (with .claude-plugin/plugin.json). With --from copilot|vscode|opencode and --to \
                   claude, Copilot / VS Code / OpenCode agents convert back (read→Read, \
@@ -24,7 +27,8 @@ pub struct ConvertArgs {
     /// (an agent file or directory, back to `--to claude`).
     #[arg(long, default_value = "claude", value_parser = parse_source)]
     pub from: Source,
-    /// Target host: copilot, vscode, opencode, codex or claude.
+    /// Target host: copilot, vscode, opencode, codex, gemini (Gemini CLI), kiro (Kiro CLI) or
+    /// claude.
     #[arg(long, value_parser = parse_target)]
     pub to: Target,
     /// Agent file, agents directory, or plugin directory to convert.

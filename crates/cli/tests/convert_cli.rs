@@ -301,7 +301,7 @@ fn unknown_target_is_refused_by_the_argument_parser() {
     let stderr = text(&out.stderr);
     assert!(
         stderr.contains(
-            "unknown target `cursor`; expected one of: copilot, vscode, opencode, codex, claude"
+            "unknown target `cursor`; expected one of: copilot, vscode, opencode, codex, gemini, kiro, claude"
         ),
         "{stderr}"
     );
@@ -404,4 +404,67 @@ fn from_copilot_converts_back_to_claude_and_reports_losses() {
         "{}",
         text(&out.stderr)
     );
+}
+
+/// Issue 19 item 5: Gemini CLI and Kiro CLI as targets, through the binary: the hosts' own tool
+/// names, the plugin layouts, and the losses in the text report.
+#[test]
+fn converts_to_gemini_and_kiro() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = make_plugin(tmp.path());
+    let dst = tmp.path().join("gemini");
+    let out = toolgate(&[
+        "convert",
+        "--to",
+        "gemini-cli",
+        src.to_str().unwrap(),
+        dst.to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert!(
+        stdout.contains(
+            "ce-best-practices-researcher -> agents/ce-best-practices-researcher.md: \
+             [Read, Grep, Glob, Bash, WebFetch, WebSearch, mcp__context7__*] -> \
+             [read_file, grep_search, glob, run_shell_command, web_fetch, google_web_search, mcp_context7_*]"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "the body names `CLAUDE.md`, which gemini does not read (it reads `GEMINI.md`)"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("lost: `model: sonnet` dropped: Gemini CLI runs Gemini models"),
+        "{stdout}"
+    );
+    let ext: Json =
+        serde_json::from_str(&fs::read_to_string(dst.join("gemini-extension.json")).unwrap())
+            .unwrap();
+    assert_eq!(ext["name"], "compound-engineering");
+
+    let dst = tmp.path().join("kiro");
+    let out = toolgate(&[
+        "convert",
+        "--to",
+        "kiro",
+        "--json",
+        src.to_str().unwrap(),
+        dst.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report: Json = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["target"], "kiro");
+    assert_eq!(report["agents"].as_array().unwrap().len(), 43);
+    let agent: Json = serde_json::from_str(
+        &fs::read_to_string(dst.join("agents/ce-issue-intelligence-analyst.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        agent["tools"],
+        serde_json::json!(["read", "grep", "glob", "shell", "@github"])
+    );
+    assert!(agent["prompt"].as_str().unwrap().len() > 100);
 }

@@ -8,7 +8,7 @@ use serde_yaml_ng::{Mapping, Value};
 use crate::error::{ConvertError, Result};
 use crate::frontmatter::{Document, kind_of, parse_document, render_document};
 use crate::target::Target;
-use crate::tools::{DroppedTool, map_tools, tools_from_value};
+use crate::tools::{DroppedTool, all_native_tools, map_tools, tools_from_value};
 
 /// A parsed Claude Code agent file.
 #[derive(Debug, Clone, PartialEq)]
@@ -310,6 +310,10 @@ pub fn body_references(body: &str, target: Target) -> Vec<String> {
                 Target::Copilot | Target::Vscode => {
                     "`.github/copilot-instructions.md` or `AGENTS.md`"
                 }
+                // google-gemini/gemini-cli docs/cli/gemini-md.md: the default context file name.
+                Target::Gemini => "`GEMINI.md`",
+                // kiro.dev/docs/steering: project guidance lives in steering files.
+                Target::Kiro => "steering files in `.kiro/steering/`",
                 _ => "`AGENTS.md`",
             };
             note(
@@ -323,6 +327,10 @@ pub fn body_references(body: &str, target: Target) -> Vec<String> {
     }
     found.into_warnings()
 }
+
+/// Keys Gemini CLI subagents accept besides the ones this converter writes (`kind`, `temperature`,
+/// `max_turns`, `timeout_mins`: google-gemini/gemini-cli `docs/core/subagents.md`).
+const GEMINI_KEYS: &[&str] = &["kind", "temperature", "max_turns", "timeout_mins"];
 
 /// Keys OpenCode agents accept besides the ones this converter writes.
 const OPENCODE_KEYS: &[&str] = &["temperature", "top_p", "mode", "disable", "hidden", "steps"];
@@ -355,6 +363,8 @@ impl Agent {
             Target::Copilot | Target::Vscode => self.render_copilot(target, &mut report)?,
             Target::Opencode => self.render_opencode(&mut report)?,
             Target::Codex => self.render_codex(&mut report)?,
+            Target::Gemini => self.render_gemini(&mut report)?,
+            Target::Kiro => self.render_kiro(&mut report)?,
             Target::Claude => self.render_claude(&mut report)?,
         };
         if target != Target::Claude {
@@ -414,17 +424,33 @@ impl Agent {
             }
             denied.extend(m.tools);
         }
+        let native = target.has_native_tools();
         let base = allow.unwrap_or_else(|| {
+            if native {
+                report.notes.push(format!(
+                    "no `tools` but `disallowedTools`: granted every {target} built-in tool that a \
+                     Claude Code tool maps to, except the denied ones (MCP tools are then not \
+                     granted)"
+                ));
+                return all_native_tools(target);
+            }
             report.notes.push(format!(
                 "no `tools` but `disallowedTools`: granted every {target} tool set except the \
                  denied ones (MCP tools are then not granted)"
             ));
             ALL_ALIASES.iter().map(|s| (*s).to_string()).collect()
         });
-        report.notes.push(
-            "disallowedTools applied at tool-set granularity (e.g. Write denies all of `edit`)"
-                .into(),
-        );
+        if native {
+            report.notes.push(format!(
+                "disallowedTools applied to {target} tool names (Claude tools that share one, \
+                 such as Edit and MultiEdit, are denied together)"
+            ));
+        } else {
+            report.notes.push(
+                "disallowedTools applied at tool-set granularity (e.g. Write denies all of `edit`)"
+                    .into(),
+            );
+        }
         Some(base.into_iter().filter(|t| !denied.contains(t)).collect())
     }
 
@@ -432,6 +458,18 @@ impl Agent {
     fn pass_through(
         &self,
         keep: &[&str],
+        target: Target,
+        out: &mut Mapping,
+        report: &mut AgentReport,
+    ) {
+        self.pass_through_except(keep, &[], target, out, report);
+    }
+
+    /// [`Agent::pass_through`], skipping the keys in `done` (which the renderer wrote itself).
+    fn pass_through_except(
+        &self,
+        keep: &[&str],
+        done: &[&str],
         target: Target,
         out: &mut Mapping,
         report: &mut AgentReport,
@@ -447,7 +485,7 @@ impl Agent {
                     continue;
                 }
             };
-            if HANDLED.contains(&key) {
+            if HANDLED.contains(&key) || done.contains(&key) {
                 continue;
             }
             if keep.contains(&key) {
@@ -596,6 +634,176 @@ impl Agent {
             out.push('\n');
         }
         Ok(out)
+    }
+
+    /// The slug a host that needs one (Gemini CLI, Kiro CLI) gets as the name, with a note when
+    /// it differs from the source name.
+    fn slug_name(&self, target: Target, report: &mut AgentReport) -> String {
+        let slug = normalize_name(&self.name);
+        if slug != self.name {
+            report.notes.push(format!(
+                "name `{}` written as `{slug}`: {target} agent names are lowercase letters, \
+                 digits, `-` and `_`",
+                self.name
+            ));
+        }
+        slug
+    }
+
+    /// The agent's own inline MCP servers (Claude's `mcpServers`: a map of server configs, or a
+    /// list of server names and single-server maps), for a host whose agents define servers
+    /// inline (Gemini CLI, Kiro CLI). Servers named only by reference are reported.
+    fn inline_mcp_servers(&self, target: Target, report: &mut AgentReport) -> Option<Mapping> {
+        let value = self.frontmatter.get("mcpServers")?;
+        let mut out = Mapping::new();
+        // Each server in the host's shape (Claude's `type` dropped; `url` → Gemini's `httpUrl`).
+        let mut merge = |m: &Mapping, report: &mut AgentReport| {
+            for (k, v) in m {
+                let name = k.as_str().unwrap_or("?");
+                let server = serde_json::to_value(v)
+                    .ok()
+                    .filter(serde_json::Value::is_object)
+                    .and_then(|j| {
+                        crate::plan::native_mcp_server(target, name, &j, &mut report.warnings)
+                    })
+                    .and_then(|m| serde_yaml_ng::to_value(m).ok());
+                match server {
+                    Some(server) => {
+                        out.insert(k.clone(), server);
+                    }
+                    None if !v.is_mapping() => report.warnings.push(format!(
+                        "`mcpServers` entry `{name}` is not a server configuration; not converted"
+                    )),
+                    None => {}
+                }
+            }
+        };
+        match value {
+            Value::Mapping(m) => merge(m, report),
+            Value::Sequence(items) => {
+                for item in items {
+                    match item {
+                        Value::Mapping(m) => merge(m, report),
+                        Value::String(name) => report.warnings.push(format!(
+                            "`mcpServers` names the server `{name}`, which {target} agents cannot \
+                             refer to by name: configure it inline in the agent or for the host"
+                        )),
+                        other => report.warnings.push(format!(
+                            "`mcpServers` lists a {}; not converted",
+                            kind_of(other)
+                        )),
+                    }
+                }
+            }
+            Value::Null => {}
+            other => report.warnings.push(format!(
+                "`mcpServers` is a {}; not converted",
+                kind_of(other)
+            )),
+        }
+        (!out.is_empty()).then_some(out)
+    }
+
+    /// A Gemini CLI subagent (google-gemini/gemini-cli `docs/core/subagents.md`, also at
+    /// geminicli.com/docs/core/subagents): Markdown with YAML frontmatter, the body the system
+    /// prompt. `name` must be a slug; `tools` omitted inherits every tool, so no `tools` key stays
+    /// absent; `mcpServers` are inline servers; `max_turns` is Claude's `maxTurns`.
+    fn render_gemini(&self, report: &mut AgentReport) -> Result<String> {
+        let target = Target::Gemini;
+        let mut fm = Mapping::new();
+        fm.insert("name".into(), self.slug_name(target, report).into());
+        fm.insert(
+            "description".into(),
+            self.description_or_fallback(report).into(),
+        );
+        if let Some(tools) = self.effective_tools(target, report) {
+            if tools.is_empty() {
+                report.warnings.push(
+                    "`tools: []` written: no source tool has an equivalent, so the agent gets no \
+                     tools"
+                        .into(),
+                );
+            }
+            fm.insert(
+                "tools".into(),
+                Value::Sequence(tools.iter().cloned().map(Value::from).collect()),
+            );
+            report.tools_out = Some(tools);
+        }
+        match &self.model {
+            Some(m) if m.starts_with("gemini-") => {
+                fm.insert("model".into(), m.clone().into());
+            }
+            _ => self.model_note(
+                "Gemini CLI runs Gemini models; the agent inherits the session's model",
+                report,
+            ),
+        }
+        if let Some(servers) = self.inline_mcp_servers(target, report) {
+            fm.insert("mcpServers".into(), Value::Mapping(servers));
+        }
+        let mut done = vec!["mcpServers"];
+        match self.frontmatter.get("maxTurns") {
+            Some(v @ Value::Number(_)) => {
+                fm.insert("max_turns".into(), v.clone());
+                done.push("maxTurns");
+            }
+            Some(_) => {
+                report
+                    .warnings
+                    .push("`maxTurns` is not a number; not converted to `max_turns`".into());
+                done.push("maxTurns");
+            }
+            None => {}
+        }
+        self.pass_through_except(GEMINI_KEYS, &done, target, &mut fm, report);
+        render_document(&fm, &self.body)
+    }
+
+    /// A Kiro CLI custom agent (kiro.dev/docs/cli/custom-agents/configuration-reference): one JSON
+    /// object with `name`, `description`, `prompt` (the body, inline), `tools` and `mcpServers`.
+    /// `allowedTools` (tools used without asking) is never written: Claude's `tools` grants
+    /// availability, not approval. No `tools` becomes `["*"]`, every tool, as a Claude agent
+    /// without `tools` has.
+    fn render_kiro(&self, report: &mut AgentReport) -> Result<String> {
+        let target = Target::Kiro;
+        let mut out = serde_json::Map::new();
+        out.insert("name".into(), self.slug_name(target, report).into());
+        out.insert(
+            "description".into(),
+            self.description_or_fallback(report).into(),
+        );
+        out.insert("prompt".into(), self.body.trim().into());
+        let tools = self
+            .effective_tools(target, report)
+            .unwrap_or_else(|| vec!["*".to_string()]);
+        if tools.is_empty() {
+            report.warnings.push(
+                "`\"tools\": []` written: no source tool has an equivalent, so the agent gets no \
+                 tools"
+                    .into(),
+            );
+        }
+        out.insert("tools".into(), tools.clone().into());
+        report.tools_out = Some(tools);
+        self.model_note(
+            "Kiro CLI names models by its own ids; the agent uses the session's model",
+            report,
+        );
+        if let Some(servers) = self.inline_mcp_servers(target, report) {
+            let json = serde_json::to_value(&servers).map_err(|e| ConvertError::Serialise {
+                what: "Kiro agent mcpServers".into(),
+                message: e.to_string(),
+            })?;
+            out.insert("mcpServers".into(), json);
+        }
+        self.pass_through_except(&[], &["mcpServers"], target, &mut Mapping::new(), report);
+        serde_json::to_string_pretty(&serde_json::Value::Object(out))
+            .map(|s| s + "\n")
+            .map_err(|e| ConvertError::Serialise {
+                what: "Kiro agent JSON".into(),
+                message: e.to_string(),
+            })
     }
 
     fn render_claude(&self, report: &mut AgentReport) -> Result<String> {
@@ -803,6 +1011,105 @@ mod tests {
         assert_eq!(fm["tools"].as_str(), Some("Read, Grep"));
         assert_eq!(fm["color"].as_str(), Some("blue"));
         assert!(c.content.ends_with("---\nB"));
+    }
+
+    #[test]
+    fn gemini_output() {
+        let c = agent(SAMPLE).convert(Target::Gemini).unwrap();
+        assert_eq!(c.file_name, "ce-x.md");
+        let fm = fm_of(&c.content);
+        let keys: Vec<_> = fm.keys().map(|k| k.as_str().unwrap()).collect();
+        assert_eq!(keys, ["name", "description", "tools"]);
+        let tools: Vec<_> = fm["tools"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert_eq!(
+            tools,
+            [
+                "read_file",
+                "grep_search",
+                "glob",
+                "run_shell_command",
+                "write_file"
+            ]
+        );
+        assert!(
+            c.report
+                .notes
+                .iter()
+                .any(|n| n.contains("`model: sonnet` dropped"))
+        );
+        assert_eq!(c.report.dropped_keys, ["color"]);
+        assert!(c.content.ends_with("---\n\nBody text\n"));
+    }
+
+    #[test]
+    fn gemini_keeps_turns_inline_servers_and_gemini_models() {
+        let a = agent(
+            "---\nname: Ce Y\ndescription: d\nmodel: gemini-2.5-pro\nmaxTurns: 12\n\
+             temperature: 0.2\nmcpServers:\n  - gh:\n      command: gh-mcp\n      args: [x]\n  \
+             - shared\n  - web:\n      type: http\n      url: https://x.invalid\n---\nB\n",
+        );
+        let c = a.convert(Target::Gemini).unwrap();
+        let fm = fm_of(&c.content);
+        assert_eq!(fm["name"].as_str(), Some("ce-y"));
+        assert_eq!(fm["model"].as_str(), Some("gemini-2.5-pro"));
+        assert_eq!(fm["max_turns"].as_u64(), Some(12));
+        assert_eq!(fm["temperature"].as_f64(), Some(0.2));
+        assert_eq!(fm["mcpServers"]["gh"]["command"].as_str(), Some("gh-mcp"));
+        assert_eq!(
+            fm["mcpServers"]["web"]["httpUrl"].as_str(),
+            Some("https://x.invalid")
+        );
+        assert!(fm["mcpServers"]["web"].get("type").is_none());
+        assert!(!fm.contains_key("tools"), "no tools: inherits every tool");
+        assert!(!fm.contains_key("maxTurns"));
+        assert!(
+            c.report.warnings.iter().any(|w| w.contains("`shared`")),
+            "{:?}",
+            c.report.warnings
+        );
+        assert!(
+            c.report
+                .notes
+                .iter()
+                .any(|n| n.contains("written as `ce-y`"))
+        );
+    }
+
+    #[test]
+    fn kiro_output_is_json_with_the_body_as_prompt() {
+        let c = agent(SAMPLE).convert(Target::Kiro).unwrap();
+        assert_eq!(c.file_name, "ce-x.json");
+        let v: serde_json::Value = serde_json::from_str(&c.content).unwrap();
+        let keys: Vec<_> = v.as_object().unwrap().keys().cloned().collect();
+        assert_eq!(keys, ["name", "description", "prompt", "tools"]);
+        assert_eq!(v["prompt"], "Body text");
+        assert_eq!(
+            v["tools"],
+            serde_json::json!(["read", "grep", "glob", "shell", "write"])
+        );
+        assert!(
+            c.report
+                .notes
+                .iter()
+                .any(|n| n.contains("`model: sonnet` dropped"))
+        );
+        // No `tools`: every tool, as on Claude Code; `disallowedTools` subtracts.
+        let c = agent("---\nname: a\ndescription: d\n---\nB")
+            .convert(Target::Kiro)
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_str(&c.content).unwrap();
+        assert_eq!(v["tools"], serde_json::json!(["*"]));
+        let c = agent("---\nname: a\ndescription: d\ndisallowedTools: Bash, Task\n---\nB")
+            .convert(Target::Kiro)
+            .unwrap();
+        let tools = c.report.tools_out.unwrap();
+        assert!(tools.contains(&"read".to_string()));
+        assert!(!tools.contains(&"shell".to_string()) && !tools.contains(&"subagent".to_string()));
     }
 
     #[test]

@@ -41,7 +41,9 @@ pub enum ConvertError {
         message: String,
     },
     /// The `--to` value is not a known target.
-    #[error("unknown target `{0}`; expected one of: copilot, vscode, opencode, codex, claude")]
+    #[error(
+        "unknown target `{0}`; expected one of: copilot, vscode, opencode, codex, gemini, kiro, claude"
+    )]
     UnknownTarget(String),
     /// The `--from` value is not a supported source.
     #[error("unknown source format `{0}`; expected one of: claude, copilot, vscode, opencode")]

@@ -1,5 +1,5 @@
-//! Agent-definition conversion between hosts (Claude Code, Copilot CLI, VS Code, OpenCode, Codex)
-//! with tool-name mapping.
+//! Agent-definition conversion between hosts (Claude Code, Copilot CLI, VS Code, OpenCode, Codex,
+//! Gemini CLI, Kiro CLI) with tool-name mapping.
 //!
 //! The source is a Claude Code agent file (`*.md` with YAML frontmatter), a directory of them, or a
 //! whole Claude Code plugin (`.claude-plugin/plugin.json`, `agents/`, `skills/`, `commands/`,
@@ -14,6 +14,12 @@
 //! `Grep`/`Glob`→`search`, `Bash`→`execute`, `Write`/`Edit`/`MultiEdit`→`edit`,
 //! `WebFetch`/`WebSearch`→`web`, `Task`→`agent`, `Todo*`→`todo`, `mcp__srv__tool`→`srv/tool` (where
 //! the target can name MCP tools; dropped with a warning elsewhere), de-duplicated in order.
+//!
+//! Gemini CLI and Kiro CLI name their tools one by one, so each Claude tool becomes the host's own
+//! (`Read`→`read_file` / `read`, `Bash`→`run_shell_command` / `shell`, `mcp__srv__tool`→
+//! `mcp_srv_tool` / `@srv/tool`; see [`tools`]). A plugin becomes a Gemini CLI extension
+//! (`gemini-extension.json`, `agents/`, `skills/`, `commands/*.toml`) or a Kiro CLI directory
+//! (`agents/*.json`, `skills/`, `settings/mcp.json`).
 
 pub mod agent;
 pub mod error;

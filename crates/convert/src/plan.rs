@@ -241,7 +241,7 @@ fn unique(taken: &mut BTreeSet<String>, name: &str, warnings: &mut Vec<String>) 
 }
 
 fn split_ext(name: &str) -> (&str, &str) {
-    for ext in [".agent.md", ".md", ".toml"] {
+    for ext in [".agent.md", ".md", ".toml", ".json"] {
         if let Some(stem) = name.strip_suffix(ext) {
             return (stem, ext);
         }
@@ -705,6 +705,7 @@ fn plan_plugin(root: &Path, manifest_path: &Path, options: &Options) -> Result<P
     }
 
     // Commands.
+    let mut kiro_commands = Vec::new();
     let command_roots = manifest_paths(&src.root, &src.manifest_path, &src.manifest, "commands")?;
     for path in md_files(&command_roots, &mut skipped)? {
         let text = read_text(&path)?;
@@ -760,6 +761,21 @@ fn plan_plugin(root: &Path, manifest_path: &Path, options: &Options) -> Result<P
                     .push(format!("command /{name} became the skill `{skill}`"));
                 report.commands.push(name);
             }
+            Target::Gemini => {
+                let file = format!("{}.toml", normalize_name(&name));
+                files.push(PlannedFile {
+                    path: Path::new("commands").join(&file),
+                    content: FileContent::Text(gemini_command(
+                        &name,
+                        description,
+                        &fm,
+                        &doc.body,
+                        &mut report,
+                    )?),
+                });
+                report.commands.push(name);
+            }
+            Target::Kiro => kiro_commands.push(name),
             Target::Opencode | Target::Codex => {
                 let file = format!("{}.md", normalize_name(&name));
                 let mut out = Mapping::new();
@@ -783,7 +799,20 @@ fn plan_plugin(root: &Path, manifest_path: &Path, options: &Options) -> Result<P
         }
     }
 
+    if !kiro_commands.is_empty() {
+        report.warnings.push(format!(
+            "commands not converted: Kiro CLI agents have no slash-command files this converter \
+             can write; port {} by hand (a skill, or the agent's prompt)",
+            kiro_commands
+                .iter()
+                .map(|c| format!("/{c}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+
     // MCP servers.
+    let mut gemini_servers = None;
     if let Some(servers) = mcp_servers(&src.root, &src.manifest_path, &src.manifest)? {
         match target {
             Target::Claude | Target::Copilot | Target::Vscode => files.push(PlannedFile {
@@ -797,6 +826,11 @@ fn plan_plugin(root: &Path, manifest_path: &Path, options: &Options) -> Result<P
             Target::Codex => files.push(PlannedFile {
                 path: PathBuf::from("config.toml"),
                 content: FileContent::Text(codex_config(&servers, &mut report)?),
+            }),
+            Target::Gemini => gemini_servers = Some(gemini_mcp_servers(&servers, &mut report)),
+            Target::Kiro => files.push(PlannedFile {
+                path: PathBuf::from("settings/mcp.json"),
+                content: FileContent::Text(json_text(&kiro_mcp_config(&servers, &mut report))?),
             }),
         }
     }
@@ -844,6 +878,23 @@ fn plan_plugin(root: &Path, manifest_path: &Path, options: &Options) -> Result<P
                     hooks_json.display()
                 )),
             }
+        } else if target == Target::Gemini {
+            // google-gemini/gemini-cli docs/hooks/reference.md: an extension's hooks/hooks.json
+            // has BeforeTool / AfterTool / BeforeAgent / … events, regex matchers over Gemini tool
+            // names, millisecond timeouts and a `decision` output, so a Claude hook's command would
+            // read a payload it was not written for.
+            report.warnings.push(
+                "hooks not converted: Gemini CLI extension hooks (`hooks/hooks.json`) use other \
+                 events (BeforeTool, AfterTool, …), Gemini tool names in matchers and another \
+                 payload; port them by hand"
+                    .into(),
+            );
+        } else if target == Target::Kiro {
+            report.warnings.push(
+                "hooks not converted: Kiro CLI hooks belong to each agent's `hooks` field, with \
+                 other events and payloads; port them by hand"
+                    .into(),
+            );
         } else {
             report.warnings.push(format!(
                 "hooks not converted: {target} hooks use a different event model; port them by hand"
@@ -890,7 +941,14 @@ fn plan_plugin(root: &Path, manifest_path: &Path, options: &Options) -> Result<P
                 content: FileContent::Text(json_text(&Json::Object(manifest_out.clone()))?),
             });
         }
-        Target::Opencode | Target::Codex => {
+        Target::Gemini => {
+            let m = gemini_extension_manifest(&src, gemini_servers, &mut report);
+            files.push(PlannedFile {
+                path: PathBuf::from("gemini-extension.json"),
+                content: FileContent::Text(json_text(&Json::Object(m))?),
+            });
+        }
+        Target::Opencode | Target::Codex | Target::Kiro => {
             report.notes.push(format!(
                 "{target} has no plugin manifest: the output is a `.{target}/`-style directory \
                  of agents, skills and config"
@@ -898,9 +956,11 @@ fn plan_plugin(root: &Path, manifest_path: &Path, options: &Options) -> Result<P
         }
     }
 
-    // Licence and readme files stay with a plugin.
-    if matches!(target, Target::Claude | Target::Copilot | Target::Vscode)
-        && let Ok(entries) = fs::read_dir(&src.root)
+    // Licence and readme files stay with a plugin (and a Gemini extension).
+    if matches!(
+        target,
+        Target::Claude | Target::Copilot | Target::Vscode | Target::Gemini
+    ) && let Ok(entries) = fs::read_dir(&src.root)
     {
         let mut extra: Vec<PathBuf> = entries
             .filter_map(std::result::Result::ok)
@@ -989,6 +1049,257 @@ fn plan_plugin(root: &Path, manifest_path: &Path, options: &Options) -> Result<P
     }
 
     Ok(Plan { files, report })
+}
+
+/// A Claude Code command as a Gemini CLI custom command (google-gemini/gemini-cli
+/// `docs/cli/custom-commands.md`): TOML with `description` and `prompt`; `$ARGUMENTS` becomes
+/// `{{args}}`. Positional `$1`…`$9`, `` !`cmd` `` shell injection (Gemini writes `!{cmd}`) and the
+/// frontmatter Gemini commands have no field for are reported.
+fn gemini_command(
+    name: &str,
+    description: Option<String>,
+    fm: &Mapping,
+    body: &str,
+    report: &mut Report,
+) -> Result<String> {
+    let prompt = body.trim().replace("$ARGUMENTS", "{{args}}");
+    let bytes = prompt.as_bytes();
+    if bytes
+        .windows(2)
+        .any(|w| w[0] == b'$' && w[1].is_ascii_digit())
+    {
+        report.warnings.push(format!(
+            "command /{name}: positional arguments (`$1`, `$2`, …) have no Gemini CLI equivalent \
+             (only `{{{{args}}}}`, the whole argument text): edit `commands/{}.toml`",
+            normalize_name(name)
+        ));
+    }
+    if prompt.contains("!`") {
+        report.warnings.push(format!(
+            "command /{name}: Claude's `` !`command` `` shell injection is `!{{command}}` in Gemini \
+             CLI commands: edit `commands/{}.toml`",
+            normalize_name(name)
+        ));
+    }
+    let dropped: Vec<&str> = fm
+        .keys()
+        .filter_map(Value::as_str)
+        .filter(|k| !["description", "name"].contains(k))
+        .collect();
+    if !dropped.is_empty() {
+        report.notes.push(format!(
+            "command /{name}: {} dropped: a Gemini CLI command has only `description` and `prompt`",
+            dropped
+                .iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    let mut table = toml::Table::new();
+    table.insert(
+        "description".into(),
+        toml::Value::String(
+            description.unwrap_or_else(|| format!("Converted from Claude Code command /{name}")),
+        ),
+    );
+    table.insert("prompt".into(), toml::Value::String(prompt));
+    toml::to_string(&table).map_err(|e| ConvertError::Serialise {
+        what: format!("Gemini command /{name}"),
+        message: e.to_string(),
+    })
+}
+
+/// Replace `${CLAUDE_PLUGIN_ROOT}` in every string of `v` with `with`; whether any was found.
+fn replace_plugin_root(v: &mut Json, with: &str) -> bool {
+    let mut found = false;
+    match v {
+        Json::String(s) if s.contains("${CLAUDE_PLUGIN_ROOT}") => {
+            *s = s.replace("${CLAUDE_PLUGIN_ROOT}", with);
+            found = true;
+        }
+        Json::Array(a) => {
+            for x in a {
+                found |= replace_plugin_root(x, with);
+            }
+        }
+        Json::Object(o) => {
+            for x in o.values_mut() {
+                found |= replace_plugin_root(x, with);
+            }
+        }
+        _ => {}
+    }
+    found
+}
+
+/// One Claude MCP server (`command`/`args`/`env`, or `type` + `url`/`headers`) in the shape of a
+/// Gemini CLI server (google-gemini/gemini-cli `docs/tools/mcp-server.md`: a `url` is `httpUrl`,
+/// streamable HTTP, unless the Claude server is `"type": "sse"`; `cwd` and `timeout` kept) or a
+/// Kiro CLI one (kiro.dev/docs/cli/mcp/configuration: `command`, `args` — required, so `[]` when
+/// absent — `env`, `url`, `headers`). Claude's `type` is neither host's field; other fields are
+/// dropped with a warning, and a server with neither `command` nor `url` is not converted.
+pub(crate) fn native_mcp_server(
+    target: Target,
+    name: &str,
+    server: &Json,
+    warnings: &mut Vec<String>,
+) -> Option<Map<String, Json>> {
+    let Some(obj) = server.as_object() else {
+        warnings.push(format!(
+            "MCP server `{name}` is not an object; not converted"
+        ));
+        return None;
+    };
+    let gemini = target == Target::Gemini;
+    let sse = obj.get("type").and_then(Json::as_str) == Some("sse");
+    let mut s = Map::new();
+    for (k, v) in obj {
+        match k.as_str() {
+            "command" | "args" | "env" | "headers" => {
+                s.insert(k.clone(), v.clone());
+            }
+            "cwd" | "timeout" if gemini => {
+                s.insert(k.clone(), v.clone());
+            }
+            "url" if gemini && !sse => {
+                s.insert("httpUrl".into(), v.clone());
+            }
+            "url" => {
+                s.insert("url".into(), v.clone());
+            }
+            "type" => {}
+            other => warnings.push(format!(
+                "MCP server `{name}`: `{other}` dropped: not a {target} server field"
+            )),
+        }
+    }
+    if !["command", "url", "httpUrl"]
+        .iter()
+        .any(|k| s.contains_key(*k))
+    {
+        warnings.push(format!(
+            "MCP server `{name}` has neither `command` nor `url`; not converted"
+        ));
+        return None;
+    }
+    if !gemini && s.contains_key("command") && !s.contains_key("args") {
+        s.insert("args".into(), json!([]));
+    }
+    Some(s)
+}
+
+/// Claude MCP servers as Gemini CLI ones (google-gemini/gemini-cli `docs/tools/mcp-server.md`):
+/// `command`/`args`/`env`/`cwd` as they are; a `url` is `httpUrl` (streamable HTTP) unless the
+/// Claude server is `"type": "sse"`, which stays `url`; `${CLAUDE_PLUGIN_ROOT}` becomes the
+/// extension variable `${extensionPath}` (`docs/extensions/reference.md`).
+fn gemini_mcp_servers(servers: &Map<String, Json>, report: &mut Report) -> Map<String, Json> {
+    let mut out = Map::new();
+    let mut rooted = false;
+    for (name, server) in servers {
+        let Some(s) = native_mcp_server(Target::Gemini, name, server, &mut report.warnings) else {
+            continue;
+        };
+        let mut v = Json::Object(s);
+        rooted |= replace_plugin_root(&mut v, "${extensionPath}");
+        out.insert(name.clone(), v);
+    }
+    if rooted {
+        report.notes.push(
+            "`${CLAUDE_PLUGIN_ROOT}` in MCP servers became `${extensionPath}`, Gemini CLI's \
+             extension directory variable"
+                .into(),
+        );
+    }
+    out
+}
+
+/// `gemini-extension.json` (google-gemini/gemini-cli `docs/extensions/reference.md`): `name`
+/// (lowercase, dashes), `version`, `description`, `mcpServers`. Other Claude manifest keys have
+/// no field there and are reported.
+fn gemini_extension_manifest(
+    src: &PluginSource,
+    servers: Option<Map<String, Json>>,
+    report: &mut Report,
+) -> Map<String, Json> {
+    let mut m = Map::new();
+    let name = normalize_name(&src.name).replace('_', "-");
+    if name != src.name {
+        report.notes.push(format!(
+            "extension name `{}` written as `{name}`: Gemini CLI extension names are lowercase \
+             with dashes (and should match the directory it is installed in)",
+            src.name
+        ));
+    }
+    m.insert("name".into(), Json::String(name));
+    match src.manifest.get("version") {
+        Some(v) => {
+            m.insert("version".into(), v.clone());
+        }
+        None => {
+            m.insert("version".into(), json!("0.0.0"));
+            report
+                .warnings
+                .push("the plugin has no `version`: wrote `0.0.0` in gemini-extension.json".into());
+        }
+    }
+    if let Some(d) = src.manifest.get("description") {
+        m.insert("description".into(), d.clone());
+    }
+    if let Some(s) = servers {
+        m.insert("mcpServers".into(), Json::Object(s));
+    }
+    let dropped: Vec<String> = src
+        .manifest
+        .keys()
+        .filter(|k| {
+            ![
+                "name",
+                "version",
+                "description",
+                "agents",
+                "skills",
+                "commands",
+                "mcpServers",
+                "hooks",
+            ]
+            .contains(&k.as_str())
+        })
+        .map(|k| format!("`{k}`"))
+        .collect();
+    if !dropped.is_empty() {
+        report.notes.push(format!(
+            "manifest {} dropped: gemini-extension.json has no such field",
+            dropped.join(", ")
+        ));
+    }
+    m
+}
+
+/// Claude MCP servers as a Kiro CLI `mcp.json` (`{"mcpServers": …}`, the layout of
+/// `.kiro/settings/mcp.json`; kiro.dev/docs/cli/mcp/configuration): `command`/`args`/`env` or
+/// `url`/`headers`; Claude's `type` is not a Kiro field.
+fn kiro_mcp_config(servers: &Map<String, Json>, report: &mut Report) -> Json {
+    let mut out = Map::new();
+    for (name, server) in servers {
+        let Some(s) = native_mcp_server(Target::Kiro, name, server, &mut report.warnings) else {
+            continue;
+        };
+        let v = Json::Object(s);
+        if v.to_string().contains("${CLAUDE_PLUGIN_ROOT}") {
+            report.warnings.push(format!(
+                "MCP server `{name}` uses ${{CLAUDE_PLUGIN_ROOT}}, which Kiro CLI does not set: \
+                 use a path the server can be found at"
+            ));
+        }
+        out.insert(name.clone(), v);
+    }
+    report.notes.push(
+        "MCP servers written to `settings/mcp.json`: copy it to `.kiro/settings/mcp.json`, and \
+         check that the agents load workspace MCP servers (Kiro's agent `useLegacyMcpJson`)"
+            .into(),
+    );
+    json!({ "mcpServers": out })
 }
 
 fn opencode_config(servers: &Map<String, Json>, report: &mut Report) -> Json {

@@ -21,17 +21,27 @@ pub enum Target {
     Opencode,
     /// Codex: `agents/<name>.toml` custom agents (`name`, `description`, `developer_instructions`).
     Codex,
+    /// Gemini CLI: `.gemini/agents/<name>.md` subagents (YAML frontmatter `name`, `description`,
+    /// `tools` of Gemini tool names, the body as the system prompt); plugins become a Gemini
+    /// extension (`gemini-extension.json`). See geminicli.com/docs/core/subagents and
+    /// google-gemini/gemini-cli `docs/core/subagents.md`, `docs/extensions/reference.md`.
+    Gemini,
+    /// Kiro CLI: `.kiro/agents/<name>.json` custom agents (`name`, `description`, `prompt`,
+    /// `tools` of Kiro tool names). See kiro.dev/docs/cli/custom-agents/configuration-reference.
+    Kiro,
     /// Claude Code itself: a normalised copy (tools re-emitted canonically, YAML re-quoted).
     Claude,
 }
 
 impl Target {
     /// Every target, in the order the CLI lists them.
-    pub const ALL: [Target; 5] = [
+    pub const ALL: [Target; 7] = [
         Target::Copilot,
         Target::Vscode,
         Target::Opencode,
         Target::Codex,
+        Target::Gemini,
+        Target::Kiro,
         Target::Claude,
     ];
 
@@ -43,6 +53,8 @@ impl Target {
             Target::Vscode => "vscode",
             Target::Opencode => "opencode",
             Target::Codex => "codex",
+            Target::Gemini => "gemini",
+            Target::Kiro => "kiro",
             Target::Claude => "claude",
         }
     }
@@ -52,15 +64,24 @@ impl Target {
     pub fn agent_extension(self) -> &'static str {
         match self {
             Target::Copilot | Target::Vscode => ".agent.md",
-            Target::Opencode | Target::Claude => ".md",
+            Target::Opencode | Target::Gemini | Target::Claude => ".md",
             Target::Codex => ".toml",
+            Target::Kiro => ".json",
         }
     }
 
-    /// Whether the target's agent `tools` can name MCP tools (`server/tool`, `server/*`).
+    /// Whether the target's agent `tools` can name MCP tools as `server/tool`, `server/*`. (Gemini
+    /// CLI and Kiro CLI name them too, in their own spellings: see [`Target::has_native_tools`].)
     #[must_use]
     pub fn supports_mcp_tool_refs(self) -> bool {
         matches!(self, Target::Copilot | Target::Vscode | Target::Claude)
+    }
+
+    /// Whether the target's `tools` are its own individual tool names (Gemini CLI's `read_file`,
+    /// Kiro CLI's `read`) rather than the coarse aliases Copilot, VS Code, OpenCode and Codex use.
+    #[must_use]
+    pub fn has_native_tools(self) -> bool {
+        matches!(self, Target::Gemini | Target::Kiro)
     }
 
     /// Whether `--marketplace` can wrap this target's plugin output.
@@ -88,6 +109,8 @@ impl FromStr for Target {
                 "vs-code" | "vscode-copilot" => Some(Target::Vscode),
                 "copilot-cli" | "github-copilot" => Some(Target::Copilot),
                 "claude-code" => Some(Target::Claude),
+                "gemini-cli" => Some(Target::Gemini),
+                "kiro-cli" => Some(Target::Kiro),
                 _ => None,
             })
             .ok_or_else(|| ConvertError::UnknownTarget(s.to_string()))
@@ -161,8 +184,18 @@ mod tests {
         let err = "cursor".parse::<Target>().unwrap_err().to_string();
         assert_eq!(
             err,
-            "unknown target `cursor`; expected one of: copilot, vscode, opencode, codex, claude"
+            "unknown target `cursor`; expected one of: copilot, vscode, opencode, codex, gemini, kiro, claude"
         );
+    }
+
+    #[test]
+    fn gemini_and_kiro_have_their_cli_aliases() {
+        assert_eq!("gemini-cli".parse::<Target>().unwrap(), Target::Gemini);
+        assert_eq!("Kiro-CLI".parse::<Target>().unwrap(), Target::Kiro);
+        assert_eq!(Target::Gemini.agent_extension(), ".md");
+        assert_eq!(Target::Kiro.agent_extension(), ".json");
+        assert!(!Target::Gemini.has_plugin_marketplace());
+        assert!(Target::Kiro.has_native_tools() && !Target::Codex.has_native_tools());
     }
 
     #[test]

@@ -4,6 +4,10 @@
 //! as tool sets of the same names: `read`, `edit`, `search`, `execute`, `web`, `agent`, `todo`.
 //! MCP tools (`mcp__srv__tool`, `mcp__srv__*`) become `srv/tool`, `srv/*` where the target's
 //! `tools` can name MCP tools, and are dropped with a reason elsewhere.
+//!
+//! Gemini CLI and Kiro CLI name their tools one by one, so a Claude tool maps to the host's own
+//! tool ([`gemini_tool`], [`kiro_tool`]); MCP tools become `mcp_srv_tool` / `mcp_srv_*` (Gemini)
+//! and `@srv/tool` / `@srv` (Kiro).
 
 use serde::Serialize;
 use serde_yaml_ng::Value;
@@ -145,13 +149,212 @@ fn coarse_alias(lower: &str, target: Target) -> Alias {
     }
 }
 
+/// Gemini CLI's built-in tool names (google-gemini/gemini-cli `docs/reference/tools.md`), which a
+/// source may already use; they pass through unchanged.
+pub const GEMINI_TOOLS: &[&str] = &[
+    "run_shell_command",
+    "glob",
+    "grep_search",
+    "list_directory",
+    "read_file",
+    "read_many_files",
+    "replace",
+    "write_file",
+    "ask_user",
+    "write_todos",
+    "activate_skill",
+    "save_memory",
+    "google_web_search",
+    "web_fetch",
+    "enter_plan_mode",
+    "exit_plan_mode",
+];
+
+/// Kiro CLI's built-in tool names (kiro.dev/docs/cli/reference/built-in-tools), which a source may
+/// already use; they pass through unchanged. Older Kiro / Amazon Q Developer CLI versions called
+/// `read`, `write`, `shell` and `aws` `fs_read`, `fs_write`, `execute_bash` and `use_aws`; those
+/// old names are accepted and written as the current ones.
+pub const KIRO_TOOLS: &[&str] = &[
+    "read",
+    "glob",
+    "grep",
+    "write",
+    "shell",
+    "aws",
+    "web_search",
+    "web_fetch",
+    "introspect",
+    "code",
+    "delegate",
+    "knowledge",
+    "thinking",
+    "todo_list",
+    "subagent",
+];
+
+/// The Gemini CLI tool for a Claude Code tool (lowercase name).
+///
+/// `Read` becomes `read_file` only: Claude's `Read` reads one file per call, as `read_file` does;
+/// `read_many_files` is what Gemini's `@path` syntax expands to, and an agent that has `glob` and
+/// `read_file` can read many files anyway.
+fn gemini_tool(lower: &str) -> Alias {
+    if let Some(native) = GEMINI_TOOLS.iter().find(|t| **t == lower) {
+        return Alias::To(native);
+    }
+    match lower {
+        "read" | "notebookread" => Alias::To("read_file"),
+        "write" => Alias::To("write_file"),
+        "edit" | "multiedit" => Alias::To("replace"),
+        "grep" => Alias::To("grep_search"),
+        "ls" => Alias::To("list_directory"),
+        "bash" => Alias::To("run_shell_command"),
+        "webfetch" => Alias::To("web_fetch"),
+        "websearch" => Alias::To("google_web_search"),
+        "todowrite" | "todoread" => Alias::To("write_todos"),
+        "askuserquestion" => Alias::To("ask_user"),
+        "skill" => Alias::To("activate_skill"),
+        "exitplanmode" => Alias::To("exit_plan_mode"),
+        "enterplanmode" => Alias::To("enter_plan_mode"),
+        "task" | "agent" => Alias::None(
+            "Gemini CLI subagents cannot call other subagents (recursion protection), so there is \
+             no tool to grant",
+        ),
+        "notebookedit" => Alias::None(
+            "Gemini CLI has no notebook-editing tool (`replace` and `write_file` edit a notebook \
+             only as JSON text)",
+        ),
+        "bashoutput" | "killshell" | "killbash" => Alias::None(
+            "Gemini CLI has no separate tool for a background shell; `run_shell_command` runs \
+             background processes itself",
+        ),
+        "slashcommand" => Alias::None("Gemini CLI agents have no tool that runs slash commands"),
+        _ => Alias::Unknown,
+    }
+}
+
+/// The Kiro CLI tool for a Claude Code tool (lowercase name). Kiro's `read` also reads folders, so
+/// `LS` is `read`; its `write` creates and edits files, so `Write`, `Edit` and `MultiEdit` are all
+/// `write`.
+fn kiro_tool(lower: &str) -> Alias {
+    if let Some(native) = KIRO_TOOLS.iter().find(|t| **t == lower) {
+        return Alias::To(native);
+    }
+    const NONE: &str = "not among Kiro CLI's built-in tools";
+    match lower {
+        "fs_read" | "notebookread" | "ls" => Alias::To("read"),
+        "fs_write" | "edit" | "multiedit" | "notebookedit" => Alias::To("write"),
+        "execute_bash" | "bash" => Alias::To("shell"),
+        "use_aws" => Alias::To("aws"),
+        "webfetch" => Alias::To("web_fetch"),
+        "websearch" => Alias::To("web_search"),
+        "task" | "agent" => Alias::To("subagent"),
+        "todowrite" | "todoread" => Alias::To("todo_list"),
+        "bashoutput" | "killshell" | "killbash" => Alias::None(
+            "Kiro CLI has no tool for a background shell (not among its built-in tools)",
+        ),
+        "askuserquestion" | "skill" | "exitplanmode" | "enterplanmode" | "slashcommand" => {
+            Alias::None(NONE)
+        }
+        _ => Alias::Unknown,
+    }
+}
+
+/// Where a widened pattern could be kept on a host with native tool names.
+fn native_pattern_hint(target: Target) -> &'static str {
+    match target {
+        Target::Gemini => {
+            "a Gemini CLI agent file cannot restrict a tool's arguments; Gemini's policy engine \
+             can, with a `[[rule]]` for this subagent, which this converter does not write"
+        }
+        _ => {
+            "a Kiro CLI agent's `tools` cannot restrict a tool's arguments; its `toolsSettings` \
+             can, which this converter does not write"
+        }
+    }
+}
+
+/// [`map_tools`] for Gemini CLI and Kiro CLI, whose `tools` name individual tools.
+fn map_native(target: Target, source: &[String]) -> MappedTools {
+    let mut out = MappedTools::default();
+    for raw in source {
+        let raw = raw.trim();
+        if raw == "*" {
+            push_unique(&mut out.tools, "*".to_string());
+            continue;
+        }
+        if let Some(rest) = raw.strip_prefix("mcp__") {
+            let (server, tool) = rest.split_once("__").unwrap_or((rest, "*"));
+            if server.is_empty() || tool.is_empty() {
+                out.dropped.push(DroppedTool {
+                    tool: raw.to_string(),
+                    reason: "not a valid MCP tool name (expected mcp__<server>__<tool>)".into(),
+                });
+                continue;
+            }
+            let name = match (target, tool) {
+                (Target::Gemini, "*") => format!("mcp_{server}_*"),
+                (Target::Gemini, _) => format!("mcp_{server}_{tool}"),
+                (_, "*") => format!("@{server}"),
+                _ => format!("@{server}/{tool}"),
+            };
+            push_unique(&mut out.tools, name);
+            continue;
+        }
+        let (base, pattern) = match raw.find('(') {
+            Some(i) if raw.ends_with(')') => (raw[..i].trim(), Some(&raw[i..])),
+            _ => (raw, None),
+        };
+        let lower = base.to_ascii_lowercase();
+        let alias = if target == Target::Gemini {
+            gemini_tool(&lower)
+        } else {
+            kiro_tool(&lower)
+        };
+        match alias {
+            Alias::To(tool) => {
+                if let Some(pattern) = pattern {
+                    out.widened.push(format!(
+                        "`{raw}`: the pattern `{pattern}` was dropped ({}), so `{tool}` is granted \
+                         without it",
+                        native_pattern_hint(target)
+                    ));
+                }
+                push_unique(&mut out.tools, tool.to_string());
+            }
+            Alias::None(reason) => out.dropped.push(DroppedTool {
+                tool: raw.to_string(),
+                reason: reason.to_string(),
+            }),
+            Alias::Unknown => out.dropped.push(DroppedTool {
+                tool: raw.to_string(),
+                reason: format!(
+                    "not a Claude Code tool this converter knows; no {target} equivalent"
+                ),
+            }),
+        }
+    }
+    out
+}
+
+/// Every tool a Gemini CLI / Kiro CLI agent with no `tools` restriction has, as this converter
+/// names them (the targets of the Claude tools it maps), in a fixed order.
+#[must_use]
+pub fn all_native_tools(target: Target) -> Vec<String> {
+    let all: Vec<String> = CLAUDE_NAMES.iter().map(|s| (*s).to_string()).collect();
+    map_native(target, &all).tools
+}
+
 /// Map one agent's Claude tool list to `target`.
 ///
 /// For Copilot and VS Code the result is the `tools` list to emit; for OpenCode and Codex it is the
 /// set of coarse capabilities (`read`, `edit`, `execute`, …) the agent is granted, which those
-/// writers turn into permissions; for Claude it is the list in canonical Claude spelling.
+/// writers turn into permissions; for Gemini CLI and Kiro CLI it is the host's own tool names; for
+/// Claude it is the list in canonical Claude spelling.
 #[must_use]
 pub fn map_tools(target: Target, source: &[String]) -> MappedTools {
+    if target.has_native_tools() {
+        return map_native(target, source);
+    }
     let mut out = MappedTools::default();
     for raw in source {
         let raw = raw.trim();
@@ -355,6 +558,159 @@ mod tests {
         assert_eq!(names, ["Frobnicate", "Skill", "AskUserQuestion"]);
         let m = map_tools(Target::Vscode, &v(&["AskUserQuestion"]));
         assert_eq!(m.tools, v(&["vscode/askQuestions"]));
+    }
+
+    #[test]
+    fn gemini_table() {
+        let m = map_tools(
+            Target::Gemini,
+            &v(&[
+                "Read",
+                "Write",
+                "Edit",
+                "MultiEdit",
+                "Glob",
+                "Grep",
+                "LS",
+                "Bash",
+                "WebFetch",
+                "WebSearch",
+                "TodoWrite",
+                "AskUserQuestion",
+                "Skill",
+                "ExitPlanMode",
+                "EnterPlanMode",
+                "mcp__github__get_issue",
+                "mcp__context7__*",
+                "mcp__docs",
+                "read_many_files",
+            ]),
+        );
+        assert_eq!(
+            m.tools,
+            v(&[
+                "read_file",
+                "write_file",
+                "replace",
+                "glob",
+                "grep_search",
+                "list_directory",
+                "run_shell_command",
+                "web_fetch",
+                "google_web_search",
+                "write_todos",
+                "ask_user",
+                "activate_skill",
+                "exit_plan_mode",
+                "enter_plan_mode",
+                "mcp_github_get_issue",
+                "mcp_context7_*",
+                "mcp_docs_*",
+                "read_many_files",
+            ])
+        );
+        assert!(m.dropped.is_empty() && m.widened.is_empty(), "{m:?}");
+    }
+
+    #[test]
+    fn gemini_drops_subagents_and_shell_helpers_with_reasons() {
+        let m = map_tools(
+            Target::Gemini,
+            &v(&[
+                "Task",
+                "Agent",
+                "NotebookEdit",
+                "BashOutput",
+                "KillShell",
+                "Frob",
+                "Read",
+            ]),
+        );
+        assert_eq!(m.tools, v(&["read_file"]));
+        let dropped: Vec<_> = m.dropped.iter().map(|d| d.tool.as_str()).collect();
+        assert_eq!(
+            dropped,
+            [
+                "Task",
+                "Agent",
+                "NotebookEdit",
+                "BashOutput",
+                "KillShell",
+                "Frob"
+            ]
+        );
+        assert!(m.dropped[0].reason.contains("cannot call other subagents"));
+        assert!(m.dropped[5].reason.contains("no gemini equivalent"));
+    }
+
+    #[test]
+    fn kiro_table() {
+        let m = map_tools(
+            Target::Kiro,
+            &v(&[
+                "Read",
+                "LS",
+                "Write",
+                "Edit",
+                "MultiEdit",
+                "Glob",
+                "Grep",
+                "Bash",
+                "WebFetch",
+                "WebSearch",
+                "Task",
+                "Agent",
+                "TodoWrite",
+                "mcp__github__get_issue",
+                "mcp__context7__*",
+                "fs_read",
+                "execute_bash",
+                "aws",
+            ]),
+        );
+        assert_eq!(
+            m.tools,
+            v(&[
+                "read",
+                "write",
+                "glob",
+                "grep",
+                "shell",
+                "web_fetch",
+                "web_search",
+                "subagent",
+                "todo_list",
+                "@github/get_issue",
+                "@context7",
+                "aws",
+            ])
+        );
+        assert!(m.dropped.is_empty(), "{m:?}");
+        let m = map_tools(
+            Target::Kiro,
+            &v(&["AskUserQuestion", "Skill", "ExitPlanMode", "BashOutput"]),
+        );
+        assert!(m.tools.is_empty());
+        assert_eq!(m.dropped.len(), 4);
+    }
+
+    #[test]
+    fn native_patterns_are_widened_with_where_they_could_live() {
+        let m = map_tools(Target::Gemini, &v(&["Bash(git:*)"]));
+        assert_eq!(m.tools, v(&["run_shell_command"]));
+        assert!(m.widened[0].contains("policy engine"), "{:?}", m.widened);
+        let m = map_tools(Target::Kiro, &v(&["Bash(git:*)"]));
+        assert_eq!(m.tools, v(&["shell"]));
+        assert!(m.widened[0].contains("toolsSettings"), "{:?}", m.widened);
+    }
+
+    #[test]
+    fn all_native_tools_cover_the_mapped_claude_tools() {
+        let g = all_native_tools(Target::Gemini);
+        assert!(g.contains(&"read_file".to_string()) && !g.contains(&"*".to_string()));
+        let k = all_native_tools(Target::Kiro);
+        assert!(k.contains(&"subagent".to_string()));
+        assert!(!g.iter().any(|t| t == "subagent"));
     }
 
     #[test]

@@ -161,7 +161,7 @@ fn unknown_target_is_a_clear_error() {
     let err = "cursor".parse::<Target>().unwrap_err();
     assert_eq!(
         err.to_string(),
-        "unknown target `cursor`; expected one of: copilot, vscode, opencode, codex, claude"
+        "unknown target `cursor`; expected one of: copilot, vscode, opencode, codex, gemini, kiro, claude"
     );
 }
 

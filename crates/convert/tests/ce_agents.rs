@@ -316,6 +316,10 @@ fn every_output_parses_back_with_an_independent_parser() {
                 );
                 continue;
             }
+            if target == Target::Kiro {
+                assert_kiro_agent(&out.content, &agent);
+                continue;
+            }
             let (yaml, body) = raw_frontmatter(&out.content);
             let judged = judge_yaml(yaml);
             assert_eq!(
@@ -337,6 +341,227 @@ fn every_output_parses_back_with_an_independent_parser() {
             );
         }
     }
+}
+
+/// A Kiro CLI agent as JSON with the types of kiro.dev's configuration reference: strings for
+/// `name`, `description` and `prompt` (the body, inline), an array of strings for `tools`, and no
+/// `allowedTools` (Claude's `tools` grants tools, it does not pre-approve them).
+fn assert_kiro_agent(content: &str, agent: &toolgate_convert::Agent) {
+    let v: Json =
+        serde_json::from_str(content).unwrap_or_else(|e| panic!("not JSON ({e}): {content}"));
+    let o = v.as_object().expect("a JSON object");
+    assert_eq!(o["name"], json!(agent.name), "{}", agent.name);
+    assert_eq!(o["description"], json!(agent.description.clone().unwrap()));
+    assert_eq!(o["prompt"].as_str().unwrap(), agent.body.trim());
+    let tools = o["tools"].as_array().expect("tools is an array");
+    assert!(tools.iter().all(Json::is_string), "{tools:?}");
+    assert!(!o.contains_key("allowedTools"));
+    assert!(!o.contains_key("model"));
+    for key in o.keys() {
+        assert!(
+            ["name", "description", "prompt", "tools", "mcpServers"].contains(&key.as_str()),
+            "unexpected key {key}"
+        );
+    }
+}
+
+/// The acceptance table for Gemini CLI and Kiro CLI: each group's tools in the hosts' own names.
+#[test]
+fn gemini_and_kiro_get_their_own_tool_names() {
+    let table = expected_by_name();
+    for path in fixture_agents() {
+        let text = fs::read_to_string(&path).unwrap();
+        let agent = parse_agent(&path, &text).unwrap();
+        let group = table[agent.name.as_str()];
+        let gemini = agent.convert(Target::Gemini).unwrap();
+        let kiro = agent.convert(Target::Kiro).unwrap();
+        assert_eq!(gemini.file_name, format!("{}.md", agent.name));
+        assert_eq!(kiro.file_name, format!("{}.json", agent.name));
+        let (want_gemini, want_kiro): (Option<&[&str]>, &[&str]) = match group.source {
+            None => (None, &["*"]),
+            Some(src) if src == RGGB => (
+                Some(&["read_file", "grep_search", "glob", "run_shell_command"]),
+                &["read", "grep", "glob", "shell"],
+            ),
+            Some(["Read", "Grep", "Glob", "Bash", "Write"]) => (
+                Some(&[
+                    "read_file",
+                    "grep_search",
+                    "glob",
+                    "run_shell_command",
+                    "write_file",
+                ]),
+                &["read", "grep", "glob", "shell", "write"],
+            ),
+            Some(["Read", "Grep", "Glob"]) => (
+                Some(&["read_file", "grep_search", "glob"]),
+                &["read", "grep", "glob"],
+            ),
+            Some(
+                [
+                    "Read",
+                    "Grep",
+                    "Glob",
+                    "Bash",
+                    "WebFetch",
+                    "WebSearch",
+                    "mcp__context7__*",
+                ],
+            ) => (
+                Some(&[
+                    "read_file",
+                    "grep_search",
+                    "glob",
+                    "run_shell_command",
+                    "web_fetch",
+                    "google_web_search",
+                    "mcp_context7_*",
+                ]),
+                &[
+                    "read",
+                    "grep",
+                    "glob",
+                    "shell",
+                    "web_fetch",
+                    "web_search",
+                    "@context7",
+                ],
+            ),
+            Some(["Read", "Grep", "Glob", "Bash", "mcp__github__*"]) => (
+                Some(&[
+                    "read_file",
+                    "grep_search",
+                    "glob",
+                    "run_shell_command",
+                    "mcp_github_*",
+                ]),
+                &["read", "grep", "glob", "shell", "@github"],
+            ),
+            Some(other) => panic!("a group without an expectation: {other:?}"),
+        };
+        let fm = frontmatter_json(&gemini.content);
+        assert_eq!(
+            fm.get("tools").cloned(),
+            want_gemini.map(|w| json!(w)),
+            "{}",
+            agent.name
+        );
+        assert!(
+            fm.get("model").is_none() && fm.get("color").is_none(),
+            "{}",
+            agent.name
+        );
+        let k: Json = serde_json::from_str(&kiro.content).unwrap();
+        assert_eq!(k["tools"], json!(want_kiro), "{}", agent.name);
+        for out in [&gemini, &kiro] {
+            assert!(
+                out.report.dropped_tools.is_empty(),
+                "{:?}",
+                out.report.dropped_tools
+            );
+            let other: Vec<&String> = out
+                .report
+                .warnings
+                .iter()
+                .filter(|w| !w.starts_with("the body names "))
+                .collect();
+            assert!(other.is_empty(), "{other:?}");
+        }
+    }
+}
+
+/// Body scan for Gemini CLI and Kiro CLI: the hosts' own names for Claude's tools, MCP tools and
+/// instruction file.
+#[test]
+fn body_references_name_the_gemini_and_kiro_tools() {
+    let path = fixtures_dir().join("ce-best-practices-researcher.md");
+    let agent = parse_agent(&path, &fs::read_to_string(&path).unwrap()).unwrap();
+    let found = |target| -> Vec<String> {
+        agent
+            .convert(target)
+            .unwrap()
+            .report
+            .warnings
+            .into_iter()
+            .filter_map(|w| w.strip_prefix("the body names ").map(str::to_string))
+            .collect()
+    };
+    assert_eq!(
+        found(Target::Gemini),
+        [
+            "the Claude Code tool `mcp__context7__resolve-library-id`; on gemini it is `mcp_context7_resolve-library-id`: edit the body",
+            "the Claude Code tool `mcp__context7__query-docs`; on gemini it is `mcp_context7_query-docs`: edit the body",
+            "Claude Code's `Glob` tool; gemini calls it `glob`: edit the body",
+            "Claude Code's `Grep` tool; gemini calls it `grep_search`: edit the body",
+            "Claude Code's `Read` tool; gemini calls it `read_file`: edit the body",
+        ]
+    );
+    assert_eq!(
+        found(Target::Kiro),
+        [
+            "the Claude Code tool `mcp__context7__resolve-library-id`; on kiro it is `@context7/resolve-library-id`: edit the body",
+            "the Claude Code tool `mcp__context7__query-docs`; on kiro it is `@context7/query-docs`: edit the body",
+            "Claude Code's `Glob` tool; kiro calls it `glob`: edit the body",
+            "Claude Code's `Grep` tool; kiro calls it `grep`: edit the body",
+            "Claude Code's `Read` tool; kiro calls it `read`: edit the body",
+        ]
+    );
+    let gemini = toolgate_convert::agent::body_references(
+        "Use the Task tool. See CLAUDE.md.",
+        Target::Gemini,
+    );
+    assert_eq!(
+        gemini,
+        [
+            "the body names Claude Code's `Task` tool, which gemini does not have: edit the body",
+            "the body names `CLAUDE.md`, which gemini does not read (it reads `GEMINI.md`): edit the body",
+        ]
+    );
+    let kiro =
+        toolgate_convert::agent::body_references("Use the Task tool. See CLAUDE.md.", Target::Kiro);
+    assert_eq!(
+        kiro,
+        [
+            "the body names Claude Code's `Task` tool; kiro calls it `subagent`: edit the body",
+            "the body names `CLAUDE.md`, which kiro does not read (it reads steering files in `.kiro/steering/`): edit the body",
+        ]
+    );
+}
+
+#[test]
+fn the_whole_plugin_converts_for_gemini_and_kiro() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = make_ce_plugin(tmp.path());
+    for (target, ext) in [(Target::Gemini, ".md"), (Target::Kiro, ".json")] {
+        let dst = tmp.path().join(format!("out-{target}"));
+        let report = convert(&src, &dst, &Options::new(target)).unwrap();
+        assert_eq!(report.agents.len(), 43);
+        let written = fs::read_dir(dst.join("agents"))
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .ends_with(ext)
+            })
+            .count();
+        assert_eq!(written, 43, "{target}");
+        let other: Vec<String> = report
+            .all_warnings()
+            .into_iter()
+            .filter(|w| !w.contains(": the body names "))
+            .collect();
+        assert!(other.is_empty(), "{target}: {other:?}");
+    }
+    let ext: Json = serde_json::from_str(
+        &fs::read_to_string(tmp.path().join("out-gemini/gemini-extension.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(ext["name"], "compound-engineering");
+    assert_eq!(ext["version"], "2.0.0");
+    assert!(tmp.path().join("out-gemini/LICENSE").is_file());
+    assert!(!tmp.path().join("out-kiro/LICENSE").exists());
 }
 
 #[test]

@@ -165,6 +165,15 @@ proptest! {
                 }
                 continue;
             }
+            if target == Target::Kiro {
+                let v: serde_json::Value = serde_json::from_str(&out.content).unwrap();
+                if !description.trim().is_empty() {
+                    prop_assert_eq!(v["description"].as_str(), Some(description.as_str()));
+                }
+                prop_assert_eq!(v["prompt"].as_str(), Some("Body"));
+                prop_assert!(v["tools"].as_array().is_some_and(|t| t.iter().all(|x| x.is_string())));
+                continue;
+            }
             let (yaml, rest) = raw_frontmatter(&out.content);
             let judged = judge_yaml(yaml);
             if !description.trim().is_empty() {

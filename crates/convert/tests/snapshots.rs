@@ -1,6 +1,8 @@
 //! Snapshots of converted files per target: real agents (frontmatter in full, body abbreviated —
 //! bodies are compared byte for byte in `ce_agents.rs`) and a small synthetic plugin with a
-//! command, a skill, MCP servers, hooks and an agent with hard-to-quote strings.
+//! command, a skill, MCP servers, hooks and an agent with hard-to-quote strings. Gemini CLI and
+//! Kiro CLI have their own snapshots (`gemini__*`, `kiro__*`, `plugin__gemini`, `plugin__kiro`);
+//! adding them left every other target's snapshot as it was.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -12,6 +14,19 @@ use common::fixtures_dir;
 use toolgate_convert::{Options, Target, convert, parse_agent};
 
 fn abbreviate(content: &str) -> String {
+    // Kiro's JSON: every key as written, the inline `prompt` cut to its first 4 lines.
+    if content.starts_with('{') {
+        let mut v: serde_json::Value = serde_json::from_str(content).unwrap();
+        let prompt = v["prompt"].as_str().unwrap().to_string();
+        let lines: Vec<&str> = prompt.lines().collect();
+        let shown = lines.len().min(4);
+        v["prompt"] = serde_json::Value::String(format!(
+            "{}\n[… {} more prompt lines, verbatim …]",
+            lines[..shown].join("\n"),
+            lines.len() - shown
+        ));
+        return serde_json::to_string_pretty(&v).unwrap() + "\n";
+    }
     // Keep the header (frontmatter, or TOML keys before the instructions) and 3 body lines.
     let (head, body) = if let Some(rest) = content.strip_prefix("---\n") {
         let end = rest.find("\n---\n").unwrap() + 5;
@@ -127,6 +142,29 @@ fn sample_plugin_per_target() {
         let dst = tmp.path().join(format!("out-{target}"));
         let report = convert(&src, &dst, &Options::new(target)).unwrap();
         insta::assert_snapshot!(format!("plugin__{target}"), tree_snapshot(&dst, &report));
+    }
+}
+
+/// Gemini CLI and Kiro CLI: every expected loss (`lost:` in the text report) of the sample
+/// plugin, plugin-level and per agent.
+#[test]
+fn sample_plugin_losses_for_gemini_and_kiro() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = sample_plugin(tmp.path());
+    for target in [Target::Gemini, Target::Kiro] {
+        let report = toolgate_convert::plan(&src, &Options::new(target))
+            .unwrap()
+            .report;
+        let mut s = String::new();
+        for n in &report.notes {
+            s.push_str(&format!("{n}\n"));
+        }
+        for a in &report.agents {
+            for n in &a.notes {
+                s.push_str(&format!("{}: {n}\n", a.name));
+            }
+        }
+        insta::assert_snapshot!(format!("losses__{target}"), s);
     }
 }
 
