@@ -120,11 +120,19 @@ fn main() -> std::process::ExitCode {
     }
     init_tracing();
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    // `exec` is one short program: its runtime is this thread alone (no worker threads to start
+    // and join; the sandbox worker is another process). Servers and the rest get two workers.
+    let runtime = if matches!(cli.command, Command::Exec(_)) {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+    };
+    let runtime = match runtime {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: could not start the async runtime: {e}");
