@@ -15,7 +15,7 @@ use toolgate_core::{
 };
 
 use crate::model;
-use crate::search::{self, SearchQuery};
+use crate::search::SearchQuery;
 use crate::session::{self, Session, SessionError};
 use crate::summary::{self, NoPlot, SummaryRequest};
 use crate::targeting::{self, Intent, Scope, TargetRequest};
@@ -243,11 +243,30 @@ impl Debrief {
     /// unsaved.
     pub async fn save_plot(&self, plot_id: &str) -> Result<(), SessionError> {
         let _one_save = self.saving.lock().await;
+        let api = self.session().api_store_for(plot_id).cloned();
+        if let Some(api) = &api {
+            // A read-only API refuses before anything is written.
+            api.writable("a saved plot")?;
+        }
         let job = self.session().save_job(plot_id)?;
         let path = job.path().to_owned();
         let saved =
             session::off_runtime(path, self.store_read_timeout, move || job.write()).await?;
-        self.session().finish_save(&saved)
+        self.session().finish_save(&saved)?;
+        if let Some(api) = api {
+            // Then the saved mirror plot goes back to the server: features asset, then item.
+            let (mirror, entry) = {
+                let s = self.session();
+                let (store, entry) = s
+                    .find_item(plot_id)
+                    .ok_or_else(|| SessionError::UnknownPlot(plot_id.to_owned()))?;
+                (store.clone(), entry.clone())
+            };
+            tokio::task::spawn_blocking(move || api.put_folder_plot(&mirror, &entry))
+                .await
+                .map_err(|e| SessionError::Reader(e.to_string()))??;
+        }
+        Ok(())
     }
 
     /// Read a plot's file off the async runtime, bounded in time (no session lock is held).
@@ -417,14 +436,24 @@ impl Debrief {
             bbox,
             limit: None,
         };
-        let searched = search::search(self.session().refresh_stores(), &query);
+        let searched = {
+            let mut s = self.session();
+            s.refresh_stores();
+            crate::stac_api::search_catalogues(s.stores(), s.api_stores(), &query)
+        };
         let result = match searched {
             Ok(r) => r,
             Err(e) => {
-                let refusal = Refusal::new(
-                    RefusalKind::InvalidParameters,
-                    format!("Invalid search input: {e}"),
-                );
+                let refusal = match e {
+                    crate::stac_api::SearchError::Invalid(e) => Refusal::new(
+                        RefusalKind::InvalidParameters,
+                        format!("Invalid search input: {e}"),
+                    ),
+                    crate::stac_api::SearchError::Api(e) => Refusal::new(
+                        RefusalKind::Unavailable,
+                        format!("The catalogue could not be searched: {e}"),
+                    ),
+                };
                 self.record(
                     SEARCH,
                     Value::Object(args),

@@ -41,6 +41,8 @@ pub enum SessionError {
     MissingFeature(String),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    Api(#[from] crate::stac_api::ApiError),
     #[error(
         "Reading the plot file {path} did not finish within {} s, so nothing was opened. The file may be a FIFO, a device or on a stalled network mount: replace it with a regular file, or choose another plot.",
         .after.as_secs()
@@ -502,6 +504,9 @@ impl OpenPlot {
 #[derive(Debug, Default)]
 pub struct Session {
     stores: Vec<StacStore>,
+    /// Catalogues on a STAC API; each opened plot is copied into its mirror, a folder store in
+    /// `stores` with the API store's id (see [`crate::stac_api`]).
+    api: Vec<crate::stac_api::ApiStore>,
     plots: Vec<OpenPlot>,
     active: Option<String>,
     /// Bumped by every change a surface could show (open, focus, close, edit, undo, redo,
@@ -514,6 +519,7 @@ impl Session {
     pub fn new(stores: Vec<StacStore>) -> Self {
         Self {
             stores,
+            api: Vec::new(),
             plots: Vec::new(),
             active: None,
             generation: 0,
@@ -532,6 +538,50 @@ impl Session {
 
     pub fn stores(&self) -> &[StacStore] {
         &self.stores
+    }
+
+    /// This session with catalogues on STAC APIs besides its folder stores.
+    #[must_use]
+    pub fn with_api_stores(mut self, api: Vec<crate::stac_api::ApiStore>) -> Self {
+        self.api = api;
+        self
+    }
+
+    pub fn api_stores(&self) -> &[crate::stac_api::ApiStore] {
+        &self.api
+    }
+
+    /// The API store a plot id belongs to.
+    pub fn api_store_for(&self, plot_id: &str) -> Option<&crate::stac_api::ApiStore> {
+        self.api.iter().find(|a| a.item_id(plot_id).is_some())
+    }
+
+    /// Copy an API plot into its store's mirror (fresh from the server) before it is opened.
+    fn materialise(&mut self, plot_id: &str) -> Result<(), SessionError> {
+        let Some(api) = self.api_store_for(plot_id).cloned() else {
+            return Ok(());
+        };
+        let at = match self.stores.iter().position(|s| s.id == api.id) {
+            Some(i) => i,
+            None => {
+                let dir = api.mirror_dir.clone().ok_or_else(|| {
+                    SessionError::Reader("no mirror folder for the STAC API store".to_owned())
+                })?;
+                std::fs::create_dir_all(&dir).map_err(|source| SessionError::Write {
+                    path: dir.clone(),
+                    source,
+                })?;
+                self.stores.push(StacStore::create(
+                    &api.id,
+                    &dir,
+                    "STAC API plots opened here",
+                )?);
+                self.stores.len() - 1
+            }
+        };
+        api.materialise(&mut self.stores[at], plot_id)?;
+        self.changed();
+        Ok(())
     }
 
     /// Read again every store whose catalogue changed on disk since it was read (a plot imported,
@@ -586,6 +636,7 @@ impl Session {
 
     /// What reading `plot_id`'s file needs, so the read can happen without the session lock.
     pub fn loader(&mut self, plot_id: &str) -> Result<PlotLoader, SessionError> {
+        self.materialise(plot_id)?;
         if self.find_item(plot_id).is_none() {
             self.refresh_stores();
         }

@@ -60,7 +60,7 @@ use toolgate_core::AccessToken;
 use toolgate_core::flow::Answer;
 use toolgate_plot::activity::{Action, SessionDirectory, acting_as};
 use toolgate_plot::agent::Debrief;
-use toolgate_plot::search::{self, SearchQuery};
+use toolgate_plot::search::SearchQuery;
 use toolgate_plot::session::Session;
 
 pub use chat::{ChatBackend, ChatEvent, Pending, WebConfirmer};
@@ -657,7 +657,17 @@ async fn catalog_search(
         limit: body.limit,
     };
     let mut session = st.session();
-    let result = search::search(session.refresh_stores(), &query).map_err(ApiError::bad_request)?;
+    session.refresh_stores();
+    let result =
+        toolgate_plot::stac_api::search_catalogues(session.stores(), session.api_stores(), &query)
+            .map_err(|e| match e {
+                toolgate_plot::stac_api::SearchError::Invalid(m) => ApiError::bad_request(m),
+                api => ApiError::new(
+                    axum::http::StatusCode::BAD_GATEWAY,
+                    "catalogue_unavailable",
+                    api.to_string(),
+                ),
+            })?;
     let open: Vec<&str> = session.open_plots().iter().map(|p| p.id.as_str()).collect();
     let mut reply = serde_json::to_value(&result).unwrap_or(Value::Null);
     reply["openPlots"] = json!(open);

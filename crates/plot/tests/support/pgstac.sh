@@ -14,6 +14,7 @@
 # server would need its pgstac feature built with this workspace's tree of crates.
 set -euo pipefail
 
+HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$(dirname "$0")/../../../.." && pwd)"
 VENV="${TOOLGATE_TEST_VENV:-$ROOT/.tools/venv}"
 PGBIN="${PGBIN:-/usr/lib/postgresql/15/bin}"
@@ -60,9 +61,11 @@ start() {
   (
     cd "$dir"
     export PGUSER=postgres PGPASSWORD=x PGHOST=127.0.0.1 PGPORT="$pgport" PGDATABASE=postgres
-    export ENABLE_TRANSACTIONS_EXTENSIONS=true
-    # Every search extension (filter: CQL2; pagination: the `next` link), plus Transactions.
-    exec "$VENV/bin/python" -m uvicorn stac_fastapi.pgstac.app:create_app --factory --host 127.0.0.1 --port "$apiport" \
+    export ENABLE_TRANSACTIONS_EXTENSIONS="${PGSTAC_TRANSACTIONS:-true}"
+    export TOOLGATE_ASSET_DIR="$dir/assets"
+    # Every search extension (filter: CQL2; pagination: the `next` link), plus Transactions,
+    # plus the same-origin asset store of stac_api_app.py.
+    exec "$VENV/bin/python" -m uvicorn stac_api_app:create_app --factory --app-dir "$HERE" --host 127.0.0.1 --port "$apiport" \
       --log-level warning
   ) >"$dir/api.log" 2>&1 &
   echo $! >"$dir/api.pid"
