@@ -243,26 +243,15 @@ impl Debrief {
     /// unsaved.
     pub async fn save_plot(&self, plot_id: &str) -> Result<(), SessionError> {
         let _one_save = self.saving.lock().await;
-        let api = self.session().api_store_for(plot_id).cloned();
-        if let Some(api) = &api {
-            // A read-only API refuses before anything is written.
-            api.writable("a saved plot")?;
-        }
+        self.session().check_save(plot_id)?;
         let job = self.session().save_job(plot_id)?;
         let path = job.path().to_owned();
         let saved =
             session::off_runtime(path, self.store_read_timeout, move || job.write()).await?;
         self.session().finish_save(&saved)?;
-        if let Some(api) = api {
-            // Then the saved mirror plot goes back to the server: features asset, then item.
-            let (mirror, entry) = {
-                let s = self.session();
-                let (store, entry) = s
-                    .find_item(plot_id)
-                    .ok_or_else(|| SessionError::UnknownPlot(plot_id.to_owned()))?;
-                (store.clone(), entry.clone())
-            };
-            tokio::task::spawn_blocking(move || api.put_folder_plot(&mirror, &entry))
+        let write_back = self.session().write_back(plot_id);
+        if let Some(w) = write_back {
+            tokio::task::spawn_blocking(move || w.run())
                 .await
                 .map_err(|e| SessionError::Reader(e.to_string()))??;
         }

@@ -772,8 +772,33 @@ impl Session {
 
     /// Save a plot to disk. Only people's surfaces call this.
     pub fn save(&mut self, plot_id: &str) -> Result<(), SessionError> {
+        self.check_save(plot_id)?;
         let saved = self.save_job(plot_id)?.write()?;
-        self.finish_save(&saved)
+        self.finish_save(&saved)?;
+        match self.write_back(plot_id) {
+            Some(w) => w.run(),
+            None => Ok(()),
+        }
+    }
+
+    /// Before a save: a plot of a STAC API without transactions is refused (nothing written).
+    pub fn check_save(&self, plot_id: &str) -> Result<(), SessionError> {
+        if let Some(api) = self.api_store_for(plot_id) {
+            api.writable("a saved plot")?;
+        }
+        Ok(())
+    }
+
+    /// After a save: what writes a STAC API plot's saved mirror back to the server (features
+    /// asset, then item); `None` for a folder plot.
+    pub fn write_back(&self, plot_id: &str) -> Option<WriteBack> {
+        let api = self.api_store_for(plot_id)?.clone();
+        let (mirror, entry) = self.find_item(plot_id)?;
+        Some(WriteBack {
+            api,
+            mirror: mirror.clone(),
+            entry: entry.clone(),
+        })
     }
 
     /// [`Session::save`] in two halves, so the file is written without the session lock held:
@@ -787,6 +812,23 @@ impl Session {
     /// Record a finished save (the plot is clean unless it was edited while it was written).
     pub fn finish_save(&mut self, saved: &SavedPlot) -> Result<(), SessionError> {
         self.plot_mut(&saved.plot_id)?.doc.mark_saved(saved);
+        Ok(())
+    }
+}
+
+/// A saved STAC API plot to write back to its server, taken out of the session so the requests
+/// are made without the session lock held.
+#[derive(Debug, Clone)]
+pub struct WriteBack {
+    api: crate::stac_api::ApiStore,
+    mirror: StacStore,
+    entry: ItemEntry,
+}
+
+impl WriteBack {
+    /// Blocking (HTTP): async code runs it on a blocking thread.
+    pub fn run(self) -> Result<(), SessionError> {
+        self.api.put_folder_plot(&self.mirror, &self.entry)?;
         Ok(())
     }
 }

@@ -694,6 +694,22 @@ impl ApiStore {
         (!item.is_empty() && !item.contains('/')).then(|| item.to_owned())
     }
 
+    /// Whether the server has the plot's item.
+    ///
+    /// # Errors
+    ///
+    /// The server's, other than 404.
+    pub fn has_plot(&self, plot_id: &str) -> Result<bool, ApiError> {
+        let Some(id) = self.item_id(plot_id) else {
+            return Ok(false);
+        };
+        match self.get_json(&self.item_url(&id)) {
+            Ok(_) => Ok(true),
+            Err(ApiError::Status { status: 404, .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Read a plot's item and its features asset.
     ///
     /// # Errors
