@@ -763,7 +763,12 @@ fn catalog_load(folders: &[PathBuf], demo_plots: bool, store: &StoreArgs) -> Res
             }
         }
         for u in &source.unavailable {
-            eprintln!("note: {} skipped in {}: {}", u.href, source.root.display(), u.reason);
+            eprintln!(
+                "note: {} skipped in {}: {}",
+                u.href,
+                source.root.display(),
+                u.reason
+            );
         }
     }
     out(&format!(

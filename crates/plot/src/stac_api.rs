@@ -184,6 +184,8 @@ pub struct ApiStore {
     pub fields: bool,
     /// Where opened plots are copied to for the session (see the module doc).
     pub mirror_dir: Option<PathBuf>,
+    /// Items asked for per search page (default [`PAGE_LIMIT`]).
+    pub page_limit: usize,
     agent: ureq::Agent,
 }
 
@@ -446,6 +448,7 @@ impl ApiStore {
             filter: false,
             fields: false,
             mirror_dir: None,
+            page_limit: PAGE_LIMIT,
             agent,
         };
         let url = format!("{}conformance", store.address.root);
@@ -578,7 +581,7 @@ impl ApiStore {
     pub fn matches(&self, c: &Criteria) -> Result<(Vec<PlotMatch>, bool), ApiError> {
         let mut body = json!({
             "collections": [self.address.collection],
-            "limit": PAGE_LIMIT,
+            "limit": self.page_limit.max(1),
         });
         if let Some(b) = c.bbox {
             body["bbox"] = json!(b);
@@ -605,7 +608,7 @@ impl ApiStore {
         let mut post = Some(body);
         let mut hits = Vec::new();
         let mut scanned = 0usize;
-        for _page in 0..(MAX_SCANNED / PAGE_LIMIT + 2) {
+        for _page in 0..(MAX_SCANNED / self.page_limit.max(1) + 2) {
             let page = match &post {
                 Some(b) => {
                     let (status, bytes) = self.send_json("POST", &url, b)?;
