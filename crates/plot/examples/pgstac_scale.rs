@@ -42,7 +42,9 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let url = args.get(1).expect("usage: pgstac_scale URL [QUERIES] [SEED]");
+    let url = args
+        .get(1)
+        .expect("usage: pgstac_scale URL [QUERIES] [SEED]");
     let n: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(200);
     let seed: u64 = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(7);
     let mirror = tempfile::tempdir().unwrap();
@@ -50,7 +52,9 @@ async fn main() {
         .unwrap()
         .with_mirror(mirror.path());
     let d = Debrief::new(
-        Arc::new(Mutex::new(Session::new(Vec::new()).with_api_stores(vec![api]))),
+        Arc::new(Mutex::new(
+            Session::new(Vec::new()).with_api_stores(vec![api]),
+        )),
         Arc::new(Registry::new()),
         Arc::new(NullSink),
         Settings::default(),
@@ -60,7 +64,9 @@ async fn main() {
         ("text", |r| json!({"text": word(r.next())})),
         ("time", |r| {
             let day = 2000.0 * 365.25 + r.unit() * 25.0 * 365.25;
-            let start = chrono::DateTime::from_timestamp(((day - 1970.0 * 365.25) * 86400.0) as i64, 0).unwrap();
+            let start =
+                chrono::DateTime::from_timestamp(((day - 1970.0 * 365.25) * 86400.0) as i64, 0)
+                    .unwrap();
             let end = start + chrono::Duration::days(7);
             json!({"startTime": start.to_rfc3339(), "endTime": end.to_rfc3339()})
         }),
@@ -71,7 +77,9 @@ async fn main() {
         }),
         ("text+time+bbox", |r| {
             let day = 2000.0 * 365.25 + r.unit() * 24.0 * 365.25;
-            let start = chrono::DateTime::from_timestamp(((day - 1970.0 * 365.25) * 86400.0) as i64, 0).unwrap();
+            let start =
+                chrono::DateTime::from_timestamp(((day - 1970.0 * 365.25) * 86400.0) as i64, 0)
+                    .unwrap();
             let end = start + chrono::Duration::days(365);
             let w = -30.0 + r.unit() * 40.0;
             let s = 30.0 + r.unit() * 20.0;
