@@ -89,7 +89,15 @@ async fn main() {
     ];
     // One warm-up call (connection pool, caches).
     let _ = d.search_plots(&json!({"text": "w001"})).await;
+    // KINDS=text+time+bbox,time picks the query kinds (default: all four).
+    let only = std::env::var("KINDS").ok();
     for (name, make) in kinds {
+        if only
+            .as_deref()
+            .is_some_and(|k| !k.split(',').any(|k| k == name))
+        {
+            continue;
+        }
         let mut times = Vec::with_capacity(n);
         let mut totals = 0u64;
         for _ in 0..n {
