@@ -1,7 +1,7 @@
 //! `debrief_searchPlots` latency on a STAC API catalogue, for `benches/pgstac-scale.sh`:
 //! `cargo run -p toolgate-plot --example pgstac_scale -- URL QUERIES SEED`. Prints one JSON line
 //! per query kind with p50/p99/max in milliseconds and the mean match count.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -12,6 +12,9 @@ use toolgate_core::telemetry::NullSink;
 use toolgate_plot::agent::{Debrief, Settings};
 use toolgate_plot::session::Session;
 use toolgate_plot::stac_api::ApiStore;
+
+/// A query kind: its name and how to make one query.
+type Kind = (&'static str, fn(&mut Rng) -> Value);
 
 /// The generator's word list (benches/pgstac-scale.sh writes the same one).
 const WORDS: usize = 500;
@@ -60,7 +63,7 @@ async fn main() {
         Settings::default(),
     );
     let mut rng = Rng(seed.max(1));
-    let kinds: [(&str, fn(&mut Rng) -> Value); 4] = [
+    let kinds: [Kind; 4] = [
         ("text", |r| json!({"text": word(r.next())})),
         ("time", |r| {
             let day = 2000.0 * 365.25 + r.unit() * 25.0 * 365.25;

@@ -462,7 +462,7 @@ impl ApiStore {
         let has = |needle: &str| classes.iter().any(|c| c.contains(needle));
         if !has("/item-search") {
             return Err(ApiError::NotItemSearch {
-                url: store.address.root.clone(),
+                url: store.address.root,
             });
         }
         store.transactions = has("/extensions/transaction");
