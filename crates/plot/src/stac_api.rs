@@ -1053,7 +1053,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(api["properties"]["debrief:undated"], json!(true));
-        assert_eq!(api["properties"]["debrief:search_text"], json!("p   x "));
+        assert_eq!(api["properties"]["debrief:search_text"], json!("p  x "));
         let e = entry_from_item("s", &api).unwrap();
         assert_eq!((e.start, e.end), (None, None));
         assert_eq!(e.plot_id, "stac://s/p/item.json");
