@@ -226,12 +226,34 @@ impl Debrief {
     /// runtime, bounded in time, and without the session lock held, so a slow or blocking file
     /// (a FIFO in the catalogue) delays only this call.
     pub async fn open_plot(&self, plot_id: &str) -> Result<(), SessionError> {
+        // A STAC API plot is fetched first, without the session lock and off the runtime.
+        let api = {
+            let mut s = self.session();
+            if s.focus_if_open(plot_id) {
+                return Ok(());
+            }
+            s.api_store_for(plot_id).cloned()
+        };
+        let fetched = match api {
+            Some(api) => {
+                let id = plot_id.to_owned();
+                Some(
+                    tokio::task::spawn_blocking(move || api.fetch(&id))
+                        .await
+                        .map_err(|e| SessionError::Reader(e.to_string()))??,
+                )
+            }
+            None => None,
+        };
         let loader = {
             let mut s = self.session();
             if s.focus_if_open(plot_id) {
                 return Ok(());
             }
-            s.loader(plot_id)?
+            match fetched {
+                Some(f) => s.loader_fetched(plot_id, f)?,
+                None => s.loader(plot_id)?,
+            }
         };
         let loaded = self.load_off_runtime(loader).await?;
         self.session().open_loaded(loaded);
@@ -425,10 +447,31 @@ impl Debrief {
             bbox,
             limit: None,
         };
-        let searched = {
+        let apis = self.session().api_stores().to_vec();
+        let searched = if apis.is_empty() {
             let mut s = self.session();
             s.refresh_stores();
-            crate::stac_api::search_catalogues(s.stores(), s.api_stores(), &query)
+            crate::stac_api::search_catalogues(s.stores(), &[], &query)
+        } else {
+            // The servers are asked without the session lock and off the runtime.
+            let folders: Vec<crate::store::StacStore> = {
+                let mut s = self.session();
+                s.refresh_stores();
+                s.stores()
+                    .iter()
+                    .filter(|f| !apis.iter().any(|a| a.id == f.id))
+                    .cloned()
+                    .collect()
+            };
+            tokio::task::spawn_blocking(move || {
+                crate::stac_api::search_catalogues(&folders, &apis, &query)
+            })
+            .await
+            .unwrap_or_else(|e| {
+                Err(crate::stac_api::SearchError::Invalid(format!(
+                    "internal: the search stopped ({e})"
+                )))
+            })
         };
         let result = match searched {
             Ok(r) => r,

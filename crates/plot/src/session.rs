@@ -561,6 +561,21 @@ impl Session {
         let Some(api) = self.api_store_for(plot_id).cloned() else {
             return Ok(());
         };
+        let fetched = api.fetch(plot_id)?;
+        self.loader_fetched(plot_id, fetched).map(|_| ())
+    }
+
+    /// [`Session::loader`] for an API plot already fetched (without the session lock, by
+    /// [`crate::stac_api::ApiStore::fetch`]): the copy is written into the mirror, then read.
+    pub fn loader_fetched(
+        &mut self,
+        plot_id: &str,
+        fetched: crate::stac_api::FetchedPlot,
+    ) -> Result<PlotLoader, SessionError> {
+        let api = self
+            .api_store_for(plot_id)
+            .cloned()
+            .ok_or_else(|| SessionError::UnknownPlot(plot_id.to_owned()))?;
         let at = match self.stores.iter().position(|s| s.id == api.id) {
             Some(i) => i,
             None => {
@@ -579,9 +594,15 @@ impl Session {
                 self.stores.len() - 1
             }
         };
-        api.materialise(&mut self.stores[at], plot_id)?;
+        api.install(&mut self.stores[at], plot_id, fetched)?;
         self.changed();
-        Ok(())
+        let (store, entry) = self
+            .find_item(plot_id)
+            .ok_or_else(|| SessionError::UnknownPlot(plot_id.to_owned()))?;
+        Ok(PlotLoader {
+            store: store.clone(),
+            entry: entry.clone(),
+        })
     }
 
     /// Read again every store whose catalogue changed on disk since it was read (a plot imported,

@@ -772,6 +772,20 @@ impl ApiStore {
     /// [`ApiStore::fetch`]'s, and the mirror's write errors.
     pub fn materialise(&self, mirror: &mut StacStore, plot_id: &str) -> Result<(), ApiError> {
         let fetched = self.fetch(plot_id)?;
+        self.install(mirror, plot_id, fetched)
+    }
+
+    /// The second half of [`ApiStore::materialise`]: write a fetched plot into `mirror`.
+    ///
+    /// # Errors
+    ///
+    /// The mirror's write errors.
+    pub fn install(
+        &self,
+        mirror: &mut StacStore,
+        plot_id: &str,
+        fetched: FetchedPlot,
+    ) -> Result<(), ApiError> {
         let id = self.item_id(plot_id).unwrap_or_default();
         let mut item = fetched.item;
         item["links"] = json!([]);
