@@ -265,7 +265,18 @@ impl Debrief {
     /// unsaved.
     pub async fn save_plot(&self, plot_id: &str) -> Result<(), SessionError> {
         let _one_save = self.saving.lock().await;
-        self.session().check_save(plot_id)?;
+        let api = {
+            let s = self.session();
+            s.check_save(plot_id)?;
+            s.api_store_for(plot_id).cloned()
+        };
+        if let Some(api) = api {
+            // Not over someone else's change on the server (asked without the session lock).
+            let id = plot_id.to_owned();
+            tokio::task::spawn_blocking(move || api.check_unchanged(&id))
+                .await
+                .map_err(|e| SessionError::Reader(e.to_string()))??;
+        }
         let job = self.session().save_job(plot_id)?;
         let path = job.path().to_owned();
         let saved =

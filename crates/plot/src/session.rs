@@ -794,6 +794,9 @@ impl Session {
     /// Save a plot to disk. Only people's surfaces call this.
     pub fn save(&mut self, plot_id: &str) -> Result<(), SessionError> {
         self.check_save(plot_id)?;
+        if let Some(api) = self.api_store_for(plot_id) {
+            api.check_unchanged(plot_id)?;
+        }
         let saved = self.save_job(plot_id)?.write()?;
         self.finish_save(&saved)?;
         match self.write_back(plot_id) {

@@ -84,6 +84,10 @@ pub enum ApiError {
     )]
     UnknownPlot { plot_id: String, url: String },
     #[error(
+        "The plot {plot_id} changed on the server since it was opened, so saving would overwrite someone else's change. Your unsaved edits are kept: revert to load the server's version, or copy your edits elsewhere."
+    )]
+    Changed { plot_id: String },
+    #[error(
         "the item {id} has no features asset (an asset with role \"data\" or key \"features\"/\"data\")"
     )]
     NoFeatures { id: String },
@@ -186,6 +190,9 @@ pub struct ApiStore {
     pub mirror_dir: Option<PathBuf>,
     /// Items asked for per search page (default [`PAGE_LIMIT`]).
     pub page_limit: usize,
+    /// The hash of each plot's features as this store last read or wrote them (shared by its
+    /// clones), so a save over someone else's change on the server is refused.
+    versions: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, String>>>,
     agent: ureq::Agent,
 }
 
@@ -449,6 +456,7 @@ impl ApiStore {
             fields: false,
             mirror_dir: None,
             page_limit: PAGE_LIMIT,
+            versions: std::sync::Arc::default(),
             agent,
         };
         let url = format!("{}conformance", store.address.root);
@@ -786,6 +794,7 @@ impl ApiStore {
         plot_id: &str,
         fetched: FetchedPlot,
     ) -> Result<(), ApiError> {
+        self.remember(plot_id, &fetched.features);
         let id = self.item_id(plot_id).unwrap_or_default();
         let mut item = fetched.item;
         item["links"] = json!([]);
@@ -809,6 +818,45 @@ impl ApiStore {
         }
         mirror.add_item_bytes(&id, &item, &fetched.features)?;
         Ok(())
+    }
+
+    fn remember(&self, plot_id: &str, features: &[u8]) {
+        let mut v = self
+            .versions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        v.insert(plot_id.to_owned(), crate::fsio::sha256_hex(features));
+    }
+
+    /// Before a save: refuse when the plot's features on the server are no longer the ones this
+    /// store read (or last wrote). Blocking (HTTP).
+    ///
+    /// # Errors
+    ///
+    /// [`ApiError::Changed`], or the server's errors.
+    pub fn check_unchanged(&self, plot_id: &str) -> Result<(), ApiError> {
+        let known = self
+            .versions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(plot_id)
+            .cloned();
+        let Some(known) = known else {
+            return Ok(());
+        };
+        let now = match self.fetch(plot_id) {
+            Ok(f) => crate::fsio::sha256_hex(&f.features),
+            // Removed on the server meanwhile: a save would bring it back without asking.
+            Err(ApiError::UnknownPlot { .. }) => String::new(),
+            Err(e) => return Err(e),
+        };
+        if now == known {
+            Ok(())
+        } else {
+            Err(ApiError::Changed {
+                plot_id: plot_id.to_owned(),
+            })
+        }
     }
 
     /// Refuse a write when the server has no Transactions extension.
@@ -902,11 +950,13 @@ impl ApiStore {
         } else {
             self.json_reply(&post, status, &bytes)?;
         }
-        Ok(PlotId {
+        let plot_id = PlotId {
             store: self.id.clone(),
             item_path: format!("{id}/item.json"),
         }
-        .to_string())
+        .to_string();
+        self.remember(&plot_id, features);
+        Ok(plot_id)
     }
 
     /// Write a plot of a folder store (its item file and features file as they are).

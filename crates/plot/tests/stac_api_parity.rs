@@ -356,6 +356,40 @@ async fn searches_open_and_saves_match_the_folder_store() {
     let r = remote.search_plots(&json!({"text": "alpha day-1"})).await;
     assert!(r.text.contains(plot), "{}", r.text);
 
+    // Someone else's change on the server since this session opened the plot: a save is
+    // refused (as the folder store refuses over a changed file) and the server keeps theirs.
+    let other = pg.api(&work.path().join("mirror3"));
+    let theirs = other.fetch(plot).unwrap();
+    let mut fc: Value = serde_json::from_slice(&theirs.features).unwrap();
+    fc["features"][0]["properties"]["name"] = json!("Their change");
+    let bytes = serde_json::to_vec(&fc).unwrap();
+    other.put_plot(&theirs.item, &bytes).unwrap();
+    {
+        let mut s = remote.session();
+        let mut first = s.plot(plot).unwrap().doc.features()[0].clone();
+        first["properties"]["name"] = json!("Our second change");
+        let change = toolgate_core::ChangeSet {
+            label: "rename".to_owned(),
+            edits: vec![toolgate_core::Edit::Upsert {
+                id: first["id"].as_str().unwrap().to_owned(),
+                item: first,
+            }],
+        };
+        let version = s.plot(plot).unwrap().doc.version();
+        s.apply(plot, &change, version).unwrap();
+    }
+    let e = remote.save_plot(plot).await.unwrap_err().to_string();
+    assert!(
+        e.contains("changed on the server since it was opened"),
+        "{e}"
+    );
+    let now: Value = serde_json::from_slice(&api.fetch(plot).unwrap().features).unwrap();
+    assert_eq!(now["features"][0]["properties"]["name"], "Their change");
+    assert!(
+        remote.session().plot(plot).unwrap().doc.is_dirty(),
+        "our edits are kept"
+    );
+
     // An unknown plot says so, as the folder store does.
     let e = remote
         .open_plot("stac://debrief/nope/item.json")

@@ -91,6 +91,9 @@ impl From<SessionError> for ApiError {
             SessionError::Api(toolgate_plot::stac_api::ApiError::ReadOnly { .. }) => {
                 Self::new(StatusCode::CONFLICT, "read_only_catalogue", message)
             }
+            SessionError::Api(toolgate_plot::stac_api::ApiError::Changed { .. }) => {
+                Self::new(StatusCode::CONFLICT, "changed_on_server", message)
+            }
             SessionError::Api(toolgate_plot::stac_api::ApiError::UnknownPlot { .. }) => {
                 Self::new(StatusCode::NOT_FOUND, "unknown_plot", message)
             }
