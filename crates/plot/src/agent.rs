@@ -268,12 +268,15 @@ impl Debrief {
         let api = {
             let s = self.session();
             s.check_save(plot_id)?;
-            s.api_store_for(plot_id).cloned()
+            match s.api_store_for(plot_id) {
+                Some(api) => Some((api.clone(), s.plot(plot_id)?.doc.disk_sha256().to_owned())),
+                None => None,
+            }
         };
-        if let Some(api) = api {
+        if let Some((api, known)) = api {
             // Not over someone else's change on the server (asked without the session lock).
             let id = plot_id.to_owned();
-            tokio::task::spawn_blocking(move || api.check_unchanged(&id))
+            tokio::task::spawn_blocking(move || api.check_unchanged(&id, &known))
                 .await
                 .map_err(|e| SessionError::Reader(e.to_string()))??;
         }

@@ -187,6 +187,11 @@ impl Document {
     }
 
     /// True when both documents hold the same (unedited, shared) copy of their file's content.
+    /// The SHA-256 of the file as last read or saved (what a save expects to find).
+    pub fn disk_sha256(&self) -> &str {
+        &self.disk_sha256
+    }
+
     pub fn shares_content_with(&self, other: &Document) -> bool {
         Arc::ptr_eq(&self.content, &other.content)
     }
@@ -795,7 +800,7 @@ impl Session {
     pub fn save(&mut self, plot_id: &str) -> Result<(), SessionError> {
         self.check_save(plot_id)?;
         if let Some(api) = self.api_store_for(plot_id) {
-            api.check_unchanged(plot_id)?;
+            api.check_unchanged(plot_id, self.plot(plot_id)?.doc.disk_sha256())?;
         }
         let saved = self.save_job(plot_id)?.write()?;
         self.finish_save(&saved)?;

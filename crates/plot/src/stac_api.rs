@@ -190,9 +190,6 @@ pub struct ApiStore {
     pub mirror_dir: Option<PathBuf>,
     /// Items asked for per search page (default [`PAGE_LIMIT`]).
     pub page_limit: usize,
-    /// The hash of each plot's features as this store last read or wrote them (shared by its
-    /// clones), so a save over someone else's change on the server is refused.
-    versions: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, String>>>,
     agent: ureq::Agent,
 }
 
@@ -456,7 +453,6 @@ impl ApiStore {
             fields: false,
             mirror_dir: None,
             page_limit: PAGE_LIMIT,
-            versions: std::sync::Arc::default(),
             agent,
         };
         let url = format!("{}conformance", store.address.root);
@@ -794,7 +790,6 @@ impl ApiStore {
         plot_id: &str,
         fetched: FetchedPlot,
     ) -> Result<(), ApiError> {
-        self.remember(plot_id, &fetched.features);
         let id = self.item_id(plot_id).unwrap_or_default();
         let mut item = fetched.item;
         item["links"] = json!([]);
@@ -820,30 +815,14 @@ impl ApiStore {
         Ok(())
     }
 
-    fn remember(&self, plot_id: &str, features: &[u8]) {
-        let mut v = self
-            .versions
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        v.insert(plot_id.to_owned(), crate::fsio::sha256_hex(features));
-    }
-
-    /// Before a save: refuse when the plot's features on the server are no longer the ones this
-    /// store read (or last wrote). Blocking (HTTP).
+    /// Before a save: refuse when the plot's features on the server are no longer `known` (the
+    /// SHA-256 of the features the saving session read or last wrote: its document's). Blocking
+    /// (HTTP).
     ///
     /// # Errors
     ///
     /// [`ApiError::Changed`], or the server's errors.
-    pub fn check_unchanged(&self, plot_id: &str) -> Result<(), ApiError> {
-        let known = self
-            .versions
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(plot_id)
-            .cloned();
-        let Some(known) = known else {
-            return Ok(());
-        };
+    pub fn check_unchanged(&self, plot_id: &str, known: &str) -> Result<(), ApiError> {
         let now = match self.fetch(plot_id) {
             Ok(f) => crate::fsio::sha256_hex(&f.features),
             // Removed on the server meanwhile: a save would bring it back without asking.
@@ -950,13 +929,11 @@ impl ApiStore {
         } else {
             self.json_reply(&post, status, &bytes)?;
         }
-        let plot_id = PlotId {
+        Ok(PlotId {
             store: self.id.clone(),
             item_path: format!("{id}/item.json"),
         }
-        .to_string();
-        self.remember(&plot_id, features);
-        Ok(plot_id)
+        .to_string())
     }
 
     /// Write a plot of a folder store (its item file and features file as they are).
