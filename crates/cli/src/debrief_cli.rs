@@ -818,7 +818,8 @@ pub fn catalog(command: CatalogCommand) -> Result<i32> {
         bbox,
         limit: None,
     };
-    let result = stac_api::search_catalogues(session.stores(), session.api_stores(), &query)?;
+    let (result, api_entries) =
+        stac_api::search_catalogues_with_entries(session.stores(), session.api_stores(), &query)?;
     if json {
         out(&serde_json::to_string_pretty(&result)?);
         return Ok(0);
@@ -847,7 +848,9 @@ pub fn catalog(command: CatalogCommand) -> Result<i32> {
                 // The platforms' names (the match also lists their types and roles).
                 let names: Vec<String> = session
                     .find_item(&m.plot_id)
-                    .map(|(_, i)| {
+                    .map(|(_, i)| i)
+                    .or_else(|| api_entries.iter().find(|e| e.plot_id == m.plot_id))
+                    .map(|i| {
                         i.platforms
                             .iter()
                             .filter_map(|p| p.get("name").or_else(|| p.get("id")))
@@ -855,9 +858,7 @@ pub fn catalog(command: CatalogCommand) -> Result<i32> {
                             .collect()
                     })
                     .unwrap_or_default();
-                let platforms = if names.is_empty() && !m.platforms.is_empty() {
-                    m.platforms.join(", ")
-                } else if names.is_empty() {
+                let platforms = if names.is_empty() {
                     "-".to_owned()
                 } else {
                     names.join(", ")

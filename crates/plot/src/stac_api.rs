@@ -583,6 +583,20 @@ impl ApiStore {
     ///
     /// The server's, as [`ApiError`]s.
     pub fn matches(&self, c: &Criteria) -> Result<(Vec<PlotMatch>, bool), ApiError> {
+        let (entries, capped) = self.matching_entries(c)?;
+        Ok((
+            entries.iter().filter_map(|e| c.matches(e)).collect(),
+            capped,
+        ))
+    }
+
+    /// The entries [`ApiStore::matches`] makes its matches of (for callers that show more of
+    /// each plot than a match holds, such as its platforms' names), in item-id order.
+    ///
+    /// # Errors
+    ///
+    /// The server's, as [`ApiError`]s.
+    pub fn matching_entries(&self, c: &Criteria) -> Result<(Vec<ItemEntry>, bool), ApiError> {
         let mut body = json!({
             "collections": [self.address.collection],
             "limit": self.page_limit.max(1),
@@ -632,14 +646,14 @@ impl ApiStore {
                 features
                     .iter()
                     .filter_map(|f| entry_from_item(&self.id, f))
-                    .filter_map(|e| c.matches(&e)),
+                    .filter(|e| c.matches(e).is_some()),
             );
             let next = page
                 .get("links")
                 .and_then(Value::as_array)
                 .and_then(|l| l.iter().find(|l| l.get("rel") == Some(&json!("next"))));
             let Some(next) = next.filter(|_| !features.is_empty()) else {
-                hits.sort_by(|a, b| a.plot_id.cmp(&b.plot_id));
+                hits.sort_by(|a: &ItemEntry, b| a.plot_id.cmp(&b.plot_id));
                 return Ok((hits, false));
             };
             if scanned >= MAX_SCANNED {
@@ -673,7 +687,7 @@ impl ApiStore {
             };
             url = href;
         }
-        hits.sort_by(|a, b| a.plot_id.cmp(&b.plot_id));
+        hits.sort_by(|a: &ItemEntry, b| a.plot_id.cmp(&b.plot_id));
         Ok((hits, true))
     }
 
@@ -985,6 +999,20 @@ pub fn search_catalogues(
     apis: &[ApiStore],
     q: &SearchQuery,
 ) -> Result<SearchResult, SearchError> {
+    search_catalogues_with_entries(folders, apis, q).map(|(r, _)| r)
+}
+
+/// [`search_catalogues`], with the entries of the API plots it matched (folder plots are in
+/// their stores), for a caller that shows more of each plot.
+///
+/// # Errors
+///
+/// As [`search_catalogues`].
+pub fn search_catalogues_with_entries(
+    folders: &[StacStore],
+    apis: &[ApiStore],
+    q: &SearchQuery,
+) -> Result<(SearchResult, Vec<ItemEntry>), SearchError> {
     let criteria = Criteria::new(q).map_err(SearchError::Invalid)?;
     let mut hits: Vec<PlotMatch> = folders
         .iter()
@@ -993,16 +1021,19 @@ pub fn search_catalogues(
         .filter_map(|e| criteria.matches(e))
         .collect();
     let mut capped = false;
+    let mut entries = Vec::new();
     for api in apis {
-        let (more, at_limit) = api.matches(&criteria)?;
-        hits.extend(more);
+        let (more, at_limit) = api.matching_entries(&criteria)?;
+        hits.extend(more.iter().filter_map(|e| criteria.matches(e)));
+        entries.extend(more);
         capped |= at_limit;
     }
     let mut result = search::finish(hits, q);
     if capped && let Some(more) = &mut result.more {
         *more = format!("at least {more}");
     }
-    Ok(result)
+    entries.retain(|e| result.matches.iter().any(|m| m.plot_id == e.plot_id));
+    Ok((result, entries))
 }
 
 #[cfg(test)]
