@@ -20,7 +20,7 @@ use toolgate_eval::{arms, replay, scenario, tokens};
 use toolgate_plot::agent::Debrief;
 use toolgate_plot::session::Session;
 
-use crate::debrief_cli::{StoreArgs, debrief_registry, open_store};
+use crate::debrief_cli::{StoreArgs, debrief_registry};
 use crate::paths;
 
 /// Exit status of `eval arms --drive` when no host CLI is installed and authenticated.
@@ -387,8 +387,8 @@ pub async fn chat(args: ChatArgs) -> Result<i32> {
     let config = args.model.config(!args.no_stream)?;
     let model_id = config.model.clone();
     let client = build_client(config, args.model.text_tools);
-    let store = open_store(&args.store)?;
-    let mut session = Session::new(vec![store]);
+    // A folder store, or a STAC API with its mirror (issue 21).
+    let mut session = crate::debrief_cli::open_session(&args.store)?;
     if let Some(p) = &args.open {
         session.open(p).with_context(|| format!("opening {p}"))?;
     }

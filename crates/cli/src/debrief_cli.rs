@@ -13,6 +13,7 @@ use toolgate_core::telemetry::{JsonlSink, TelemetrySink};
 use toolgate_core::{Preview, Registry};
 use toolgate_plot::agent::{self, Debrief, Settings};
 use toolgate_plot::session::Session;
+use toolgate_plot::stac_api::{self, ApiStore};
 use toolgate_plot::store::StacStore;
 use toolgate_plot::{demo, rep};
 
@@ -54,7 +55,9 @@ pub enum Surface {
 
 #[derive(Args, Debug, Clone)]
 pub struct StoreArgs {
-    /// A STAC catalogue folder (with catalog.json). Default: the built-in demo store.
+    /// A STAC catalogue folder (with catalog.json), or a STAC API: `https://host/path/`
+    /// (`stac+api://host:port/path` for plain http; `#collection=NAME`, default `debrief`).
+    /// Default: the built-in demo store.
     #[arg(long, env = "TOOLGATE_STORE")]
     pub store: Option<PathBuf>,
 }
@@ -103,6 +106,18 @@ pub enum CatalogCommand {
         /// Print the search result as JSON (for scripts) instead of a table.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Load plots into a STAC API catalogue (`--store https://…`) through its Transactions
+    /// extension: every plot of the given catalogue folders (e.g. written by `toolgate import`),
+    /// or with `--demo` the built-in demo plots. A plot already there is replaced.
+    Load {
+        /// Catalogue folders (with catalog.json) whose plots are loaded.
+        folders: Vec<PathBuf>,
+        /// Load the built-in demo plots too.
+        #[arg(long)]
+        demo: bool,
         #[command(flatten)]
         store: StoreArgs,
     },
@@ -254,7 +269,60 @@ pub async fn codeact_tools(root: &Path) -> Result<toolgate_codeact::Tools> {
     Ok(toolgate_codeact::Tools::open(root, &codeact_host()).await?)
 }
 
+/// The STAC API `--store` names, if it names one (rather than a folder).
+pub fn api_address(args: &StoreArgs) -> Option<&str> {
+    args.store
+        .as_deref()
+        .and_then(Path::to_str)
+        .filter(|s| stac_api::is_api_address(s))
+}
+
+/// Connect to a STAC API store; its opened plots are copied under the data directory.
+pub fn open_api_store(address: &str) -> Result<ApiStore> {
+    let api = ApiStore::connect(None, address, std::time::Duration::from_secs(30))?;
+    let key = toolgate_plot::fsio::sha256_hex(api.address.canonical().as_bytes());
+    let mirror = paths::data_dir()
+        .join("stac-api")
+        .join(key.get(..16).unwrap_or(&key));
+    Ok(api.with_mirror(&mirror))
+}
+
+/// The API stores `--store` names (none for a folder or the demo store).
+pub fn api_stores(args: &StoreArgs) -> Result<Vec<ApiStore>> {
+    api_address(args)
+        .map(open_api_store)
+        .transpose()
+        .map(|a| a.into_iter().collect())
+}
+
+/// The session over `--store`: a folder store, or a STAC API store with its mirror.
+pub fn open_session(args: &StoreArgs) -> Result<Session> {
+    match api_address(args) {
+        Some(address) => {
+            let api = open_api_store(address)?;
+            let mirror = mirror_store(&api)?;
+            Ok(Session::new(vec![mirror]).with_api_stores(vec![api]))
+        }
+        None => Ok(Session::new(vec![open_store(args)?])),
+    }
+}
+
+fn mirror_store(api: &ApiStore) -> Result<StacStore> {
+    let dir = api
+        .mirror_dir
+        .clone()
+        .context("internal: a STAC API store without its mirror folder")?;
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    StacStore::create(&api.id, &dir, "STAC API plots opened here")
+        .with_context(|| format!("opening {}", dir.display()))
+}
+
+/// A folder store, or for a STAC API the folder its opened plots are copied to (callers that
+/// search or open through the API use [`open_session`]).
 pub fn open_store(args: &StoreArgs) -> Result<StacStore> {
+    if let Some(address) = api_address(args) {
+        return mirror_store(&open_api_store(address)?);
+    }
     match &args.store {
         Some(dir) => {
             let id = dir
@@ -276,9 +344,9 @@ fn sink() -> Arc<dyn TelemetrySink> {
     Arc::new(JsonlSink::new(paths::telemetry_file()))
 }
 
-fn debrief(store: StacStore, registry: Registry, mode: toolgate_core::Mode) -> Debrief {
+fn debrief(session: Session, registry: Registry, mode: toolgate_core::Mode) -> Debrief {
     Debrief::new(
-        Arc::new(Mutex::new(Session::new(vec![store]))),
+        Arc::new(Mutex::new(session)),
         Arc::new(registry),
         sink(),
         Settings {
@@ -553,6 +621,10 @@ pub fn import(args: &ImportArgs) -> Result<i32> {
         // Nothing to write: the store is not created or touched.
         return Ok(1);
     }
+    if let Some(address) = api_address(&args.store) {
+        let api = open_api_store(address)?;
+        return import_into_api(&api, &prepared, args.replace, failed);
+    }
     let mut store = match &args.store.store {
         Some(dir) => {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -642,17 +714,147 @@ pub fn import(args: &ImportArgs) -> Result<i32> {
     })
 }
 
+/// `toolgate import --store <api>`: each prepared plot written through the Transactions
+/// extension; an existing plot of that name refused unless `replace` (exit 3, as for a folder).
+fn import_into_api(
+    api: &ApiStore,
+    prepared: &[toolgate_plot::import::PreparedPlot],
+    replace: bool,
+    mut failed: bool,
+) -> Result<i32> {
+    api.writable("imported plots")?;
+    let mut refused = false;
+    for plot in prepared {
+        let plot_id = format!("stac://{}/{}/item.json", api.id, plot.dir);
+        if !replace && api.has_plot(&plot_id)? {
+            refused = true;
+            eprintln!(
+                "refused: a plot \"{}\" is already in the catalogue ({plot_id}); pass --replace to replace it",
+                plot.title
+            );
+            continue;
+        }
+        match api.put_plot(&plot.item, &plot.features) {
+            Ok(id) => {
+                let kinds = plot
+                    .kinds
+                    .iter()
+                    .map(|(k, n)| format!("{n} {k}"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let files = plot
+                    .files
+                    .iter()
+                    .map(|f| f.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                out(&format!("imported {files} → {id}: {kinds}"));
+            }
+            Err(e) => {
+                failed = true;
+                eprintln!("error: {}: {e}", plot.title);
+            }
+        }
+    }
+    Ok(if failed {
+        1
+    } else if refused {
+        3
+    } else {
+        0
+    })
+}
+
+/// `toolgate catalog load --store <api> [FOLDER…] [--demo]`.
+fn catalog_load(folders: &[PathBuf], demo_plots: bool, store: &StoreArgs) -> Result<i32> {
+    let Some(address) = api_address(store) else {
+        bail!(
+            "catalog load writes into a STAC API: give --store https://host/path/ (or stac+api://host:port/path); a folder store is written with `toolgate import --store DIR`"
+        );
+    };
+    let api = open_api_store(address)?;
+    api.writable("loaded plots")?;
+    let mut sources = Vec::new();
+    for dir in folders {
+        let id = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "store".to_owned());
+        sources.push(
+            StacStore::open(&id, dir)
+                .with_context(|| format!("opening the catalogue in {}", dir.display()))?,
+        );
+    }
+    if demo_plots {
+        let dir = paths::data_dir().join("demo-store");
+        sources.push(
+            demo::ensure_demo_store(&dir)
+                .with_context(|| format!("creating the demo store in {}", dir.display()))?,
+        );
+    }
+    if sources.is_empty() {
+        bail!("nothing to load: name catalogue folders, or pass --demo");
+    }
+    let started = std::time::Instant::now();
+    let (mut loaded, mut failed) = (0usize, 0usize);
+    for source in &sources {
+        for entry in &source.items {
+            match api.put_folder_plot(source, entry) {
+                Ok(_) => loaded += 1,
+                Err(e) => {
+                    failed += 1;
+                    eprintln!("error: {}: {e}", entry.plot_id);
+                }
+            }
+        }
+        for u in &source.unavailable {
+            eprintln!(
+                "note: {} skipped in {}: {}",
+                u.href,
+                source.root.display(),
+                u.reason
+            );
+        }
+    }
+    out(&format!(
+        "loaded {loaded} plot(s) into {} in {:.1} s{}",
+        api.address.canonical(),
+        started.elapsed().as_secs_f64(),
+        if failed > 0 {
+            format!("; {failed} failed")
+        } else {
+            String::new()
+        }
+    ));
+    Ok(i32::from(failed > 0))
+}
+
 pub fn catalog(command: CatalogCommand) -> Result<i32> {
-    let CatalogCommand::Search {
-        text,
-        start,
-        end,
-        platforms,
-        bbox,
-        json,
-        store,
-    } = command;
-    let store = open_store(&store)?;
+    let (text, start, end, platforms, bbox, json, store) = match command {
+        CatalogCommand::Load {
+            folders,
+            demo,
+            store,
+        } => return catalog_load(&folders, demo, &store),
+        CatalogCommand::Search {
+            text,
+            start,
+            end,
+            platforms,
+            bbox,
+            json,
+            store,
+        } => (text, start, end, platforms, bbox, json, store),
+    };
+    let session = open_session(&store)?;
+    let where_ = match session.api_stores().first() {
+        Some(api) => api.address.canonical(),
+        None => session
+            .stores()
+            .first()
+            .map(|s| s.root.display().to_string())
+            .unwrap_or_default(),
+    };
     let query = toolgate_plot::search::SearchQuery {
         text,
         start_time: start,
@@ -661,8 +863,8 @@ pub fn catalog(command: CatalogCommand) -> Result<i32> {
         bbox,
         limit: None,
     };
-    let result = toolgate_plot::search::search(std::slice::from_ref(&store), &query)
-        .map_err(anyhow::Error::msg)?;
+    let (result, api_entries) =
+        stac_api::search_catalogues_with_entries(session.stores(), session.api_stores(), &query)?;
     if json {
         out(&serde_json::to_string_pretty(&result)?);
         return Ok(0);
@@ -674,8 +876,7 @@ pub fn catalog(command: CatalogCommand) -> Result<i32> {
     };
     out(&format!(
         "{} plot(s) in {} match ({criteria}).",
-        result.total,
-        store.root.display()
+        result.total, where_
     ));
     if let Some(m) = &result.message {
         out(m);
@@ -690,8 +891,10 @@ pub fn catalog(command: CatalogCommand) -> Result<i32> {
                     .as_ref()
                     .map_or_else(|| "undated".to_owned(), |t| human_span(&t.start, &t.end));
                 // The platforms' names (the match also lists their types and roles).
-                let names: Vec<String> = store
-                    .item(&m.plot_id)
+                let names: Vec<String> = session
+                    .find_item(&m.plot_id)
+                    .map(|(_, i)| i)
+                    .or_else(|| api_entries.iter().find(|e| e.plot_id == m.plot_id))
                     .map(|i| {
                         i.platforms
                             .iter()
@@ -811,7 +1014,7 @@ pub async fn plot(command: PlotCommand) -> Result<i32> {
             store,
         } => {
             let d = debrief(
-                open_store(&store)?,
+                open_session(&store)?,
                 debrief_registry().await?,
                 toolgate_core::Mode::ReadOnly,
             );
@@ -842,7 +1045,7 @@ pub async fn plot(command: PlotCommand) -> Result<i32> {
             store,
         } => {
             let d = debrief(
-                open_store(&store)?,
+                open_session(&store)?,
                 debrief_registry().await?,
                 toolgate_core::Mode::Strict,
             );
@@ -1030,7 +1233,7 @@ pub async fn demo(args: &DemoArgs) -> Result<i32> {
     let store_root = store.root.clone();
     let before = hash_tree(&store_root)?;
     let d = debrief(
-        store,
+        Session::new(vec![store]),
         debrief_registry().await?,
         toolgate_core::Mode::Strict,
     );

@@ -85,6 +85,8 @@ pub struct McpSetup {
     /// The analysis registry behind the Debrief tools (with the upstream tools).
     pub registry: Arc<Registry>,
     pub store: StacStore,
+    /// The STAC API catalogue `--store` names, if any (`store` is then its mirror).
+    pub api: Vec<toolgate_plot::stac_api::ApiStore>,
     pub sink: Arc<dyn TelemetrySink>,
 }
 
@@ -114,6 +116,8 @@ pub async fn setup(args: &SurfaceArgs, surface_label: &str) -> Result<McpSetup> 
     }
     let registry = Arc::new(registry);
     let store: StacStore = debrief_cli::open_store(&args.store)?;
+    let api = debrief_cli::api_stores(&args.store)?;
+    let factory_api = api.clone();
     let label = surface_label.to_owned();
     let factory_sink = sink.clone();
     let (factory_store, factory_registry) = (Arc::new(Mutex::new(store.clone())), registry.clone());
@@ -132,7 +136,9 @@ pub async fn setup(args: &SurfaceArgs, surface_label: &str) -> Result<McpSetup> 
             Err(poisoned) => poisoned.into_inner().clone(),
         };
         Arc::new(Debrief::new(
-            Arc::new(Mutex::new(Session::new(vec![current]))),
+            Arc::new(Mutex::new(
+                Session::new(vec![current]).with_api_stores(factory_api.clone()),
+            )),
             factory_registry.clone(),
             factory_sink.clone(),
             Settings {
@@ -179,6 +185,7 @@ pub async fn setup(args: &SurfaceArgs, surface_label: &str) -> Result<McpSetup> 
         upstreams,
         registry,
         store,
+        api,
         sink,
     })
 }
@@ -241,7 +248,9 @@ pub async fn serve(args: ServeArgs) -> Result<i32> {
         .unwrap_or_else(|| "none".to_owned());
     let priming = !args.no_priming;
     let workbench = Arc::new(Debrief::new(
-        Arc::new(Mutex::new(Session::new(vec![setup.store.clone()]))),
+        Arc::new(Mutex::new(
+            Session::new(vec![setup.store.clone()]).with_api_stores(setup.api.clone()),
+        )),
         setup.registry.clone(),
         setup.sink.clone(),
         toolgate_agent::surface_settings("workbench", &model_id, priming),

@@ -49,6 +49,22 @@ const SKIP: &[(&str, &str)] = &[
         "reads crates/eval/arms-sample relative to the repository (tested in eval_cli)",
     ),
     (
+        "toolgate import --store https://stac.example",
+        "needs a STAC API (tested in stac_api_cli.rs against pgstac)",
+    ),
+    (
+        "toolgate catalog load --store https://stac.example",
+        "needs a STAC API (tested in stac_api_cli.rs against pgstac)",
+    ),
+    (
+        "toolgate catalog search --store https://stac.example",
+        "needs a STAC API (tested in stac_api_cli.rs against pgstac)",
+    ),
+    (
+        "toolgate plot summary --store https://stac.example",
+        "needs a STAC API (tested in stac_api_cli.rs against pgstac)",
+    ),
+    (
         "toolgate calc range-calc input.json",
         "input.json is a placeholder",
     ),

@@ -15,7 +15,7 @@ use toolgate_core::{
 };
 
 use crate::model;
-use crate::search::{self, SearchQuery};
+use crate::search::SearchQuery;
 use crate::session::{self, Session, SessionError};
 use crate::summary::{self, NoPlot, SummaryRequest};
 use crate::targeting::{self, Intent, Scope, TargetRequest};
@@ -226,12 +226,34 @@ impl Debrief {
     /// runtime, bounded in time, and without the session lock held, so a slow or blocking file
     /// (a FIFO in the catalogue) delays only this call.
     pub async fn open_plot(&self, plot_id: &str) -> Result<(), SessionError> {
+        // A STAC API plot is fetched first, without the session lock and off the runtime.
+        let api = {
+            let mut s = self.session();
+            if s.focus_if_open(plot_id) {
+                return Ok(());
+            }
+            s.api_store_for(plot_id).cloned()
+        };
+        let fetched = match api {
+            Some(api) => {
+                let id = plot_id.to_owned();
+                Some(
+                    tokio::task::spawn_blocking(move || api.fetch(&id))
+                        .await
+                        .map_err(|e| SessionError::Reader(e.to_string()))??,
+                )
+            }
+            None => None,
+        };
         let loader = {
             let mut s = self.session();
             if s.focus_if_open(plot_id) {
                 return Ok(());
             }
-            s.loader(plot_id)?
+            match fetched {
+                Some(f) => s.loader_fetched(plot_id, f)?,
+                None => s.loader(plot_id)?,
+            }
         };
         let loaded = self.load_off_runtime(loader).await?;
         self.session().open_loaded(loaded);
@@ -243,11 +265,33 @@ impl Debrief {
     /// unsaved.
     pub async fn save_plot(&self, plot_id: &str) -> Result<(), SessionError> {
         let _one_save = self.saving.lock().await;
+        let api = {
+            let s = self.session();
+            s.check_save(plot_id)?;
+            match s.api_store_for(plot_id) {
+                Some(api) => Some((api.clone(), s.plot(plot_id)?.doc.disk_sha256().to_owned())),
+                None => None,
+            }
+        };
+        if let Some((api, known)) = api {
+            // Not over someone else's change on the server (asked without the session lock).
+            let id = plot_id.to_owned();
+            tokio::task::spawn_blocking(move || api.check_unchanged(&id, &known))
+                .await
+                .map_err(|e| SessionError::Reader(e.to_string()))??;
+        }
         let job = self.session().save_job(plot_id)?;
         let path = job.path().to_owned();
         let saved =
             session::off_runtime(path, self.store_read_timeout, move || job.write()).await?;
-        self.session().finish_save(&saved)
+        self.session().finish_save(&saved)?;
+        let write_back = self.session().write_back(plot_id);
+        if let Some(w) = write_back {
+            tokio::task::spawn_blocking(move || w.run())
+                .await
+                .map_err(|e| SessionError::Reader(e.to_string()))??;
+        }
+        Ok(())
     }
 
     /// Read a plot's file off the async runtime, bounded in time (no session lock is held).
@@ -417,14 +461,45 @@ impl Debrief {
             bbox,
             limit: None,
         };
-        let searched = search::search(self.session().refresh_stores(), &query);
+        let apis = self.session().api_stores().to_vec();
+        let searched = if apis.is_empty() {
+            let mut s = self.session();
+            s.refresh_stores();
+            crate::stac_api::search_catalogues(s.stores(), &[], &query)
+        } else {
+            // The servers are asked without the session lock and off the runtime.
+            let folders: Vec<crate::store::StacStore> = {
+                let mut s = self.session();
+                s.refresh_stores();
+                s.stores()
+                    .iter()
+                    .filter(|f| !apis.iter().any(|a| a.id == f.id))
+                    .cloned()
+                    .collect()
+            };
+            tokio::task::spawn_blocking(move || {
+                crate::stac_api::search_catalogues(&folders, &apis, &query)
+            })
+            .await
+            .unwrap_or_else(|e| {
+                Err(crate::stac_api::SearchError::Invalid(format!(
+                    "internal: the search stopped ({e})"
+                )))
+            })
+        };
         let result = match searched {
             Ok(r) => r,
             Err(e) => {
-                let refusal = Refusal::new(
-                    RefusalKind::InvalidParameters,
-                    format!("Invalid search input: {e}"),
-                );
+                let refusal = match e {
+                    crate::stac_api::SearchError::Invalid(e) => Refusal::new(
+                        RefusalKind::InvalidParameters,
+                        format!("Invalid search input: {e}"),
+                    ),
+                    crate::stac_api::SearchError::Api(e) => Refusal::new(
+                        RefusalKind::Unavailable,
+                        format!("The catalogue could not be searched: {e}"),
+                    ),
+                };
                 self.record(
                     SEARCH,
                     Value::Object(args),

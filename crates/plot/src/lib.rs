@@ -15,6 +15,7 @@ pub mod import;
 pub mod model;
 pub mod search;
 pub mod session;
+pub mod stac_api;
 pub mod stac_model;
 pub mod store;
 pub mod summary;

@@ -137,75 +137,94 @@ fn text_matches(hay: &str, query: &str) -> bool {
     wanted.all(|w| hay_words.iter().any(|h| h.starts_with(w)))
 }
 
-pub fn search(stores: &[StacStore], q: &SearchQuery) -> Result<SearchResult, String> {
-    let qs = q
-        .start_time
-        .as_deref()
-        .map(|s| parse_time("startTime", s))
-        .transpose()?;
-    let qe = q
-        .end_time
-        .as_deref()
-        .map(|s| parse_time("endTime", s))
-        .transpose()?;
-    if let (Some(s), Some(e)) = (qs, qe)
-        && s > e
-    {
-        return Err("\"startTime\" must not be after \"endTime\"".to_owned());
+/// A query checked and normalised once: what [`Criteria::matches`] tests each entry against.
+/// The folder store and the STAC API backend ([`crate::stac_api`]) share it, so both apply the
+/// same rule to every item.
+#[derive(Debug, Clone)]
+pub struct Criteria {
+    pub start: Option<DateTime<Utc>>,
+    pub end: Option<DateTime<Utc>>,
+    /// Trimmed and lower-cased; `None` when empty.
+    pub text: Option<String>,
+    /// Trimmed and lower-cased, empty ones dropped.
+    pub platforms: Vec<String>,
+    pub bbox: Option<[f64; 4]>,
+}
+
+impl Criteria {
+    /// # Errors
+    ///
+    /// A bad date, or a start after the end, as a sentence for the caller.
+    pub fn new(q: &SearchQuery) -> Result<Self, String> {
+        let qs = q
+            .start_time
+            .as_deref()
+            .map(|s| parse_time("startTime", s))
+            .transpose()?;
+        let qe = q
+            .end_time
+            .as_deref()
+            .map(|s| parse_time("endTime", s))
+            .transpose()?;
+        if let (Some(s), Some(e)) = (qs, qe)
+            && s > e
+        {
+            return Err("\"startTime\" must not be after \"endTime\"".to_owned());
+        }
+        Ok(Self {
+            start: qs,
+            end: qe,
+            text: q
+                .text
+                .as_deref()
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map(str::to_lowercase),
+            platforms: q
+                .platforms
+                .iter()
+                .map(|p| p.trim().to_lowercase())
+                .filter(|p| !p.is_empty())
+                .collect(),
+            bbox: q.bbox,
+        })
     }
-    let text = q
-        .text
-        .as_deref()
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-        .map(str::to_lowercase);
-    let wanted: Vec<String> = q
-        .platforms
-        .iter()
-        .map(|p| p.trim().to_lowercase())
-        .filter(|p| !p.is_empty())
-        .collect();
-    let mut hits = Vec::new();
-    for entry in stores.iter().flat_map(|s| s.items.iter()) {
-        if let Some(t) = &text {
-            let hay = format!(
-                "{} {} {} {}",
-                entry.title,
-                entry.description,
-                entry.tags.join(" "),
-                entry.feature_tags.join(" ")
-            )
-            .to_lowercase();
+
+    /// The match for `entry`, or `None` when a criterion excludes it.
+    pub fn matches(&self, entry: &ItemEntry) -> Option<PlotMatch> {
+        if let Some(t) = &self.text {
+            let hay = search_text(entry);
             if !text_matches(&hay, t) {
-                continue;
+                return None;
             }
         }
-        if (qs.is_some() || qe.is_some())
+        if (self.start.is_some() || self.end.is_some())
             && let (Some(s), Some(e)) = (entry.start, entry.end)
         {
-            let before_end = qe.is_none_or(|qe| s <= qe);
-            let after_start = qs.is_none_or(|qs| e >= qs);
+            let before_end = self.end.is_none_or(|qe| s <= qe);
+            let after_start = self.start.is_none_or(|qs| e >= qs);
             if !(before_end && after_start) {
-                continue;
+                return None;
             }
         }
         let platforms = platform_strings(entry);
-        if !wanted.is_empty() {
+        if !self.platforms.is_empty() {
             let lower: Vec<String> = platforms.iter().map(|p| p.to_lowercase()).collect();
-            if !wanted
+            if !self
+                .platforms
                 .iter()
                 .any(|w| lower.iter().any(|p| p.contains(w.as_str())))
             {
-                continue;
+                return None;
             }
         }
-        if let Some(a) = q.bbox {
-            let Some(b) = entry.bbox else { continue };
+        if let Some(a) = self.bbox {
+            let b = entry.bbox?;
             if !(a[0] <= b[2] && a[2] >= b[0] && a[1] <= b[3] && a[3] >= b[1]) {
-                continue;
+                return None;
             }
         }
-        hits.push(PlotMatch {
+        Some(PlotMatch {
             plot_id: entry.plot_id.clone(),
             title: entry.title.clone(),
             time_span: match (entry.start, entry.end) {
@@ -217,8 +236,34 @@ pub fn search(stores: &[StacStore], q: &SearchQuery) -> Result<SearchResult, Str
             },
             platforms,
             bbox: entry.bbox,
-        });
+        })
     }
+}
+
+/// What free text is matched against: title, description, tags and feature tags, lower-cased.
+pub fn search_text(entry: &ItemEntry) -> String {
+    format!(
+        "{} {} {} {}",
+        entry.title,
+        entry.description,
+        entry.tags.join(" "),
+        entry.feature_tags.join(" ")
+    )
+    .to_lowercase()
+}
+
+/// The platform strings a platform criterion is matched against, lower-cased, one per line.
+pub fn platform_text(entry: &ItemEntry) -> String {
+    platform_strings(entry).join("\n").to_lowercase()
+}
+
+/// The words of a free-text query, lower-cased (what a server-side pre-filter may require).
+pub fn query_words(text: &str) -> Vec<String> {
+    words(&text.to_lowercase()).map(str::to_owned).collect()
+}
+
+/// The reply for `hits` (every match, in order) under the query's cap.
+pub fn finish(mut hits: Vec<PlotMatch>, q: &SearchQuery) -> SearchResult {
     let total = hits.len();
     let cap = q.limit.unwrap_or(SEARCH_RESULT_CAP).max(1);
     let more = (total > cap).then(|| {
@@ -228,13 +273,23 @@ pub fn search(stores: &[StacStore], q: &SearchQuery) -> Result<SearchResult, Str
         )
     });
     hits.truncate(cap);
-    Ok(SearchResult {
+    SearchResult {
         message: (total == 0).then(|| "No plots matched.".to_owned()),
         matches: hits,
         total,
         more,
         criteria_applied: describe(q),
-    })
+    }
+}
+
+pub fn search(stores: &[StacStore], q: &SearchQuery) -> Result<SearchResult, String> {
+    let criteria = Criteria::new(q)?;
+    let hits = stores
+        .iter()
+        .flat_map(|s| s.items.iter())
+        .filter_map(|entry| criteria.matches(entry))
+        .collect();
+    Ok(finish(hits, q))
 }
 
 #[cfg(test)]

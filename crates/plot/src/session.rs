@@ -41,6 +41,8 @@ pub enum SessionError {
     MissingFeature(String),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    Api(#[from] crate::stac_api::ApiError),
     #[error(
         "Reading the plot file {path} did not finish within {} s, so nothing was opened. The file may be a FIFO, a device or on a stalled network mount: replace it with a regular file, or choose another plot.",
         .after.as_secs()
@@ -185,6 +187,11 @@ impl Document {
     }
 
     /// True when both documents hold the same (unedited, shared) copy of their file's content.
+    /// The SHA-256 of the file as last read or saved (what a save expects to find).
+    pub fn disk_sha256(&self) -> &str {
+        &self.disk_sha256
+    }
+
     pub fn shares_content_with(&self, other: &Document) -> bool {
         Arc::ptr_eq(&self.content, &other.content)
     }
@@ -502,6 +509,9 @@ impl OpenPlot {
 #[derive(Debug, Default)]
 pub struct Session {
     stores: Vec<StacStore>,
+    /// Catalogues on a STAC API; each opened plot is copied into its mirror, a folder store in
+    /// `stores` with the API store's id (see [`crate::stac_api`]).
+    api: Vec<crate::stac_api::ApiStore>,
     plots: Vec<OpenPlot>,
     active: Option<String>,
     /// Bumped by every change a surface could show (open, focus, close, edit, undo, redo,
@@ -514,6 +524,7 @@ impl Session {
     pub fn new(stores: Vec<StacStore>) -> Self {
         Self {
             stores,
+            api: Vec::new(),
             plots: Vec::new(),
             active: None,
             generation: 0,
@@ -532,6 +543,71 @@ impl Session {
 
     pub fn stores(&self) -> &[StacStore] {
         &self.stores
+    }
+
+    /// This session with catalogues on STAC APIs besides its folder stores.
+    #[must_use]
+    pub fn with_api_stores(mut self, api: Vec<crate::stac_api::ApiStore>) -> Self {
+        self.api = api;
+        self
+    }
+
+    pub fn api_stores(&self) -> &[crate::stac_api::ApiStore] {
+        &self.api
+    }
+
+    /// The API store a plot id belongs to.
+    pub fn api_store_for(&self, plot_id: &str) -> Option<&crate::stac_api::ApiStore> {
+        self.api.iter().find(|a| a.item_id(plot_id).is_some())
+    }
+
+    /// Copy an API plot into its store's mirror (fresh from the server) before it is opened.
+    fn materialise(&mut self, plot_id: &str) -> Result<(), SessionError> {
+        let Some(api) = self.api_store_for(plot_id).cloned() else {
+            return Ok(());
+        };
+        let fetched = api.fetch(plot_id)?;
+        self.loader_fetched(plot_id, fetched).map(|_| ())
+    }
+
+    /// [`Session::loader`] for an API plot already fetched (without the session lock, by
+    /// [`crate::stac_api::ApiStore::fetch`]): the copy is written into the mirror, then read.
+    pub fn loader_fetched(
+        &mut self,
+        plot_id: &str,
+        fetched: crate::stac_api::FetchedPlot,
+    ) -> Result<PlotLoader, SessionError> {
+        let api = self
+            .api_store_for(plot_id)
+            .cloned()
+            .ok_or_else(|| SessionError::UnknownPlot(plot_id.to_owned()))?;
+        let at = match self.stores.iter().position(|s| s.id == api.id) {
+            Some(i) => i,
+            None => {
+                let dir = api.mirror_dir.clone().ok_or_else(|| {
+                    SessionError::Reader("no mirror folder for the STAC API store".to_owned())
+                })?;
+                std::fs::create_dir_all(&dir).map_err(|source| SessionError::Write {
+                    path: dir.clone(),
+                    source,
+                })?;
+                self.stores.push(StacStore::create(
+                    &api.id,
+                    &dir,
+                    "STAC API plots opened here",
+                )?);
+                self.stores.len() - 1
+            }
+        };
+        api.install(&mut self.stores[at], plot_id, fetched)?;
+        self.changed();
+        let (store, entry) = self
+            .find_item(plot_id)
+            .ok_or_else(|| SessionError::UnknownPlot(plot_id.to_owned()))?;
+        Ok(PlotLoader {
+            store: store.clone(),
+            entry: entry.clone(),
+        })
     }
 
     /// Read again every store whose catalogue changed on disk since it was read (a plot imported,
@@ -586,6 +662,7 @@ impl Session {
 
     /// What reading `plot_id`'s file needs, so the read can happen without the session lock.
     pub fn loader(&mut self, plot_id: &str) -> Result<PlotLoader, SessionError> {
+        self.materialise(plot_id)?;
         if self.find_item(plot_id).is_none() {
             self.refresh_stores();
         }
@@ -721,8 +798,36 @@ impl Session {
 
     /// Save a plot to disk. Only people's surfaces call this.
     pub fn save(&mut self, plot_id: &str) -> Result<(), SessionError> {
+        self.check_save(plot_id)?;
+        if let Some(api) = self.api_store_for(plot_id) {
+            api.check_unchanged(plot_id, self.plot(plot_id)?.doc.disk_sha256())?;
+        }
         let saved = self.save_job(plot_id)?.write()?;
-        self.finish_save(&saved)
+        self.finish_save(&saved)?;
+        match self.write_back(plot_id) {
+            Some(w) => w.run(),
+            None => Ok(()),
+        }
+    }
+
+    /// Before a save: a plot of a STAC API without transactions is refused (nothing written).
+    pub fn check_save(&self, plot_id: &str) -> Result<(), SessionError> {
+        if let Some(api) = self.api_store_for(plot_id) {
+            api.writable("a saved plot")?;
+        }
+        Ok(())
+    }
+
+    /// After a save: what writes a STAC API plot's saved mirror back to the server (features
+    /// asset, then item); `None` for a folder plot.
+    pub fn write_back(&self, plot_id: &str) -> Option<WriteBack> {
+        let api = self.api_store_for(plot_id)?.clone();
+        let (mirror, entry) = self.find_item(plot_id)?;
+        Some(WriteBack {
+            api,
+            mirror: mirror.clone(),
+            entry: entry.clone(),
+        })
     }
 
     /// [`Session::save`] in two halves, so the file is written without the session lock held:
@@ -736,6 +841,23 @@ impl Session {
     /// Record a finished save (the plot is clean unless it was edited while it was written).
     pub fn finish_save(&mut self, saved: &SavedPlot) -> Result<(), SessionError> {
         self.plot_mut(&saved.plot_id)?.doc.mark_saved(saved);
+        Ok(())
+    }
+}
+
+/// A saved STAC API plot to write back to its server, taken out of the session so the requests
+/// are made without the session lock held.
+#[derive(Debug, Clone)]
+pub struct WriteBack {
+    api: crate::stac_api::ApiStore,
+    mirror: StacStore,
+    entry: ItemEntry,
+}
+
+impl WriteBack {
+    /// Blocking (HTTP): async code runs it on a blocking thread.
+    pub fn run(self) -> Result<(), SessionError> {
+        self.api.put_folder_plot(&self.mirror, &self.entry)?;
         Ok(())
     }
 }

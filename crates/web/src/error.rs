@@ -88,6 +88,18 @@ impl From<SessionError> for ApiError {
                 "store_unavailable",
                 message,
             ),
+            SessionError::Api(toolgate_plot::stac_api::ApiError::ReadOnly { .. }) => {
+                Self::new(StatusCode::CONFLICT, "read_only_catalogue", message)
+            }
+            SessionError::Api(toolgate_plot::stac_api::ApiError::Changed { .. }) => {
+                Self::new(StatusCode::CONFLICT, "changed_on_server", message)
+            }
+            SessionError::Api(toolgate_plot::stac_api::ApiError::UnknownPlot { .. }) => {
+                Self::new(StatusCode::NOT_FOUND, "unknown_plot", message)
+            }
+            SessionError::Api(_) => {
+                Self::new(StatusCode::BAD_GATEWAY, "catalogue_unavailable", message)
+            }
             SessionError::Store(_) | SessionError::Write { .. } | SessionError::Reader(_) => {
                 tracing::warn!(error = %message, "workbench storage error");
                 Self::new(StatusCode::INTERNAL_SERVER_ERROR, "storage", message)

@@ -60,7 +60,7 @@ use toolgate_core::AccessToken;
 use toolgate_core::flow::Answer;
 use toolgate_plot::activity::{Action, SessionDirectory, acting_as};
 use toolgate_plot::agent::Debrief;
-use toolgate_plot::search::{self, SearchQuery};
+use toolgate_plot::search::SearchQuery;
 use toolgate_plot::session::Session;
 
 pub use chat::{ChatBackend, ChatEvent, Pending, WebConfirmer};
@@ -656,8 +656,38 @@ async fn catalog_search(
         bbox: body.bbox,
         limit: body.limit,
     };
-    let mut session = st.session();
-    let result = search::search(session.refresh_stores(), &query).map_err(ApiError::bad_request)?;
+    let apis = st.session().api_stores().to_vec();
+    let searched = if apis.is_empty() {
+        let mut session = st.session();
+        session.refresh_stores();
+        toolgate_plot::stac_api::search_catalogues(session.stores(), &[], &query)
+    } else {
+        // A STAC API is asked off the runtime, without the session lock.
+        let folders: Vec<toolgate_plot::store::StacStore> = {
+            let mut session = st.session();
+            session.refresh_stores();
+            session
+                .stores()
+                .iter()
+                .filter(|f| !apis.iter().any(|a| a.id == f.id))
+                .cloned()
+                .collect()
+        };
+        tokio::task::spawn_blocking(move || {
+            toolgate_plot::stac_api::search_catalogues(&folders, &apis, &query)
+        })
+        .await
+        .map_err(|e| ApiError::bad_request(format!("internal: the search stopped ({e})")))?
+    };
+    let result = searched.map_err(|e| match e {
+        toolgate_plot::stac_api::SearchError::Invalid(m) => ApiError::bad_request(m),
+        api => ApiError::new(
+            StatusCode::BAD_GATEWAY,
+            "catalogue_unavailable",
+            api.to_string(),
+        ),
+    })?;
+    let session = st.session();
     let open: Vec<&str> = session.open_plots().iter().map(|p| p.id.as_str()).collect();
     let mut reply = serde_json::to_value(&result).unwrap_or(Value::Null);
     reply["openPlots"] = json!(open);
