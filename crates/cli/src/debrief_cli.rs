@@ -508,6 +508,24 @@ pub async fn tools(command: ToolsCommand) -> Result<i32> {
     Ok(0)
 }
 
+/// "3 TRACK, 1 NARRATIVE": what a prepared plot holds, for the import's report line.
+fn kinds_label(plot: &toolgate_plot::import::PreparedPlot) -> String {
+    plot.kinds
+        .iter()
+        .map(|(k, n)| format!("{n} {k}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The files a prepared plot was read from, comma-separated.
+fn files_label(plot: &toolgate_plot::import::PreparedPlot) -> String {
+    plot.files
+        .iter()
+        .map(|f| f.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Prepares each group's plot, the groups spread over the machine's cores (each group is
 /// parsed and serialised on one thread; the results come back in the groups' order).
 fn prepare_groups(
@@ -638,20 +656,10 @@ pub fn import(args: &ImportArgs) -> Result<i32> {
     };
     let mut refused = false;
     for plot in &prepared {
-        let files = plot
-            .files
-            .iter()
-            .map(|f| f.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ");
+        let files = files_label(plot);
         match store.add_prepared(plot, args.replace) {
             Ok(written) => {
-                let kinds = plot
-                    .kinds
-                    .iter()
-                    .map(|(k, n)| format!("{n} {k}"))
-                    .collect::<Vec<_>>()
-                    .join(", ");
+                let kinds = kinds_label(plot);
                 let replaced = if written.replaced {
                     " (replacing the plot of that name)"
                 } else {
@@ -736,18 +744,8 @@ fn import_into_api(
         }
         match api.put_plot(&plot.item, &plot.features) {
             Ok(id) => {
-                let kinds = plot
-                    .kinds
-                    .iter()
-                    .map(|(k, n)| format!("{n} {k}"))
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                let files = plot
-                    .files
-                    .iter()
-                    .map(|f| f.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ");
+                let kinds = kinds_label(plot);
+                let files = files_label(plot);
                 out(&format!("imported {files} → {id}: {kinds}"));
             }
             Err(e) => {

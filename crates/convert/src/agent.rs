@@ -512,13 +512,9 @@ impl Agent {
         }
     }
 
-    fn render_copilot(&self, target: Target, report: &mut AgentReport) -> Result<String> {
-        let mut fm = Mapping::new();
-        fm.insert("name".into(), self.name.clone().into());
-        fm.insert(
-            "description".into(),
-            self.description_or_fallback(report).into(),
-        );
+    /// `tools:` as a YAML list of the target's names (when the source limits the tools), with a
+    /// warning when none of them has an equivalent.
+    fn insert_tools(&self, target: Target, fm: &mut Mapping, report: &mut AgentReport) {
         if let Some(tools) = self.effective_tools(target, report) {
             if tools.is_empty() {
                 report.warnings.push(
@@ -533,6 +529,16 @@ impl Agent {
             );
             report.tools_out = Some(tools);
         }
+    }
+
+    fn render_copilot(&self, target: Target, report: &mut AgentReport) -> Result<String> {
+        let mut fm = Mapping::new();
+        fm.insert("name".into(), self.name.clone().into());
+        fm.insert(
+            "description".into(),
+            self.description_or_fallback(report).into(),
+        );
+        self.insert_tools(target, &mut fm, report);
         match &self.model {
             // A display name ("Claude Sonnet 4.5 (copilot)") is what these hosts accept.
             Some(m) if m.contains(' ') => {
@@ -716,20 +722,7 @@ impl Agent {
             "description".into(),
             self.description_or_fallback(report).into(),
         );
-        if let Some(tools) = self.effective_tools(target, report) {
-            if tools.is_empty() {
-                report.warnings.push(
-                    "`tools: []` written: no source tool has an equivalent, so the agent gets no \
-                     tools"
-                        .into(),
-                );
-            }
-            fm.insert(
-                "tools".into(),
-                Value::Sequence(tools.iter().cloned().map(Value::from).collect()),
-            );
-            report.tools_out = Some(tools);
-        }
+        self.insert_tools(target, &mut fm, report);
         match &self.model {
             Some(m) if m.starts_with("gemini-") => {
                 fm.insert("model".into(), m.clone().into());

@@ -321,16 +321,8 @@ fn map_native(target: Target, source: &[String]) -> MappedTools {
                 }
                 push_unique(&mut out.tools, tool.to_string());
             }
-            Alias::None(reason) => out.dropped.push(DroppedTool {
-                tool: raw.to_string(),
-                reason: reason.to_string(),
-            }),
-            Alias::Unknown => out.dropped.push(DroppedTool {
-                tool: raw.to_string(),
-                reason: format!(
-                    "not a Claude Code tool this converter knows; no {target} equivalent"
-                ),
-            }),
+            Alias::None(reason) => drop_unmapped(&mut out, raw, Some(reason), target),
+            Alias::Unknown => drop_unmapped(&mut out, raw, None, target),
         }
     }
     out
@@ -412,19 +404,23 @@ pub fn map_tools(target: Target, source: &[String]) -> MappedTools {
                 }
                 push_unique(&mut out.tools, alias.to_string());
             }
-            Alias::None(reason) => out.dropped.push(DroppedTool {
-                tool: raw.to_string(),
-                reason: reason.to_string(),
-            }),
-            Alias::Unknown => out.dropped.push(DroppedTool {
-                tool: raw.to_string(),
-                reason: format!(
-                    "not a Claude Code tool this converter knows; no {target} equivalent"
-                ),
-            }),
+            Alias::None(reason) => drop_unmapped(&mut out, raw, Some(reason), target),
+            Alias::Unknown => drop_unmapped(&mut out, raw, None, target),
         }
     }
     out
+}
+
+/// Records a source tool the target has no equivalent for: `reason`, or (for a name the
+/// converter does not know) that it is unknown.
+fn drop_unmapped(out: &mut MappedTools, raw: &str, reason: Option<&str>, target: Target) {
+    out.dropped.push(DroppedTool {
+        tool: raw.to_string(),
+        reason: reason.map_or_else(
+            || format!("not a Claude Code tool this converter knows; no {target} equivalent"),
+            str::to_string,
+        ),
+    });
 }
 
 fn canonical_claude(raw: &str) -> String {

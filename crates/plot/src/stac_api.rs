@@ -25,6 +25,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use crate::search::{self, Criteria, PlotMatch, SearchQuery, SearchResult};
+use crate::store::strings;
 use crate::store::{ItemEntry, PlotId, StacStore, StoreError};
 
 /// The collection an API store reads and writes unless its address names another.
@@ -264,17 +265,6 @@ fn time(v: Option<&Value>) -> Option<DateTime<Utc>> {
     v.and_then(Value::as_str)
         .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
         .map(|t| t.with_timezone(&Utc))
-}
-
-fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn features_asset(item: &Value) -> Option<&Value> {

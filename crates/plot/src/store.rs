@@ -235,7 +235,8 @@ fn rel_path(root: &Path, p: &Path) -> String {
         .join("/")
 }
 
-fn strings(v: Option<&Value>) -> Vec<String> {
+/// The strings of a JSON array (other elements skipped; not an array: none).
+pub(crate) fn strings(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_array)
         .map(|a| {
             a.iter()
