@@ -69,8 +69,8 @@ pub(super) fn write_feature_collection<W: Write>(
     let mut out = Vec::with_capacity(2 * CHUNK);
     let mut sink = Chunked(w);
     match layout {
-        JsonLayout::Pretty => write::<true, _>(import, &mut out, &mut sink)?,
-        JsonLayout::Compact => write::<false, _>(import, &mut out, &mut sink)?,
+        JsonLayout::Pretty => write::<true, _>(import, &mut out, &mut sink, None)?,
+        JsonLayout::Compact => write::<false, _>(import, &mut out, &mut sink, None)?,
     }
     sink.0.write_all(&out)
 }
@@ -82,8 +82,28 @@ pub(super) fn feature_collection_bytes(
 ) -> io::Result<Vec<u8>> {
     let mut out = Vec::with_capacity(capacity_hint(import, layout));
     match layout {
-        JsonLayout::Pretty => write::<true, _>(import, &mut out, &mut InMemory)?,
-        JsonLayout::Compact => write::<false, _>(import, &mut out, &mut InMemory)?,
+        JsonLayout::Pretty => {
+            write::<true, _>(import, &mut out, &mut InMemory, tail_split(import))?
+        }
+        JsonLayout::Compact => {
+            write::<false, _>(import, &mut out, &mut InMemory, tail_split(import))?
+        }
+    }
+    Ok(out)
+}
+
+/// [`feature_collection_bytes`] with the tracks split at `split` (tests pin that the split
+/// changes no byte).
+#[cfg(test)]
+pub(super) fn bytes_with_split(
+    import: &RepImport,
+    layout: JsonLayout,
+    split: Option<usize>,
+) -> io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    match layout {
+        JsonLayout::Pretty => write::<true, _>(import, &mut out, &mut InMemory, split)?,
+        JsonLayout::Compact => write::<false, _>(import, &mut out, &mut InMemory, split)?,
     }
     Ok(out)
 }
@@ -102,10 +122,47 @@ fn capacity_hint(import: &RepImport, layout: JsonLayout) -> usize {
         + 4096
 }
 
+/// Imports with at least this many positions have their tracks written on two threads (in
+/// memory only)…
+const PARALLEL_MIN_POSITIONS: usize = 50_000;
+
+/// …where the machine has two cores or more: the index of the first track the second thread
+/// writes (about half the positions on each side), or `None` to write them all on this one.
+fn tail_split(import: &RepImport) -> Option<usize> {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    if cores < 2 || import.position_count < PARALLEL_MIN_POSITIONS || import.tracks.len() < 2 {
+        return None;
+    }
+    let half = import.position_count / 2;
+    let mut seen = 0;
+    for (i, t) in import.tracks.iter().enumerate() {
+        seen += t.positions.len();
+        if seen >= half {
+            return Some((i + 1).min(import.tracks.len() - 1));
+        }
+    }
+    None
+}
+
+/// The tracks from `tail` on, each preceded by its separator, as they follow earlier tracks in
+/// the `features` array.
+fn tracks_text<const P: bool>(tail: &[TrackFeature], capacity: usize) -> io::Result<Vec<u8>> {
+    let mut buf = Vec::with_capacity(capacity);
+    for track in tail {
+        buf.extend_from_slice(lit!(P, b",\n    ", b","));
+        write_track::<P, InMemory>(&mut buf, &mut InMemory, track)?;
+    }
+    Ok(buf)
+}
+
+/// Writes the FeatureCollection; with `split`, the tracks from that index on are written on
+/// a second thread while this one writes the others, and appended in order (the bytes are the
+/// same either way).
 fn write<const P: bool, S: Sink>(
     import: &RepImport,
     out: &mut Vec<u8>,
     sink: &mut S,
+    split: Option<usize>,
 ) -> io::Result<()> {
     out.extend_from_slice(lit!(
         P,
@@ -126,10 +183,30 @@ fn write<const P: bool, S: Sink>(
             });
             first = false;
         };
-        for track in &import.tracks {
-            next(out);
-            write_track::<P, S>(out, sink, track)?;
-        }
+        let (head, tail) = import.tracks.split_at(
+            split
+                .unwrap_or(import.tracks.len())
+                .min(import.tracks.len()),
+        );
+        std::thread::scope(|scope| -> io::Result<()> {
+            let tail_job = (!tail.is_empty()).then(|| {
+                let positions: usize = tail.iter().map(|t| t.positions.len()).sum();
+                let per_position = if P { 256 } else { 112 };
+                scope.spawn(move || tracks_text::<P>(tail, per_position * positions + 4096))
+            });
+            for track in head {
+                next(out);
+                write_track::<P, S>(out, sink, track)?;
+            }
+            if let Some(job) = tail_job {
+                let text = job
+                    .join()
+                    .unwrap_or_else(|e| std::panic::resume_unwind(e))?;
+                out.extend_from_slice(&text);
+                sink.flush_if_full(out)?;
+            }
+            Ok(())
+        })?;
         let others = (import.narratives.iter().map(|f| f as &dyn ErasedFeature))
             .chain(import.shapes.iter().map(|f| f as &dyn ErasedFeature))
             .chain(import.sensors.iter().map(|f| f as &dyn ErasedFeature))

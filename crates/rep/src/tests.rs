@@ -208,6 +208,21 @@ fn streamed_collection_is_the_features_as_values() {
 }
 
 #[test]
+fn tracks_written_on_two_threads_give_the_same_bytes() {
+    let text = format!("{BOAT2}\n{EVERY_COMMAND}\n{}", synthetic_rep(20_000));
+    let import = parse_rep("t.rep", &text).unwrap();
+    assert!(import.tracks.len() >= 3, "{}", import.tracks.len());
+    for layout in [super::JsonLayout::Pretty, super::JsonLayout::Compact] {
+        let one = super::json::bytes_with_split(&import, layout, None).unwrap();
+        assert_eq!(one, import.feature_collection_bytes(layout).unwrap());
+        for split in 1..import.tracks.len() {
+            let two = super::json::bytes_with_split(&import, layout, Some(split)).unwrap();
+            assert!(one == two, "{layout:?} split at {split} changed the bytes");
+        }
+    }
+}
+
+#[test]
 fn every_command_matches_the_value_built_output() {
     let import = parse_rep("every_command.rep", EVERY_COMMAND).unwrap();
     let mut bytes = streamed(&import, super::JsonLayout::Pretty);
