@@ -81,13 +81,10 @@ pub(super) fn feature_collection_bytes(
     layout: JsonLayout,
 ) -> io::Result<Vec<u8>> {
     let mut out = Vec::with_capacity(capacity_hint(import, layout));
+    let split = tail_split(import);
     match layout {
-        JsonLayout::Pretty => {
-            write::<true, _>(import, &mut out, &mut InMemory, tail_split(import))?
-        }
-        JsonLayout::Compact => {
-            write::<false, _>(import, &mut out, &mut InMemory, tail_split(import))?
-        }
+        JsonLayout::Pretty => write::<true, _>(import, &mut out, &mut InMemory, split)?,
+        JsonLayout::Compact => write::<false, _>(import, &mut out, &mut InMemory, split)?,
     }
     Ok(out)
 }
