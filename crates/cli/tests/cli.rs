@@ -2,26 +2,16 @@
 //! plot run (confirm/save rules), demo.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../rep/tests/fixtures/rep")
 }
 
-fn toolgate(data: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .args(args)
-        .env("TOOLGATE_DATA_DIR", data)
-        .env("TOOLGATE_TELEMETRY", data.join("telemetry.jsonl"))
-        .env_remove("TOOLGATE_STORE")
-        .env_remove("TOOLGATE_TOOLS")
-        .env_remove("TOOLGATE_DISABLE")
-        .env("TOOLGATE_CONFIG", data.join("no-config.toml"))
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
+use support::toolgate_with_data as toolgate;
 
 fn text(o: &Output) -> (String, String) {
     (

@@ -6,8 +6,10 @@
 //! TOOLGATE_REQUIRE_TEST_CLIENTS=1 (CI), where it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../plot/tests/support/pgstac.sh")
@@ -21,19 +23,7 @@ fn rep_fixture(rel: &str) -> String {
         .into_owned()
 }
 
-fn toolgate(data: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .args(args)
-        .env("TOOLGATE_DATA_DIR", data)
-        .env("TOOLGATE_TELEMETRY", data.join("telemetry.jsonl"))
-        .env_remove("TOOLGATE_STORE")
-        .env_remove("TOOLGATE_TOOLS")
-        .env_remove("TOOLGATE_DISABLE")
-        .env("TOOLGATE_CONFIG", data.join("no-config.toml"))
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
+use support::toolgate_with_data as toolgate;
 
 fn ok(o: &Output) -> String {
     assert!(

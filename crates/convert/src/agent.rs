@@ -189,7 +189,7 @@ fn claude_only(key: &str) -> bool {
 }
 
 /// Keys VS Code / Copilot custom agents accept besides the handled ones.
-const VSCODE_KEYS: &[&str] = &[
+pub(crate) const VSCODE_KEYS: &[&str] = &[
     "argument-hint",
     "agents",
     "user-invocable",
@@ -333,7 +333,8 @@ pub fn body_references(body: &str, target: Target) -> Vec<String> {
 const GEMINI_KEYS: &[&str] = &["kind", "temperature", "max_turns", "timeout_mins"];
 
 /// Keys OpenCode agents accept besides the ones this converter writes.
-const OPENCODE_KEYS: &[&str] = &["temperature", "top_p", "mode", "disable", "hidden", "steps"];
+pub(crate) const OPENCODE_KEYS: &[&str] =
+    &["temperature", "top_p", "mode", "disable", "hidden", "steps"];
 
 /// The coarse capabilities an agent with no `tools` key has on Copilot / VS Code.
 const ALL_ALIASES: &[&str] = &["read", "search", "edit", "execute", "web", "agent", "todo"];

@@ -9,7 +9,9 @@
 
 use serde_yaml_ng::{Mapping, Value};
 
-use crate::agent::{Agent, CLAUDE_KEYS, ConvertedAgent, Mentions, is_word_byte};
+use crate::agent::{
+    Agent, CLAUDE_KEYS, ConvertedAgent, Mentions, OPENCODE_KEYS, VSCODE_KEYS, is_word_byte,
+};
 use crate::error::Result;
 use crate::target::{Source, Target};
 use crate::tools::DroppedTool;
@@ -292,33 +294,16 @@ fn opencode_tools_back(fm: &Mapping) -> Back {
     back
 }
 
-/// Keys a source carries that Claude Code agents have no equivalent for (dropping them is an
-/// expected loss, reported as a note).
-fn known_keys(source: Source) -> &'static [&'static str] {
+/// Whether `key` is one a `source` agent carries that Claude Code agents have no equivalent for
+/// (dropping it is an expected loss, reported as a note): the keys the forward conversion
+/// writes or passes through for that host, and the few only that host reads.
+fn known_key(source: Source, key: &str) -> bool {
     match source {
-        Source::Copilot | Source::Vscode => &[
-            "argument-hint",
-            "agents",
-            "user-invocable",
-            "disable-model-invocation",
-            "target",
-            "mcp-servers",
-            "handoffs",
-            "metadata",
-            "infer",
-        ],
-        Source::Opencode => &[
-            "mode",
-            "temperature",
-            "top_p",
-            "disable",
-            "hidden",
-            "steps",
-            "permission",
-            "permissions",
-            "prompt",
-        ],
-        Source::Claude => &[],
+        Source::Copilot | Source::Vscode => VSCODE_KEYS.contains(&key) || key == "infer",
+        Source::Opencode => {
+            OPENCODE_KEYS.contains(&key) || ["permission", "permissions", "prompt"].contains(&key)
+        }
+        Source::Claude => false,
     }
 }
 
@@ -385,7 +370,7 @@ pub fn to_claude(source: Source, parsed: &Agent) -> Result<ConvertedAgent> {
         }
         if CLAUDE_KEYS.contains(&key) {
             fm.insert(k.clone(), v.clone());
-        } else if known_keys(source).contains(&key) {
+        } else if known_key(source, key) {
             // OpenCode's permissions became the `tools` list, and `mode: subagent` is what a
             // Claude agent is: neither is a loss.
             let carried = source == Source::Opencode

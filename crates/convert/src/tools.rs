@@ -282,15 +282,10 @@ fn map_native(target: Target, source: &[String]) -> MappedTools {
             push_unique(&mut out.tools, "*".to_string());
             continue;
         }
-        if let Some(rest) = raw.strip_prefix("mcp__") {
-            let (server, tool) = rest.split_once("__").unwrap_or((rest, "*"));
-            if server.is_empty() || tool.is_empty() {
-                out.dropped.push(DroppedTool {
-                    tool: raw.to_string(),
-                    reason: "not a valid MCP tool name (expected mcp__<server>__<tool>)".into(),
-                });
+        if let Some(parts) = mcp_parts(raw) {
+            let Some((server, tool)) = parts.recorded_in(&mut out, raw) else {
                 continue;
-            }
+            };
             let name = match (target, tool) {
                 (Target::Gemini, "*") => format!("mcp_{server}_*"),
                 (Target::Gemini, _) => format!("mcp_{server}_{tool}"),
@@ -358,14 +353,11 @@ pub fn map_tools(target: Target, source: &[String]) -> MappedTools {
             push_unique(&mut out.tools, "*".to_string());
             continue;
         }
-        if let Some(rest) = raw.strip_prefix("mcp__") {
-            let (server, tool) = rest.split_once("__").unwrap_or((rest, "*"));
-            if server.is_empty() || tool.is_empty() {
-                out.dropped.push(DroppedTool {
-                    tool: raw.to_string(),
-                    reason: "not a valid MCP tool name (expected mcp__<server>__<tool>)".into(),
-                });
-            } else if target.supports_mcp_tool_refs() {
+        if let Some(parts) = mcp_parts(raw) {
+            let Some((server, tool)) = parts.recorded_in(&mut out, raw) else {
+                continue;
+            };
+            if target.supports_mcp_tool_refs() {
                 push_unique(&mut out.tools, format!("{server}/{tool}"));
             } else {
                 out.dropped.push(DroppedTool {
@@ -409,6 +401,32 @@ pub fn map_tools(target: Target, source: &[String]) -> MappedTools {
         }
     }
     out
+}
+
+/// The server and tool of an MCP tool name (`mcp__srv__tool`; `mcp__srv` is every tool of
+/// `srv`), or `None` when it is malformed; `mcp_parts` itself is `None` for a name that is not
+/// an MCP tool's.
+struct McpParts<'a>(Option<(&'a str, &'a str)>);
+
+fn mcp_parts(raw: &str) -> Option<McpParts<'_>> {
+    let rest = raw.strip_prefix("mcp__")?;
+    let (server, tool) = rest.split_once("__").unwrap_or((rest, "*"));
+    Some(McpParts(
+        (!server.is_empty() && !tool.is_empty()).then_some((server, tool)),
+    ))
+}
+
+impl<'a> McpParts<'a> {
+    /// The parts, or `None` after recording the malformed name in `out` as dropped.
+    fn recorded_in(self, out: &mut MappedTools, raw: &str) -> Option<(&'a str, &'a str)> {
+        if self.0.is_none() {
+            out.dropped.push(DroppedTool {
+                tool: raw.to_string(),
+                reason: "not a valid MCP tool name (expected mcp__<server>__<tool>)".into(),
+            });
+        }
+        self.0
+    }
 }
 
 /// Records a source tool the target has no equivalent for: `reason`, or (for a name the

@@ -601,13 +601,7 @@ impl Session {
         };
         api.install(&mut self.stores[at], plot_id, fetched)?;
         self.changed();
-        let (store, entry) = self
-            .find_item(plot_id)
-            .ok_or_else(|| SessionError::UnknownPlot(plot_id.to_owned()))?;
-        Ok(PlotLoader {
-            store: store.clone(),
-            entry: entry.clone(),
-        })
+        self.loader_of(plot_id)
     }
 
     /// Read again every store whose catalogue changed on disk since it was read (a plot imported,
@@ -660,12 +654,8 @@ impl Session {
         }
     }
 
-    /// What reading `plot_id`'s file needs, so the read can happen without the session lock.
-    pub fn loader(&mut self, plot_id: &str) -> Result<PlotLoader, SessionError> {
-        self.materialise(plot_id)?;
-        if self.find_item(plot_id).is_none() {
-            self.refresh_stores();
-        }
+    /// The loader of a plot the session's stores know.
+    fn loader_of(&self, plot_id: &str) -> Result<PlotLoader, SessionError> {
         let (store, entry) = self
             .find_item(plot_id)
             .ok_or_else(|| SessionError::UnknownPlot(plot_id.to_owned()))?;
@@ -673,6 +663,15 @@ impl Session {
             store: store.clone(),
             entry: entry.clone(),
         })
+    }
+
+    /// What reading `plot_id`'s file needs, so the read can happen without the session lock.
+    pub fn loader(&mut self, plot_id: &str) -> Result<PlotLoader, SessionError> {
+        self.materialise(plot_id)?;
+        if self.find_item(plot_id).is_none() {
+            self.refresh_stores();
+        }
+        self.loader_of(plot_id)
     }
 
     /// Add a loaded plot and make it active. When it was opened meanwhile (another call on this

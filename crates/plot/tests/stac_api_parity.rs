@@ -323,19 +323,7 @@ async fn searches_open_and_saves_match_the_folder_store() {
 
     // Saving: an edit saved through the API session is on the server for the next reader.
     {
-        let mut s = remote.session();
-        let open = s.plot(plot).unwrap();
-        let mut first = open.doc.features()[0].clone();
-        first["properties"]["name"] = json!("Renamed through the API");
-        let change = toolgate_core::ChangeSet {
-            label: "rename".to_owned(),
-            edits: vec![toolgate_core::Edit::Upsert {
-                id: first["id"].as_str().unwrap().to_owned(),
-                item: first,
-            }],
-        };
-        let version = s.plot(plot).unwrap().doc.version();
-        s.apply(plot, &change, version).unwrap();
+        rename_first(&mut remote.session(), plot, "Renamed through the API");
     }
     remote.save_plot(plot).await.unwrap();
     let fetched = api.fetch(plot).unwrap();
@@ -365,18 +353,7 @@ async fn searches_open_and_saves_match_the_folder_store() {
     let bytes = serde_json::to_vec(&fc).unwrap();
     other.put_plot(&theirs.item, &bytes).unwrap();
     {
-        let mut s = remote.session();
-        let mut first = s.plot(plot).unwrap().doc.features()[0].clone();
-        first["properties"]["name"] = json!("Our second change");
-        let change = toolgate_core::ChangeSet {
-            label: "rename".to_owned(),
-            edits: vec![toolgate_core::Edit::Upsert {
-                id: first["id"].as_str().unwrap().to_owned(),
-                item: first,
-            }],
-        };
-        let version = s.plot(plot).unwrap().doc.version();
-        s.apply(plot, &change, version).unwrap();
+        rename_first(&mut remote.session(), plot, "Our second change");
     }
     let e = remote.save_plot(plot).await.unwrap_err().to_string();
     assert!(
@@ -464,4 +441,19 @@ async fn without_transactions_the_catalogue_is_read_only_and_foreign_assets_are_
             "{e}"
         );
     }
+}
+
+/// Renames the plot's first feature as one unsaved edit.
+fn rename_first(s: &mut toolgate_plot::session::Session, plot: &str, name: &str) {
+    let mut first = s.plot(plot).unwrap().doc.features()[0].clone();
+    first["properties"]["name"] = json!(name);
+    let change = toolgate_core::ChangeSet {
+        label: "rename".to_owned(),
+        edits: vec![toolgate_core::Edit::Upsert {
+            id: first["id"].as_str().unwrap().to_owned(),
+            item: first,
+        }],
+    };
+    let version = s.plot(plot).unwrap().doc.version();
+    s.apply(plot, &change, version).unwrap();
 }

@@ -51,6 +51,23 @@ pub fn stalling_upstream(dir: &Path, call_timeout: f64) -> PathBuf {
     path
 }
 
+/// `toolgate ARGS` run to the end with `data` as its data directory (telemetry there too), a
+/// user config that does not exist, none of the caller's store or tool-list switches, and stdin
+/// null.
+pub fn toolgate_with_data(data: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(args)
+        .env("TOOLGATE_DATA_DIR", data)
+        .env("TOOLGATE_TELEMETRY", data.join("telemetry.jsonl"))
+        .env_remove("TOOLGATE_STORE")
+        .env_remove("TOOLGATE_TOOLS")
+        .env_remove("TOOLGATE_DISABLE")
+        .env("TOOLGATE_CONFIG", data.join("no-config.toml"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
+}
+
 /// `toolgate` with everything it reads from the user's machine moved under `dir`: `HOME`,
 /// the user config (`dir/config/toolgate/config.toml`), the data dir, telemetry; and none of
 /// the caller's backend, tool-list or confinement switches. stdin is null.
