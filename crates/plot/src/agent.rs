@@ -256,7 +256,7 @@ impl Debrief {
             }
         };
         let loaded = self.load_off_runtime(loader).await?;
-        self.session().open_loaded(loaded);
+        self.session().open_loaded(loaded)?;
         Ok(())
     }
 
@@ -317,10 +317,17 @@ impl Debrief {
         self.session().revert_loaded(loaded)
     }
 
+    /// The session, caught up with its journal when it has one (changes other instances made):
+    /// a journal that cannot be read is logged and this instance's copy is used.
     pub fn session(&self) -> MutexGuard<'_, Session> {
-        self.session
+        let mut s = self
+            .session
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Err(e) = s.sync() {
+            tracing::warn!("{e}");
+        }
+        s
     }
 
     pub fn session_handle(&self) -> Arc<Mutex<Session>> {

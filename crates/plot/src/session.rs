@@ -14,6 +14,7 @@ use serde_json::Value;
 use toolgate_core::{ChangeSet, Edit};
 
 use crate::fsio::{Replaced, replace_beneath, sha256_hex};
+use crate::journal::{Journal, JournalError, SessionOp};
 use crate::model;
 use crate::store::{ItemEntry, StacStore, StoreError};
 
@@ -52,6 +53,8 @@ pub enum SessionError {
         "The catalogue is busy: {0} plot files are still being read (a file that never finishes reading, such as a FIFO, holds a reader). Try again shortly, or check the catalogue's files."
     )]
     StoreBusy(usize),
+    #[error(transparent)]
+    Journal(#[from] JournalError),
     #[error("internal: the plot reader stopped unexpectedly ({0}); try again")]
     Reader(String),
     #[error("could not save {path}: {source}")]
@@ -86,6 +89,15 @@ pub struct Content {
 }
 
 impl Content {
+    /// The collection as compact JSON (what a journal stores for replicas to replay from).
+    fn to_json_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(&Collection {
+            head: &self.head,
+            features: &self.features,
+        })
+        .unwrap_or_default()
+    }
+
     fn from_collection(collection: Value) -> Self {
         let mut members = match collection {
             Value::Object(m) => m,
@@ -242,7 +254,12 @@ impl Document {
     /// Apply a change set as one undo step. All edits are checked first, so a change set
     /// either applies completely or not at all. Returns the ids touched.
     pub fn apply(&mut self, cs: &ChangeSet) -> Result<Vec<String>, SessionError> {
-        // check
+        self.check(cs)?;
+        Ok(self.apply_checked(cs))
+    }
+
+    /// Whether `cs` applies: every removed id is there when its edit comes.
+    fn check(&self, cs: &ChangeSet) -> Result<(), SessionError> {
         let mut shadow_ids: Vec<String> = self.features().iter().map(model::feature_id).collect();
         for e in &cs.edits {
             match e {
@@ -259,7 +276,11 @@ impl Document {
                 }
             }
         }
-        // apply (the first edit makes this document's own copy; other sessions keep theirs)
+        Ok(())
+    }
+
+    fn apply_checked(&mut self, cs: &ChangeSet) -> Vec<String> {
+        // the first edit makes this document's own copy; other sessions keep theirs
         let features = &mut Arc::make_mut(&mut self.content).features;
         let mut changes = Vec::with_capacity(cs.edits.len());
         for e in &cs.edits {
@@ -313,7 +334,7 @@ impl Document {
         self.redo.clear();
         self.state = state_after;
         self.version += 1;
-        Ok(touched)
+        touched
     }
 
     fn revert_changes(features: &mut Vec<Value>, changes: &[Change]) {
@@ -518,7 +539,22 @@ pub struct Session {
     /// revert, save, selection, a catalogue re-read): live views compare it instead of
     /// serialising the whole state to find out whether anything changed.
     generation: u64,
+    /// Where this session's changes are recorded before they are made (see
+    /// [`crate::journal`]); `None`: the session lives in this process only.
+    journal: Option<Arc<dyn Journal>>,
+    /// The newest journal entry applied here.
+    journal_seq: u64,
 }
+
+/// What an op returned.
+enum Done {
+    Nothing,
+    Touched(Vec<String>),
+    Label(String),
+}
+
+/// Most times a change is retried when other instances keep taking its journal entry first.
+const MAX_JOURNAL_RETRIES: usize = 16;
 
 impl Session {
     pub fn new(stores: Vec<StacStore>) -> Self {
@@ -528,7 +564,198 @@ impl Session {
             plots: Vec::new(),
             active: None,
             generation: 0,
+            journal: None,
+            journal_seq: 0,
         }
+    }
+
+    /// This session recorded in `journal`, and made of what it already holds: the entries are
+    /// replayed now (a restarted instance gets every open plot, selection, undo step and
+    /// unsaved edit back), and again before every later read or change ([`Session::sync`]).
+    pub fn with_journal(mut self, journal: Arc<dyn Journal>) -> Result<Self, SessionError> {
+        self.journal = Some(journal);
+        self.journal_seq = 0;
+        self.sync()?;
+        Ok(self)
+    }
+
+    /// The newest journal entry this session has applied (0 without a journal).
+    pub fn journal_seq(&self) -> u64 {
+        self.journal_seq
+    }
+
+    /// Apply the journal's entries this session has not seen (changes made by other instances).
+    /// One round trip when there are none; nothing at all without a journal. An entry that does
+    /// not replay here is logged and skipped (every replica skips it the same way).
+    pub fn sync(&mut self) -> Result<(), SessionError> {
+        let Some(journal) = self.journal.clone() else {
+            return Ok(());
+        };
+        for (seq, op) in journal.since(self.journal_seq)? {
+            if let Err(e) = self.apply_op(&op, None) {
+                tracing::error!(
+                    session = journal.session(),
+                    seq,
+                    "a journaled change does not replay here ({e}); skipped"
+                );
+            }
+            self.journal_seq = seq;
+        }
+        Ok(())
+    }
+
+    /// Make a change: without a journal, at once; with one, write-ahead — catch up, check that
+    /// the op applies, store it as the next entry (another instance taking that entry first
+    /// means catching up and checking again), and only then change the session. A change is
+    /// acknowledged only once its entry is stored, so a crash right after loses nothing that
+    /// was acknowledged.
+    fn perform(&mut self, op: SessionOp, staged: Option<LoadedPlot>) -> Result<Done, SessionError> {
+        let Some(journal) = self.journal.clone() else {
+            return self.apply_op(&op, staged);
+        };
+        if let Some(loaded) = &staged
+            && !journal.has_content(&loaded.sha256)?
+        {
+            journal.put_content(&loaded.sha256, &loaded.content.to_json_bytes())?;
+        }
+        let mut tries = 0;
+        loop {
+            self.sync()?;
+            self.check_op(&op)?;
+            let seq = self.journal_seq + 1;
+            match journal.append(seq, &op) {
+                Ok(()) => break,
+                Err(JournalError::Conflict { .. }) if tries < MAX_JOURNAL_RETRIES => tries += 1,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        self.journal_seq += 1;
+        self.apply_op(&op, staged).inspect_err(|e| {
+            tracing::error!(
+                session = journal.session(),
+                seq = self.journal_seq,
+                "a journaled change passed its check but did not apply ({e})"
+            );
+        })
+    }
+
+    /// Would `op` apply now? (What [`Session::perform`] checks before journaling it.)
+    fn check_op(&self, op: &SessionOp) -> Result<(), SessionError> {
+        match op {
+            SessionOp::Open { .. } => Ok(()),
+            SessionOp::Focus { plot_id }
+            | SessionOp::Close { plot_id }
+            | SessionOp::Select { plot_id, .. }
+            | SessionOp::Revert { plot_id, .. }
+            | SessionOp::Saved { plot_id, .. } => self.plot(plot_id).map(|_| ()),
+            SessionOp::Apply {
+                plot_id,
+                expected_version,
+                change_set,
+            } => {
+                let doc = &self.plot(plot_id)?.doc;
+                if doc.version() != *expected_version {
+                    return Err(SessionError::VersionMismatch {
+                        expected: *expected_version,
+                        actual: doc.version(),
+                    });
+                }
+                doc.check(change_set)
+            }
+            SessionOp::Undo { plot_id } => match self.plot(plot_id)?.doc.can_undo() {
+                true => Ok(()),
+                false => Err(SessionError::NothingToUndo(plot_id.clone())),
+            },
+            SessionOp::Redo { plot_id } => match self.plot(plot_id)?.doc.can_redo() {
+                true => Ok(()),
+                false => Err(SessionError::NothingToRedo(plot_id.clone())),
+            },
+        }
+    }
+
+    /// The one place an op changes the session, for a local change and a replayed one alike.
+    /// `staged`: the content an `Open`/`Revert` made here read; a replay reads it again.
+    fn apply_op(
+        &mut self,
+        op: &SessionOp,
+        staged: Option<LoadedPlot>,
+    ) -> Result<Done, SessionError> {
+        match op {
+            SessionOp::Open { plot_id, sha256 } => {
+                let loaded = match staged {
+                    Some(l) => l,
+                    None => self.load_for_replay(plot_id, sha256)?,
+                };
+                self.open_loaded_raw(loaded);
+                Ok(Done::Nothing)
+            }
+            SessionOp::Focus { plot_id } => match self.focus_raw(plot_id) {
+                true => Ok(Done::Nothing),
+                false => Err(SessionError::NotOpen(plot_id.clone())),
+            },
+            SessionOp::Close { plot_id } => self.close_raw(plot_id).map(|()| Done::Nothing),
+            SessionOp::Select { plot_id, ids } => {
+                self.plot_mut(plot_id)?.selection.clone_from(ids);
+                Ok(Done::Nothing)
+            }
+            SessionOp::Apply {
+                plot_id,
+                expected_version,
+                change_set,
+            } => self
+                .apply_raw(plot_id, change_set, *expected_version)
+                .map(Done::Touched),
+            SessionOp::Undo { plot_id } => self.undo_raw(plot_id).map(Done::Label),
+            SessionOp::Redo { plot_id } => self.redo_raw(plot_id).map(Done::Label),
+            SessionOp::Revert { plot_id, sha256 } => {
+                let loaded = match staged {
+                    Some(l) => l,
+                    None => self.load_for_replay(plot_id, sha256)?,
+                };
+                self.revert_loaded_raw(loaded).map(|()| Done::Nothing)
+            }
+            SessionOp::Saved {
+                plot_id,
+                state,
+                sha256,
+            } => {
+                self.plot_mut(plot_id)?.doc.mark_saved(&SavedPlot {
+                    plot_id: plot_id.clone(),
+                    state: *state,
+                    sha256: sha256.clone(),
+                });
+                Ok(Done::Nothing)
+            }
+        }
+    }
+
+    /// The content a journaled `Open`/`Revert` started from: the file, when it is still that
+    /// version (shared with other sessions through the cache), else the copy the journal keeps.
+    fn load_for_replay(&mut self, plot_id: &str, sha256: &str) -> Result<LoadedPlot, SessionError> {
+        let loader = self.loader(plot_id)?;
+        if let Ok(loaded) = loader.load()
+            && loaded.sha256 == sha256
+        {
+            return Ok(loaded);
+        }
+        let journal = self
+            .journal
+            .clone()
+            .ok_or_else(|| SessionError::Reader("no journal to replay from".to_owned()))?;
+        let bytes = journal.content(sha256)?.ok_or_else(|| {
+            JournalError::Corrupt(format!(
+                "no stored content for {plot_id} at file version {sha256}"
+            ))
+        })?;
+        let collection: Value = serde_json::from_slice(&bytes)
+            .map_err(|e| JournalError::Corrupt(format!("stored content of {plot_id}: {e}")))?;
+        let path = loader.entry.features_path.clone().unwrap_or_default();
+        Ok(LoadedPlot {
+            entry: loader.entry,
+            content: Arc::new(Content::from_collection(collection)),
+            path,
+            sha256: sha256.to_owned(),
+        })
     }
 
     /// Changes whenever anything a surface shows of this session may have changed (see the
@@ -638,13 +865,35 @@ impl Session {
     pub fn open(&mut self, plot_id: &str) -> Result<&OpenPlot, SessionError> {
         if !self.focus_if_open(plot_id) {
             let loaded = self.loader(plot_id)?.load()?;
-            self.open_loaded(loaded);
+            self.open_loaded(loaded)?;
         }
         self.plot(plot_id)
     }
 
-    /// Make an open plot active; false when it is not open.
+    /// Make an open plot active; false when it is not open. (With a journal, a focus that
+    /// cannot be recorded is logged and the active plot stays as it was.)
     pub fn focus_if_open(&mut self, plot_id: &str) -> bool {
+        if self.journal.is_none() {
+            return self.focus_raw(plot_id);
+        }
+        if let Err(e) = self.sync() {
+            tracing::warn!("{e}");
+        }
+        if !self.plots.iter().any(|p| p.id == plot_id) {
+            return false;
+        }
+        if self.active.as_deref() != Some(plot_id) {
+            let op = SessionOp::Focus {
+                plot_id: plot_id.to_owned(),
+            };
+            if let Err(e) = self.perform(op, None) {
+                tracing::warn!("could not make {plot_id} the active plot: {e}");
+            }
+        }
+        true
+    }
+
+    fn focus_raw(&mut self, plot_id: &str) -> bool {
         if self.plots.iter().any(|p| p.id == plot_id) {
             self.active = Some(plot_id.to_owned());
             self.changed();
@@ -676,28 +925,40 @@ impl Session {
 
     /// Add a loaded plot and make it active. When it was opened meanwhile (another call on this
     /// session), the open one is kept — it may have edits — and focused.
-    pub fn open_loaded(&mut self, loaded: LoadedPlot) -> &OpenPlot {
+    pub fn open_loaded(&mut self, loaded: LoadedPlot) -> Result<&OpenPlot, SessionError> {
         let id = loaded.entry.plot_id.clone();
-        let at = match self.plots.iter().position(|p| p.id == id) {
-            Some(i) => i,
-            None => {
-                self.plots.push(OpenPlot {
-                    id: id.clone(),
-                    title: loaded.entry.title.clone(),
-                    entry: loaded.entry,
-                    doc: Document::from_content(loaded.content, loaded.path, loaded.sha256),
-                    selection: Vec::new(),
-                });
-                self.plots.len() - 1
-            }
+        let op = SessionOp::Open {
+            plot_id: id.clone(),
+            sha256: loaded.sha256.clone(),
         };
+        self.perform(op, Some(loaded))?;
+        self.plot(&id)
+    }
+
+    fn open_loaded_raw(&mut self, loaded: LoadedPlot) {
+        let id = loaded.entry.plot_id.clone();
+        if !self.plots.iter().any(|p| p.id == id) {
+            self.plots.push(OpenPlot {
+                id: id.clone(),
+                title: loaded.entry.title.clone(),
+                entry: loaded.entry,
+                doc: Document::from_content(loaded.content, loaded.path, loaded.sha256),
+                selection: Vec::new(),
+            });
+        }
         self.active = Some(id);
         self.changed();
-        &self.plots[at]
     }
 
     /// Close a plot, discarding unsaved edits (a surface asks the person first).
     pub fn close(&mut self, plot_id: &str) -> Result<(), SessionError> {
+        let op = SessionOp::Close {
+            plot_id: plot_id.to_owned(),
+        };
+        self.perform(op, None).map(|_| ())
+    }
+
+    fn close_raw(&mut self, plot_id: &str) -> Result<(), SessionError> {
         let before = self.plots.len();
         self.plots.retain(|p| p.id != plot_id);
         if self.plots.len() == before {
@@ -731,6 +992,8 @@ impl Session {
     }
 
     /// The plot to change: counts as a change of the session (see [`Session::generation`]).
+    /// Not journaled: changes made through it stay in this process (the session's own methods
+    /// are what other instances see).
     pub fn plot_mut(&mut self, plot_id: &str) -> Result<&mut OpenPlot, SessionError> {
         self.changed();
         self.plots
@@ -741,13 +1004,36 @@ impl Session {
 
     /// Replace a plot's selection (ids or nested paths, as a map click gives them).
     pub fn select(&mut self, plot_id: &str, ids: Vec<String>) -> Result<(), SessionError> {
-        self.plot_mut(plot_id)?.selection = ids;
-        Ok(())
+        let op = SessionOp::Select {
+            plot_id: plot_id.to_owned(),
+            ids,
+        };
+        self.perform(op, None).map(|_| ())
     }
 
     /// Apply a change set as one undo step, refusing when the plot changed since
     /// `expected_version` (the version the call was prepared and confirmed against).
     pub fn apply(
+        &mut self,
+        plot_id: &str,
+        cs: &ChangeSet,
+        expected_version: u64,
+    ) -> Result<Vec<String>, SessionError> {
+        if self.journal.is_none() {
+            return self.apply_raw(plot_id, cs, expected_version);
+        }
+        let op = SessionOp::Apply {
+            plot_id: plot_id.to_owned(),
+            expected_version,
+            change_set: cs.clone(),
+        };
+        match self.perform(op, None)? {
+            Done::Touched(ids) => Ok(ids),
+            _ => Ok(Vec::new()),
+        }
+    }
+
+    fn apply_raw(
         &mut self,
         plot_id: &str,
         cs: &ChangeSet,
@@ -765,6 +1051,16 @@ impl Session {
     }
 
     pub fn undo(&mut self, plot_id: &str) -> Result<String, SessionError> {
+        let op = SessionOp::Undo {
+            plot_id: plot_id.to_owned(),
+        };
+        match self.perform(op, None)? {
+            Done::Label(l) => Ok(l),
+            _ => Ok(String::new()),
+        }
+    }
+
+    fn undo_raw(&mut self, plot_id: &str) -> Result<String, SessionError> {
         self.plot_mut(plot_id)?
             .doc
             .undo()
@@ -772,6 +1068,16 @@ impl Session {
     }
 
     pub fn redo(&mut self, plot_id: &str) -> Result<String, SessionError> {
+        let op = SessionOp::Redo {
+            plot_id: plot_id.to_owned(),
+        };
+        match self.perform(op, None)? {
+            Done::Label(l) => Ok(l),
+            _ => Ok(String::new()),
+        }
+    }
+
+    fn redo_raw(&mut self, plot_id: &str) -> Result<String, SessionError> {
         self.plot_mut(plot_id)?
             .doc
             .redo()
@@ -787,6 +1093,14 @@ impl Session {
 
     /// Replace an open plot's document with a fresh load of its file (see [`Session::revert`]).
     pub fn revert_loaded(&mut self, loaded: LoadedPlot) -> Result<(), SessionError> {
+        let op = SessionOp::Revert {
+            plot_id: loaded.entry.plot_id.clone(),
+            sha256: loaded.sha256.clone(),
+        };
+        self.perform(op, Some(loaded)).map(|_| ())
+    }
+
+    fn revert_loaded_raw(&mut self, loaded: LoadedPlot) -> Result<(), SessionError> {
         let plot = self.plot_mut(&loaded.entry.plot_id)?;
         let version = plot.doc.version() + 1;
         plot.doc = Document::from_content(loaded.content, loaded.path, loaded.sha256);
@@ -839,8 +1153,12 @@ impl Session {
 
     /// Record a finished save (the plot is clean unless it was edited while it was written).
     pub fn finish_save(&mut self, saved: &SavedPlot) -> Result<(), SessionError> {
-        self.plot_mut(&saved.plot_id)?.doc.mark_saved(saved);
-        Ok(())
+        let op = SessionOp::Saved {
+            plot_id: saved.plot_id.clone(),
+            state: saved.state,
+            sha256: saved.sha256.clone(),
+        };
+        self.perform(op, None).map(|_| ())
     }
 }
 

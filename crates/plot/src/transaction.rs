@@ -152,7 +152,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl PlotTransaction {
     /// Start a transaction on an open plot.
     pub fn begin(session: Arc<Mutex<Session>>, plot_id: &str) -> Result<Arc<Self>, SessionError> {
-        let plot = lock(&session).plot(plot_id)?.clone();
+        let plot = {
+            let mut s = lock(&session);
+            s.sync()?;
+            s.plot(plot_id)?.clone()
+        };
         Ok(Arc::new(Self {
             plot_id: plot_id.to_owned(),
             base_version: plot.doc.version(),

@@ -7,6 +7,9 @@
 #                         until /conformance answers, then write DIR/env (STAC_API_URL, PGSTAC_DSN).
 #   pgstac.sh stop DIR    kill the API and postgres (and reap them); DIR stays for the caller.
 #   pgstac.sh check       exit 0 when everything needed is installed, else print why and exit 3.
+#   pgstac.sh start-pg DIR  only the PostgreSQL part (no pgstac, no API; for toolgate's own
+#                         session state tables): writes DIR/env with PG_DSN.
+#   pgstac.sh check-pg    exit 0 when PostgreSQL is installed, else print why and exit 3.
 #
 # The server is stac-fastapi-pgstac: it is the reference STAC API on pgstac (maintained with
 # pgstac by the same people, released against each pgstac version), installs from PyPI into the
@@ -34,7 +37,8 @@ check() {
 }
 
 free_port() {
-  "$VENV/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+  local py="$VENV/bin/python"; [ -x "$py" ] || py=python3
+  "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
 # postgres refuses to run as root: as root, the cluster belongs to the `postgres` user.
@@ -42,11 +46,17 @@ as_pg() {
   if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
 
-start() {
+check_pg() {
+  if [ ! -x "$PGBIN/initdb" ]; then
+    echo "not installed: PostgreSQL 15 ($PGBIN/initdb) (bash .ci/install-test-clients installs it)"
+    exit 3
+  fi
+  command -v python3 >/dev/null || { echo "not installed: python3"; exit 3; }
+}
+
+# initdb + start postgres in DIR; prints the DSN.
+start_postgres() {
   local dir="$1"
-  check
-  mkdir -p "$dir"
-  dir="$(cd "$dir" && pwd)"
   local data="$dir/pgdata" sock="$dir/sock"
   mkdir -p "$data" "$sock"
   if [ "$(id -u)" = 0 ]; then chown postgres "$dir" "$data" "$sock"; chmod 755 "$dir"; fi
@@ -55,7 +65,26 @@ start() {
   as_pg "$PGBIN/pg_ctl" -D "$data" -l "$dir/postgres.log" -w -t 60 \
     -o "-k $sock -p $pgport -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c shared_buffers=${PGSTAC_SHARED_BUFFERS:-128MB}" \
     start >/dev/null
-  local dsn="postgresql://postgres@127.0.0.1:$pgport/postgres"
+  echo "postgresql://postgres@127.0.0.1:$pgport/postgres"
+}
+
+start_pg() {
+  local dir="$1"
+  check_pg
+  mkdir -p "$dir"
+  dir="$(cd "$dir" && pwd)"
+  local dsn; dsn="$(start_postgres "$dir")"
+  printf 'PG_DSN=%s\n' "$dsn" >"$dir/env"
+  echo "$dsn"
+}
+
+start() {
+  local dir="$1"
+  check
+  mkdir -p "$dir"
+  dir="$(cd "$dir" && pwd)"
+  local dsn; dsn="$(start_postgres "$dir")"
+  local pgport="${dsn##*:}"; pgport="${pgport%%/*}"
   "$VENV/bin/pypgstac" migrate --dsn "$dsn" >"$dir/migrate.log" 2>&1
   local apiport; apiport="$(free_port)"
   (
@@ -101,7 +130,9 @@ stop() {
 
 case "${1:-}" in
   start) start "${2:?usage: pgstac.sh start DIR}" ;;
+  start-pg) start_pg "${2:?usage: pgstac.sh start-pg DIR}" ;;
+  check-pg) check_pg ;;
   stop) stop "${2:?usage: pgstac.sh stop DIR}" ;;
   check) check ;;
-  *) echo "usage: pgstac.sh start DIR | stop DIR | check" >&2; exit 2 ;;
+  *) echo "usage: pgstac.sh start DIR | start-pg DIR | stop DIR | check | check-pg" >&2; exit 2 ;;
 esac
