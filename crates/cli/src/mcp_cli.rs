@@ -75,6 +75,16 @@ pub struct ServeArgs {
     /// Minutes after which an MCP session with no traffic is closed.
     #[arg(long, default_value_t = 10, env = "TOOLGATE_SESSION_IDLE_MINUTES", value_parser = clap::value_parser!(u64).range(1..))]
     pub session_idle_minutes: u64,
+    /// Keep the workbench's session — open plots, selection, undo/redo, unsaved edits — in
+    /// PostgreSQL (`postgres://user@host:port/db`) instead of this process: every instance given
+    /// the same database serves the same session, and a restart loses nothing acknowledged.
+    #[arg(long, env = "TOOLGATE_STATE", value_name = "POSTGRES_URL")]
+    pub state: Option<String>,
+    /// How often the workbench's live stream checks for changes it is not told of (edits in
+    /// this instance's MCP client sessions), in milliseconds. Its own session's changes, and with
+    /// --state other instances' changes to it, are pushed at once.
+    #[arg(long, default_value_t = 200, env = "TOOLGATE_LIVE_POLL_MS", value_parser = clap::value_parser!(u64).range(10..))]
+    pub live_poll_ms: u64,
 }
 
 /// Everything an MCP server process holds: the shared state and the upstream connections (kept
@@ -235,6 +245,9 @@ fn access_token() -> Result<toolgate_core::AccessToken> {
     }
 }
 
+/// The workbench session's key in the state database (`--state`).
+const STATE_SESSION: &str = "workbench";
+
 pub async fn serve(args: ServeArgs) -> Result<i32> {
     let token = access_token()?;
     let setup = setup(&args.common, "mcp-http").await?;
@@ -247,10 +260,24 @@ pub async fn serve(args: ServeArgs) -> Result<i32> {
         .clone()
         .unwrap_or_else(|| "none".to_owned());
     let priming = !args.no_priming;
+    let mut session = Session::new(vec![setup.store.clone()]).with_api_stores(setup.api.clone());
+    if let Some(dsn) = &args.state {
+        let journal = toolgate_state::PgJournal::connect(dsn, STATE_SESSION)?;
+        session = session.with_journal(journal).with_context(|| {
+            format!(
+                "cannot restore the workbench session from {}",
+                toolgate_state::redact(dsn)
+            )
+        })?;
+        tracing::info!(
+            "workbench session kept in PostgreSQL ({}): {} changes replayed, {} plots open",
+            toolgate_state::redact(dsn),
+            session.journal_seq(),
+            session.open_plots().len()
+        );
+    }
     let workbench = Arc::new(Debrief::new(
-        Arc::new(Mutex::new(
-            Session::new(vec![setup.store.clone()]).with_api_stores(setup.api.clone()),
-        )),
+        Arc::new(Mutex::new(session)),
         setup.registry.clone(),
         setup.sink.clone(),
         toolgate_agent::surface_settings("workbench", &model_id, priming),
@@ -263,7 +290,8 @@ pub async fn serve(args: ServeArgs) -> Result<i32> {
             max_sessions: usize::try_from(args.max_sessions).unwrap_or(usize::MAX),
             idle_timeout: std::time::Duration::from_secs(args.session_idle_minutes * 60),
         });
-    let mut state = toolgate_web::WebState::new(workbench.clone(), token.clone());
+    let mut state = toolgate_web::WebState::new(workbench.clone(), token.clone())
+        .with_poll_interval(std::time::Duration::from_millis(args.live_poll_ms));
     // Every MCP session this server makes is listed on the page (its edits can be saved there).
     let _ = setup.shared.directory.set(state.directory().clone());
     if args.model.model_url.is_some() && args.model.model.is_some() {
@@ -284,6 +312,18 @@ pub async fn serve(args: ServeArgs) -> Result<i32> {
             model_id.clone(),
         )));
     }
+    // Changes other instances make wake this one's live streams at once.
+    let _listener = match &args.state {
+        Some(dsn) => {
+            let waker = state.clone();
+            Some(toolgate_state::Listener::start(dsn, move |changed| {
+                if changed.seq == 0 || changed.session == STATE_SESSION {
+                    waker.notify_changed();
+                }
+            })?)
+        }
+        None => None,
+    };
     let cancel = tokio_util::sync::CancellationToken::new();
     let app =
         toolgate_mcp::transport::http_router(setup.shared.clone(), cancel.clone(), token.clone())

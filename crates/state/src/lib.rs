@@ -123,24 +123,41 @@ pub struct PgJournal {
 }
 
 impl PgJournal {
-    /// Connect, create the tables when missing, and start the journal's thread.
+    /// Connect, create the tables when missing, and start the journal's thread. (Everything,
+    /// the first connection included, happens on that thread: callable from async code.)
     pub fn connect(dsn: &str, session: &str) -> Result<Arc<Self>, StateError> {
-        let mut client = connect(dsn)?;
-        create_schema(&mut client).map_err(StateError::Schema)?;
         let (tx, rx) = mpsc::channel::<Job>();
-        let mut conn = Conn {
-            dsn: dsn.to_owned(),
-            client: Some(client),
-        };
+        let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<(), StateError>>(1);
+        let dsn = dsn.to_owned();
         std::thread::Builder::new()
             .name(format!("toolgate-state-{session}"))
             .spawn(move || {
+                let first = connect(&dsn).and_then(|mut client| {
+                    create_schema(&mut client).map_err(StateError::Schema)?;
+                    Ok(client)
+                });
+                let mut conn = match first {
+                    Ok(client) => {
+                        let _ = ready_tx.send(Ok(()));
+                        Conn {
+                            dsn,
+                            client: Some(client),
+                        }
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
                 // Ends when the journal (the only sender) is dropped.
                 for job in rx {
                     job(&mut conn);
                 }
             })
             .map_err(StateError::Thread)?;
+        ready_rx
+            .recv()
+            .map_err(|_| StateError::Thread(std::io::Error::other("the thread stopped")))??;
         Ok(Arc::new(Self {
             session: session.to_owned(),
             jobs: Mutex::new(tx),
@@ -305,14 +322,24 @@ impl Listener {
         dsn: &str,
         on_change: impl Fn(Changed) + Send + 'static,
     ) -> Result<Self, StateError> {
-        // The first connection is made here, so a wrong --state fails at start, not in a log.
-        let mut first = Some(connect(dsn)?);
+        // The first connection is waited for, so a wrong --state fails at start, not in a log.
         let dsn = dsn.to_owned();
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = stop.clone();
+        let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<(), StateError>>(1);
         let thread = std::thread::Builder::new()
             .name("toolgate-state-listen".to_owned())
             .spawn(move || {
+                let mut first = match connect(&dsn) {
+                    Ok(c) => {
+                        let _ = ready_tx.send(Ok(()));
+                        Some(c)
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
                 let mut pause = Duration::from_millis(100);
                 while !stopping.load(Ordering::Relaxed) {
                     let client = match first.take().map_or_else(|| connect(&dsn), Ok) {
@@ -329,6 +356,9 @@ impl Listener {
                 }
             })
             .map_err(StateError::Thread)?;
+        ready_rx
+            .recv()
+            .map_err(|_| StateError::Thread(std::io::Error::other("the thread stopped")))??;
         Ok(Self {
             stop,
             thread: Some(thread),

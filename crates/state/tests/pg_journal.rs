@@ -5,8 +5,6 @@
 //! TOOLGATE_REQUIRE_TEST_CLIENTS=1 (CI), where they fail.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,58 +12,7 @@ use toolgate_plot::journal::{Journal, JournalError, SessionOp};
 use toolgate_plot::session::Session;
 use toolgate_state::{Changed, Listener, PgJournal};
 
-struct Pg {
-    dir: tempfile::TempDir,
-    dsn: String,
-}
-
-fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../plot/tests/support/pgstac.sh")
-}
-
-impl Pg {
-    fn start() -> Option<Pg> {
-        let check = Command::new("bash")
-            .arg(script())
-            .arg("check-pg")
-            .output()
-            .unwrap();
-        if !check.status.success() {
-            let why = String::from_utf8_lossy(&check.stdout).trim().to_owned();
-            assert_ne!(
-                std::env::var("TOOLGATE_REQUIRE_TEST_CLIENTS").as_deref(),
-                Ok("1"),
-                "PostgreSQL is required here: {why}"
-            );
-            eprintln!("SKIP: {why}");
-            return None;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let out = Command::new("bash")
-            .arg(script())
-            .arg("start-pg")
-            .arg(dir.path())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "start-pg: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let dsn = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-        Some(Pg { dir, dsn })
-    }
-}
-
-impl Drop for Pg {
-    fn drop(&mut self) {
-        let _ = Command::new("bash")
-            .arg(script())
-            .arg("stop")
-            .arg(self.dir.path())
-            .status();
-    }
-}
+use toolgate_test_support::pg::Postgres as Pg;
 
 fn focus(p: &str) -> SessionOp {
     SessionOp::Focus { plot_id: p.into() }
@@ -136,11 +83,7 @@ fn every_stored_entry_is_announced_and_a_dead_database_is_an_error_not_a_hang() 
     assert!(rx.recv_timeout(Duration::from_millis(500)).is_err());
     drop(listener);
     // the database goes away: calls fail with a message that says what to do
-    let _ = Command::new("bash")
-        .arg(script())
-        .arg("stop")
-        .arg(pg.dir.path())
-        .status();
+    pg.stop();
     let e = j.append(4, &focus("p")).unwrap_err();
     assert!(matches!(e, JournalError::Store(_)), "{e:?}");
     assert!(e.to_string().contains("--state"), "{e}");

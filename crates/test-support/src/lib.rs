@@ -12,6 +12,7 @@
 //!   chosen by the number of assistant turns already in the request, so the same script can be
 //!   replayed any number of times (repeats, priming on/off) and in any order.
 
+pub mod pg;
 pub mod race;
 
 use std::collections::{HashMap, VecDeque};

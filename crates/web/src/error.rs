@@ -100,6 +100,14 @@ impl From<SessionError> for ApiError {
             SessionError::Api(_) => {
                 Self::new(StatusCode::BAD_GATEWAY, "catalogue_unavailable", message)
             }
+            SessionError::Journal(toolgate_plot::journal::JournalError::Conflict { .. }) => {
+                Self::new(StatusCode::CONFLICT, "changed_elsewhere", message)
+            }
+            SessionError::Journal(_) => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "state_unavailable",
+                message,
+            ),
             SessionError::Store(_) | SessionError::Write { .. } | SessionError::Reader(_) => {
                 tracing::warn!(error = %message, "workbench storage error");
                 Self::new(StatusCode::INTERNAL_SERVER_ERROR, "storage", message)

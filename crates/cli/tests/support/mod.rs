@@ -170,3 +170,31 @@ fn dechunk(body: &str) -> String {
     }
     out
 }
+
+/// One HTTP/1.1 request with a bearer token on a fresh connection (`Connection: close`).
+pub fn http_request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    token: &str,
+    body: Option<&serde_json::Value>,
+) -> HttpReply {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    let payload = body.map(serde_json::Value::to_string).unwrap_or_default();
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n"
+    );
+    if body.is_some() {
+        req.push_str(&format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            payload.len()
+        ));
+    }
+    req.push_str("\r\n");
+    req.push_str(&payload);
+    s.write_all(req.as_bytes()).unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap();
+    HttpReply::parse(&raw).unwrap_or_else(|| panic!("no HTTP answer: {raw:?}"))
+}
