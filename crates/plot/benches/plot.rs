@@ -136,5 +136,52 @@ fn summary(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, summary, rep_import);
+/// What a restarted `serve --state` instance pays per journaled change: replaying a session of
+/// one opened demo plot, 1,000 selections and 100 edits (undo steps) from an in-memory journal
+/// (the database's share is measured by benches/README.md's restart row).
+fn journal_replay(c: &mut Criterion) {
+    use std::sync::Arc;
+    use toolgate_plot::journal::{Journal, MemoryJournal};
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let store = demo::ensure_demo_store(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+    const PLOT: &str = "stac://demo/alpha-day1/item.json";
+    let journal = MemoryJournal::new("bench");
+    let mut s = Session::new(vec![store.clone()])
+        .with_journal(Arc::new(journal.clone()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    s.open(PLOT).unwrap_or_else(|e| panic!("{e}"));
+    for i in 0..1_000 {
+        s.select(PLOT, vec![format!("track-nelson/positions/{i}")])
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    for i in 0..100 {
+        let plot = s.plot(PLOT).unwrap_or_else(|e| panic!("{e}"));
+        let mut f = plot.doc.features()[1].clone();
+        f["properties"]["bench"] = json!(i);
+        let cs = toolgate_core::ChangeSet {
+            label: format!("edit {i}"),
+            edits: vec![toolgate_core::Edit::Upsert {
+                id: "track-collingwood".into(),
+                item: f,
+            }],
+        };
+        let v = plot.doc.version();
+        s.apply(PLOT, &cs, v).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let entries = journal.len();
+    let mut g = c.benchmark_group("journal");
+    g.throughput(Throughput::Elements(entries as u64));
+    g.bench_function("replay_1101_entries", |b| {
+        b.iter(|| {
+            let j: Arc<dyn Journal> = Arc::new(journal.clone());
+            let s = Session::new(vec![store.clone()])
+                .with_journal(j)
+                .unwrap_or_else(|e| panic!("{e}"));
+            black_box(s.journal_seq())
+        });
+    });
+    g.finish();
+}
+
+criterion_group!(benches, summary, rep_import, journal_replay);
 criterion_main!(benches);

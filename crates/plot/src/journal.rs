@@ -117,7 +117,8 @@ pub enum JournalError {
 pub trait Journal: Send + Sync + std::fmt::Debug {
     /// The session's key (e.g. `workbench`).
     fn session(&self) -> &str;
-    /// The entries after `after`, oldest first, with their numbers.
+    /// The entries after `after`, oldest first, with their numbers — all of them or a first
+    /// batch (callers ask again from the last one until the answer is empty).
     fn since(&self, after: u64) -> Result<Vec<(u64, SessionOp)>, JournalError>;
     /// Store `op` as entry `seq`, which must be the next number; [`JournalError::Conflict`] when
     /// that number is taken.

@@ -554,7 +554,15 @@ enum Done {
 }
 
 /// Most times a change is retried when other instances keep taking its journal entry first.
-const MAX_JOURNAL_RETRIES: usize = 16;
+const MAX_JOURNAL_RETRIES: usize = 32;
+
+/// A random pause of up to 2^tries × 0.5 ms (capped at 32 ms) before trying again.
+fn conflict_pause(tries: usize) -> Duration {
+    use std::hash::BuildHasher;
+    let cap_us = 500u64 << tries.min(6);
+    let jitter = std::collections::hash_map::RandomState::new().hash_one(tries) % cap_us;
+    Duration::from_micros(jitter)
+}
 
 impl Session {
     pub fn new(stores: Vec<StacStore>) -> Self {
@@ -591,17 +599,23 @@ impl Session {
         let Some(journal) = self.journal.clone() else {
             return Ok(());
         };
-        for (seq, op) in journal.since(self.journal_seq)? {
-            if let Err(e) = self.apply_op(&op, None) {
-                tracing::error!(
-                    session = journal.session(),
-                    seq,
-                    "a journaled change does not replay here ({e}); skipped"
-                );
+        // A journal answers in batches (a long history is not read into memory at once).
+        loop {
+            let batch = journal.since(self.journal_seq)?;
+            if batch.is_empty() {
+                return Ok(());
             }
-            self.journal_seq = seq;
+            for (seq, op) in batch {
+                if let Err(e) = self.apply_op(&op, None) {
+                    tracing::error!(
+                        session = journal.session(),
+                        seq,
+                        "a journaled change does not replay here ({e}); skipped"
+                    );
+                }
+                self.journal_seq = seq;
+            }
         }
-        Ok(())
     }
 
     /// Make a change: without a journal, at once; with one, write-ahead — catch up, check that
@@ -625,7 +639,12 @@ impl Session {
             let seq = self.journal_seq + 1;
             match journal.append(seq, &op) {
                 Ok(()) => break,
-                Err(JournalError::Conflict { .. }) if tries < MAX_JOURNAL_RETRIES => tries += 1,
+                Err(JournalError::Conflict { .. }) if tries < MAX_JOURNAL_RETRIES => {
+                    tries += 1;
+                    // Two instances that keep colliding would take turns losing: a random
+                    // pause, growing with the tries (at most 32 ms), lets one through.
+                    std::thread::sleep(conflict_pause(tries));
+                }
                 Err(e) => return Err(e.into()),
             }
         }

@@ -219,7 +219,7 @@ impl Journal for PgJournal {
         self.call(move |c| {
             let rows = c
                 .query(
-                    "SELECT seq, op FROM toolgate_session_ops WHERE session = $1 AND seq > $2 ORDER BY seq",
+                    "SELECT seq, op FROM toolgate_session_ops WHERE session = $1 AND seq > $2 ORDER BY seq LIMIT 1000",
                     &[&session, &after],
                 )
                 .map_err(|e| store_error(&e))?;
