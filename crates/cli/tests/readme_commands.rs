@@ -40,6 +40,10 @@ const SKIP: &[(&str, &str)] = &[
         "an HTTP server that never exits (tested in serve_*.rs)",
     ),
     (
+        "TOOLGATE_TOKEN=… toolgate serve",
+        "HTTP servers on a shared PostgreSQL that never exit (tested in serve_state.rs)",
+    ),
+    (
         "toolgate chat",
         "needs a model server (tested in agent_chat)",
     ),
