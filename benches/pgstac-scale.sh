@@ -19,11 +19,16 @@ export CARGO_INCREMENTAL=0
 bash "$HELPER" check
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/pgstac-scale.XXXXXX")"
 chmod 755 "$WORK" # the cluster belongs to the postgres user when run as root
-cleanup() { bash "$HELPER" stop "$WORK/pg" || true; rm -rf "$WORK"; }
+# KEEP=1 leaves the cluster and the API running (for EXPLAIN) and prints where.
+cleanup() {
+  if [ "${KEEP:-0}" = 1 ]; then echo "kept: $WORK (stop: bash $HELPER stop $WORK/pg)"; return; fi
+  bash "$HELPER" stop "$WORK/pg" || true; rm -rf "$WORK"
+}
 trap cleanup EXIT
 
-cargo build -q -p toolgate-plot --example pgstac_scale --ignore-rust-version -j2
-CLIENT="$(cargo metadata --format-version 1 --no-deps | "$VENV/bin/python" -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/debug/examples/pgstac_scale"
+# The client as users run it: a release build (a debug build adds ~3 ms of JSON per query).
+cargo build -q --release -p toolgate-plot --example pgstac_scale --ignore-rust-version -j2
+CLIENT="$(cargo metadata --format-version 1 --no-deps | "$VENV/bin/python" -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/release/examples/pgstac_scale"
 
 echo "== generating $N items"
 t0=$(date +%s.%N)

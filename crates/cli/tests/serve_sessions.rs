@@ -3,9 +3,9 @@
 //! a features file that never finishes reading (a FIFO) delays only the call that reads it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -20,49 +20,18 @@ const BULK: &str = "stac://demo/bulk-tracks/item.json";
 const LEGACY: &str = "2025-11-25";
 const MODERN: &str = "2026-07-28";
 
-struct Serve {
-    child: Child,
-    addr: String,
-    _data: tempfile::TempDir,
-}
+struct Serve(support::Served);
 
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+impl std::ops::Deref for Serve {
+    type Target = support::Served;
+    fn deref(&self) -> &support::Served {
+        &self.0
     }
 }
 
 impl Serve {
     fn start(args: &[&str]) -> Self {
-        let data = tempfile::tempdir().unwrap();
-        let mut child = Command::new(BIN)
-            .args(["serve", "--port", "0", "--surface", "debrief"])
-            .args(args)
-            .current_dir(data.path())
-            .env("TOOLGATE_DATA_DIR", data.path())
-            .env("TOOLGATE_CONFIG", data.path().join("config.toml"))
-            .env("TOOLGATE_TOKEN", TOKEN)
-            .env_remove("TOOLGATE_MODEL_URL")
-            .env_remove("TOOLGATE_MODEL")
-            .env_remove("TOOLGATE_MCP_SERVERS")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let first = lines.next().unwrap().unwrap();
-        std::thread::spawn(move || for _ in lines.by_ref() {});
-        let addr = first
-            .strip_prefix("Workbench: http://")
-            .and_then(|r| r.split('/').next())
-            .unwrap_or_else(|| panic!("unexpected banner {first}"))
-            .to_owned();
-        Self {
-            child,
-            addr,
-            _data: data,
-        }
+        Self(support::serve(args, TOKEN))
     }
 
     /// Resident memory of the server process, in KiB.

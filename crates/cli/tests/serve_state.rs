@@ -11,72 +11,26 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use support::http_request;
 use toolgate_test_support::pg::Postgres;
 
-const BIN: &str = env!("CARGO_BIN_EXE_toolgate");
 const TOKEN: &str = "serve-state-test-token-0123456789";
 const PLOT: &str = "stac://demo/alpha-day1/item.json";
 
-struct Serve {
-    child: Child,
-    addr: String,
-    _data: tempfile::TempDir,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+type Serve = support::Served;
 
 fn serve(store: &Path, dsn: &str) -> Serve {
-    let data = tempfile::tempdir().unwrap();
-    let mut child = Command::new(BIN)
-        .args([
-            "serve",
-            "--port",
-            "0",
-            "--surface",
-            "debrief",
-            "--state",
-            dsn,
-        ])
-        // no periodic checks: what reaches a live stream from another instance is pushed
-        // (LISTEN/NOTIFY)
-        .args(["--live-poll-ms", "600000"])
-        .arg("--store")
-        .arg(store)
-        .env("TOOLGATE_DATA_DIR", data.path())
-        .env("TOOLGATE_TOKEN", TOKEN)
-        .env_remove("TOOLGATE_MODEL_URL")
-        .env_remove("TOOLGATE_MODEL")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = lines.next().unwrap().unwrap();
-    let addr = first
-        .trim_start_matches("Workbench: http://")
-        .split('/')
-        .next()
-        .unwrap()
-        .to_owned();
-    // keep reading the banner so the server never blocks on a full pipe
-    std::thread::spawn(move || for _ in lines {});
-    Serve {
-        child,
-        addr,
-        _data: data,
-    }
+    let store = store.to_str().unwrap();
+    // no periodic checks: what reaches a live stream from another instance is pushed
+    // (LISTEN/NOTIFY)
+    let args = ["--state", dsn, "--store", store, "--live-poll-ms", "600000"];
+    support::serve(&args, TOKEN)
 }
 
 fn call(s: &Serve, method: &str, path: &str, body: Option<&Value>) -> Value {

@@ -3,47 +3,25 @@
 //! client makes (stateless, 2026-07-28) shows up in the workbench's state for a person to save.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
+
+mod support;
 
 use serde_json::{Value, json};
 use toolgate_test_support::{MockModel, Reply};
 
-const BIN: &str = env!("CARGO_BIN_EXE_toolgate");
 /// The access token the server answers to (`TOOLGATE_TOKEN`).
 const TOKEN: &str = "web-serve-test-token-0123456789";
 
-struct Serve {
-    child: Child,
-    addr: String,
-    _data: tempfile::TempDir,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+type Serve = support::Served;
 
 fn serve(extra: &[String]) -> Serve {
-    let data = tempfile::tempdir().unwrap();
-    let mut child = Command::new(BIN)
-        .args(["serve", "--port", "0", "--surface", "debrief"])
-        .args(extra)
-        .env("TOOLGATE_DATA_DIR", data.path())
-        .env("TOOLGATE_TOKEN", TOKEN)
-        .env_remove("TOOLGATE_MODEL_URL")
-        .env_remove("TOOLGATE_MODEL")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = lines.next().unwrap().unwrap();
-    let second = lines.next().unwrap().unwrap();
-    let third = lines.next().unwrap().unwrap();
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let server = support::serve(&extra, TOKEN);
+    let [first, second, third] = &server.banner[..] else {
+        panic!("banner: {:?}", server.banner)
+    };
     assert!(
         first.starts_with("Workbench: http://127.0.0.1:")
             && first.ends_with(&format!("/?token={TOKEN}")),
@@ -53,45 +31,14 @@ fn serve(extra: &[String]) -> Serve {
         second.starts_with("MCP endpoint: http://127.0.0.1:") && second.ends_with("/mcp"),
         "{second}"
     );
-    assert_eq!(third, format!("MCP header: Authorization: Bearer {TOKEN}"));
-    let addr = first
-        .trim_start_matches("Workbench: http://")
-        .split('/')
-        .next()
-        .unwrap()
-        .to_owned();
-    Serve {
-        child,
-        addr,
-        _data: data,
-    }
+    assert_eq!(*third, format!("MCP header: Authorization: Bearer {TOKEN}"));
+    server
 }
 
 /// A one-shot HTTP/1.1 request; returns (status, body).
 fn http(addr: &str, method: &str, path: &str, body: Option<&Value>) -> (u16, String) {
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    let payload = body.map(Value::to_string).unwrap_or_default();
-    let mut req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN}\r\nConnection: close\r\n"
-    );
-    if body.is_some() {
-        req.push_str(&format!(
-            "Content-Type: application/json\r\nContent-Length: {}\r\n",
-            payload.len()
-        ));
-    }
-    req.push_str("\r\n");
-    req.push_str(&payload);
-    s.write_all(req.as_bytes()).unwrap();
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).unwrap();
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    (status, body.to_owned())
+    let r = support::http_request(addr, method, path, TOKEN, body);
+    (r.status, r.body)
 }
 
 fn state(addr: &str) -> Value {

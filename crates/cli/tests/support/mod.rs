@@ -198,3 +198,58 @@ pub fn http_request(
     s.read_to_string(&mut raw).unwrap();
     HttpReply::parse(&raw).unwrap_or_else(|| panic!("no HTTP answer: {raw:?}"))
 }
+
+/// A `toolgate serve --port 0 --surface debrief` child with its own data directory, answering
+/// `token`; killed when dropped.
+pub struct Served {
+    pub child: std::process::Child,
+    /// `127.0.0.1:PORT`
+    pub addr: String,
+    /// The three banner lines (workbench URL, MCP endpoint, MCP header).
+    pub banner: Vec<String>,
+    _data: tempfile::TempDir,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Start `toolgate serve` with `args` after the defaults; returns once the banner is printed.
+pub fn serve(args: &[&str], token: &str) -> Served {
+    use std::io::BufRead;
+    let data = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(["serve", "--port", "0", "--surface", "debrief"])
+        .args(args)
+        .current_dir(data.path())
+        .env("TOOLGATE_DATA_DIR", data.path())
+        .env("TOOLGATE_CONFIG", data.path().join("config.toml"))
+        .env("TOOLGATE_TOKEN", token)
+        .env_remove("TOOLGATE_MODEL_URL")
+        .env_remove("TOOLGATE_MODEL")
+        .env_remove("TOOLGATE_MCP_SERVERS")
+        .env_remove("TOOLGATE_STATE")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let banner: Vec<String> = lines.by_ref().take(3).map(Result::unwrap).collect();
+    // keep reading, so the server never blocks on a full pipe
+    std::thread::spawn(move || for _ in lines {});
+    let addr = banner
+        .first()
+        .and_then(|l| l.strip_prefix("Workbench: http://"))
+        .and_then(|r| r.split('/').next())
+        .unwrap_or_else(|| panic!("unexpected banner {banner:?}"))
+        .to_owned();
+    Served {
+        child,
+        addr,
+        banner,
+        _data: data,
+    }
+}

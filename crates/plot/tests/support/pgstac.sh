@@ -91,6 +91,11 @@ start() {
     cd "$dir"
     export PGUSER=postgres PGPASSWORD=x PGHOST=127.0.0.1 PGPORT="$pgport" PGDATABASE=postgres
     export ENABLE_TRANSACTIONS_EXTENSIONS="${PGSTAC_TRANSACTIONS:-true}"
+    # Items are hydrated (merged with their collection's base item) by the API in Python, not
+    # by pgstac's PL/pgSQL: at 10^6 items a 50-match search took 31 ms in the database with
+    # hydration and `fields` applied there, 9 ms without (stac-fastapi-pgstac's documented
+    # USE_API_HYDRATE setting; PGSTAC_API_HYDRATE=false restores the default).
+    export USE_API_HYDRATE="${PGSTAC_API_HYDRATE:-true}"
     export TOOLGATE_ASSET_DIR="$dir/assets"
     # Every search extension (filter: CQL2; pagination: the `next` link), plus Transactions,
     # plus the same-origin asset store of stac_api_app.py.
