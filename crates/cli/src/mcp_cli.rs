@@ -248,6 +248,31 @@ fn access_token() -> Result<toolgate_core::AccessToken> {
 /// The workbench session's key in the state database (`--state`).
 const STATE_SESSION: &str = "workbench";
 
+/// Under `--state`, the sessions stateless MCP clients name (`x-toolgate-session: NAME`) are
+/// journaled too, as `named:NAME`, so every instance serves them and one made again after it
+/// expired here comes back as it was.
+fn named_sessions_journaled(setup: &McpSetup, journal: &Arc<toolgate_state::PgJournal>) {
+    let (store, api) = (setup.store.clone(), setup.api.clone());
+    let (registry, sink) = (setup.registry.clone(), setup.sink.clone());
+    let journal = journal.clone();
+    let make = move |name: &str, identity: &str| {
+        let session = Session::new(vec![store.clone()])
+            .with_api_stores(api.clone())
+            .journaled(journal.session_journal(&format!("named:{name}")));
+        Arc::new(Debrief::new(
+            Arc::new(Mutex::new(session)),
+            registry.clone(),
+            sink.clone(),
+            Settings {
+                surface: "mcp-http".to_owned(),
+                active_model: identity.to_owned(),
+                ..Settings::default()
+            },
+        ))
+    };
+    let _ = setup.shared.named_factory.set(Arc::new(make));
+}
+
 pub async fn serve(args: ServeArgs) -> Result<i32> {
     let token = access_token()?;
     let setup = setup(&args.common, "mcp-http").await?;
@@ -263,6 +288,7 @@ pub async fn serve(args: ServeArgs) -> Result<i32> {
     let mut session = Session::new(vec![setup.store.clone()]).with_api_stores(setup.api.clone());
     if let Some(dsn) = &args.state {
         let journal = toolgate_state::PgJournal::connect(dsn, STATE_SESSION)?;
+        named_sessions_journaled(&setup, &journal);
         session = session.with_journal(journal).with_context(|| {
             format!(
                 "cannot restore the workbench session from {}",
@@ -316,10 +342,9 @@ pub async fn serve(args: ServeArgs) -> Result<i32> {
     let _listener = match &args.state {
         Some(dsn) => {
             let waker = state.clone();
-            Some(toolgate_state::Listener::start(dsn, move |changed| {
-                if changed.seq == 0 || changed.session == STATE_SESSION {
-                    waker.notify_changed();
-                }
+            // Any session's change: the page lists named sessions too.
+            Some(toolgate_state::Listener::start(dsn, move |_changed| {
+                waker.notify_changed();
             })?)
         }
         None => None,

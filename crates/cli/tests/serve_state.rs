@@ -54,28 +54,35 @@ fn python() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools/venv/bin/python")
 }
 
-/// An MCP client (the official Python SDK) that recolours HMS Nelson through `addr`, confirming
-/// with the token the first call returns.
-fn mcp_recolour(addr: &str, colour: &str) -> String {
-    let program = r#"
+/// Run `body` (Python, indented 8 spaces, with `c` the connected client and `text(result)`) in
+/// an MCP client of the official Python SDK connected to `addr`, in session `session` when
+/// given (`x-toolgate-session`); returns what it printed.
+fn mcp(addr: &str, session: Option<&str>, body: &str) -> String {
+    let program = format!(
+        r#"
 import asyncio, os, sys
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 async def main():
-    headers = {"Authorization": "Bearer " + os.environ["TOOLGATE_TOKEN"]}
+    headers = {{"Authorization": "Bearer " + os.environ["TOOLGATE_TOKEN"]}}
+    if sys.argv[2]:
+        headers["x-toolgate-session"] = sys.argv[2]
     async with create_mcp_http_client(headers=headers) as http, Client(
         streamable_http_client(sys.argv[1], http_client=http), mode="auto"
     ) as c:
         def text(r): return r.content[0].text
-        call = {"toolId": "set-track-color", "params": {"color": sys.argv[2]}, "featureNames": ["HMS Nelson"]}
-        t = text(await c.call_tool("debrief_runTool", call))
-        token = t.split('"confirm": "')[1].split('"')[0]
-        print(text(await c.call_tool("debrief_runTool", {**call, "confirm": token})))
+{body}
 asyncio.run(main())
-"#;
+"#
+    );
     let out = Command::new(python())
-        .args(["-c", program, &format!("http://{addr}/mcp"), colour])
+        .args([
+            "-c",
+            &program,
+            &format!("http://{addr}/mcp"),
+            session.unwrap_or(""),
+        ])
         .env("TOOLGATE_TOKEN", TOKEN)
         .output()
         .unwrap();
@@ -87,6 +94,14 @@ asyncio.run(main())
     );
     stdout
 }
+
+/// Recolour HMS Nelson, confirming with the token the first call returns.
+const RECOLOUR: &str = r#"
+        call = {"toolId": "set-track-color", "params": {"color": "red"}, "featureNames": ["HMS Nelson"]}
+        t = text(await c.call_tool("debrief_runTool", call))
+        token = t.split('"confirm": "')[1].split('"')[0]
+        print(text(await c.call_tool("debrief_runTool", {**call, "confirm": token})))
+"#;
 
 /// The next `state` event on a live stream already opened (headers read), within `within`.
 fn next_state_event(stream: &mut std::net::TcpStream, within: Duration) -> Option<Value> {
@@ -169,7 +184,7 @@ fn two_instances_on_one_database_serve_one_session_and_a_killed_one_loses_nothin
     assert_eq!(call(&b, "GET", "/api/state", None)["activePlot"], PLOT);
 
     // an MCP client's confirmed edit through A: visible through B, unsaved
-    let reply = mcp_recolour(&a.addr, "red");
+    let reply = mcp(&a.addr, None, RECOLOUR);
     assert!(reply.contains("dirty"), "{reply}");
     let on_b = plot_state(&b);
     assert_eq!(on_b["dirty"], true, "{on_b}");
@@ -259,4 +274,22 @@ fn two_instances_on_one_database_serve_one_session_and_a_killed_one_loses_nothin
     );
     assert!(undone.to_string().contains(&label), "{undone}");
     assert_eq!(plot_state(&b)["dirty"], false);
+    // a session a stateless client names is journaled too: opened and edited through
+    // B, summarised through the restarted instance (which never saw the client before): the same plot, edited
+    let opened = format!(
+        "        await c.call_tool(\"debrief_searchPlots\", {{\"text\": \"Alpha — Day 1\", \"open\": True}})\n{RECOLOUR}"
+    );
+    let edited = mcp(&b.addr, Some("analyst-2"), &opened);
+    assert!(edited.contains("dirty"), "{edited}");
+    let summary = mcp(
+        &restarted.addr,
+        Some("analyst-2"),
+        "        print(text(await c.call_tool(\"debrief_summarizeCurrentPlot\", {})))",
+    );
+    assert!(
+        summary.contains("Exercise Alpha") && summary.contains("\"dirty\":true"),
+        "the restarted instance does not hold the named session: {summary}"
+    );
+    // the workbench's own session is another: its plot is clean (undone above)
+    assert_eq!(plot_state(&restarted)["dirty"], false);
 }

@@ -96,6 +96,10 @@ const RUN_CODE_SURFACE: &str = "mcp:run_code";
 /// Makes a private Debrief session; the argument is the client's identity (for telemetry).
 pub type SessionFactory = dyn Fn(&str) -> Arc<Debrief> + Send + Sync;
 
+/// Makes the Debrief session a stateless client names (`x-toolgate-session`): (name, identity).
+/// Under `serve --state` it is journaled under the name, so every instance serves it.
+pub type NamedSessionFactory = dyn Fn(&str, &str) -> Arc<Debrief> + Send + Sync;
+
 /// Process-wide state every handler instance shares.
 pub struct McpShared {
     pub surface: Surface,
@@ -110,6 +114,9 @@ pub struct McpShared {
     /// Named sessions of stateless clients, with when each was last used (bounded like the
     /// legacy HTTP sessions: [`SessionLimits`]).
     named: Mutex<HashMap<String, (Arc<Debrief>, Instant)>>,
+    /// How a named session is made when it is not [`SessionFactory`] (set under `serve
+    /// --state`: a session made again after it expired here replays its journal).
+    pub named_factory: OnceLock<Arc<NamedSessionFactory>>,
     pub code: Option<Arc<dyn CodeRunner>>,
     direct: Option<Arc<dyn DirectTools>>,
     direct_ids: Vec<String>,
@@ -153,6 +160,7 @@ impl McpShared {
             session_limits: OnceLock::new(),
             directory: OnceLock::new(),
             named: Mutex::new(HashMap::new()),
+            named_factory: OnceLock::new(),
             code,
             direct: None,
             direct_ids: Vec::new(),
@@ -227,10 +235,12 @@ impl McpShared {
             }
         }
         let entry = named.entry(name.to_owned()).or_insert_with(|| {
-            (
-                self.make_session(identity, &format!("MCP over HTTP, session \"{name}\"")),
-                now,
-            )
+            let via = format!("MCP over HTTP, session \"{name}\"");
+            let debrief = match self.named_factory.get() {
+                Some(make) => self.list_session(make(name, identity), identity, &via),
+                None => self.make_session(identity, &via),
+            };
+            (debrief, now)
         });
         entry.1 = now;
         entry.0.clone()
@@ -275,7 +285,10 @@ impl McpShared {
 
     /// A new private session for `identity`, listed in the directory when there is one.
     fn make_session(&self, identity: &str, via: &str) -> Arc<Debrief> {
-        let debrief = (self.new_session)(identity);
+        self.list_session((self.new_session)(identity), identity, via)
+    }
+
+    fn list_session(&self, debrief: Arc<Debrief>, identity: &str, via: &str) -> Arc<Debrief> {
         if let Some(dir) = self.directory.get() {
             dir.register(None, identity, via, identity, debrief.clone());
         }

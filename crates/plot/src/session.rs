@@ -580,11 +580,20 @@ impl Session {
     /// This session recorded in `journal`, and made of what it already holds: the entries are
     /// replayed now (a restarted instance gets every open plot, selection, undo step and
     /// unsaved edit back), and again before every later read or change ([`Session::sync`]).
-    pub fn with_journal(mut self, journal: Arc<dyn Journal>) -> Result<Self, SessionError> {
+    pub fn with_journal(self, journal: Arc<dyn Journal>) -> Result<Self, SessionError> {
+        let mut s = self.journaled(journal);
+        s.sync()?;
+        Ok(s)
+    }
+
+    /// [`Session::with_journal`] without replaying now: the entries are replayed at the first
+    /// [`Session::sync`] (for sessions made where a failure cannot be reported, such as one an
+    /// MCP client names; a journal that is down then refuses changes with its own message).
+    #[must_use]
+    pub fn journaled(mut self, journal: Arc<dyn Journal>) -> Self {
         self.journal = Some(journal);
         self.journal_seq = 0;
-        self.sync()?;
-        Ok(self)
+        self
     }
 
     /// The newest journal entry this session has applied (0 without a journal).

@@ -22,9 +22,9 @@
 //! (one round trip, answered within [`CALL_TIMEOUT`]); the listener is a second thread with a
 //! second connection.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use postgres::error::SqlState;
@@ -119,7 +119,8 @@ fn store_error(e: &postgres::Error) -> JournalError {
 #[derive(Debug)]
 pub struct PgJournal {
     session: String,
-    jobs: Mutex<mpsc::Sender<Job>>,
+    /// The journal thread's queue, shared by every session's journal made from one connection.
+    jobs: mpsc::Sender<Job>,
 }
 
 impl PgJournal {
@@ -160,8 +161,17 @@ impl PgJournal {
             .map_err(|_| StateError::Thread(std::io::Error::other("the thread stopped")))??;
         Ok(Arc::new(Self {
             session: session.to_owned(),
-            jobs: Mutex::new(tx),
+            jobs: tx,
         }))
+    }
+
+    /// The journal of another session on the same connection and thread (one connection serves
+    /// every session of an instance, however many clients name sessions).
+    pub fn session_journal(&self, session: &str) -> Arc<Self> {
+        Arc::new(Self {
+            session: session.to_owned(),
+            jobs: self.jobs.clone(),
+        })
     }
 
     /// Run `f` on the journal's connection and wait for its answer.
@@ -180,8 +190,6 @@ impl PgJournal {
             let _ = tx.send(result);
         });
         self.jobs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
             .send(job)
             .map_err(|_| JournalError::Store("the session state thread stopped".to_owned()))?;
         rx.recv_timeout(CALL_TIMEOUT).map_err(|e| match e {
