@@ -161,7 +161,7 @@ proptest! {
         }
         // A restarted instance (nothing but the journal and the catalogue) gets it all back,
         // even the plots whose files were saved over since they were opened.
-        let mut restarted = replica(dir.path(), Arc::new(journal.clone()));
+        let mut restarted = replica(dir.path(), Arc::new(journal));
         prop_assert_eq!(observe(&mut restarted), observe(&mut a));
     }
 }
@@ -206,7 +206,7 @@ fn a_change_that_loses_the_race_is_checked_again_on_the_winners_state() {
     let (first, v) = rename(&a, PLOTS[0], 0, 1).unwrap();
     let (second, _) = rename(&a, PLOTS[0], 1, 2).unwrap();
     let racing = Arc::new(Racing {
-        inner: journal.clone(),
+        inner: journal,
         intruder: Mutex::new(Some(SessionOp::Apply {
             plot_id: PLOTS[0].into(),
             expected_version: v,
