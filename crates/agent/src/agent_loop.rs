@@ -365,10 +365,17 @@ impl AgentLoop {
         let mut corrections = 0usize;
         let mut nudged = false;
         let mut small = self.small_start(conversation).await;
-        if small.constrained && small.state.is_some() && small.levers.intent {
-            let (intent, usage) = self.classify(conversation, &cancel).await;
-            small.intent = intent;
-            out.usage.add(usage);
+        if small.state.is_some() && small.levers.intent {
+            // Plain words first; the model is asked only when they do not say (and it can
+            // answer under a schema).
+            if let Some(intent) = small::Intent::from_words(utterance) {
+                small.intent = Some(intent);
+                conversation.log("intent", json!({"intent": intent, "from": "words"}));
+            } else if small.constrained {
+                let (intent, usage) = self.classify(conversation, &cancel).await;
+                small.intent = intent;
+                out.usage.add(usage);
+            }
         }
         out.stop = loop {
             if cancel.is_cancelled() {
@@ -525,6 +532,19 @@ impl AgentLoop {
                 } else {
                     serde_json::from_str(raw)
                 };
+                let parsed = parsed.map(|v| {
+                    if !(small.levers.arguments && call.name == toolgate_plot::agent::SEARCH) {
+                        return v;
+                    }
+                    let repaired = small::repair_search(&v, utterance);
+                    if repaired != v {
+                        conversation.log(
+                            "repaired",
+                            json!({"tool": call.name, "from": v, "to": repaired}),
+                        );
+                    }
+                    repaired
+                });
                 let (input, reply, status) = match parsed {
                     Err(e) => {
                         corrections += 1;

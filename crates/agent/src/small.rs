@@ -45,6 +45,11 @@ pub struct Levers {
     /// decodes under a schema).
     #[serde(default)]
     pub intent: bool,
+    /// Search arguments repaired before they are sent ([`repair_search`]): words that name no
+    /// plot (`plot`, `find`, `the`, …) dropped from the text, and a month the analyst named
+    /// searched as that whole month.
+    #[serde(default)]
+    pub arguments: bool,
 }
 
 impl Levers {
@@ -54,6 +59,7 @@ impl Levers {
         state_machine: false,
         compaction: false,
         intent: false,
+        arguments: false,
     };
     pub const SMALL: Levers = Levers {
         parsing: true,
@@ -61,6 +67,7 @@ impl Levers {
         state_machine: true,
         compaction: true,
         intent: true,
+        arguments: true,
     };
     pub const NONE: Levers = Levers {
         parsing: false,
@@ -68,6 +75,7 @@ impl Levers {
         state_machine: false,
         compaction: false,
         intent: false,
+        arguments: false,
     };
 
     pub fn for_profile(p: Profile) -> Levers {
@@ -92,9 +100,10 @@ impl Levers {
                 "state" | "state-machine" => l.state_machine = true,
                 "compaction" => l.compaction = true,
                 "intent" => l.intent = true,
+                "arguments" => l.arguments = true,
                 other => {
                     return Err(format!(
-                        "unknown lever \"{other}\": use a comma-separated list of parsing, constraints, state, compaction, intent (or none / all)"
+                        "unknown lever \"{other}\": use a comma-separated list of parsing, constraints, state, compaction, intent, arguments (or none / all)"
                     ));
                 }
             }
@@ -163,6 +172,61 @@ impl Intent {
 {\"intent\": \"list_tools\"}: tell which tools or analyses can be run (e.g. \"what can I do here?\")\n\
 {\"intent\": \"run_tool\"}: change the plot or run an analysis (e.g. \"trim the frigate track\", \"measure the range\")";
 
+    /// The intent an utterance states in so many words, when it does: asking which tools there
+    /// are, naming a change or an analysis, asking for a summary, or asking to find or open
+    /// plots. `None` leaves it to the model's classification. Checked in that order, so "which
+    /// tools can I run" is a question about tools, not a run.
+    pub fn from_words(utterance: &str) -> Option<Intent> {
+        let lower = utterance.to_lowercase();
+        let words: Vec<&str> = lower
+            .split(|c: char| !c.is_alphanumeric() && c != '\'' && c != '-')
+            .filter(|w| !w.is_empty())
+            .collect();
+        let has = |list: &[&str]| words.iter().any(|w| list.contains(w));
+        let asks = has(&["which", "what", "list", "available", "show"]);
+        if has(&["tool", "tools", "analyses"]) && asks {
+            return Some(Intent::ListTools);
+        }
+        const CHANGE: [&str; 20] = [
+            "colour",
+            "color",
+            "recolour",
+            "recolor",
+            "trim",
+            "rename",
+            "delete",
+            "remove",
+            "hide",
+            "set",
+            "run",
+            "apply",
+            "measure",
+            "merge",
+            "split",
+            "interpolate",
+            "calculate",
+            "compute",
+            "filter",
+            "label",
+        ];
+        if words.first().is_some_and(|w| CHANGE.contains(w)) {
+            return Some(Intent::RunTool);
+        }
+        if has(&["summarise", "summarize", "summary", "describe"])
+            || lower.contains("what's in")
+            || lower.contains("what is in")
+        {
+            return Some(Intent::DescribePlot);
+        }
+        if has(&["find", "search", "open", "plots"]) {
+            return Some(Intent::FindPlots);
+        }
+        if has(&CHANGE) {
+            return Some(Intent::RunTool);
+        }
+        None
+    }
+
     /// The schema of the classification reply.
     pub fn schema() -> Value {
         let names: Vec<&str> = Intent::ALL.iter().map(|i| i.as_str()).collect();
@@ -201,9 +265,145 @@ impl Intent {
                 tools: Vec::new(),
                 reply: true,
             },
+            // Running: no answer before a run (small models answer "done" after the summary),
+            // until a few calls have been spent.
+            Intent::RunTool if open && stage < Stage::Ran && calls < RUN_ATTEMPTS => {
+                let mut o = offer;
+                if stage == Stage::Summarised {
+                    o.tools.retain(|t| *t == LIST_TOOLS);
+                }
+                o.reply = false;
+                o
+            }
             _ => offer,
         }
     }
+}
+
+/// Calls a run-tool request may make before an answer without a run is accepted.
+pub const RUN_ATTEMPTS: usize = 5;
+
+/// Words a small model copies from the request into the search text that name no plot.
+const NOT_SEARCH_WORDS: [&str; 22] = [
+    "plot",
+    "plots",
+    "find",
+    "open",
+    "show",
+    "search",
+    "the",
+    "a",
+    "an",
+    "me",
+    "all",
+    "any",
+    "involving",
+    "with",
+    "from",
+    "in",
+    "on",
+    "of",
+    "for",
+    "and",
+    "that",
+    "which",
+];
+
+const MONTHS: [&str; 12] = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+];
+
+/// The month (1–12) an utterance names, if it names exactly one.
+fn named_month(utterance: &str) -> Option<u32> {
+    let lower = utterance.to_lowercase();
+    let named: Vec<u32> = lower
+        .split(|c: char| !c.is_alphabetic())
+        .filter_map(|w| MONTHS.iter().position(|m| *m == w))
+        .filter_map(|i| u32::try_from(i + 1).ok())
+        .collect();
+    match named.as_slice() {
+        [m] => Some(*m),
+        _ => None,
+    }
+}
+
+/// Repair a search call's arguments (the `arguments` lever): drop words that name no plot from
+/// `text` (and the whole `text` when nothing is left), and when the analyst named one month and
+/// the model's window lies inside it (a small model picks the month's first day), search that
+/// whole month of the year the model chose — the month name then leaves the text too.
+pub fn repair_search(input: &Value, utterance: &str) -> Value {
+    use chrono::{Datelike, NaiveDate};
+    let mut out = input.clone();
+    let Some(obj) = out.as_object_mut() else {
+        return out;
+    };
+    let date = |k: &str| -> Option<NaiveDate> {
+        let s = obj.get(k)?.as_str()?;
+        chrono::DateTime::parse_from_rfc3339(s)
+            .ok()
+            .map(|t| t.date_naive())
+            .or_else(|| NaiveDate::parse_from_str(s.get(..10)?, "%Y-%m-%d").ok())
+    };
+    let (start, end) = (date("startTime"), date("endTime"));
+    let window = named_month(utterance).zip(start).filter(|(m, start)| {
+        let next = first_of_next(start.year(), *m);
+        start.month() == *m
+            && end.is_none_or(|e| (e.year() == start.year() && e.month() == *m) || e == next)
+    });
+    let widened = match window.and_then(|(m, start)| {
+        Some((
+            NaiveDate::from_ymd_opt(start.year(), m, 1)?,
+            first_of_next(start.year(), m),
+        ))
+    }) {
+        Some((first, next)) => {
+            obj.insert(
+                "startTime".into(),
+                Value::String(format!("{first}T00:00:00Z")),
+            );
+            obj.insert("endTime".into(), Value::String(format!("{next}T00:00:00Z")));
+            true
+        }
+        None => false,
+    };
+    if let Some(text) = obj.get("text").and_then(Value::as_str) {
+        let kept: Vec<&str> = text
+            .split_whitespace()
+            .filter(|w| {
+                let bare = w
+                    .trim_matches(|c: char| !c.is_alphanumeric())
+                    .to_lowercase();
+                !NOT_SEARCH_WORDS.contains(&bare.as_str())
+                    && !(widened && MONTHS.contains(&bare.as_str()))
+            })
+            .collect();
+        if kept.is_empty() {
+            obj.remove("text");
+        } else {
+            obj.insert("text".into(), Value::String(kept.join(" ")));
+        }
+    }
+    out
+}
+
+fn first_of_next(year: i32, month: u32) -> chrono::NaiveDate {
+    let (y, m) = if month == 12 {
+        (year + 1, 1)
+    } else {
+        (year, month + 1)
+    };
+    chrono::NaiveDate::from_ymd_opt(y, m, 1).unwrap_or_default()
 }
 
 /// What the model may do in one turn.
@@ -625,16 +825,99 @@ mod tests {
         for i in Intent::ALL {
             assert_eq!(o(i, Stage::NoPlot, 0).tools, vec![SEARCH]);
         }
-        // Running: the state machine as it is.
+        // Running: the state machine's tools, but no answer before a run.
         assert_eq!(
             o(Intent::RunTool, Stage::Listed, 2),
-            Stage::Listed.offer(2, true)
+            Offer {
+                tools: Stage::Listed.offer(2, true).tools,
+                reply: false
+            }
         );
         assert_eq!(Intent::parse("list_tools"), Some(Intent::ListTools));
         assert_eq!(Intent::parse("colour"), None);
         let v = jsonschema::validator_for(&Intent::schema()).unwrap();
         assert!(v.is_valid(&json!({"intent": "run_tool"})));
         assert!(!v.is_valid(&json!({"intent": "open_plot"})));
+    }
+
+    #[test]
+    fn plain_words_state_the_intent_before_any_model_is_asked() {
+        use Intent::*;
+        for (u, want) in [
+            ("which Debrief tools can I run right now?", Some(ListTools)),
+            ("what analyses are available here", Some(ListTools)),
+            ("colour the frigate track blue", Some(RunTool)),
+            ("trim NELSON to the first hour", Some(RunTool)),
+            ("please measure the range between them", Some(RunTool)),
+            ("summarize what is selected", Some(DescribePlot)),
+            ("what's in here?", Some(DescribePlot)),
+            ("open the Bravo exercise", Some(FindPlots)),
+            ("plots with a tanker in June", Some(FindPlots)),
+            ("hello", None),
+        ] {
+            assert_eq!(Intent::from_words(u), want, "{u}");
+        }
+    }
+
+    #[test]
+    fn a_run_request_is_not_answered_before_a_run() {
+        let summarised = Stage::Summarised.offer(1, false);
+        let o = Intent::RunTool.narrow(Stage::Summarised, 1, summarised);
+        assert_eq!(
+            o,
+            Offer {
+                tools: vec![LIST_TOOLS],
+                reply: false
+            }
+        );
+        let listed = Stage::Listed.offer(2, false);
+        let o = Intent::RunTool.narrow(Stage::Listed, 2, listed);
+        assert_eq!(
+            o,
+            Offer {
+                tools: vec![RUN_TOOL],
+                reply: false
+            }
+        );
+        // after a few attempts an answer is accepted (a refused run must not loop forever)
+        let o = Intent::RunTool.narrow(
+            Stage::Listed,
+            RUN_ATTEMPTS,
+            Stage::Listed.offer(RUN_ATTEMPTS, false),
+        );
+        assert!(o.reply);
+        assert!(
+            Intent::RunTool
+                .narrow(Stage::Ran, 3, Stage::Ran.offer(3, false))
+                .reply
+        );
+    }
+
+    #[test]
+    fn search_arguments_lose_filler_words_and_a_named_month_becomes_the_month() {
+        let r = repair_search(
+            &json!({"text": "Exercise Alpha day-1 plot", "open": true}),
+            "open the Exercise Alpha day-1 plot",
+        );
+        assert_eq!(r, json!({"text": "Exercise Alpha day-1", "open": true}));
+        let r = repair_search(
+            &json!({"text": "March", "startTime": "2026-03-01T00:00:00Z", "endTime": "2026-03-01T23:59:59Z", "platforms": ["submarine"]}),
+            "find plots from March involving a submarine",
+        );
+        assert_eq!(
+            r,
+            json!({"startTime": "2026-03-01T00:00:00Z", "endTime": "2026-04-01T00:00:00Z", "platforms": ["submarine"]})
+        );
+        // December rolls into the next year; a window the analyst gave outside the month stays
+        let r = repair_search(&json!({"startTime": "2025-12-05"}), "tracks in December");
+        assert_eq!(r["endTime"], "2026-01-01T00:00:00Z");
+        let kept = json!({"startTime": "2026-02-01T00:00:00Z", "endTime": "2026-05-01T00:00:00Z"});
+        assert_eq!(repair_search(&kept, "from March"), kept);
+        // no month named, or two: the window is the model's
+        let one_day =
+            json!({"startTime": "2026-03-01T00:00:00Z", "endTime": "2026-03-01T23:00:00Z"});
+        assert_eq!(repair_search(&one_day, "find the plots"), one_day);
+        assert_eq!(repair_search(&one_day, "March or April"), one_day);
     }
 
     #[test]

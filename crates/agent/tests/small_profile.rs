@@ -274,7 +274,8 @@ async fn constrained_turns_send_a_step_schema_and_read_its_reply() {
     )
     .run(
         &mut Conversation::new("c"),
-        "what's in this plot?",
+        // no plain words state the intent: the model classifies it
+        "tell me about it",
         &Fixed(Answer::Approve),
         |_| {},
     )
@@ -304,7 +305,7 @@ async fn constrained_turns_send_a_step_schema_and_read_its_reply() {
         json!(["find_plots", "describe_plot", "list_tools", "run_tool"])
     );
     let im = intent["messages"].as_array().unwrap();
-    assert_eq!(im[1]["content"], "what's in this plot?");
+    assert_eq!(im[1]["content"], "tell me about it");
     assert!(
         im[2]["content"]
             .as_str()
@@ -345,4 +346,23 @@ async fn constrained_turns_send_a_step_schema_and_read_its_reply() {
             .unwrap()
             .starts_with("Result of debrief_summarizeCurrentPlot:")
     );
+}
+
+/// The arguments lever repairs a search before it is sent: the words that name no plot go.
+#[tokio::test]
+async fn the_arguments_lever_repairs_a_search_before_it_is_sent() {
+    let script = vec![
+        Reply::tool(SEARCH, json!({"text": "find the Alpha plot"})),
+        Reply::text("ok"),
+    ];
+    let cfg = |levers: &str| AgentConfig {
+        priming: false,
+        levers: Levers::parse(levers).unwrap(),
+        ..AgentConfig::default()
+    };
+    let (out, _) = run(cfg("arguments"), script.clone()).await;
+    assert_eq!(out.calls[0].input, json!({"text": "Alpha"}));
+    assert!(out.calls[0].result.contains("Alpha"), "{}", out.calls[0].result);
+    let (out, _) = run(cfg("none"), script).await;
+    assert_eq!(out.calls[0].input, json!({"text": "find the Alpha plot"}));
 }
