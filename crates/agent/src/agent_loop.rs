@@ -752,12 +752,17 @@ impl AgentLoop {
         drop(session);
         years.sort_unstable();
         years.dedup();
-        let tools = self
+        let mut tools: Vec<(String, Value)> = self
             .debrief
             .registry()
             .specs()
             .map(|s| (s.id.clone(), s.input_schema.clone()))
             .collect();
+        let ids: Vec<&str> = tools.iter().map(|(id, _)| id.as_str()).collect();
+        let named = constrain::tools_named(utterance, &ids);
+        if !named.is_empty() {
+            tools.retain(|(id, _)| named.contains(id));
+        }
         Surface {
             feature_names,
             has_selection,
@@ -780,6 +785,7 @@ impl AgentLoop {
             intent: None,
             answered: Vec::new(),
             blocked: Vec::new(),
+            run_tried: false,
             active: self.active_plot(),
         };
         if !run.reshapes() {
@@ -858,6 +864,8 @@ impl AgentLoop {
             Some(s) => {
                 let o = s.offer(calls, self.has_selection());
                 let o = match run.intent {
+                    // After a run was tried, an answer may say how it went.
+                    Some(small::Intent::RunTool) if run.run_tried => o,
                     Some(i) => i.narrow(s, calls, o),
                     None => o,
                 };
@@ -945,8 +953,15 @@ impl AgentLoop {
                 CallStatus::Repeated => run.blocked.push(call.name.clone()),
                 CallStatus::Dispatched => {
                     let ok = outcome == toolgate_core::Status::Ok;
-                    if small::cacheable(&call.name) {
+                    // A failed run is remembered too: the identical call again would fail
+                    // again (small models retry it until the turn limit).
+                    if small::cacheable(&call.name)
+                        || (!ok && call.name == toolgate_plot::agent::RUN_TOOL)
+                    {
                         run.answered.push((call.name.clone(), input.clone()));
+                    }
+                    if call.name == toolgate_plot::agent::RUN_TOOL {
+                        run.run_tried = true;
                     }
                     if ok && call.name == toolgate_plot::agent::RUN_TOOL {
                         // An edit may change what a summary or listing says.
@@ -1012,6 +1027,8 @@ struct SmallRun {
     answered: Vec<(String, Value)>,
     /// Tools left out of the next offer (their identical call was just repeated).
     blocked: Vec<String>,
+    /// A run was attempted in this utterance (a run request may then be answered).
+    run_tried: bool,
     active: Option<String>,
 }
 

@@ -103,23 +103,62 @@ pub struct Surface {
     pub tools: Vec<(String, Value)>,
 }
 
+/// The English month names, January first.
+pub const MONTHS: [&str; 12] = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+];
+
+/// The runnable tools `utterance` names: a tool's id as written (`speed-filter`), or every
+/// distinctive word of its id (`set-track-color` ← "colour … red": `color`, with British
+/// spellings and plurals read as the id's). Empty when it names none; the constrained schema
+/// then admits every tool, else only these (a small model otherwise runs the listing's first).
+pub fn tools_named(utterance: &str, ids: &[&str]) -> Vec<String> {
+    // Words in many ids that say nothing about which tool is meant.
+    const GENERIC: [&str; 9] = [
+        "set", "calc", "tool", "track", "tracks", "get", "show", "to", "by",
+    ];
+    let norm = |w: &str| -> String {
+        let w = w.to_lowercase().replace("colour", "color");
+        w.strip_suffix('s')
+            .filter(|r| r.len() > 3)
+            .map_or(w.clone(), str::to_owned)
+    };
+    let lower = utterance.to_lowercase();
+    let words: Vec<String> = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(norm)
+        .collect();
+    ids.iter()
+        .filter(|id| {
+            if lower.contains(&id.to_lowercase()) {
+                return true;
+            }
+            let own: Vec<String> = id
+                .split('-')
+                .filter(|w| !GENERIC.contains(w))
+                .map(norm)
+                .collect();
+            !own.is_empty() && own.iter().all(|w| words.contains(w))
+        })
+        .map(|id| (*id).to_owned())
+        .collect()
+}
+
 /// The request names a month (English name or three-letter abbreviation) or a date (a year
 /// like 2026, or an ISO date).
 pub fn names_a_date(utterance: &str) -> bool {
-    const MONTHS: [&str; 12] = [
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-    ];
     let lower = utterance.to_lowercase();
     lower
         .split(|c: char| !c.is_alphanumeric())
@@ -369,6 +408,32 @@ mod tests {
     fn validator(offer: &Offer) -> jsonschema::Validator {
         let schema = call_schema(offer, &surface());
         jsonschema::validator_for(&schema).expect("the schema compiles")
+    }
+
+    #[test]
+    fn a_tool_the_request_names_narrows_the_choice() {
+        let ids = [
+            "range-calc",
+            "speed-filter",
+            "set-track-color",
+            "set-label-color",
+            "trim-track",
+            "track-stats",
+        ];
+        assert_eq!(
+            tools_named("run speed-filter below 5 knots on the selection", &ids),
+            ["speed-filter"]
+        );
+        assert_eq!(
+            tools_named("colour the submarine track red", &ids),
+            ["set-track-color"]
+        );
+        assert_eq!(
+            tools_named("trim the frigate's track", &ids),
+            ["trim-track"]
+        );
+        assert_eq!(tools_named("what ranges are there", &ids), ["range-calc"]);
+        assert!(tools_named("do something useful", &ids).is_empty());
     }
 
     #[test]

@@ -14,6 +14,7 @@ use toolgate_core::TokenCounter;
 use toolgate_plot::agent::{LIST_TOOLS, RUN_TOOL, SEARCH, SUMMARIZE};
 
 use crate::client::{Message, Role};
+use crate::constrain::MONTHS;
 
 /// Which surface the loop shows the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -307,21 +308,6 @@ const NOT_SEARCH_WORDS: [&str; 22] = [
     "and",
     "that",
     "which",
-];
-
-const MONTHS: [&str; 12] = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
 ];
 
 /// The month (1–12) an utterance names, if it names exactly one.

@@ -362,7 +362,11 @@ async fn the_arguments_lever_repairs_a_search_before_it_is_sent() {
     };
     let (out, _) = run(cfg("arguments"), script.clone()).await;
     assert_eq!(out.calls[0].input, json!({"text": "Alpha"}));
-    assert!(out.calls[0].result.contains("Alpha"), "{}", out.calls[0].result);
+    assert!(
+        out.calls[0].result.contains("Alpha"),
+        "{}",
+        out.calls[0].result
+    );
     let (out, _) = run(cfg("none"), script).await;
     assert_eq!(out.calls[0].input, json!({"text": "find the Alpha plot"}));
 }
