@@ -370,8 +370,8 @@ pub fn repair_search(input: &Value, utterance: &str) -> Value {
                 let bare = w
                     .trim_matches(|c: char| !c.is_alphanumeric())
                     .to_lowercase();
-                !NOT_SEARCH_WORDS.contains(&bare.as_str())
-                    && !(widened && MONTHS.contains(&bare.as_str()))
+                let month = widened && MONTHS.contains(&bare.as_str());
+                !(NOT_SEARCH_WORDS.contains(&bare.as_str()) || month)
             })
             .collect();
         if kept.is_empty() {
