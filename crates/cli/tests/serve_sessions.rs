@@ -58,21 +58,7 @@ fn http(
 ) -> Option<Reply> {
     let mut s = std::net::TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(within)).unwrap();
-    let payload = body.map(Value::to_string).unwrap_or_default();
-    let mut req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nAuthorization: Bearer {TOKEN}\r\n"
-    );
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    if body.is_some() {
-        req.push_str(&format!(
-            "Content-Type: application/json\r\nContent-Length: {}\r\n",
-            payload.len()
-        ));
-    }
-    req.push_str("\r\n");
-    req.push_str(&payload);
+    let req = support::request_text(addr, method, path, TOKEN, headers, body);
     s.write_all(req.as_bytes()).unwrap();
     let deadline = Instant::now() + within;
     let mut raw = Vec::new();

@@ -12,12 +12,11 @@
 mod support;
 
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::http_request;
+use support::{OPEN_DAY1, RECOLOUR_NELSON, http_request};
 use toolgate_test_support::pg::Postgres;
 
 const TOKEN: &str = "serve-state-test-token-0123456789";
@@ -50,58 +49,10 @@ fn plot_state(s: &Serve) -> Value {
         .unwrap_or_else(|| panic!("{PLOT} is not open on {}: {st}", s.addr))
 }
 
-fn python() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools/venv/bin/python")
+/// Run `body` in an MCP client through `addr` (see `support::mcp_program`).
+fn mcp(python: &Path, addr: &str, session: Option<&str>, body: &str) -> String {
+    support::mcp_program(python, addr, TOKEN, session, body)
 }
-
-/// Run `body` (Python, indented 8 spaces, with `c` the connected client and `text(result)`) in
-/// an MCP client of the official Python SDK connected to `addr`, in session `session` when
-/// given (`x-toolgate-session`); returns what it printed.
-fn mcp(addr: &str, session: Option<&str>, body: &str) -> String {
-    let program = format!(
-        r#"
-import asyncio, os, sys
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
-async def main():
-    headers = {{"Authorization": "Bearer " + os.environ["TOOLGATE_TOKEN"]}}
-    if sys.argv[2]:
-        headers["x-toolgate-session"] = sys.argv[2]
-    async with create_mcp_http_client(headers=headers) as http, Client(
-        streamable_http_client(sys.argv[1], http_client=http), mode="auto"
-    ) as c:
-        def text(r): return r.content[0].text
-{body}
-asyncio.run(main())
-"#
-    );
-    let out = Command::new(python())
-        .args([
-            "-c",
-            &program,
-            &format!("http://{addr}/mcp"),
-            session.unwrap_or(""),
-        ])
-        .env("TOOLGATE_TOKEN", TOKEN)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
-}
-
-/// Recolour HMS Nelson, confirming with the token the first call returns.
-const RECOLOUR: &str = r#"
-        call = {"toolId": "set-track-color", "params": {"color": "red"}, "featureNames": ["HMS Nelson"]}
-        t = text(await c.call_tool("debrief_runTool", call))
-        token = t.split('"confirm": "')[1].split('"')[0]
-        print(text(await c.call_tool("debrief_runTool", {**call, "confirm": token})))
-"#;
 
 /// The next `state` event on a live stream already opened (headers read), within `within`.
 fn next_state_event(stream: &mut std::net::TcpStream, within: Duration) -> Option<Value> {
@@ -150,15 +101,9 @@ fn open_stream(s: &Serve) -> std::net::TcpStream {
 #[test]
 fn two_instances_on_one_database_serve_one_session_and_a_killed_one_loses_nothing() {
     let Some(pg) = Postgres::start() else { return };
-    if !python().exists() {
-        assert_ne!(
-            std::env::var("TOOLGATE_REQUIRE_TEST_CLIENTS").as_deref(),
-            Ok("1"),
-            "the MCP Python SDK is missing; run .ci/install-test-clients"
-        );
-        eprintln!("SKIPPED: the MCP Python SDK is not installed (.ci/install-test-clients)");
+    let Some(python) = support::mcp_python() else {
         return;
-    }
+    };
     // a folder store's id is its folder's name: plot ids are stac://demo/…
     let root = tempfile::tempdir().unwrap();
     let catalogue = root.path().join("demo");
@@ -184,7 +129,7 @@ fn two_instances_on_one_database_serve_one_session_and_a_killed_one_loses_nothin
     assert_eq!(call(&b, "GET", "/api/state", None)["activePlot"], PLOT);
 
     // an MCP client's confirmed edit through A: visible through B, unsaved
-    let reply = mcp(&a.addr, None, RECOLOUR);
+    let reply = mcp(&python, &a.addr, None, RECOLOUR_NELSON);
     assert!(reply.contains("dirty"), "{reply}");
     let on_b = plot_state(&b);
     assert_eq!(on_b["dirty"], true, "{on_b}");
@@ -276,12 +221,11 @@ fn two_instances_on_one_database_serve_one_session_and_a_killed_one_loses_nothin
     assert_eq!(plot_state(&b)["dirty"], false);
     // a session a stateless client names is journaled too: opened and edited through
     // B, summarised through the restarted instance (which never saw the client before): the same plot, edited
-    let opened = format!(
-        "        await c.call_tool(\"debrief_searchPlots\", {{\"text\": \"Alpha — Day 1\", \"open\": True}})\n{RECOLOUR}"
-    );
-    let edited = mcp(&b.addr, Some("analyst-2"), &opened);
+    let opened = format!("{OPEN_DAY1}{RECOLOUR_NELSON}");
+    let edited = mcp(&python, &b.addr, Some("analyst-2"), &opened);
     assert!(edited.contains("dirty"), "{edited}");
     let summary = mcp(
+        &python,
         &restarted.addr,
         Some("analyst-2"),
         "        print(text(await c.call_tool(\"debrief_summarizeCurrentPlot\", {})))",

@@ -3,9 +3,6 @@
 //! client makes (stateless, 2026-07-28) shows up in the workbench's state for a person to save.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
 mod support;
 
 use serde_json::{Value, json};
@@ -89,51 +86,15 @@ async fn the_chat_panel_runs_the_agent_loop_on_the_workbench_session() {
     assert_eq!(model.requests().len(), 2);
 }
 
-fn python() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools/venv/bin/python")
-}
-
 #[test]
 fn an_mcp_clients_edit_appears_in_the_workbench_unsaved() {
-    if !python().exists() {
-        assert_ne!(
-            std::env::var("TOOLGATE_REQUIRE_TEST_CLIENTS").as_deref(),
-            Ok("1"),
-            "the MCP Python SDK is missing; run .ci/install-test-clients"
-        );
-        eprintln!("SKIPPED: the MCP Python SDK is not installed (.ci/install-test-clients)");
+    let Some(python) = support::mcp_python() else {
         return;
-    }
+    };
     let server = serve(&[]);
-    let program = r#"
-import asyncio, os, sys
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
-async def main():
-    headers = {"Authorization": "Bearer " + os.environ["TOOLGATE_TOKEN"]}
-    async with create_mcp_http_client(headers=headers) as http, Client(
-        streamable_http_client(sys.argv[1], http_client=http), mode="auto"
-    ) as c:
-        def text(r): return r.content[0].text
-        await c.call_tool("debrief_searchPlots", {"text": "Alpha — Day 1", "open": True})
-        call = {"toolId": "set-track-color", "params": {"color": "red"}, "featureNames": ["HMS Nelson"]}
-        t = text(await c.call_tool("debrief_runTool", call))
-        token = t.split('"confirm": "')[1].split('"')[0]
-        print(text(await c.call_tool("debrief_runTool", {**call, "confirm": token})))
-asyncio.run(main())
-"#;
-    let out = Command::new(python())
-        .args(["-c", program, &format!("http://{}/mcp", server.addr)])
-        .env("TOOLGATE_TOKEN", TOKEN)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("dirty"),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let body = format!("{}{}", support::OPEN_DAY1, support::RECOLOUR_NELSON);
+    let stdout = support::mcp_program(&python, &server.addr, TOKEN, None, &body);
+    assert!(stdout.contains("dirty"), "{stdout}");
     let st = state(&server.addr);
     let plots = st["plots"].as_array().unwrap();
     let day1 = plots

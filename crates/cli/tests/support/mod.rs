@@ -171,6 +171,34 @@ fn dechunk(body: &str) -> String {
     out
 }
 
+/// The text of one HTTP/1.1 request with a bearer token, `Connection: close`, extra `headers`
+/// and an optional JSON body.
+pub fn request_text(
+    addr: &str,
+    method: &str,
+    path: &str,
+    token: &str,
+    headers: &[(&str, &str)],
+    body: Option<&serde_json::Value>,
+) -> String {
+    let payload = body.map(serde_json::Value::to_string).unwrap_or_default();
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n"
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    if body.is_some() {
+        req.push_str(&format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            payload.len()
+        ));
+    }
+    req.push_str("\r\n");
+    req.push_str(&payload);
+    req
+}
+
 /// One HTTP/1.1 request with a bearer token on a fresh connection (`Connection: close`).
 pub fn http_request(
     addr: &str,
@@ -181,23 +209,88 @@ pub fn http_request(
 ) -> HttpReply {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(addr).unwrap();
-    let payload = body.map(serde_json::Value::to_string).unwrap_or_default();
-    let mut req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n"
-    );
-    if body.is_some() {
-        req.push_str(&format!(
-            "Content-Type: application/json\r\nContent-Length: {}\r\n",
-            payload.len()
-        ));
-    }
-    req.push_str("\r\n");
-    req.push_str(&payload);
-    s.write_all(req.as_bytes()).unwrap();
+    s.write_all(request_text(addr, method, path, token, &[], body).as_bytes())
+        .unwrap();
     let mut raw = String::new();
     s.read_to_string(&mut raw).unwrap();
     HttpReply::parse(&raw).unwrap_or_else(|| panic!("no HTTP answer: {raw:?}"))
 }
+
+/// The test venv's Python with the official MCP SDK; `None` (after saying so) when it is not
+/// installed — a failure instead under `TOOLGATE_REQUIRE_TEST_CLIENTS=1`.
+pub fn mcp_python() -> Option<PathBuf> {
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools/venv/bin/python");
+    if python.exists() {
+        return Some(python);
+    }
+    assert_ne!(
+        std::env::var("TOOLGATE_REQUIRE_TEST_CLIENTS").as_deref(),
+        Ok("1"),
+        "the MCP Python SDK is missing; run .ci/install-test-clients"
+    );
+    eprintln!("SKIPPED: the MCP Python SDK is not installed (.ci/install-test-clients)");
+    None
+}
+
+/// Run `body` (Python, indented 8 spaces, with `c` the connected client and `text(result)`) in
+/// a client of the official MCP Python SDK connected to `http://addr/mcp` with `token`, in the
+/// named session `session` when given (`x-toolgate-session`); returns what it printed, and
+/// fails the test when the program fails.
+pub fn mcp_program(
+    python: &Path,
+    addr: &str,
+    token: &str,
+    session: Option<&str>,
+    body: &str,
+) -> String {
+    let program = format!(
+        r#"
+import asyncio, os, sys
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+async def main():
+    headers = {{"Authorization": "Bearer " + os.environ["TOOLGATE_TOKEN"]}}
+    if sys.argv[2]:
+        headers["x-toolgate-session"] = sys.argv[2]
+    async with create_mcp_http_client(headers=headers) as http, Client(
+        streamable_http_client(sys.argv[1], http_client=http), mode="auto"
+    ) as c:
+        def text(r): return r.content[0].text
+{body}
+asyncio.run(main())
+"#
+    );
+    let out = std::process::Command::new(python)
+        .args([
+            "-c",
+            &program,
+            &format!("http://{addr}/mcp"),
+            session.unwrap_or(""),
+        ])
+        .env("TOOLGATE_TOKEN", token)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// An MCP program body that opens Exercise Alpha — Day 1 through the search tool.
+pub const OPEN_DAY1: &str = "        await c.call_tool(\"debrief_searchPlots\", {\"text\": \"Alpha — Day 1\", \"open\": True})\n";
+
+/// An MCP program body that recolours HMS Nelson red, confirming with the token the first call
+/// returns, and prints the confirmed reply.
+pub const RECOLOUR_NELSON: &str = r#"
+        call = {"toolId": "set-track-color", "params": {"color": "red"}, "featureNames": ["HMS Nelson"]}
+        t = text(await c.call_tool("debrief_runTool", call))
+        token = t.split('"confirm": "')[1].split('"')[0]
+        print(text(await c.call_tool("debrief_runTool", {**call, "confirm": token})))
+"#;
 
 /// A `toolgate serve --port 0 --surface debrief` child with its own data directory, answering
 /// `token`; killed when dropped.
