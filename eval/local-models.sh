@@ -12,7 +12,8 @@
 # THREADS (1); N_CTX (8192); N_PREDICT (256, the server's cap on generated tokens per request);
 # TIMEOUT_S (300, per model request); TOOLGATE_BIN (default target/debug/toolgate, built if absent);
 # TOOLGATE_MODELS_DIR (.models); EXTRA=1 also runs the spike and fail-safe scenarios with all
-# levers. Writes OUT_DIR/<row>.json (probe reports), OUT_DIR/table.md, and the server log.
+# levers; HELDOUT=1 also runs the held-out routing prompts (tag routing-heldout: written after the
+# levers were designed, never used to tune them) with all levers, REPEAT_ALL times. Writes OUT_DIR/<row>.json (probe reports), OUT_DIR/table.md, and the server log.
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 OUT="${1:-target/local-model-eval}"
@@ -58,6 +59,11 @@ done
 if [ "${EXTRA:-0}" = 1 ]; then
   probe spike-all all 1 --tag spike-replay
   probe failsafe-all all 1 --tag fail-safe
+  ROWS="$ROWS spike-all failsafe-all"
+fi
+if [ "${HELDOUT:-0}" = 1 ]; then
+  probe heldout-all all "$REPEAT_ALL" --tag routing-heldout
+  ROWS="$ROWS heldout-all"
 fi
 
 python3 - "$OUT" $ROWS <<'PYEOF' | tee "$OUT/table.md"
