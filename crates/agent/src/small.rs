@@ -188,11 +188,14 @@ impl Intent {
         if has(&["tool", "tools", "analyses"]) && asks {
             return Some(Intent::ListTools);
         }
-        const CHANGE: [&str; 20] = [
+        // Verbs that ask for a change or an analysis. "make" and "turn" only count first ("make
+        // the track green"), as every verb does for the first check below.
+        const CHANGE: [&str; 34] = [
             "colour",
             "color",
             "recolour",
             "recolor",
+            "paint",
             "trim",
             "rename",
             "delete",
@@ -209,20 +212,52 @@ impl Intent {
             "compute",
             "filter",
             "label",
+            "smooth",
+            "enlarge",
+            "shrink",
+            "resize",
+            "scale",
+            "move",
+            "shift",
+            "change",
+            "clip",
+            "extend",
+            "highlight",
+            "make",
+            "turn",
         ];
-        if words.first().is_some_and(|w| CHANGE.contains(w)) {
+        // The first word that is not a politeness ("please colour …", "now trim …").
+        let lead = words
+            .iter()
+            .find(|w| !["please", "now", "can", "could", "you", "kindly", "then"].contains(w));
+        if lead.is_some_and(|w| CHANGE.contains(w)) {
             return Some(Intent::RunTool);
         }
-        if has(&["summarise", "summarize", "summary", "describe"])
-            || lower.contains("what's in")
+        if has(&[
+            "summarise",
+            "summarize",
+            "summary",
+            "describe",
+            "overview",
+            "contents",
+        ]) || lower.contains("what's in")
             || lower.contains("what is in")
         {
             return Some(Intent::DescribePlot);
         }
-        if has(&["find", "search", "open", "plots"]) {
+        // "open" as an adjective ("the open plot", "currently open") asks for nothing to be opened.
+        let opens = words.iter().enumerate().any(|(i, w)| {
+            *w == "open"
+                && !(i > 0 && ["the", "currently", "already", "now"].contains(&words[i - 1]))
+        });
+        if opens || has(&["find", "search", "plots"]) {
             return Some(Intent::FindPlots);
         }
-        if has(&CHANGE) {
+        const ANYWHERE: [&str; 2] = ["make", "turn"];
+        if words
+            .iter()
+            .any(|w| CHANGE.contains(w) && !ANYWHERE.contains(w))
+        {
             return Some(Intent::RunTool);
         }
         None
@@ -839,6 +874,12 @@ mod tests {
             ("what's in here?", Some(DescribePlot)),
             ("open the Bravo exercise", Some(FindPlots)),
             ("plots with a tanker in June", Some(FindPlots)),
+            ("please paint the destroyer yellow", Some(RunTool)),
+            ("make the reference zone twice as big", Some(RunTool)),
+            ("give me an overview of the open plot", Some(DescribePlot)),
+            ("is there anything odd in the currently open plot", None),
+            ("can you open the Charlie exercise", Some(FindPlots)),
+            ("what would make this track look smoother", None),
             ("hello", None),
         ] {
             assert_eq!(Intent::from_words(u), want, "{u}");
