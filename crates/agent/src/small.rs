@@ -275,6 +275,19 @@ impl Intent {
     pub fn narrow(self, stage: Stage, calls: usize, offer: Offer) -> Offer {
         let open = stage >= Stage::Opened;
         match self {
+            // A change or a summary asked for while no plot is open: the request's own tool
+            // first, so the analyst hears the gate's refusal ("No plot is open … search first")
+            // instead of a search for words that name no plot; the search comes next.
+            Intent::RunTool | Intent::DescribePlot if stage == Stage::NoPlot && calls == 0 => {
+                Offer {
+                    tools: vec![if self == Intent::RunTool {
+                        RUN_TOOL
+                    } else {
+                        SUMMARIZE
+                    }],
+                    reply: false,
+                }
+            }
             // Searching: once a search ran and a plot is open (it opened one), answer.
             Intent::FindPlots if open && calls > 0 => Offer {
                 tools: Vec::new(),
@@ -842,8 +855,9 @@ mod tests {
             o(Intent::ListTools, Stage::Listed, 1).tools,
             Vec::<&str>::new()
         );
-        // Without a plot every intent searches first.
-        for i in Intent::ALL {
+        // Without a plot, finding and listing search first (a change or a summary asks its own
+        // tool first: `with_no_plot_open_a_change_or_summary_first_asks_its_own_tool`).
+        for i in [Intent::FindPlots, Intent::ListTools] {
             assert_eq!(o(i, Stage::NoPlot, 0).tools, vec![SEARCH]);
         }
         // Running: the state machine's tools, but no answer before a run.
@@ -884,6 +898,21 @@ mod tests {
         ] {
             assert_eq!(Intent::from_words(u), want, "{u}");
         }
+    }
+
+    #[test]
+    fn with_no_plot_open_a_change_or_summary_first_asks_its_own_tool() {
+        let o =
+            |i: Intent, calls| i.narrow(Stage::NoPlot, calls, Stage::NoPlot.offer(calls, false));
+        assert_eq!(o(Intent::RunTool, 0).tools, vec![RUN_TOOL]);
+        assert_eq!(o(Intent::DescribePlot, 0).tools, vec![SUMMARIZE]);
+        assert!(!o(Intent::RunTool, 0).reply);
+        // After the refusal, the search (or an answer relaying the refusal).
+        assert_eq!(o(Intent::RunTool, 1), Stage::NoPlot.offer(1, false));
+        assert!(o(Intent::RunTool, 1).reply);
+        // Searching and listing are unchanged.
+        assert_eq!(o(Intent::FindPlots, 0), Stage::NoPlot.offer(0, false));
+        assert_eq!(o(Intent::ListTools, 0), Stage::NoPlot.offer(0, false));
     }
 
     #[test]
