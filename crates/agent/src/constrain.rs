@@ -19,6 +19,9 @@ pub enum ServerKind {
     LlamaCpp,
     Vllm,
     Ollama,
+    /// A model running inside toolgate (`--model-file`): llama.cpp's grammar sampler decodes
+    /// under the schema.
+    InProcess,
     /// Not recognised (a cloud API, LM Studio, a proxy…): nothing is assumed.
     #[default]
     Unknown,
@@ -38,7 +41,7 @@ impl ServerInfo {
     pub fn json_schema(&self) -> bool {
         matches!(
             self.kind,
-            ServerKind::LlamaCpp | ServerKind::Vllm | ServerKind::Ollama
+            ServerKind::LlamaCpp | ServerKind::Vllm | ServerKind::Ollama | ServerKind::InProcess
         )
     }
 }

@@ -9,8 +9,8 @@ use anyhow::{Context, Result, bail};
 use async_trait::async_trait;
 use clap::{Args, Subcommand, ValueEnum};
 use toolgate_agent::{
-    AgentConfig, AgentEvent, AgentLoop, Conversation, Levers, ModelConfig, Profile, Provider,
-    build_client, surface_settings,
+    AgentConfig, AgentEvent, AgentLoop, Conversation, Levers, ModelClient, ModelConfig, Profile,
+    Provider, build_client, surface_settings,
 };
 use toolgate_core::Preview;
 use toolgate_core::flow::{Answer, Confirmer};
@@ -72,9 +72,20 @@ pub struct ModelArgs {
     #[arg(long, value_name = "LIST")]
     pub levers: Option<String>,
     /// The model's context window in tokens (default: what the server reports, e.g. llama.cpp's
-    /// /props).
+    /// /props; for --model-file, 8192 or the model's training context if smaller).
     #[arg(long, value_name = "N")]
     pub context: Option<usize>,
+    /// Run this GGUF model inside toolgate instead of asking a server (llama.cpp in process,
+    /// grammar-constrained decoding; needs a toolgate built with `--features local-model`).
+    /// Takes the place of --model-url/--model.
+    #[arg(long, env = "TOOLGATE_MODEL_FILE", value_name = "PATH.gguf")]
+    pub model_file: Option<PathBuf>,
+    /// llama.cpp threads for --model-file (one was measured fastest on a 2-core machine).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub threads: u32,
+    /// Most tokens in one model reply (default: the server's setting; 512 for --model-file).
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u32>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -117,7 +128,48 @@ impl ModelArgs {
         c.timeout = Duration::from_secs(self.timeout_s.max(1));
         c.max_retries = self.retries;
         c.stream = stream;
+        c.max_tokens = self.max_tokens;
         Ok(c)
+    }
+
+    /// A model was named: a file to run in process, or a server URL and a model id.
+    pub(crate) fn given(&self) -> bool {
+        self.model_file.is_some() || (self.model_url.is_some() && self.model.is_some())
+    }
+
+    /// The client these flags describe and the model id it reports: the in-process model for
+    /// --model-file, else the HTTP client (wrapped in the text protocol with --text-tools).
+    pub(crate) fn client(&self, stream: bool) -> Result<(Arc<dyn ModelClient>, String)> {
+        if let Some(path) = &self.model_file {
+            let client = self.local_client(path)?;
+            let id = client.model_id().to_owned();
+            return Ok((client, id));
+        }
+        let config = self.config(stream)?;
+        let id = config.model.clone();
+        Ok((build_client(config, self.text_tools), id))
+    }
+
+    #[cfg(feature = "local-model")]
+    fn local_client(&self, path: &Path) -> Result<Arc<dyn ModelClient>> {
+        let mut c = toolgate_local_model::LocalModelConfig::new(path);
+        c.model_id.clone_from(&self.model);
+        c.threads = self.threads;
+        c.n_ctx = self.context.and_then(|n| u32::try_from(n).ok());
+        if let Some(m) = self.max_tokens {
+            c.max_tokens = m;
+        }
+        c.timeout = Duration::from_secs(self.timeout_s.max(1));
+        let model = toolgate_local_model::LocalModel::load(c)?;
+        Ok(model.client())
+    }
+
+    #[cfg(not(feature = "local-model"))]
+    fn local_client(&self, path: &Path) -> Result<Arc<dyn ModelClient>> {
+        bail!(
+            "--model-file {} needs a toolgate built with the in-process model: cargo install --path crates/cli --features local-model --ignore-rust-version (needs CMake, a C++ compiler and libclang); or serve the model (llama.cpp's llama-server, Ollama, vLLM) and pass --model-url and --model",
+            path.display()
+        )
     }
 }
 
@@ -384,9 +436,7 @@ fn command(debrief: &Debrief, cmd: &str) -> String {
 }
 
 pub async fn chat(args: ChatArgs) -> Result<i32> {
-    let config = args.model.config(!args.no_stream)?;
-    let model_id = config.model.clone();
-    let client = build_client(config, args.model.text_tools);
+    let (client, model_id) = args.model.client(!args.no_stream)?;
     // A folder store, or a STAC API with its mirror (issue 21).
     let mut session = crate::debrief_cli::open_session(&args.store)?;
     if let Some(p) = &args.open {
@@ -529,7 +579,7 @@ pub async fn eval(command: EvalCommand) -> Result<i32> {
             json,
         } => {
             let list = load(scenarios.as_deref(), &only, tag.as_deref())?;
-            let client = build_client(model.config(false)?, model.text_tools);
+            let (client, _) = model.client(false)?;
             let opts = ProbeOptions {
                 priming: match priming {
                     PrimingArg::On => vec![true],

@@ -283,6 +283,10 @@ pub async fn serve(args: ServeArgs) -> Result<i32> {
         .model
         .model
         .clone()
+        .or_else(|| {
+            let file = args.model.model_file.as_ref()?;
+            Some(file.file_stem()?.to_string_lossy().into_owned())
+        })
         .unwrap_or_else(|| "none".to_owned());
     let priming = !args.no_priming;
     let mut session = Session::new(vec![setup.store.clone()]).with_api_stores(setup.api.clone());
@@ -320,8 +324,8 @@ pub async fn serve(args: ServeArgs) -> Result<i32> {
         .with_poll_interval(std::time::Duration::from_millis(args.live_poll_ms));
     // Every MCP session this server makes is listed on the page (its edits can be saved there).
     let _ = setup.shared.directory.set(state.directory().clone());
-    if args.model.model_url.is_some() && args.model.model.is_some() {
-        let client = toolgate_agent::build_client(args.model.config(true)?, args.model.text_tools);
+    if args.model.given() {
+        let (client, _) = args.model.client(true)?;
         let agent = toolgate_agent::AgentLoop::new(
             client,
             workbench.clone(),

