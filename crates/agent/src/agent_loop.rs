@@ -386,10 +386,16 @@ impl AgentLoop {
             }
             out.turns += 1;
             let t = Instant::now();
-            let on_delta = |d: &str| {
-                emit(&events, AgentEvent::TextDelta { text: d.to_owned() });
-            };
             let turn = self.small_turn(&mut small, conversation, out.calls.len());
+            // A turn decoded under the step schema streams JSON (`{"name": …}` or `{"reply":
+            // …}`), not words for the analyst: nothing of it is shown as it arrives; a reply
+            // reaches the surface as the final answer once the JSON is read.
+            let constrained = turn.as_ref().is_some_and(|t| t.response_format.is_some());
+            let on_delta = |d: &str| {
+                if !constrained {
+                    emit(&events, AgentEvent::TextDelta { text: d.to_owned() });
+                }
+            };
             let request = match &turn {
                 None => ChatRequest {
                     messages: &conversation.messages,
@@ -434,9 +440,7 @@ impl AgentLoop {
             );
             let mut reply = reply;
             let mut read_constrained = false;
-            if turn.as_ref().is_some_and(|t| t.response_format.is_some())
-                && reply.tool_calls.is_empty()
-            {
+            if constrained && reply.tool_calls.is_empty() {
                 // Decoded under the step schema: one call or one reply, as JSON.
                 match constrain::read_reply(&reply.text) {
                     Some(Step::Call { name, arguments }) => {

@@ -370,3 +370,65 @@ async fn the_arguments_lever_repairs_a_search_before_it_is_sent() {
     let (out, _) = run(cfg("none"), script).await;
     assert_eq!(out.calls[0].input, json!({"text": "find the Alpha plot"}));
 }
+
+/// Streams each reply's text to the delta sink before returning it, as a streaming server does.
+struct Streaming(Arc<HttpModel>);
+
+#[async_trait::async_trait]
+impl toolgate_agent::ModelClient for Streaming {
+    fn model_id(&self) -> &str {
+        self.0.model_id()
+    }
+    async fn complete(
+        &self,
+        request: &toolgate_agent::ChatRequest<'_>,
+        deltas: toolgate_agent::client::DeltaSink<'_>,
+    ) -> Result<toolgate_agent::ChatResponse, toolgate_agent::ModelError> {
+        let r = self.0.complete(request, &|_| {}).await?;
+        for piece in r.text.as_bytes().chunks(7) {
+            deltas(&String::from_utf8_lossy(piece));
+        }
+        Ok(r)
+    }
+    async fn server_info(&self) -> toolgate_agent::constrain::ServerInfo {
+        self.0.server_info().await
+    }
+}
+
+/// The JSON a constrained turn decodes is not the analyst's text: nothing of it streams to the
+/// surface (the workbench bubble, the terminal); the reply arrives as the final answer.
+#[tokio::test]
+async fn constrained_json_never_streams_to_the_surface() {
+    let mock = MockModel::sequence(vec![
+        Reply::text(r#"{"name": "debrief_summarizeCurrentPlot", "arguments": {}}"#),
+        Reply::text(r#"{"reply": "The plot holds HMS Nelson's track."}"#),
+    ])
+    .await
+    .unwrap();
+    let h = harness("mock-model", true).await;
+    let events = std::sync::Mutex::new(Vec::new());
+    let out = AgentLoop::new(
+        Arc::new(Streaming(client(&mock))),
+        h.debrief.clone(),
+        AgentConfig::for_profile(Profile::Small),
+    )
+    .run(
+        &mut Conversation::new("c"),
+        "what's in this plot?",
+        &Fixed(Answer::Approve),
+        |e| events.lock().unwrap().push(e),
+    )
+    .await;
+    assert_eq!(out.stop, Stop::Final, "{out:?}");
+    let events = events.into_inner().unwrap();
+    let streamed: String = events
+        .iter()
+        .filter_map(|e| match e {
+            toolgate_agent::AgentEvent::TextDelta { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(streamed, "", "raw step JSON reached the surface");
+    assert!(events.iter().any(|e| matches!(e,
+        toolgate_agent::AgentEvent::Final { text } if text == "The plot holds HMS Nelson's track.")));
+}
