@@ -8,6 +8,9 @@
 //! the tests say so and pass, unless `TOOLGATE_REQUIRE_TEST_CLIENTS=1` (CI), where they fail.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "../../agent/tests/common/plumbing.rs"]
+mod plumbing;
+
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -15,14 +18,14 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use toolgate_agent::constrain::{ServerKind, response_format};
 use toolgate_agent::{
-    AgentConfig, AgentLoop, CallStatus, ChatRequest, Conversation, Message, ModelClient,
-    ModelError, Profile, Stop, surface_settings,
+    AgentConfig, AgentLoop, ChatRequest, Conversation, Message, ModelClient, ModelError, Profile,
+    surface_settings,
 };
 use toolgate_core::Registry;
 use toolgate_core::flow::{Answer, Fixed};
 use toolgate_core::telemetry::MemorySink;
 use toolgate_local_model::{LocalModel, LocalModelConfig};
-use toolgate_plot::agent::{Debrief, LIST_TOOLS, RUN_TOOL, SEARCH, SUMMARIZE};
+use toolgate_plot::agent::Debrief;
 use toolgate_plot::session::Session;
 use toolgate_plot::tools::NativeTools;
 
@@ -287,7 +290,6 @@ async fn the_agent_loop_runs_on_the_in_process_model() {
         return;
     };
     let client = model.client();
-    let agent_tools = [SEARCH, SUMMARIZE, LIST_TOOLS, RUN_TOOL];
     for profile in [Profile::Large, Profile::Small] {
         let dir = tempfile::tempdir().unwrap();
         let cfg = AgentConfig {
@@ -305,28 +307,6 @@ async fn the_agent_loop_runs_on_the_in_process_model() {
         )
         .await
         .expect("the loop ended within 300 s");
-        assert!(
-            !matches!(out.stop, Stop::ModelError { .. }),
-            "{profile:?}: the model answered every request: {:?}",
-            out.stop
-        );
-        assert!(out.turns >= 1 && out.turns <= 3, "the turn limit holds");
-        assert!(out.usage.prompt_tokens > 0, "usage is reported");
-        if profile == Profile::Small {
-            // In process, the small profile decodes under its step schema (the model reports
-            // that it can), so the first step is a well-formed call to an offered agent tool.
-            assert!(!out.calls.is_empty(), "a call was made");
-            assert_eq!(out.calls[0].status, CallStatus::Dispatched);
-            for call in &out.calls {
-                assert!(agent_tools.contains(&call.tool.as_str()), "{}", call.tool);
-                assert!(
-                    !matches!(
-                        call.status,
-                        CallStatus::MalformedArguments | CallStatus::UnknownTool
-                    ),
-                    "constrained calls are well formed: {call:?}"
-                );
-            }
-        }
+        plumbing::assert_plumbing(&out, profile, 3);
     }
 }

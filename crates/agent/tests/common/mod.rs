@@ -2,6 +2,8 @@
 //! a confirmer that answers from a script.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod plumbing;
+
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
