@@ -23,16 +23,12 @@ use toolgate_core::flow::{Answer, Fixed};
 
 use common::harness;
 
-const GGUF: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
-
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 fn model_path() -> PathBuf {
-    std::env::var_os("TOOLGATE_MODELS_DIR")
-        .map_or_else(|| root().join(".tools/models"), PathBuf::from)
-        .join(GGUF)
+    toolgate_test_support::smollm2_gguf()
 }
 
 fn python() -> PathBuf {
@@ -53,16 +49,11 @@ fn available() -> bool {
     if model.is_file() && server_ok {
         return true;
     }
-    let msg = format!(
-        "SmolLM2 plumbing test needs {} and xllamacpp importable by {} — run .ci/install-test-clients",
+    toolgate_test_support::missing_client(&format!(
+        "SmolLM2 plumbing test needs {} and xllamacpp importable by {}",
         model.display(),
         py.display()
-    );
-    assert!(
-        std::env::var("TOOLGATE_REQUIRE_TEST_CLIENTS").as_deref() != Ok("1"),
-        "{msg}"
-    );
-    eprintln!("SKIPPED: {msg}");
+    ));
     false
 }
 

@@ -272,17 +272,9 @@ fn arms_drive_without_a_host_cli_exits_3() {
 /// answered, calls are well formed under the small profile's schema, the turn limit holds.
 #[test]
 fn probe_runs_on_an_in_process_model_file() {
-    let root = manifest().join("../..");
-    let gguf = std::env::var_os("TOOLGATE_MODELS_DIR")
-        .map_or_else(|| root.join(".tools/models"), std::path::PathBuf::from)
-        .join("SmolLM2-135M-Instruct.Q4_1.gguf");
+    let gguf = toolgate_test_support::smollm2_gguf();
     if !gguf.is_file() {
-        assert!(
-            std::env::var("TOOLGATE_REQUIRE_TEST_CLIENTS").as_deref() != Ok("1"),
-            "needs {} — run .ci/install-test-clients",
-            gguf.display()
-        );
-        eprintln!("SKIPPED: needs {}", gguf.display());
+        toolgate_test_support::missing_client(&format!("needs {}", gguf.display()));
         return;
     }
     let home = tempfile::tempdir().unwrap();

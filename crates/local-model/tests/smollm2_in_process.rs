@@ -29,25 +29,15 @@ use toolgate_plot::agent::Debrief;
 use toolgate_plot::session::Session;
 use toolgate_plot::tools::NativeTools;
 
-const GGUF: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
-
 fn model_path() -> Option<PathBuf> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let path = std::env::var_os("TOOLGATE_MODELS_DIR")
-        .map_or_else(|| root.join(".tools/models"), PathBuf::from)
-        .join(GGUF);
+    let path = toolgate_test_support::smollm2_gguf();
     if path.is_file() {
         return Some(path);
     }
-    let msg = format!(
-        "the in-process model tests need {} — run .ci/install-test-clients",
+    toolgate_test_support::missing_client(&format!(
+        "the in-process model tests need {}",
         path.display()
-    );
-    assert!(
-        std::env::var("TOOLGATE_REQUIRE_TEST_CLIENTS").as_deref() != Ok("1"),
-        "{msg}"
-    );
-    eprintln!("SKIPPED: {msg}");
+    ));
     None
 }
 

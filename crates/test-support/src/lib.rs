@@ -529,6 +529,28 @@ pub fn feature_by_id<'a>(collection: &'a Value, id: &str) -> Option<&'a Value> {
         .find(|f| f["id"] == id)
 }
 
+/// A client, model or server a test needs is not installed: under
+/// `TOOLGATE_REQUIRE_TEST_CLIENTS=1` (CI) that fails the test; otherwise the test says why it
+/// skips (and then returns early).
+pub fn missing_client(what: &str) {
+    assert!(
+        std::env::var("TOOLGATE_REQUIRE_TEST_CLIENTS").as_deref() != Ok("1"),
+        "{what} — run .ci/install-test-clients"
+    );
+    eprintln!("SKIPPED: {what} — run .ci/install-test-clients");
+}
+
+/// Where the real-model tests' SmolLM2-135M GGUF is (`.tools/models/`, put there by
+/// `.ci/install-test-clients`, or `TOOLGATE_MODELS_DIR`); it may not exist.
+pub fn smollm2_gguf() -> std::path::PathBuf {
+    std::env::var_os("TOOLGATE_MODELS_DIR")
+        .map_or_else(
+            || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools/models"),
+            std::path::PathBuf::from,
+        )
+        .join("SmolLM2-135M-Instruct.Q4_1.gguf")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -223,12 +223,7 @@ pub fn mcp_python() -> Option<PathBuf> {
     if python.exists() {
         return Some(python);
     }
-    assert_ne!(
-        std::env::var("TOOLGATE_REQUIRE_TEST_CLIENTS").as_deref(),
-        Ok("1"),
-        "the MCP Python SDK is missing; run .ci/install-test-clients"
-    );
-    eprintln!("SKIPPED: the MCP Python SDK is not installed (.ci/install-test-clients)");
+    toolgate_test_support::missing_client("the MCP Python SDK is not installed");
     None
 }
 
