@@ -234,7 +234,8 @@ async function analystChecks(page) {
   await page.click('#tool-run');
   await waitFor(page, () => document.getElementById('tool-result').dataset.status === 'ok' && /Ran Track Stats/.test(document.getElementById('tool-result').textContent), null, 'track-stats result');
   assert.equal(await page.locator('#confirm-dialog[open]').count(), 0, 'an analysis asks nothing');
-  await waitFor(page, () => /track-stats/.test(document.getElementById('dataset-summary').textContent), null, 'the Results panel shows track-stats');
+  // Anchored: the empty panel's hint also names track-stats, and matched before the result arrived.
+  await waitFor(page, () => /^track-stats: /.test(document.getElementById('dataset-summary').textContent), null, 'the Results panel shows track-stats');
   const statsTable = await page.innerText('#dataset-table');
   assert.match(statsTable, /distance \(nm\)/, 'metres shown in nm, labelled');
   assert.match(statsTable, /average speed \(kn\)/, 'speed labelled in knots');
@@ -263,7 +264,7 @@ async function analystChecks(page) {
   await page.selectOption('#tool-targets', 'track-nelson');
   await page.click('#tool-run');
   await waitFor(page, () => document.getElementById('tool-result').dataset.status === 'ok', null, 'speed-rate-calc result');
-  await waitFor(page, () => /speed-rate-calc/.test(document.getElementById('dataset-summary').textContent), null, 'the Results panel shows speed-rate-calc');
+  await waitFor(page, () => /^speed-rate-calc: /.test(document.getElementById('dataset-summary').textContent), null, 'the Results panel shows speed-rate-calc');
   const tsChart = await page.evaluate(() => {
     const svg = document.querySelector('#dataset-chart svg');
     if (!svg) return null;
@@ -829,7 +830,7 @@ async function main() {
   assert.equal(await page.locator('#confirm-dialog[open]').count(), 0, 'analytical tools ask nothing');
   await waitFor(page, () => document.querySelectorAll('#dataset-table tbody tr').length > 10, null, 'the Results table');
   await page.locator('#dataset-chart svg path.s1').waitFor();
-  assert.match(await page.textContent('#dataset-summary'), /range-bearing/);
+  assert.match(await page.textContent('#dataset-summary'), /^range-bearing: /);
   const headers = await page.locator('#dataset-table th').allTextContents();
   // labelled units, nm and degrees by default (the tool's data is in metres)
   assert.ok(headers.includes('range (nm)') && headers.includes('bearing (°)'), headers.join());
