@@ -1,11 +1,12 @@
 """Two toolgate binaries side by side, alternating run by run (so both see the same machine):
 exec (worker, in-process), --version, plot summary, an 8 MB REP import. Medians, as Markdown.
 
-usage: python3 benches/ab.py OLD_BINARY NEW_BINARY   (needs /tmp/syn8.rep from
+usage: python3 benches/ab.py OLD_BINARY NEW_BINARY [OLD_LABEL NEW_LABEL]   (needs /tmp/syn8.rep from
        `python3 benches/synthetic_rep.py 8 /tmp/syn8.rep` and an empty folder /tmp/ws)
 """
 import subprocess, sys, time, statistics, os, shutil
 A, B = sys.argv[1], sys.argv[2]
+LA, LB = (sys.argv[3], sys.argv[4]) if len(sys.argv) > 4 else ("old", "new")
 rows = [
   ("exec worker", lambda b: [b, "exec", "--workspace", "/tmp/ws", "--code", "1+1"], 40),
   ("exec --in-process", lambda b: [b, "exec", "--in-process", "--workspace", "/tmp/ws", "--code", "1+1"], 40),
@@ -14,7 +15,7 @@ rows = [
   ("import 8 MB", lambda b: [b, "import", "--store", "/tmp/abstore", "/tmp/syn8.rep"], 15),
 ]
 env = dict(os.environ, TOOLGATE_DATA_DIR="/tmp/tgd")
-print("| row | opt-level 3 (median) | size profile (median) | runs each, alternating |")
+print(f"| row | {LA} (median) | {LB} (median) | runs each, alternating |")
 print("|---|---:|---:|---:|")
 for name, cmd, n in rows:
     t = {A: [], B: []}
