@@ -9,6 +9,7 @@
 
 pub mod arms;
 pub mod fixture;
+pub mod panel;
 pub mod probe;
 pub mod replay;
 pub mod scenario;

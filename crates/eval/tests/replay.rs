@@ -183,3 +183,14 @@ async fn the_fail_safe_scenarios_fail_when_the_cause_is_removed() {
             .any(|t| t == toolgate_eval::fixture::FAILING_TOOL_ERROR)
     );
 }
+
+/// Every wording of the panel set (both splits) replays its family's canned call and meets the
+/// family's expectations: the set asks for outcomes that the real tools can produce.
+#[tokio::test]
+async fn every_panel_wording_replays() {
+    let cases = toolgate_eval::panel::builtin(None).unwrap();
+    let list: Vec<_> = cases.into_iter().map(|c| c.scenario).collect();
+    let results = replay::replay_all(&list).await.unwrap();
+    let failed: Vec<_> = results.iter().filter(|r| !r.passed).collect();
+    assert!(failed.is_empty(), "{}", replay::markdown(&results));
+}
