@@ -18,6 +18,19 @@ use crate::{GuardError, Inner, outcome};
 
 /// The longest line text a result carries.
 const LINE_CAP: usize = 1000;
+/// The most the searcher holds in memory for one file: a line (with its context lines) longer
+/// than this cannot be searched, and the file is reported as not searched. Smaller in unit
+/// tests, so a test file just over it stays small.
+const HEAP_LIMIT: usize = if cfg!(test) {
+    1024 * 1024
+} else {
+    64 * 1024 * 1024
+};
+
+/// The limit as a person reads it ("64 MiB").
+fn mib(bytes: usize) -> String {
+    format!("{} MiB", bytes / (1024 * 1024))
+}
 
 struct Hit {
     file: String,
@@ -95,7 +108,7 @@ pub fn grep(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, Call
         .binary_detection(BinaryDetection::quit(0))
         .before_context(context as usize)
         .after_context(context as usize)
-        .heap_limit(Some(64 * 1024 * 1024))
+        .heap_limit(Some(HEAP_LIMIT))
         .build();
 
     // Every path is guarded before anything is read.
@@ -163,6 +176,9 @@ pub fn grep(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, Call
     let mut skipped_outside = 0usize;
     let mut skipped_linked = 0usize;
     let mut searched = 0usize;
+    // Files the searcher gave up on (a line over the limit, a read error): each is a result
+    // with line 0 in file order, and the summary names them. They were silently `[]` before.
+    let mut not_searched: Vec<(String, String)> = Vec::new();
     for file in &files {
         let opened = match inner.guard.open_read_found(file) {
             Ok(o) => o,
@@ -190,14 +206,29 @@ pub fn grep(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, Call
             total: &mut total,
             cap,
         };
-        if searcher.search_file(&matcher, &handle, &mut sink).is_err() {
+        if let Err(e) = searcher.search_file(&matcher, &handle, &mut sink) {
+            let why = if e.to_string().contains("allocation limit") {
+                format!(
+                    "a line longer than {}, the most grep holds in memory; search such a file with bash",
+                    mib(HEAP_LIMIT)
+                )
+            } else {
+                format!("could not be read ({e})")
+            };
+            hits.push(Hit {
+                file: rel.clone(),
+                line: 0,
+                text: format!("…[not searched: {why}]"),
+                context: false,
+            });
+            not_searched.push((rel, why));
             continue;
         }
         if total > before {
             matched_files += 1;
         }
     }
-    let shown = hits.len();
+    let shown = hits.len() - not_searched.len();
     let mut data: Vec<Value> = hits
         .into_iter()
         .map(|h| {
@@ -220,6 +251,24 @@ pub fn grep(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, Call
             "text": "",
         }));
         summary.push_str(&format!(" Showing the first {shown}."));
+    }
+    if !not_searched.is_empty() {
+        let n = not_searched.len();
+        let named: Vec<String> = not_searched
+            .iter()
+            .take(5)
+            .map(|(f, why)| format!("{f} ({why})"))
+            .collect();
+        let more = if n > 5 {
+            format!(" and {} more", n - 5)
+        } else {
+            String::new()
+        };
+        summary.push_str(&format!(
+            " {n} file{} not searched: {}{more}.",
+            if n == 1 { "" } else { "s" },
+            named.join("; ")
+        ));
     }
     if skipped_outside > 0 {
         summary.push_str(&format!(
@@ -363,6 +412,39 @@ mod tests {
             .await
             .unwrap_err();
         assert!(matches!(err, CallError::NotFound { .. }), "{err}");
+    }
+
+    /// Reproduction: a file whose one line is longer than what the searcher may hold came back
+    /// as `[]` with no note. It is reported as not searched, with why, in the results and the
+    /// summary.
+    #[tokio::test]
+    async fn a_line_over_the_limit_is_reported_not_dropped() {
+        let (_d, t) = ws();
+        let over = super::HEAP_LIMIT + 1;
+        let mut big = "a".repeat(over);
+        big.push_str("needle\n");
+        write(&t, "one-line.txt", &big);
+        drop(big);
+        write(&t, "small.txt", "needle\n");
+        let o = run(&t, "grep", json!({"pattern": "needle"})).await.unwrap();
+        let list = o.data.as_array().unwrap();
+        assert_eq!(list.len(), 2, "{list:?}");
+        assert_eq!(list[0]["file"], json!("one-line.txt"));
+        assert_eq!(list[0]["line"], json!(0));
+        let note = list[0]["text"].as_str().unwrap();
+        assert!(
+            note.starts_with("…[not searched: a line longer than"),
+            "{note}"
+        );
+        assert_eq!(
+            list[1],
+            json!({"file": "small.txt", "line": 1, "text": "needle"})
+        );
+        assert!(
+            o.summary.contains("1 file not searched: one-line.txt"),
+            "{}",
+            o.summary
+        );
     }
 
     #[tokio::test]

@@ -558,8 +558,12 @@ pub fn html_to_text(html: &str) -> String {
                 i = lower[i..].find("-->").map_or(bytes.len(), |e| i + e + 3);
                 continue;
             }
-            let end = lower[i..].find('>').map_or(bytes.len(), |e| i + e + 1);
-            let tag = &lower[i + 1..end.saturating_sub(1).max(i + 1)];
+            // The tag's text runs to its `>` or, unclosed, to the end. Both ends are character
+            // boundaries (`<` and `>` are ASCII); `end - 1` of an unclosed tag was not (`<é`).
+            let (tag, end) = match lower[i..].find('>') {
+                Some(e) => (&lower[i + 1..i + e], i + e + 1),
+                None => (&lower[i + 1..], bytes.len()),
+            };
             let name: String = tag
                 .trim_start_matches('/')
                 .chars()
@@ -858,6 +862,42 @@ pub(crate) mod tests {
             let _ = html_to_text(&format!("<p>&{s}</p>"));
             proptest::prop_assert_eq!(decode_entities(&t), t);
         }
+
+        /// No markup panics the converter: unclosed tags, comments and scripts cut off inside
+        /// multi-byte text (`<é` sliced `lower[i+1..len-1]` inside the `é`).
+        #[test]
+        fn html_to_text_never_panics(
+            s in proptest::prelude::any::<String>(),
+            // Dense in tag syntax and multi-byte characters.
+            markup in "[<>/!\\-a-zA-Z &;#é日本語の😀‹]{0,60}",
+            name in "(p|br|script|style|!--|/p|x)?",
+            tail in "[é日😀‹a-z ]{0,4}",
+        ) {
+            let _ = html_to_text(&s);
+            let _ = html_to_text(&markup);
+            let _ = html_to_text(&format!("<{s}"));
+            let _ = html_to_text(&format!("{s}<"));
+            let _ = html_to_text(&format!("<{name}{tail}"));
+            let _ = html_to_text(&format!("<{name}>{tail}"));
+            let _ = html_to_text(&format!("{markup}<{name}{tail}"));
+        }
+    }
+
+    /// The reproductions: an unclosed tag ending inside a multi-byte character.
+    #[test]
+    fn unclosed_tags_in_multibyte_text() {
+        for html in [
+            "<é",
+            "x<日",
+            "<p>‹é<é",
+            "<a href=\"é",
+            "<script>é",
+            "<!--é",
+            "<😀",
+        ] {
+            let _ = html_to_text(html);
+        }
+        assert_eq!(html_to_text("été <b>ok</b> <é"), "été ok");
     }
 
     #[tokio::test]
