@@ -12,6 +12,7 @@
 //! 7. [`telemetry`] — one record per invocation, declines included.
 
 pub mod access;
+pub mod clip;
 pub mod digest;
 pub mod filter;
 pub mod flow;

@@ -1,12 +1,17 @@
 //! The importer's error type and the per-line context that builds it.
 
+use toolgate_core::clip::{QUOTE_MAX, clip, floor_char_boundary};
+
 use super::lex::Tok;
 
 /// Why a REP file could not be imported.
 ///
 /// Every variant names the file, the 1-based line, the 1-based byte column of the offending
 /// token (or, for a missing field, the column just past the end of the line), what is wrong,
-/// the offending text and what was expected, e.g.
+/// the offending text and what was expected. The quoted text is clipped: at most
+/// `FOUND_MAX` bytes of the token and `EXCERPT_MAX` of the line (200 together, whatever the
+/// size of the line; a clipped token ends `…(N bytes)`), so a message stays a few hundred bytes
+/// even for a 10 MB line. E.g.
 ///
 /// ```text
 /// boat1.rep:12:32: invalid latitude minutes "75" in "951212 050000.000 NELSON @C 22 75 10.63 N ..."; expected 0–59
@@ -28,9 +33,9 @@ pub enum RepError {
         column: usize,
         /// What the offending text was meant to be (e.g. `latitude minutes`).
         field: &'static str,
-        /// The offending text itself.
+        /// The offending text itself, at most `FOUND_MAX` bytes of it (then `…(N bytes)`).
         found: String,
-        /// The line (shortened with ` ...` when long).
+        /// The line, shortened with ` ...` when long (at most `EXCERPT_MAX` bytes of it).
         context: String,
         /// What would have been accepted.
         expected: String,
@@ -46,7 +51,7 @@ pub enum RepError {
         column: usize,
         /// The field that is missing (e.g. `longitude seconds`).
         field: &'static str,
-        /// The line (shortened with ` ...` when long).
+        /// The line, shortened with ` ...` when long (at most `EXCERPT_MAX` bytes of it).
         context: String,
         /// What the line should have contained.
         expected: String,
@@ -98,6 +103,12 @@ pub(super) struct LineCtx<'a> {
 const EXCERPT_MIN: usize = 40;
 /// How far past the offending token a single long word may run before it is cut.
 const EXCERPT_SLACK: usize = 80;
+/// Most bytes of the offending token an error quotes. With `EXCERPT_MAX` it makes
+/// `toolgate_core::clip::QUOTE_MAX`: a message quotes at most 200 bytes of the input.
+pub const FOUND_MAX: usize = 80;
+/// Most bytes of the line an error quotes as its context. Real REP lines are shorter: the
+/// excerpt of a well-formed line with a bad field is unchanged.
+pub const EXCERPT_MAX: usize = toolgate_core::clip::QUOTE_MAX - FOUND_MAX;
 
 impl LineCtx<'_> {
     /// An invalid token.
@@ -119,11 +130,11 @@ impl LineCtx<'_> {
         expected: impl Into<String>,
     ) -> Box<RepError> {
         Box::new(RepError::InvalidField {
-            file: self.file.to_owned(),
+            file: clip(self.file, QUOTE_MAX).into_owned(),
             line: self.line_no,
             column: start + 1,
             field,
-            found: found.to_owned(),
+            found: clip(found, FOUND_MAX).into_owned(),
             context: excerpt(self.line, start + found.len()),
             expected: expected.into(),
         })
@@ -133,7 +144,7 @@ impl LineCtx<'_> {
     pub fn missing(&self, field: &'static str, expected: impl Into<String>) -> Box<RepError> {
         let content = self.line.trim_end();
         Box::new(RepError::MissingField {
-            file: self.file.to_owned(),
+            file: clip(self.file, QUOTE_MAX).into_owned(),
             line: self.line_no,
             column: content.len() + 1,
             field,
@@ -143,28 +154,25 @@ impl LineCtx<'_> {
     }
 }
 
-/// The line, cut at the first whitespace at or after `max(token_end, EXCERPT_MIN)`.
+/// The line, cut at the first whitespace at or after `max(token_end, EXCERPT_MIN)`, and never
+/// longer than `EXCERPT_MAX` bytes (a token far along a huge line is found by its column).
 fn excerpt(line: &str, token_end: usize) -> String {
     let line = line.trim_end();
     let target = token_end.max(EXCERPT_MIN);
-    if line.len() <= target {
+    if line.len() <= target.min(EXCERPT_MAX) {
         return line.to_owned();
     }
     let bytes = line.as_bytes();
-    let mut cut = bytes
-        .iter()
-        .skip(target)
-        .position(u8::is_ascii_whitespace)
-        .map_or(line.len(), |p| target + p);
-    if cut > target + EXCERPT_SLACK {
-        cut = target + EXCERPT_SLACK;
-        while !line.is_char_boundary(cut) {
-            cut -= 1;
-        }
-    }
+    let cut = bytes
+        .get(target..)
+        .and_then(|rest| rest.iter().position(u8::is_ascii_whitespace))
+        .map_or(line.len(), |p| target + p)
+        .min(target + EXCERPT_SLACK)
+        .min(EXCERPT_MAX);
+    let cut = floor_char_boundary(line, cut);
     if cut >= line.len() {
         line.to_owned()
     } else {
-        format!("{} ...", line[..cut].trim_end())
+        format!("{} ...", line.get(..cut).unwrap_or_default().trim_end())
     }
 }

@@ -167,7 +167,8 @@ pub struct RepImport {
     /// Number of position lines read.
     pub position_count: usize,
     /// The `;KEYWORD` line kinds the importer skipped, in first-seen order: what the features
-    /// do not show. Empty when every line was read.
+    /// do not show. Empty when every line was read. At most 100 kinds are named; the lines of
+    /// any further kind are counted in one last entry, `(any other ;KEYWORD)`.
     pub unhandled: Vec<Unhandled>,
 }
 
@@ -175,7 +176,8 @@ pub struct RepImport {
 /// many such lines the file has and where the first one is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Unhandled {
-    /// The keyword, upper-cased, with its `;` and without its `:` (e.g. `;SENSORARC`).
+    /// The keyword, upper-cased, with its `;` and without its `:` (e.g. `;SENSORARC`); one over
+    /// 64 bytes is clipped there and ends `…(N bytes)`.
     pub keyword: String,
     /// How many lines of this kind the file has.
     pub count: usize,

@@ -171,6 +171,36 @@ const COMMANDS: [(&str, Command); 27] = [
     (";FORMAT_LAYER_HIDE:", Command::FormatLayerHide),
 ];
 
+/// Most bytes of a `;KEYWORD` kept to name its kind.
+const MAX_KEYWORD_BYTES: usize = 64;
+/// Most line kinds [`Parser::unhandled`] names one by one; the lines of any further kind are
+/// counted together under [`OTHER_KINDS`]. Debrief has a few dozen plug-in kinds; a file of a
+/// million made-up ones would otherwise make a million entries, each found by a linear search.
+pub(super) const MAX_UNHANDLED_KINDS: usize = 100;
+/// The keyword of the entry that counts the lines of kinds past [`MAX_UNHANDLED_KINDS`].
+pub(super) const OTHER_KINDS: &str = "(any other ;KEYWORD)";
+
+/// Counts `u` into `list`: into the entry of its kind, else a new entry while there are fewer
+/// than [`MAX_UNHANDLED_KINDS`], else the [`OTHER_KINDS`] entry. `u` comes after every line
+/// already counted, so an existing entry keeps its first line.
+fn add_unhandled(list: &mut Vec<crate::Unhandled>, u: crate::Unhandled) {
+    if let Some(m) = list.iter_mut().find(|m| m.keyword == u.keyword) {
+        m.count += u.count;
+        return;
+    }
+    if list.len() < MAX_UNHANDLED_KINDS {
+        list.push(u);
+        return;
+    }
+    match list.iter_mut().find(|m| m.keyword == OTHER_KINDS) {
+        Some(m) => m.count += u.count,
+        None => list.push(crate::Unhandled {
+            keyword: OTHER_KINDS.to_owned(),
+            ..u
+        }),
+    }
+}
+
 pub(super) struct Parser<'a> {
     file: &'a str,
     pub tracks: Vec<Track<'a>>,
@@ -275,21 +305,28 @@ impl<'a> Parser<'a> {
             return;
         }
         let word = body.split(':').next().unwrap_or_default();
-        let keyword = format!(";{}", word.to_ascii_uppercase());
+        // A keyword is quoted in warnings: a huge one is clipped like any quoted input.
+        let head = word
+            .get(..toolgate_core::clip::floor_char_boundary(word, MAX_KEYWORD_BYTES))
+            .unwrap_or_default();
+        let mut keyword = format!(";{}", head.to_ascii_uppercase());
+        if head.len() < word.len() {
+            keyword.push_str(&format!("…({} bytes)", word.len()));
+        }
         tracing::debug!(
             file = self.file,
             line = line_no,
-            command = first,
+            command = %toolgate_core::clip::quote(first),
             "unsupported REP line"
         );
-        match self.unhandled.iter_mut().find(|u| u.keyword == keyword) {
-            Some(u) => u.count += 1,
-            None => self.unhandled.push(crate::Unhandled {
+        add_unhandled(
+            &mut self.unhandled,
+            crate::Unhandled {
                 keyword,
                 count: 1,
                 first_line: line_no,
-            }),
-        }
+            },
+        );
     }
 
     /// Adds `lines` to the line numbers recorded so far (for a run that followed `lines` lines).
@@ -302,10 +339,7 @@ impl<'a> Parser<'a> {
     /// Appends the results of parsing the text that follows this parser's text.
     pub fn merge(&mut self, other: Parser<'a>) {
         for u in other.unhandled {
-            match self.unhandled.iter_mut().find(|m| m.keyword == u.keyword) {
-                Some(m) => m.count += u.count,
-                None => self.unhandled.push(u),
-            }
+            add_unhandled(&mut self.unhandled, u);
         }
         for track in other.tracks {
             let i = self.track_for(track.name, "");

@@ -493,6 +493,73 @@ fn any_error_aborts_the_whole_file() {
     ));
 }
 
+/// Every error quotes at most 200 bytes of the offending text (a token and the line around
+/// it), whatever the size of the line, and still names the line and column.
+#[test]
+fn a_huge_line_is_quoted_clipped_with_its_line_and_column() {
+    let first = "951212 050000.000 NELSON @C 22 11 10.63 N 21 41 52.37 W 269.7 2.0 0";
+    for fill in ["\0", "x", "é"] {
+        let huge = fill.repeat(1_000_000);
+        let cases = [
+            // One token as long as the line: an invalid date.
+            (huge.clone(), "2:1: invalid date"),
+            // A huge track name, then nothing: the symbol is missing.
+            (format!("951212 050000 {huge}"), ": missing symbology"),
+            // An unclosed quote: the rest of the line is the offending text.
+            (
+                format!("951212 050000 \"{huge}"),
+                "2:15: invalid track name",
+            ),
+            // A huge depth at the end of an otherwise good line.
+            (
+                format!("{} {huge}", first.trim_end_matches(" 0")),
+                ": invalid depth",
+            ),
+        ];
+        for (line, head) in cases {
+            let e = err("big.rep", &format!("{first}\n{line}\n"));
+            let msg = e.to_string();
+            assert!(
+                msg.contains(head),
+                "{fill:?} {head}: {}",
+                &msg[..msg.len().min(300)]
+            );
+            assert_eq!(e.line(), 2);
+            // 200 bytes of text, each NUL escaped as `\0`, plus the fixed words.
+            let limit = if fill == "\0" { 700 } else { 450 };
+            assert!(
+                msg.len() <= limit,
+                "{fill:?} {head}: {} bytes: {}",
+                msg.len(),
+                &msg[..msg.len().min(600)]
+            );
+            let column = e.column();
+            let cut = e.to_string();
+            assert!(cut.starts_with(&format!("big.rep:2:{column}: ")), "{cut}");
+        }
+    }
+}
+
+/// The line kinds the importer skips are reported by keyword: a keyword is clipped, and a file
+/// of a million made-up kinds keeps a bounded list (each new kind was a linear search).
+#[test]
+fn unhandled_keywords_are_clipped_and_their_kinds_bounded() {
+    let text = format!(";{}: 1\n", "A".repeat(1_000_000));
+    let import = parse_rep("k.rep", &text).unwrap();
+    assert_eq!(import.unhandled.len(), 1);
+    assert!(
+        import.unhandled[0].keyword.len() <= 260,
+        "{}",
+        import.unhandled[0].keyword.len()
+    );
+    assert!(import.unhandled[0].to_string().len() <= 400);
+    let many: String = (0..50_000).map(|i| format!(";K{i}: x\n")).collect();
+    let import = parse_rep("k.rep", &many).unwrap();
+    assert!(import.unhandled.len() <= 101, "{}", import.unhandled.len());
+    let total: usize = import.unhandled.iter().map(|u| u.count).sum();
+    assert_eq!(total, 50_000, "every skipped line is still counted");
+}
+
 #[test]
 fn long_lines_are_shortened_in_messages() {
     let label = "word ".repeat(100);
