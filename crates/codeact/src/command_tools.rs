@@ -117,39 +117,73 @@ fn scalar(name: &str, v: &Value) -> Result<String, CallError> {
     Ok(text)
 }
 
+/// The refusal of a value that would become an option.
+fn option_refused(tool: &str, name: &str, value: &str) -> CallError {
+    let shown: String = value.chars().take(60).collect();
+    let more = if shown.len() < value.len() { "…" } else { "" };
+    CallError::invalid(format!(
+        "command tool \"{tool}\": the value of \"{name}\" (\"{shown}{more}\") starts with \"-\", so the program would read it as an option; nothing was run. Give a value that does not start with \"-\" (a file named so: \"./{shown}{more}\"), or, if this parameter is meant to take options, declare it with allow_options = true in the tool's [[command_tools]] entry."
+    ))
+}
+
 /// The argument vector of one call. An argument that is exactly `{p}` becomes p's value as one
 /// argument (a list: one argument per item; absent or null: no argument); an argument with a
-/// placeholder among other text is dropped when one of its parameters is absent.
-pub fn build_argv(argv: &[String], params: &Map<String, Value>) -> Result<Vec<String>, CallError> {
+/// placeholder among other text is dropped when one of its parameters is absent. A value is
+/// never split, never shell text, and never an option: an argument whose leading `-` comes from
+/// a value is refused unless `allows_options` says that parameter may (`allow_options = true`).
+pub fn build_argv(
+    tool: &str,
+    argv: &[String],
+    params: &Map<String, Value>,
+    allows_options: impl Fn(&str) -> bool,
+) -> Result<Vec<String>, CallError> {
     let mut out = Vec::with_capacity(argv.len());
     for arg in argv {
         let pieces = parse_arg(arg).map_err(CallError::invalid)?;
         if let [ArgPiece::Param(p)] = pieces.as_slice() {
-            match params.get(p) {
-                None | Some(Value::Null) => {}
-                Some(Value::Array(items)) => {
-                    for item in items {
-                        out.push(scalar(p, item)?);
-                    }
+            let values: &[Value] = match params.get(p) {
+                None | Some(Value::Null) => &[],
+                Some(Value::Array(items)) => items,
+                Some(v) => std::slice::from_ref(v),
+            };
+            for v in values {
+                let text = scalar(p, v)?;
+                if text.starts_with('-') && !allows_options(p) {
+                    return Err(option_refused(tool, p, &text));
                 }
-                Some(v) => out.push(scalar(p, v)?),
+                out.push(text);
             }
             continue;
         }
         let mut text = String::new();
         let mut complete = true;
+        // The parameter whose value begins the argument (no literal text before it).
+        let mut leading: Option<(&str, String)> = None;
         for piece in &pieces {
             match piece {
                 ArgPiece::Literal(l) => text.push_str(l),
                 ArgPiece::Param(p) => match params.get(p) {
                     None | Some(Value::Null) => complete = false,
-                    Some(v) => text.push_str(&scalar(p, v)?),
+                    Some(v) => {
+                        let value = scalar(p, v)?;
+                        if text.is_empty() && !value.is_empty() {
+                            leading = Some((p.as_str(), value.clone()));
+                        }
+                        text.push_str(&value);
+                    }
                 },
             }
         }
-        if complete {
-            out.push(text);
+        if !complete {
+            continue;
         }
+        if let Some((p, value)) = leading
+            && text.starts_with('-')
+            && !allows_options(p)
+        {
+            return Err(option_refused(tool, p, &value));
+        }
+        out.push(text);
     }
     Ok(out)
 }
@@ -179,7 +213,9 @@ impl Provider for CommandTools {
                 message: format!("no command tool \"{}\"", call.tool_id),
             });
         };
-        let argv = build_argv(&decl.argv, &call.params)?;
+        let argv = build_argv(&decl.name, &decl.argv, &call.params, |p| {
+            decl.allows_options(p)
+        })?;
         let Some((program, args)) = argv.split_first() else {
             return Err(CallError::failed(format!(
                 "command tool \"{}\" has no program",
@@ -251,8 +287,10 @@ mod tests {
             "{opt}",
         ]);
         let got = build_argv(
+            "g",
             &t,
             &params(json!({"pattern": "a b; rm -rf /", "paths": ["x y", "z"], "n": 3})),
+            no_options,
         )
         .unwrap();
         assert_eq!(
@@ -260,10 +298,107 @@ mod tests {
             ["grep", "-n", "--", "a b; rm -rf /", "x y", "z", "--max=3"],
             "no splitting, no shell; absent optional parameters drop their argument"
         );
-        let got = build_argv(&t, &params(json!({"pattern": "p", "paths": "one"}))).unwrap();
+        let got = build_argv(
+            "g",
+            &t,
+            &params(json!({"pattern": "p", "paths": "one"})),
+            no_options,
+        )
+        .unwrap();
         assert_eq!(got, ["grep", "-n", "--", "p", "one"]);
-        assert!(build_argv(&t, &params(json!({"pattern": {"a": 1}}))).is_err());
-        assert!(build_argv(&t, &params(json!({"pattern": "a\u{0}b"}))).is_err());
+        assert!(build_argv("g", &t, &params(json!({"pattern": {"a": 1}})), no_options).is_err());
+        assert!(build_argv("g", &t, &params(json!({"pattern": "a\u{0}b"})), no_options).is_err());
+    }
+
+    fn no_options(_: &str) -> bool {
+        false
+    }
+
+    /// `find {dir} -name *.txt` with dir = "-delete" deleted the workspace: a value never
+    /// starts an argument with `-` unless its parameter allows options.
+    #[test]
+    fn values_never_become_options() {
+        let t = argv(&[
+            "find",
+            "{dir}",
+            "-name",
+            "{glob}.txt",
+            "--max={n}",
+            "{list}",
+        ]);
+        for bad in [
+            json!({"dir": "-delete"}),
+            json!({"dir": "--exec=rm"}),
+            json!({"dir": "x", "glob": "-delete"}),
+            json!({"dir": "x", "list": ["ok", "-fprint"]}),
+            json!({"dir": -1}),
+        ] {
+            let err = build_argv("list_txt", &t, &params(bad.clone()), no_options).unwrap_err();
+            let msg = err.to_string();
+            assert!(
+                matches!(err, CallError::InvalidInput { .. }),
+                "{bad}: {msg}"
+            );
+            assert!(msg.contains("starts with \"-\""), "{bad}: {msg}");
+            assert!(msg.contains("allow_options = true"), "{bad}: {msg}");
+        }
+        // A dash inside a value, or after literal text, is no option.
+        let got = build_argv(
+            "list_txt",
+            &t,
+            &params(json!({"dir": "a-b", "glob": "x", "n": -3, "list": ["./-x"]})),
+            no_options,
+        )
+        .unwrap();
+        assert_eq!(got, ["find", "a-b", "-name", "x.txt", "--max=-3", "./-x"]);
+        // Only the parameter that opts in may.
+        let only_dir = |p: &str| p == "dir";
+        let got = build_argv("t", &t, &params(json!({"dir": "-delete"})), only_dir).unwrap();
+        assert_eq!(got, ["find", "-delete", "-name"]);
+        assert!(
+            build_argv(
+                "t",
+                &t,
+                &params(json!({"dir": "x", "glob": "-x"})),
+                only_dir
+            )
+            .is_err()
+        );
+    }
+
+    /// `allow_options` is read from either parameters form, must be a boolean, and is not part
+    /// of the schema the model sees.
+    #[test]
+    fn allow_options_is_declared_per_parameter() {
+        let parse = |text: &str| {
+            toolgate_sandbox::config::ConfigFile::parse(std::path::Path::new("/c.toml"), text)
+        };
+        let f = parse(
+            "[[command_tools]]\nname = \"a\"\nargv = [\"echo\", \"{f}\", \"{g}\"]\nparameters = { f = { type = \"string\", allow_options = true }, g = { type = \"string\" } }\n",
+        )
+        .unwrap();
+        let d = &f.command_tools[0];
+        assert!(d.allows_options("f"));
+        assert!(!d.allows_options("g"));
+        assert!(!d.allows_options("nope"));
+        assert_eq!(
+            d.input_schema()["properties"]["f"],
+            json!({"type": "string"})
+        );
+        let f = parse(
+            "[[command_tools]]\nname = \"b\"\nargv = [\"echo\", \"{f}\"]\nparameters = { type = \"object\", properties = { f = { type = \"string\", allow_options = true } } }\n",
+        )
+        .unwrap();
+        assert!(f.command_tools[0].allows_options("f"));
+        let err = parse(
+            "[[command_tools]]\nname = \"c\"\nargv = [\"echo\", \"{f}\"]\nparameters = { f = { type = \"string\", allow_options = \"yes\" } }\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("`allow_options` must be true or false"),
+            "{err}"
+        );
     }
 
     #[tokio::test]

@@ -62,10 +62,18 @@
 //! [[command_tools]]
 //! name = "line_count"
 //! description = "Count the lines of a file."
-//! argv = ["wc", "-l", "{path}"]      # no shell; "{param}" becomes one argument
+//! argv = ["wc", "-l", "--", "{path}"] # no shell; "{param}" becomes one argument
 //! parameters = { path = { type = "string", required = true } }
 //! timeout_secs = 10                  # default: [workspace] bash_timeout_secs
 //! ```
+//!
+//! A `{param}` placeholder is always exactly one argv entry (a value with spaces, quotes or
+//! `;` stays one argument; a list is one argument per item), never shell text. A value that
+//! would put a leading `-` at the start of an argument is refused before the program runs
+//! (`find {dir}` with `dir = "-delete"` would otherwise delete the workspace), unless that
+//! parameter declares `allow_options = true` (e.g.
+//! `parameters = { flag = { type = "string", allow_options = true } }`). `--` before the
+//! placeholders is still good practice for programs that honour it.
 //!
 //! Unknown keys are errors, and every error names the file and the key, e.g.
 //! `/x/.toolgate/config.toml: invalid value for key `limits.timeout_secs`: expected an integer, found string "ten" (line 2, column 16)`.
@@ -263,7 +271,9 @@ pub struct CommandToolDecl {
     /// The program and its arguments. `{param}` in an argument is replaced by the parameter's
     /// value; an argument that is exactly `{param}` becomes that value as one argument (a list
     /// value becomes one argument per item; an absent optional parameter drops the argument).
-    /// `{{` and `}}` are literal braces. The program itself (`argv[0]`) is fixed.
+    /// `{{` and `}}` are literal braces. The program itself (`argv[0]`) is fixed. A value that
+    /// would start an argument with `-` is refused unless its parameter declares
+    /// `allow_options = true` ([`CommandToolDecl::allows_options`]).
     pub argv: Vec<String>,
     /// The parameters: a JSON Schema object (`{type = "object", properties = {...}}`) or the
     /// anchor's form `{name = {type = "string", required = true, description = "..."}}`.
@@ -276,10 +286,37 @@ pub struct CommandToolDecl {
     pub source: PathBuf,
 }
 
+/// The per-parameter key that lets a value start an argument with `-` (an option).
+pub const ALLOW_OPTIONS: &str = "allow_options";
+
 impl CommandToolDecl {
-    /// The parameters as a JSON Schema object.
+    /// The parameters as a JSON Schema object, as the model and the validator see them
+    /// (without toolgate's own `allow_options` keys, which are no JSON Schema).
     pub fn input_schema(&self) -> Value {
-        parameters_schema(self.parameters.as_ref()).unwrap_or_else(|_| empty_schema())
+        let mut schema =
+            parameters_schema(self.parameters.as_ref()).unwrap_or_else(|_| empty_schema());
+        if let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+            for spec in props.values_mut() {
+                if let Some(spec) = spec.as_object_mut() {
+                    spec.remove(ALLOW_OPTIONS);
+                }
+            }
+        }
+        schema
+    }
+
+    /// Whether parameter `name` declares `allow_options = true`: only then may its value start
+    /// an argument with `-`.
+    pub fn allows_options(&self, name: &str) -> bool {
+        parameters_schema(self.parameters.as_ref())
+            .ok()
+            .and_then(|s| {
+                s.get("properties")?
+                    .get(name)?
+                    .get(ALLOW_OPTIONS)?
+                    .as_bool()
+            })
+            .unwrap_or(false)
     }
 }
 
@@ -407,6 +444,20 @@ impl ConfigFile {
                 .and_then(Value::as_object)
                 .map(|p| p.keys().map(String::as_str).collect())
                 .unwrap_or_default();
+            for name in &declared {
+                match schema["properties"][*name].get(ALLOW_OPTIONS) {
+                    None | Some(Value::Bool(_)) => {}
+                    Some(other) => {
+                        return Err(ConfigError::key(
+                            path,
+                            key("parameters"),
+                            format!(
+                                "parameter `{name}`: `{ALLOW_OPTIONS}` must be true or false, found {other}"
+                            ),
+                        ));
+                    }
+                }
+            }
             let Some(program) = t.argv.first() else {
                 return Err(ConfigError::key(
                     path,
