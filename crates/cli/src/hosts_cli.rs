@@ -834,6 +834,13 @@ pub async fn doctor(args: DoctorArgs) -> Result<i32> {
         }
     }
     report.push(check_confinement());
+    if toolgate_confine::running_as_root() {
+        report.push(Check::new(
+            "user",
+            Level::Note,
+            "toolgate runs as root (uid 0): the programs it starts are still confined and hold no capabilities and no terminal (see above), but they run as uid 0, so what they and toolgate write is owned by root, and root-owned files in the workspace are theirs to change; run toolgate as an ordinary user where you can",
+        ));
+    }
     report.push(check_writable("target", &target));
     report.push(check_writable("data dir", &loc.data_dir));
     report.push(check_writable("hook state", &hook_state_dir()));
@@ -883,7 +890,8 @@ pub async fn doctor(args: DoctorArgs) -> Result<i32> {
 }
 
 /// What OS confinement bash and command tools get here, proven by starting one confined
-/// process (`/bin/true`) through this binary's launcher, not only by asking the kernel.
+/// process (`/bin/cat`) through this binary's launcher and reading what it holds (capabilities,
+/// no-new-privs, seccomp, session, terminal), not only by asking the kernel.
 fn check_confinement() -> Check {
     let name = "process confinement";
     let launcher = std::env::current_exe().ok();
@@ -906,30 +914,34 @@ fn check_confinement() -> Check {
             );
         }
     };
-    let proof = toolgate_confine::PrivateDirs::new().and_then(|dirs| {
-        let policy = toolgate_confine::Policy::new(None, &dirs);
-        confiner
-            .command(&policy, "/bin/true".as_ref(), Vec::<String>::new())
-            .env_clear()
-            .current_dir(dirs.tmp())
-            .stdin(std::process::Stdio::null())
-            .output()
-    });
-    match proof {
-        Ok(o) if o.status.success() => Check::new(name, Level::Ok, confiner.level().describe()),
-        Ok(o) => Check::new(
+    // A confined /bin/cat, inspected from outside while it waits on its stdin: what a child
+    // really holds, not what the launcher promises.
+    match confiner.inspect_child() {
+        Ok(held) if !held.has_capabilities() && held.no_new_privs && !held.terminal => Check::new(
+            name,
+            Level::Ok,
+            format!(
+                "{}; a confined child: {}",
+                confiner.level().describe(),
+                held.describe()
+            ),
+        ),
+        Ok(held) => Check::new(
             name,
             Level::Problem,
             format!(
-                "{} — but a confined /bin/true failed: {}",
+                "{} — but a confined child holds more than it should: {}",
                 confiner.level().describe(),
-                String::from_utf8_lossy(&o.stderr).trim()
+                held.describe()
             ),
         ),
         Err(e) => Check::new(
             name,
             Level::Problem,
-            format!("a confined /bin/true could not start: {e}"),
+            format!(
+                "{} — but a confined child could not be started and inspected: {e}",
+                confiner.level().describe()
+            ),
         ),
     }
 }

@@ -1,7 +1,8 @@
 //! The sandbox worker (`toolgate __sandbox-worker`, the process the interpreter runs in) is
 //! itself under Landlock: if a bug in the interpreter ever reached the OS, the kernel would
 //! refuse every file. Seen from outside: the worker runs with `NoNewPrivs: 1`, which
-//! `landlock_restrict_self` requires and which nothing else in the worker sets.
+//! `landlock_restrict_self` requires and which nothing else in the worker sets. It holds no
+//! capability either.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -68,10 +69,31 @@ fn the_sandbox_worker_runs_under_landlock() {
         .iter()
         .map(|pid| status_field(pid, "NoNewPrivs:"))
         .collect();
+    // And it holds no capability (toolgate may run as root); as root it has emptied its
+    // bounding set too (without privilege that set cannot be changed, nor used).
+    let root =
+        status_field("self", "Uid:").is_some_and(|u| u.split_whitespace().nth(1) == Some("0"));
+    let mut fields = vec!["CapInh:", "CapPrm:", "CapEff:", "CapAmb:"];
+    if root {
+        fields.push("CapBnd:");
+    }
+    let caps: Vec<(String, &str, Option<String>)> = workers
+        .iter()
+        .flat_map(|pid| {
+            fields
+                .iter()
+                .map(move |f| (pid.clone(), *f, status_field(pid, f)))
+        })
+        .collect();
     let _ = child.kill();
     let _ = child.wait();
     assert!(
         nnp.iter().all(|v| v.as_deref() == Some("1")),
         "the worker restricted itself: {nnp:?}"
+    );
+    assert!(
+        caps.iter()
+            .all(|(_, _, v)| v.as_deref() == Some("0000000000000000")),
+        "the worker holds capabilities: {caps:?}"
     );
 }

@@ -40,6 +40,12 @@ fn guard(args: &[OsString]) -> Result<i32, String> {
     let parent = nix::unistd::getppid();
     let forced = std::env::var_os(FORCE_SUBREAPER_ENV).is_some_and(|v| v == "1");
     let pid_namespace = !forced && crate::linux::enter_namespaces();
+    if pid_namespace && !nix::unistd::geteuid().is_root() {
+        // The new user namespace gave this process every capability inside it, and the
+        // bounding set it passes on; stage 2 (no longer privileged once it starts) could not
+        // empty that set itself.
+        crate::linux::drop_capabilities()?;
+    }
     let exe = std::env::current_exe().map_err(|e| format!("finding toolgate's binary: {e}"))?;
     let mut cmd = std::process::Command::new(exe);
     cmd.arg(EXEC_SUBCOMMAND).env_remove(FORCE_SUBREAPER_ENV);
@@ -119,6 +125,14 @@ fn wait_or_orphaned(
         .and_then(rustix::process::Pid::from_raw)
         .ok_or("the confined process has no valid pid")?;
     let pidfd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok();
+    // The parent too: stage 2 leaves the guard's process group (a session of its own), so in
+    // the fallback the caller's kill of that group reaches only the guard, and the reaper must
+    // see it gone at once rather than at its next look. `getppid` below still decides (a pidfd
+    // opened after the parent died would name another process).
+    let parent_fd = i32::try_from(parent.as_raw())
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+        .and_then(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok());
     let tick = Timespec {
         tv_sec: 0,
         tv_nsec: 100_000_000,
@@ -138,12 +152,19 @@ fn wait_or_orphaned(
             }
             std::process::exit(137);
         }
-        match &pidfd {
-            Some(fd) => {
+        match (&pidfd, &parent_fd) {
+            (Some(fd), Some(parent_fd)) => {
+                let mut fds = [
+                    PollFd::new(fd, PollFlags::IN),
+                    PollFd::new(parent_fd, PollFlags::IN),
+                ];
+                let _ = poll(&mut fds, Some(&tick));
+            }
+            (Some(fd), None) => {
                 let mut fds = [PollFd::new(fd, PollFlags::IN)];
                 let _ = poll(&mut fds, Some(&tick));
             }
-            None => std::thread::sleep(std::time::Duration::from_millis(5)),
+            (None, _) => std::thread::sleep(std::time::Duration::from_millis(5)),
         }
     }
 }

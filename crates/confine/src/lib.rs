@@ -97,8 +97,116 @@ impl Level {
             None => self.landlock_abi.to_string(),
         };
         format!(
-            "Landlock ABI {abi} (files: workspace and private tmp only; no TCP; signals scoped) + seccomp (no sockets, no ptrace, no namespaces); processes: {reaping}"
+            "Landlock ABI {abi} (files: workspace and private tmp only, no device nodes or FIFOs; no TCP; signals scoped) + seccomp (no sockets, no ptrace, no namespaces, no terminal injection, no kernel log, clock or host name); no capabilities, no terminal (a session of its own); processes: {reaping}"
         )
+    }
+}
+
+/// What a process holds, as the kernel reports it in `/proc/PID/status` and `/proc/PID/stat`
+/// (see [`Confiner::inspect_child`]). Capability sets are bit masks (`CAP_*` numbers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Held {
+    pub effective: u64,
+    pub permitted: u64,
+    pub inheritable: u64,
+    pub bounding: u64,
+    pub ambient: u64,
+    /// `PR_SET_NO_NEW_PRIVS` is set.
+    pub no_new_privs: bool,
+    /// A seccomp filter is installed.
+    pub seccomp: bool,
+    /// The process leads its own session (so the caller's terminal is not its controlling one).
+    pub own_session: bool,
+    /// The process has a controlling terminal.
+    pub terminal: bool,
+}
+
+impl Held {
+    /// Whether any capability can be used now or regained by `execve` (the bounding set alone
+    /// grants nothing).
+    pub fn has_capabilities(&self) -> bool {
+        self.effective | self.permitted | self.inheritable | self.ambient != 0
+    }
+
+    /// One line: `CapEff none, CapPrm none, CapAmb none, CapBnd none, NoNewPrivs, seccomp, own
+    /// session, no terminal` (a set that is not empty is shown in hex, as `/proc` shows it).
+    pub fn describe(&self) -> String {
+        let set = |bits: u64| {
+            if bits == 0 {
+                "none".to_owned()
+            } else {
+                format!("{bits:016x}")
+            }
+        };
+        let mut parts = vec![
+            format!("CapEff {}", set(self.effective)),
+            format!("CapPrm {}", set(self.permitted)),
+            format!("CapAmb {}", set(self.ambient)),
+            format!("CapBnd {}", set(self.bounding)),
+        ];
+        if self.inheritable != 0 {
+            parts.push(format!("CapInh {}", set(self.inheritable)));
+        }
+        parts.push(
+            if self.no_new_privs {
+                "NoNewPrivs"
+            } else {
+                "no NoNewPrivs"
+            }
+            .to_owned(),
+        );
+        parts.push(
+            if self.seccomp {
+                "seccomp"
+            } else {
+                "no seccomp"
+            }
+            .to_owned(),
+        );
+        parts.push(
+            if self.own_session {
+                "own session"
+            } else {
+                "the caller's session"
+            }
+            .to_owned(),
+        );
+        parts.push(
+            if self.terminal {
+                "a controlling terminal"
+            } else {
+                "no terminal"
+            }
+            .to_owned(),
+        );
+        parts.join(", ")
+    }
+}
+
+/// Whether this process runs as root (effective uid 0).
+pub fn running_as_root() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        nix::unistd::geteuid().is_root()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        false
+    }
+}
+
+/// Drop every capability of the calling **thread** for good (bounding set, securebits locked
+/// so that a root `execve` grants none again, ambient, permitted, effective, inheritable), for
+/// a process toolgate starts for itself outside the launcher (the sandbox worker). Call it
+/// before starting threads. Fails unless the thread ends up holding no capability.
+pub fn drop_privileges() -> Result<(), String> {
+    #[cfg(target_os = "linux")]
+    {
+        linux::drop_capabilities()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Ok(())
     }
 }
 
@@ -305,6 +413,73 @@ impl Confiner {
     }
 }
 
+impl Confiner {
+    /// Start one confined child (`/bin/cat`, waiting on its stdin) under a policy with no
+    /// workspace and read what it holds from outside: the proof `doctor` shows. The child ends
+    /// when its stdin closes.
+    pub fn inspect_child(&self) -> Result<Held, String> {
+        #[cfg(target_os = "linux")]
+        {
+            self.inspect_child_linux()
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            Err("OS confinement is implemented for Linux only".to_owned())
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    fn inspect_child_linux(&self) -> Result<Held, String> {
+        use std::process::Stdio;
+        use std::time::{Duration, Instant};
+
+        let dirs = PrivateDirs::new().map_err(|e| format!("making a private tmp dir: {e}"))?;
+        let policy = Policy::new(None, &dirs);
+        let mut child = self
+            .command(&policy, OsStr::new("/bin/cat"), Vec::<&OsStr>::new())
+            .env_clear()
+            .current_dir(dirs.tmp())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("starting a confined /bin/cat: {e}"))?;
+        let guard = child.id();
+        let start = Instant::now();
+        // The program shows up under its own name once stage 2 has restricted itself and
+        // called `execve`: everything is in place by then.
+        let held = loop {
+            let cat = linux::descendants(guard).into_iter().find(|pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                    .is_ok_and(|c| c.trim_end() == "cat")
+            });
+            if let Some(pid) = cat {
+                break linux::held_by(pid).map_err(|e| format!("reading the child's state: {e}"));
+            }
+            if matches!(child.try_wait(), Ok(Some(_))) {
+                break Err("the confined /bin/cat ended before it could be inspected".to_owned());
+            }
+            if start.elapsed() > Duration::from_secs(10) {
+                let _ = child.kill();
+                break Err("the confined /bin/cat did not start within 10 s".to_owned());
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        drop(child.stdin.take());
+        let out = child
+            .wait_with_output()
+            .map_err(|e| format!("waiting for the confined /bin/cat: {e}"))?;
+        held.map_err(|e| {
+            let why = String::from_utf8_lossy(&out.stderr);
+            if why.trim().is_empty() {
+                e
+            } else {
+                format!("{e}: {}", why.trim())
+            }
+        })
+    }
+}
+
 /// The confinement this machine offers, or why there is none.
 pub fn probe() -> Result<Level, Unavailable> {
     #[cfg(target_os = "linux")]
@@ -467,6 +642,48 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn what_a_child_holds_is_described_in_one_line() {
+        let mut held = Held {
+            effective: 0,
+            permitted: 0,
+            inheritable: 0,
+            bounding: 0,
+            ambient: 0,
+            no_new_privs: true,
+            seccomp: true,
+            own_session: true,
+            terminal: false,
+        };
+        assert!(!held.has_capabilities());
+        assert_eq!(
+            held.describe(),
+            "CapEff none, CapPrm none, CapAmb none, CapBnd none, NoNewPrivs, seccomp, own session, no terminal"
+        );
+        // A bounding set alone grants nothing (not root, no user namespace of its own).
+        held.bounding = 0x1ff_ffff_ffff;
+        assert!(!held.has_capabilities());
+        assert!(held.describe().contains("CapBnd 000001ffffffffff"));
+        held.effective = 1 << 21;
+        assert!(held.has_capabilities());
+        assert!(held.describe().starts_with("CapEff 0000000000200000"));
+    }
+
+    #[test]
+    fn the_level_says_no_capabilities_and_no_terminal() {
+        let level = Level {
+            landlock_abi: 7,
+            crate_knows_up_to: None,
+            seccomp: true,
+            pid_namespace: true,
+        };
+        assert!(
+            level.describe().contains("no capabilities, no terminal"),
+            "{}",
+            level.describe()
+        );
     }
 
     #[test]

@@ -155,15 +155,92 @@ pub fn enter_namespaces() -> bool {
     }
 }
 
-/// Restrict the calling process (stage 2, just before `exec`): no new privileges, Landlock,
-/// seccomp. Every failure is fatal to the call: nothing runs unconfined by accident.
+/// Restrict the calling process (stage 2, just before `exec`): a session of its own, no new
+/// privileges, Landlock, seccomp, no capabilities. Every failure is fatal to the call: nothing
+/// runs unconfined by accident.
 pub fn restrict(policy: &Policy) -> Result<(), String> {
+    // Asked for while still in the guard's process group: until `setsid` below, the caller's
+    // kill of that group reaches this process directly; from then on the guard's death does.
     nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
         .map_err(|e| format!("PR_SET_PDEATHSIG: {e}"))?;
+    // A new session has no controlling terminal, and nothing started in it can gain the
+    // caller's: `/dev/tty` (or a node made for it) names no terminal, TIOCSTI has none to push
+    // into, job-control signals reach no shell. Reaping does not rely on the process group:
+    // with a PID namespace the guard's death kills this process (above) and with it the
+    // namespace; in the fallback the reaper kills everything below it.
+    nix::unistd::setsid().map_err(|e| format!("setsid (leaving the caller's terminal): {e}"))?;
     nix::sys::prctl::set_no_new_privs().map_err(|e| format!("PR_SET_NO_NEW_PRIVS: {e}"))?;
     landlock(policy)?;
     for filter in filters(policy.network)? {
         seccompiler::apply_filter(&filter).map_err(|e| format!("seccomp: {e}"))?;
+    }
+    // Last, so that the Landlock rules above could still open the policy's paths with the
+    // caller's rights; neither filter refuses `prctl` or `capset`.
+    drop_capabilities()
+}
+
+/// Drop every capability of the calling thread, for good: the securebits that keep a root
+/// `execve` from granting them again (locked), every capability out of the bounding set, the
+/// ambient set cleared, the permitted, effective and inheritable sets emptied. The bounding
+/// set and the securebits need `CAP_SETPCAP`; without it (not root, no user namespace of
+/// its own) there is nothing they could take away that `NO_NEW_PRIVS` does not already keep
+/// out of reach. Fails unless the permitted, effective and inheritable sets end up empty.
+pub fn drop_capabilities() -> Result<(), String> {
+    use rustix::thread::{
+        self as t, CapabilitiesSecureBits as Bits, CapabilitySet, CapabilitySets,
+    };
+    let held =
+        t::capabilities(None).map_err(|e| format!("reading the capabilities (capget): {e}"))?;
+    if held.effective.contains(CapabilitySet::SETPCAP) {
+        let locked = Bits::NO_ROOT
+            | Bits::NO_ROOT_LOCKED
+            | Bits::NO_SETUID_FIXUP
+            | Bits::NO_SETUID_FIXUP_LOCKED
+            | Bits::KEEP_CAPS_LOCKED
+            | Bits::NO_CAP_AMBIENT_RAISE
+            | Bits::NO_CAP_AMBIENT_RAISE_LOCKED;
+        let current = t::capabilities_secure_bits().unwrap_or(Bits::empty());
+        if !current.contains(locked) {
+            // Belt and braces (the bounding set is emptied below, and NO_NEW_PRIVS keeps an
+            // `execve` from adding to the permitted set): a bit someone else locked the other
+            // way is not worth refusing the call for.
+            if let Err(e) = t::set_capabilities_secure_bits((current | locked) - Bits::KEEP_CAPS) {
+                tracing::debug!("securebits not set ({e})");
+            }
+        }
+        // PR_CAPBSET_READ answers EINVAL past the kernel's last capability: no need to read
+        // /proc/sys/kernel/cap_last_cap (which Landlock no longer allows here).
+        for cap in 0..64u32 {
+            let one = CapabilitySet::from_bits_retain(1 << cap);
+            match t::capability_is_in_bounding_set(one) {
+                Ok(true) => t::remove_capability_from_bounding_set(one)
+                    .map_err(|e| format!("dropping capability {cap} from the bounding set: {e}"))?,
+                Ok(false) => {}
+                Err(_) => break,
+            }
+        }
+    }
+    // EINVAL only on kernels before 4.3, which have no ambient set to clear.
+    let _ = t::clear_ambient_capability_set();
+    let none = CapabilitySet::empty();
+    t::set_capabilities(
+        None,
+        CapabilitySets {
+            effective: none,
+            permitted: none,
+            inheritable: none,
+        },
+    )
+    .map_err(|e| format!("dropping the capabilities (capset): {e}"))?;
+    let after =
+        t::capabilities(None).map_err(|e| format!("reading the capabilities (capget): {e}"))?;
+    if !(after.effective.is_empty() && after.permitted.is_empty() && after.inheritable.is_empty()) {
+        return Err(format!(
+            "capabilities are still held after dropping them (permitted {:#x}, effective {:#x}, inheritable {:#x})",
+            after.permitted.bits(),
+            after.effective.bits(),
+            after.inheritable.bits()
+        ));
     }
     Ok(())
 }
@@ -199,10 +276,7 @@ fn landlock(policy: &Policy) -> Result<(), String> {
         .map_err(err)?
         .add_rules(path_beneath_rules(DEVICES, device))
         .map_err(err)?
-        .add_rules(path_beneath_rules(
-            &policy.read_write,
-            AccessFs::from_all(abi),
-        ))
+        .add_rules(path_beneath_rules(&policy.read_write, read_write(abi)))
         .map_err(err)?
         .restrict_self()
         .map_err(err)?;
@@ -210,6 +284,19 @@ fn landlock(policy: &Policy) -> Result<(), String> {
         return Err("Landlock: this kernel enforced none of the rules".to_owned());
     }
     Ok(())
+}
+
+/// What the workspace and the private dirs allow: everything but making device nodes, FIFOs
+/// and sockets, and device ioctls (handled, so denied). A terminal device made in the workspace
+/// (`mknod ./t c 5 0`) was the way to the caller's terminal; a FIFO there would block a reader
+/// that expects a file.
+fn read_write(abi: ABI) -> landlock::BitFlags<AccessFs> {
+    AccessFs::from_all(abi)
+        & !(AccessFs::MakeChar
+            | AccessFs::MakeBlock
+            | AccessFs::MakeFifo
+            | AccessFs::MakeSock
+            | AccessFs::IoctlDev)
 }
 
 /// What a restricted thread may still read: randomness, and the time zone (glibc loads it once
@@ -325,6 +412,19 @@ fn filters(network: bool) -> Result<Vec<BpfProgram>, String> {
         libc::SYS_swapon,
         libc::SYS_swapoff,
         libc::SYS_reboot,
+        libc::SYS_kexec_file_load,
+        libc::SYS_acct,
+        // The terminal and the kernel's log: `vhangup` hangs up the caller's terminal, `syslog`
+        // reads the kernel's log (dmesg).
+        libc::SYS_vhangup,
+        libc::SYS_syslog,
+        // The machine's identity and clock.
+        libc::SYS_sethostname,
+        libc::SYS_setdomainname,
+        libc::SYS_settimeofday,
+        libc::SYS_clock_settime,
+        libc::SYS_clock_adjtime,
+        libc::SYS_adjtimex,
     ] {
         denied.insert(nr, Vec::new());
     }
@@ -359,6 +459,20 @@ fn filters(network: bool) -> Result<Vec<BpfProgram>, String> {
         );
     }
     denied.insert(libc::SYS_clone, clone_rules);
+    // ioctl(TIOCSTI) pushes bytes into a terminal's input (the caller's shell runs them after
+    // the call); TIOCLINUX does the same through the console's selection. The command is an
+    // `unsigned int` in the kernel: compare the low 32 bits only.
+    let mut ioctl_rules = Vec::new();
+    for cmd in [libc::TIOCSTI as u32, libc::TIOCLINUX as u32] {
+        ioctl_rules.push(
+            SeccompRule::new(vec![
+                SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, u64::from(cmd))
+                    .map_err(e)?,
+            ])
+            .map_err(e)?,
+        );
+    }
+    denied.insert(libc::SYS_ioctl, ioctl_rules);
     let eperm = SeccompFilter::new(
         denied,
         SeccompAction::Allow,
@@ -402,6 +516,70 @@ pub fn reap_all() {
     }
 }
 
+/// What process `pid` holds, from `/proc/PID/status` and `/proc/PID/stat` (readable from
+/// outside: a confined process itself may not read `/proc`).
+pub fn held_by(pid: u32) -> std::io::Result<crate::Held> {
+    let bad = |what: &str| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("/proc/{pid}: no {what}"),
+        )
+    };
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(str::trim)
+    };
+    let hex = |name: &str| {
+        field(name)
+            .and_then(|v| u64::from_str_radix(v, 16).ok())
+            .ok_or_else(|| bad(name))
+    };
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // After the command name (which may hold spaces and parentheses): state ppid pgrp session
+    // tty_nr …
+    let fields: Vec<&str> = stat
+        .rfind(')')
+        .map(|i| stat[i + 1..].split_whitespace().collect())
+        .unwrap_or_default();
+    let session = fields
+        .get(3)
+        .and_then(|v| v.parse::<u32>().ok())
+        .ok_or_else(|| bad("session"))?;
+    let tty = fields
+        .get(4)
+        .and_then(|v| v.parse::<i64>().ok())
+        .ok_or_else(|| bad("tty_nr"))?;
+    Ok(crate::Held {
+        effective: hex("CapEff:")?,
+        permitted: hex("CapPrm:")?,
+        inheritable: hex("CapInh:")?,
+        bounding: hex("CapBnd:")?,
+        ambient: hex("CapAmb:")?,
+        no_new_privs: field("NoNewPrivs:") == Some("1"),
+        seccomp: field("Seccomp:") == Some("2"),
+        own_session: session == pid,
+        terminal: tty != 0,
+    })
+}
+
+/// Every process below `ancestor` (children, their children, …), from `/proc`.
+pub fn descendants(ancestor: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    let mut next = vec![ancestor];
+    while let Some(parent) = next.pop() {
+        for child in children_of(parent) {
+            if let Ok(child) = u32::try_from(child) {
+                found.push(child);
+                next.push(child);
+            }
+        }
+    }
+    found
+}
+
 /// The processes whose parent is `parent` (from `/proc/*/stat`).
 fn children_of(parent: u32) -> Vec<i32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
@@ -421,4 +599,60 @@ fn children_of(parent: u32) -> Vec<i32> {
                 == Some(parent)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_workspace_rule_makes_no_device_nodes_fifos_or_sockets_and_no_device_ioctls() {
+        let rw = read_write(TESTED_ABI);
+        for denied in [
+            AccessFs::MakeChar,
+            AccessFs::MakeBlock,
+            AccessFs::MakeFifo,
+            AccessFs::MakeSock,
+            AccessFs::IoctlDev,
+        ] {
+            assert!(!rw.contains(denied), "{denied:?} is allowed");
+            // Handled, so denied rather than left to the kernel's defaults.
+            assert!(AccessFs::from_all(TESTED_ABI).contains(denied));
+        }
+        for allowed in [
+            AccessFs::ReadFile,
+            AccessFs::WriteFile,
+            AccessFs::ReadDir,
+            AccessFs::Execute,
+            AccessFs::MakeReg,
+            AccessFs::MakeDir,
+            AccessFs::MakeSym,
+            AccessFs::RemoveFile,
+            AccessFs::RemoveDir,
+            AccessFs::Refer,
+            AccessFs::Truncate,
+        ] {
+            assert!(rw.contains(allowed), "{allowed:?} is not allowed");
+        }
+    }
+
+    #[test]
+    fn the_seccomp_filters_compile_with_and_without_the_network() {
+        assert_eq!(filters(false).unwrap().len(), 2);
+        assert_eq!(filters(true).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_process_state_is_read_from_proc() {
+        // Every field of the test process's own entries parses; a process that is not there
+        // is an error, not a clean bill.
+        let me = held_by(std::process::id()).unwrap();
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let eff = status
+            .lines()
+            .find_map(|l| l.strip_prefix("CapEff:"))
+            .unwrap();
+        assert_eq!(me.effective, u64::from_str_radix(eff.trim(), 16).unwrap());
+        assert!(held_by(u32::MAX).is_err());
+    }
 }

@@ -200,6 +200,16 @@ pub fn worker_main() -> i32 {
     let next_id = AtomicU64::new(0);
     // Measured before the restriction below, which leaves no way to read /proc.
     let mut baseline: Option<u64> = address_space_bytes();
+    // No capability either, for good (toolgate may run as root): the worker needs none, and a
+    // bug that reached the OS would find nothing to use. A worker that still held one would be
+    // a worker running with privilege by accident: it refuses to run.
+    if let Err(e) = toolgate_confine::drop_privileges() {
+        let _ = writeln!(
+            io::stderr(),
+            "toolgate worker: could not drop its capabilities, so it does not run: {e}"
+        );
+        return 70;
+    }
     // The interpreter has no OS access of its own (every file, process and network operation is
     // a host tool call, answered by the parent). Should a bug in it ever reach the OS anyway,
     // the kernel refuses: Landlock on this single thread — the whole process, since the worker
