@@ -119,9 +119,10 @@ pub struct DoctorArgs {
 /// `toolgate hook <event>`.
 #[derive(Subcommand, Debug)]
 pub enum HookCommand {
-    /// Answer a host's pre-tool-use hook (payload on stdin, decision on stdout). The mode comes
-    /// from TOOLGATE_MODE (or CODEACT_MODE), else `mode` in the [hook] table of the user config
-    /// (~/.config/toolgate/config.toml): off (default), nudge, exclusive.
+    /// Answer a host's pre-tool-use hook (payload on stdin, decision on stdout). The mode is the
+    /// stricter of TOOLGATE_MODE (or CODEACT_MODE) and `mode` in the [hook] table of the user
+    /// config (~/.config/toolgate/config.toml): off (default), nudge, exclusive. The
+    /// environment can make the config's mode stricter, never weaker.
     PreToolUse(HookArgs),
 }
 
@@ -967,19 +968,39 @@ pub fn hook_main() -> i32 {
 }
 
 /// `[hook]` of the user config: (where, mode) and nudge_after. A broken config file is a
-/// warning, not a failure: the hook fails open.
+/// warning, not a failure. When `TOOLGATE_CONFIG` names another file, the mode in the usual
+/// place is read too and the stricter one counts: an environment variable may not weaken the
+/// mode the user chose (issue 30 item 5).
 fn hook_config(warnings: &mut Vec<String>) -> (Option<(String, String)>, Option<u32>) {
-    let path = paths::user_config();
-    match toolgate_sandbox::config::ConfigFile::read(&path) {
-        Ok(Some(f)) => (
-            f.hook.mode.map(|m| (path.display().to_string(), m)),
-            f.hook.nudge_after,
-        ),
-        Ok(None) => (None, None),
-        Err(e) => {
-            warnings.push(format!("{e}; the [hook] settings there are ignored"));
-            (None, None)
+    fn read(path: &Path, warnings: &mut Vec<String>) -> (Option<(String, String)>, Option<u32>) {
+        match toolgate_sandbox::config::ConfigFile::read(path) {
+            Ok(Some(f)) => (
+                f.hook.mode.map(|m| (path.display().to_string(), m)),
+                f.hook.nudge_after,
+            ),
+            Ok(None) => (None, None),
+            Err(e) => {
+                warnings.push(format!("{e}; the [hook] settings there are ignored"));
+                (None, None)
+            }
         }
+    }
+    let path = paths::user_config();
+    let (mode, nudge_after) = read(&path, warnings);
+    let usual = paths::default_user_config();
+    if usual == path {
+        return (mode, nudge_after);
+    }
+    let (usual_mode, _) = read(&usual, warnings);
+    let strictness = |m: &Option<(String, String)>| {
+        m.as_ref()
+            .and_then(|(_, v)| Mode::parse(v))
+            .unwrap_or(Mode::Off)
+    };
+    if strictness(&usual_mode) > strictness(&mode) {
+        (usual_mode, nudge_after)
+    } else {
+        (mode, nudge_after)
     }
 }
 
@@ -1010,10 +1031,10 @@ pub fn hook(command: HookCommand) -> Result<i32> {
     for w in &warnings {
         eprintln!("toolgate hook: warning: {w}");
     }
-    let mut input = String::new();
-    std::io::stdin()
-        .read_to_string(&mut input)
-        .context("reading the hook payload from stdin")?;
+    // Bytes, not a String: a payload that is not UTF-8 is for the hook to judge (exclusive
+    // mode denies it), not an I/O error that allows the call.
+    let mut input = Vec::new();
+    let read = std::io::stdin().read_to_end(&mut input);
     if mode == Mode::Off {
         return Ok(0);
     }
@@ -1029,7 +1050,10 @@ pub fn hook(command: HookCommand) -> Result<i32> {
         .or(config_nudge)
         .unwrap_or(hook::DEFAULT_NUDGE_AFTER);
     let exe = exe();
-    let cwd = hook::parse_payload(&input).ok().and_then(|p| p.cwd);
+    let cwd = std::str::from_utf8(&input)
+        .ok()
+        .and_then(|text| hook::parse_payload(text).ok())
+        .and_then(|p| p.cwd);
     let cfg = HookConfig {
         mode,
         mode_var,
@@ -1039,7 +1063,14 @@ pub fn hook(command: HookCommand) -> Result<i32> {
         tools: args.tools,
         state_dir: hook_state_dir(),
     };
-    let answer = hook::answer(&input, &cfg);
+    let answer = match read {
+        Ok(_) => hook::answer_bytes(&input, &cfg),
+        Err(e) => hook::unreadable(
+            &format!("the hook payload could not be read from stdin ({e})"),
+            &String::from_utf8_lossy(&input),
+            &cfg,
+        ),
+    };
     for w in &answer.warnings {
         eprintln!("toolgate hook: warning: {w}");
     }

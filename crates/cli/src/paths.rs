@@ -33,6 +33,12 @@ pub fn user_config() -> PathBuf {
     if let Some(p) = std::env::var_os("TOOLGATE_CONFIG") {
         return PathBuf::from(p);
     }
+    default_user_config()
+}
+
+/// The user config file's usual place, whatever `TOOLGATE_CONFIG` says: the hook reads its
+/// mode from here too, so pointing `TOOLGATE_CONFIG` elsewhere cannot weaken it.
+pub fn default_user_config() -> PathBuf {
     let base = std::env::var_os("XDG_CONFIG_HOME")
         .map(PathBuf::from)
         .unwrap_or_else(|| home().join(".config"));

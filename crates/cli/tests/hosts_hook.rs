@@ -114,7 +114,8 @@ fn off_by_default_and_fails_open() {
     let (out, err, code) = hook("nudge", dir.path(), &[], "definitely not json");
     assert_eq!((out.as_str(), code), ("", 0));
     assert!(
-        err.contains("toolgate hook: warning: the hook payload is not JSON"),
+        err.contains("toolgate hook: warning: the hook payload could not be read: it is not JSON")
+            && err.contains("allowing the call"),
         "{err}"
     );
     // State directory unusable (a file where the folder should be): allowed, warned.
@@ -258,10 +259,20 @@ fn the_mode_comes_from_the_user_config() {
         "{out}"
     );
     assert_eq!(err, "");
-    assert_eq!(
-        run(Some("off")).0,
-        "",
-        "the environment overrides the config"
+    // Issue 30 item 5: the environment may only make the mode stricter, never switch off (or
+    // weaken) what the user's config sets.
+    for weaker in ["off", "0", "none", "nudge", "loud"] {
+        let (out, _) = run(Some(weaker));
+        assert!(
+            out.contains("\"deny\"") && out.contains("mode exclusive"),
+            "TOOLGATE_MODE={weaker} must not weaken the config's exclusive mode: {out}"
+        );
+    }
+    std::fs::write(&config, "[hook]\nmode = \"nudge\"\n").unwrap();
+    let (out, _) = run(Some("exclusive"));
+    assert!(
+        out.contains("TOOLGATE_MODE=exclusive"),
+        "the environment can make it stricter: {out}"
     );
     std::fs::write(&config, "[hook]\nmode = \"loud\"\n").unwrap();
     let (out, err) = run(None);
@@ -284,4 +295,226 @@ fn hook_help_names_the_full_command() {
         "{text}"
     );
     assert!(text.contains("[hook] table of the user config"), "{text}");
+}
+
+/// Run the real binary in exclusive mode on raw bytes; stdout, stderr.
+fn exclusive_bytes(state: &Path, payload: &[u8]) -> (String, String) {
+    let mut child = Command::new(BIN)
+        .args(["hook", "pre-tool-use"])
+        .env("TOOLGATE_MODE", "exclusive")
+        .env_remove("CODEACT_MODE")
+        .env("TOOLGATE_CONFIG", state.join("no-config.toml"))
+        .env("TOOLGATE_HOOK_STATE_DIR", state)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(payload).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    (
+        String::from_utf8(o.stdout).unwrap(),
+        String::from_utf8(o.stderr).unwrap(),
+    )
+}
+
+/// The decision in a hook answer: `Some(reason)` when denied (either host shape).
+fn denial(out: &str) -> Option<String> {
+    if out.is_empty() {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_str(out).unwrap();
+    let d = v.get("hookSpecificOutput").unwrap_or(&v);
+    assert_eq!(d["permissionDecision"], "deny", "{out}");
+    Some(d["permissionDecisionReason"].as_str().unwrap().to_owned())
+}
+
+/// Issue 30 item 5: what Node's JSON.stringify emits for a broken UTF-16 string (a lone
+/// surrogate escape), a payload nested deeper than serde_json's limit, invalid UTF-8 and plain
+/// garbage were all allowed in exclusive mode ("payload is not JSON … allowing the call"). They
+/// are parsed (lone surrogates become U+FFFD, as Node itself does when it writes the string
+/// out) or denied, in the host's own answer shape.
+#[test]
+fn exclusive_mode_fails_closed_on_payloads_it_cannot_parse() {
+    let dir = tempfile::tempdir().unwrap();
+    // The exact reproduction of the issue.
+    let (out, err) = exclusive_bytes(
+        dir.path(),
+        br#"{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"id #\ud800"},"session_id":"s"}"#,
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out:?} {err}"));
+    assert_eq!(
+        v["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{out}"
+    );
+    assert!(!err.contains("allowing"), "{err}");
+    // A lone low surrogate, and a pair split by other text.
+    for cmd in [r"id \udc00", r"id \ud83d x \ude00"] {
+        let payload = format!(
+            r#"{{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{{"command":"{cmd}"}}}}"#
+        );
+        assert!(
+            denial(&exclusive_bytes(dir.path(), payload.as_bytes()).0).is_some(),
+            "{cmd}"
+        );
+    }
+    // A lone surrogate inside the allowed exec's program is parsed, not refused.
+    let exe = std::fs::canonicalize(BIN).unwrap();
+    let payload = format!(
+        r#"{{"hook_event_name":"PreToolUse","cwd":"/r","tool_name":"Bash","tool_input":{{"command":"{} exec --code 'print(\"\ud800\")'"}}}}"#,
+        exe.display()
+    );
+    assert_eq!(
+        exclusive_bytes(dir.path(), payload.as_bytes()),
+        (String::new(), String::new())
+    );
+    // 200 nested arrays anywhere in tool_input.
+    let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+    for payload in [
+        format!(
+            r#"{{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{{"command":"id","x":{deep}}}}}"#
+        ),
+        format!(r#"{{"toolName":"bash","toolArgs":{{"command":"id","x":{deep}}}}}"#),
+        // Copilot's toolArgs as a JSON string, nested inside.
+        serde_json::json!({"toolName": "bash", "toolArgs": format!(r#"{{"command":"id","x":{deep}}}"#)}).to_string(),
+    ] {
+        let (out, err) = exclusive_bytes(dir.path(), payload.as_bytes());
+        let why = denial(&out).unwrap_or_else(|| panic!("allowed: {payload:.80} {err}"));
+        assert!(!err.contains("allowing"), "{err}");
+        let _ = why;
+    }
+    // The answer shape follows the payload's own top-level keys.
+    let (out, _) = exclusive_bytes(
+        dir.path(),
+        format!(r#"{{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{deep}}}"#)
+            .as_bytes(),
+    );
+    assert!(out.contains("hookSpecificOutput"), "{out}");
+    let (out, _) = exclusive_bytes(
+        dir.path(),
+        format!(r#"{{"toolName":"bash","toolArgs":{{"hook_event_name":{deep}}}}}"#).as_bytes(),
+    );
+    assert!(
+        out.starts_with(r#"{"permissionDecision":"deny""#),
+        "a key deep inside the arguments does not choose the shape: {out}"
+    );
+    // Invalid UTF-8 and text that is not JSON at all.
+    for payload in [
+        &b"{\"toolName\":\"bash\",\"toolArgs\":{\"command\":\"id \xff\"}}"[..],
+        b"definitely not json",
+        b"",
+        b"[]",
+    ] {
+        let (out, err) = exclusive_bytes(dir.path(), payload);
+        let why = denial(&out).unwrap_or_else(|| panic!("allowed: {payload:?} {err}"));
+        assert!(why.contains("could not be read"), "{why}");
+    }
+}
+
+fn claude_bash(command: &str) -> String {
+    serde_json::json!({"session_id": "s", "cwd": "/r", "hook_event_name": "PreToolUse",
+        "tool_name": "Bash", "tool_input": {"command": command}})
+    .to_string()
+}
+
+/// Issue 30 item 5: exclusive mode let any `exec` flags through: `--workspace /` (the whole
+/// disk as the workspace), `-f ~/.ssh/id_rsa` (a line of the key in the SyntaxError), `--yes
+/// --save`. Only `--workspace` equal to the project (or absent), the program from `--code` or
+/// stdin, and the harmless limits and output flags pass.
+#[test]
+fn exclusive_mode_accepts_exec_only_for_the_project() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = std::fs::canonicalize(BIN).unwrap();
+    let exe = exe.display();
+    let run = |cmd: &str| hook("exclusive", dir.path(), &[], &claude_bash(cmd)).0;
+    for ok in [
+        format!("{exe} exec --raw --code 'print(1)'"),
+        format!("{exe} exec --workspace /r --raw --code 'print(1)'"),
+        format!("{exe} exec --backend auto --workspace . --raw --code 'print(1)'"),
+        format!(
+            "{exe} exec --workspace=/r/ --timeout 10 --max-memory 512M --max-tool-calls 50 --code x"
+        ),
+        format!("{exe} exec --raw - <<'EOF'\nprint(1)\nEOF"),
+        format!("{exe} exec -f - <<'EOF'\nprint(1)\nEOF"),
+    ] {
+        assert_eq!(run(&ok), "", "{ok}");
+    }
+    for bad in [
+        format!("{exe} exec --workspace / --code 'bash(command=\"cat ~/.ssh/id_rsa\")'"),
+        format!("{exe} exec --workspace=/ --code 1"),
+        format!("{exe} exec --workspace /r/.. --code 1"),
+        format!("{exe} exec --workspace /rr --code 1"),
+        format!("{exe} exec --workspace .. --code 1"),
+        format!("{exe} exec -f ~/.ssh/id_rsa"),
+        format!("{exe} exec -f /home/u/.ssh/id_rsa"),
+        format!("{exe} exec --file=notes.py"),
+        format!("{exe} exec /etc/passwd"),
+        format!("{exe} exec --yes --save --plot p --code 1"),
+        format!("{exe} exec --code 1 --yes"),
+        format!("{exe} exec --store /tmp/elsewhere --code 1"),
+        format!("{exe} exec --in-process --code 1"),
+        format!("{exe} exec --code x --workspace $HOME"),
+        format!("{exe} exec --code x --workspace \"$HOME\""),
+        format!("{exe} exec --code x --workspace ~"),
+        format!("{exe} exec --backend {{--yes,auto}} --code 1"),
+        format!("{exe} exec --code x *"),
+        format!("{exe} exec --code $'--yes'"),
+        format!("{exe} exec --code x # --workspace /r"),
+        format!("{exe} exec --code x; id"),
+        format!("{exe} exec --code x && id"),
+        format!("{exe} exec --code x | sh"),
+        format!("{exe} exec --code \"$(id)\""),
+        format!("{exe} exec --code `id`"),
+        format!("{exe} exec --code x > /etc/x"),
+        format!("{exe} exec -- --yes"),
+    ] {
+        let why = denial(&run(&bad)).unwrap_or_else(|| panic!("allowed: {bad}"));
+        assert!(why.contains("exclusive mode"), "{why}");
+    }
+    // The reason says what was wrong with the call.
+    let why = denial(&run(&format!("{exe} exec --yes --code 1"))).unwrap();
+    assert!(why.contains("--yes"), "{why}");
+    let why = denial(&run(&format!("{exe} exec --workspace / --code 1"))).unwrap();
+    assert!(why.contains("--workspace"), "{why}");
+}
+
+/// Issue 30 item 5: any tool named `mcp_toolgate_*` or `toolgate-*` was exempt, so another MCP
+/// server named `toolgate_x` or `toolgate-x` got through exclusive mode. Only the server name
+/// the installs write (`toolgate`) with one of toolgate's own MCP tools passes.
+#[test]
+fn exclusive_mode_exempts_only_toolgates_own_mcp_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str| {
+        let payload = serde_json::json!({"session_id": "s", "cwd": "/r",
+            "hook_event_name": "PreToolUse", "tool_name": name, "tool_input": {"code": "1"}})
+        .to_string();
+        hook("exclusive", dir.path(), &[], &payload).0
+    };
+    for own in [
+        "mcp__toolgate__run_code",
+        "mcp__plugin_toolgate_toolgate__run_code",
+        "mcp_toolgate_run_code",
+        "toolgate-run_code",
+        "toolgate/run_code",
+        "mcp__toolgate__debrief_runTool",
+        "toolgate-debrief_searchPlots",
+    ] {
+        assert_eq!(run(own), "", "{own}");
+    }
+    for impostor in [
+        "mcp_toolgate_x_run_code",
+        "mcp_toolgate_x_evil",
+        "toolgate-x-run_code",
+        "toolgate_x-run_code",
+        "mcp__toolgate_x__run_code",
+        "mcp__toolgate__evil",
+        "toolgate-evil",
+        "mcp_toolgate_evil",
+        "toolgate/evil",
+        "mcp__plugin_toolgate_evil__run_code",
+    ] {
+        assert!(denial(&run(impostor)).is_some(), "{impostor} passed");
+    }
 }

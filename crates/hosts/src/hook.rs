@@ -4,17 +4,42 @@
 //! Payload shapes (reference §7.3–7.4): Copilot CLI camelCase (`toolName`, `toolArgs` as a JSON
 //! string or an object, `sessionId`), its snake_case form (`tool_name`, `tool_args`/`tool_input`,
 //! `session_id`), and the `hook_event_name` form that Claude Code (and Copilot's PascalCase
-//! `PreToolUse` registration) sends, which is answered with `hookSpecificOutput`.
+//! `PreToolUse` registration) sends, which is answered with `hookSpecificOutput`. Payloads are
+//! read as Node's `JSON.stringify` writes them: a lone surrogate escape (`"\ud800"`, what it
+//! emits for broken UTF-16) is read as U+FFFD, which is also what Node hands a process when it
+//! writes that string out; nesting deeper than [`MAX_DEPTH`] is not read at all.
 //!
-//! Modes (`TOOLGATE_MODE`, else `CODEACT_MODE`, else `mode` in the `[hook]` table of the user
-//! config `~/.config/toolgate/config.toml`): `off`; `nudge` (after N consecutive read-only
-//! calls the next one is denied with the exact `toolgate exec` command); `exclusive` (only shell
-//! calls that run exactly the installed binary's `exec` — its absolute path, no leading
-//! assignments, no expanding heredoc; see [`crate::shell::is_toolgate_exec`] — toolgate's own MCP
-//! tools and the host's bookkeeping tools pass). The nudge counter is kept per host session id (a payload without one: per working
-//! directory, a new count after [`SESSIONLESS_GAP_MS`] without calls) in a small JSON file, updated under an
-//! exclusive file lock and replaced by rename, so concurrent hook processes count exactly. Any
-//! trouble with that state fails open: the call is allowed and a warning goes to stderr.
+//! Modes: `off`; `nudge` (after N consecutive read-only calls the next one is denied with the
+//! exact `toolgate exec` command); `exclusive`. The mode is the stricter (off < nudge <
+//! exclusive) of `TOOLGATE_MODE` (else `CODEACT_MODE`) and `mode` in the `[hook]` table of the
+//! user config `~/.config/toolgate/config.toml`: the environment can make the user's choice
+//! stricter, never weaker, so a host or project that sets `TOOLGATE_MODE=off` cannot switch
+//! off what the user chose ([`Mode::resolve`]).
+//!
+//! What exclusive mode allows, exactly ([`exclusive_verdict`]); everything else is denied:
+//! - a shell tool call (`bash`, `shell`, `powershell`, `pwsh`, `run_in_terminal`) whose command
+//!   is one exact `toolgate exec` of this project ([`crate::shell::exclusive_exec`]): the
+//!   installed binary (its absolute path, or the spelling the host ran the hook by once the CLI
+//!   has checked that it resolves to the running binary), `exec`, and only the options
+//!   `--code`, `-f -`/`-` (the program on stdin, e.g. a quoted heredoc), `--workspace` equal to
+//!   the payload's `cwd` (or `.`, or absent), `--raw`, `--backend`, `--timeout`, `--max-memory`,
+//!   `--max-tool-calls` and `--plot`; no `--yes`, `--save`, `--store`, `--in-process`, no file
+//!   path, nothing the shell would expand, no second command, no redirection; and no
+//!   argument that sets the call's working directory or environment;
+//! - toolgate's own MCP tools under the exact names the installs give them (server `toolgate`:
+//!   [`is_own_mcp_tool`]);
+//! - the host's bookkeeping tools (report_intent, TodoWrite, …: they touch nothing);
+//! - a payload for another event than `PreToolUse` gets no answer (it is not a tool call).
+//!
+//! A payload exclusive mode cannot read (not UTF-8, not JSON, too deep, not an object) is
+//! denied, in the answer shape its top-level keys name. In `nudge` mode the same payload is
+//! allowed with a warning: nudging is advice, not a boundary.
+//!
+//! The nudge counter is kept per host session id (a payload without one: per working
+//! directory, a new count after [`SESSIONLESS_GAP_MS`] without calls) in a small JSON file,
+//! updated under an exclusive file lock and replaced by rename, so concurrent hook processes
+//! count exactly. Any trouble with that state fails open: the call is allowed and a warning
+//! goes to stderr.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -23,7 +48,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use crate::fsutil::sha256_hex;
-use crate::shell::{is_exec_of, is_toolgate_exec, quote};
+use crate::shell::{Dialect, exclusive_exec, is_exec_of, is_toolgate_exec, quote};
 
 /// Environment variables that set the mode, in order.
 pub const MODE_ENV: [&str; 2] = ["TOOLGATE_MODE", "CODEACT_MODE"];
@@ -32,7 +57,8 @@ pub const NUDGE_AFTER_ENV: &str = "TOOLGATE_NUDGE_AFTER";
 /// Default N: three read-only calls in a row pass, the fourth is denied.
 pub const DEFAULT_NUDGE_AFTER: u32 = 3;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Ordered by strictness: `Off < Nudge < Exclusive`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Mode {
     Off,
     Nudge,
@@ -64,39 +90,72 @@ impl Mode {
         Mode::resolve(env, None)
     }
 
-    /// The mode from the environment, else from the user config (`config`: where it was set, as
-    /// shown to the user, and the value), else `off`; with where it came from and a warning for
-    /// a value that is not a mode (then `off`).
+    /// The stricter (off < nudge < exclusive) of the mode in the environment and the mode in
+    /// the user config (`config`: where it was set, as shown to the user, and the value), else
+    /// `off`; with where it came from and a warning. The environment can make the user's choice
+    /// stricter but never weaker: a host or a project's settings that set `TOOLGATE_MODE=off`
+    /// must not switch off the exclusive mode the user chose. A value that is not a mode is
+    /// ignored with a warning (`off` when nothing else sets one).
     pub fn resolve(
         env: impl Fn(&str) -> Option<String>,
         config: Option<(&str, &str)>,
     ) -> (Mode, String, Option<String>) {
+        let mut warnings = Vec::new();
         let from_env = MODE_ENV.iter().find_map(|var| {
             env(var)
                 .filter(|v| !v.trim().is_empty())
                 .map(|v| ((*var).to_owned(), v))
         });
-        let Some((source, value)) =
-            from_env.or_else(|| config.map(|(src, v)| (src.to_owned(), v.to_owned())))
-        else {
-            return (Mode::Off, MODE_ENV[0].to_owned(), None);
+        let env_mode = from_env
+            .as_ref()
+            .and_then(|(var, value)| match Mode::parse(value) {
+                Some(m) => Some((m, var.clone())),
+                None => {
+                    warnings.push(format!(
+                        "{var}={value} is not a mode (use off, nudge or exclusive); it is ignored"
+                    ));
+                    None
+                }
+            });
+        let config_mode = config.and_then(|(src, value)| match Mode::parse(value) {
+            Some(m) => Some((m, src.to_owned())),
+            None => {
+                warnings.push(format!(
+                    "mode = {value:?} in the [hook] table of {src} is not a mode (use off, nudge or exclusive); it is ignored"
+                ));
+                None
+            }
+        });
+        let (mode, source) = match (env_mode, config_mode) {
+            (Some((e, var)), Some((c, src))) => {
+                if e < c {
+                    warnings.push(format!(
+                        "{var}={} is ignored: the [hook] table of {src} sets mode {}, and the environment can only make the mode stricter",
+                        e.as_str(),
+                        c.as_str()
+                    ));
+                }
+                if e > c { (e, var) } else { (c, src) }
+            }
+            (Some(e), None) => e,
+            (None, Some(c)) => c,
+            (None, None) => {
+                let source = match (&from_env, config) {
+                    (Some((var, _)), _) => var.clone(),
+                    (None, Some((src, _))) => src.to_owned(),
+                    (None, None) => MODE_ENV[0].to_owned(),
+                };
+                (Mode::Off, source)
+            }
         };
-        match Mode::parse(&value) {
-            Some(mode) => (mode, source, None),
-            None => (
-                Mode::Off,
-                source.clone(),
-                Some(if MODE_ENV.contains(&source.as_str()) {
-                    format!(
-                        "{source}={value} is not a mode (use off, nudge or exclusive); enforcement is off"
-                    )
-                } else {
-                    format!(
-                        "mode = {value:?} in the [hook] table of {source} is not a mode (use off, nudge or exclusive); enforcement is off"
-                    )
-                }),
-            ),
-        }
+        let warning = (!warnings.is_empty()).then(|| {
+            if mode == Mode::Off && warnings.iter().any(|w| w.contains("is not a mode")) {
+                format!("{}; enforcement is off", warnings.join("; "))
+            } else {
+                warnings.join("; ")
+            }
+        });
+        (mode, source, warning)
     }
 }
 
@@ -159,12 +218,129 @@ fn str_field<'a>(v: &'a Value, keys: &[&str]) -> Option<&'a str> {
     keys.iter().find_map(|k| v.get(*k).and_then(Value::as_str))
 }
 
+/// How deep a payload may nest (arrays and objects). serde_json stops at 128 with an error,
+/// which used to be read as "not JSON, allow"; a payload deeper than this is refused here
+/// first, so exclusive mode denies it.
+pub const MAX_DEPTH: usize = 100;
+
+/// What one lexical pass over a payload found (see [`scan_json`]).
+struct Scan<'a> {
+    /// The text with every lone surrogate escape replaced by `\ufffd`.
+    text: std::borrow::Cow<'a, str>,
+    /// The deepest nesting of arrays and objects.
+    depth: usize,
+    /// Whether the top-level object has a `hook_event_name` / `hookEventName` key.
+    event_key: bool,
+}
+
+fn hex4(b: &[u8]) -> Option<u32> {
+    let s = std::str::from_utf8(b.get(..4)?).ok()?;
+    if !s.bytes().all(|c| c.is_ascii_hexdigit()) {
+        return None;
+    }
+    u32::from_str_radix(s, 16).ok()
+}
+
+/// One pass over JSON text without parsing it: strings (with their escapes) are skipped as
+/// JSON defines them, so brackets and keys are counted only outside strings. A `\uD800`–
+/// `\uDFFF` escape that is not half of a high+low pair is rewritten to `\ufffd` (serde_json
+/// refuses lone surrogates; Node's `JSON.stringify` writes them for broken UTF-16 strings, and
+/// Node itself writes U+FFFD when it passes such a string to a process). Nothing else is
+/// changed, and malformed text is left for serde_json to refuse.
+fn scan_json(input: &str) -> Scan<'_> {
+    let b = input.as_bytes();
+    let mut out: Option<String> = None;
+    let mut copied = 0;
+    let (mut i, mut depth, mut max_depth) = (0, 0usize, 0usize);
+    let mut top_object = false;
+    let mut event_key = false;
+    let mut in_str: Option<usize> = None; // start of the string's content
+    while i < b.len() {
+        let c = b[i];
+        if let Some(start) = in_str {
+            match c {
+                b'"' => {
+                    in_str = None;
+                    i += 1;
+                    if top_object && depth == 1 {
+                        let key = &b[start..i - 1];
+                        let colon = b[i..].iter().find(|c| !c.is_ascii_whitespace());
+                        if colon == Some(&b':')
+                            && (key == b"hook_event_name" || key == b"hookEventName")
+                        {
+                            event_key = true;
+                        }
+                    }
+                }
+                b'\\' if b.get(i + 1) == Some(&b'u') => match b.get(i + 2..).and_then(hex4) {
+                    Some(0xD800..=0xDBFF)
+                        if b.get(i + 6..i + 8) == Some(b"\\u")
+                            && b.get(i + 8..)
+                                .and_then(hex4)
+                                .is_some_and(|l| (0xDC00..=0xDFFF).contains(&l)) =>
+                    {
+                        i += 12;
+                    }
+                    Some(0xD800..=0xDFFF) => {
+                        let o = out.get_or_insert_with(|| String::with_capacity(input.len()));
+                        o.push_str(&input[copied..i]);
+                        o.push_str("\\ufffd");
+                        i += 6;
+                        copied = i;
+                    }
+                    Some(_) => i += 6,
+                    None => i += 2,
+                },
+                b'\\' => i += 2,
+                _ => i += 1,
+            }
+            continue;
+        }
+        match c {
+            b'"' => in_str = Some(i + 1),
+            b'{' | b'[' => {
+                if depth == 0 && c == b'{' {
+                    top_object = true;
+                }
+                depth += 1;
+                max_depth = max_depth.max(depth);
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    let text = match out {
+        Some(mut o) => {
+            o.push_str(&input[copied..]);
+            std::borrow::Cow::Owned(o)
+        }
+        None => std::borrow::Cow::Borrowed(input),
+    };
+    Scan {
+        text,
+        depth: max_depth,
+        event_key,
+    }
+}
+
+/// JSON as Node writes it: lone surrogates read as U+FFFD, nesting limited to [`MAX_DEPTH`].
+fn read_json(input: &str) -> Result<Value, String> {
+    let scan = scan_json(input);
+    if scan.depth > MAX_DEPTH {
+        return Err(format!(
+            "it nests arrays and objects {} deep, more than the {MAX_DEPTH} the hook reads",
+            scan.depth
+        ));
+    }
+    serde_json::from_str(scan.text.trim()).map_err(|e| format!("it is not JSON ({e})"))
+}
+
 /// Parse a payload of either host.
 pub fn parse_payload(input: &str) -> Result<Payload, String> {
-    let v: Value = serde_json::from_str(input.trim())
-        .map_err(|e| format!("the hook payload is not JSON ({e})"))?;
+    let v = read_json(input).map_err(|e| format!("the hook payload could not be read: {e}"))?;
     if !v.is_object() {
-        return Err("the hook payload is not a JSON object".to_owned());
+        return Err("the hook payload could not be read: it is not a JSON object".to_owned());
     }
     let event = str_field(&v, &["hook_event_name", "hookEventName"]).map(str::to_owned);
     let shape = if event.is_some() {
@@ -180,9 +356,11 @@ pub fn parse_payload(input: &str) -> Result<Payload, String> {
         .find_map(|k| v.get(*k))
         .cloned()
         .unwrap_or(Value::Null);
-    // Copilot CLI sends toolArgs as a JSON string (older reference) or an object (newer).
+    // Copilot CLI sends toolArgs as a JSON string (older reference) or an object (newer). A
+    // string that is not JSON is kept as it is (a shell tool's whole command line); so is one
+    // too deep to read, which no exact `toolgate exec` is.
     let args = match raw_args {
-        Value::String(s) => serde_json::from_str(&s).unwrap_or(Value::String(s)),
+        Value::String(s) => read_json(&s).unwrap_or(Value::String(s)),
         other => other,
     };
     Ok(Payload {
@@ -203,6 +381,23 @@ const SHELL_TOOLS: &[&str] = &[
     "pwsh",
     "run_in_terminal",
     "runinterminal",
+];
+/// Shell tools known to run a POSIX shell (Claude Code's and Copilot CLI's `bash`: bash or
+/// zsh). The others may run PowerShell, fish or whatever the user's terminal runs, so their
+/// commands must read the same in every shell ([`Dialect::Neutral`]).
+const POSIX_SHELL_TOOLS: &[&str] = &["bash"];
+/// Shell tool arguments that would move the call to another directory or give it another
+/// environment: `--workspace .` would then be another folder.
+const SHELL_CONTEXT_ARGS: &[&str] = &[
+    "cwd",
+    "workdir",
+    "working_dir",
+    "working_directory",
+    "workingdirectory",
+    "dir",
+    "directory",
+    "env",
+    "environment",
 ];
 const READ_ONLY_TOOLS: &[&str] = &[
     "view",
@@ -266,21 +461,109 @@ pub fn classify(tool_name: &str, args: &Value, exe: &str) -> Kind {
     Kind::Other
 }
 
-/// toolgate's own MCP tools under every name the hosts give them (`name` lowercased):
-/// Claude Code `mcp__toolgate__run_code` (project `.mcp.json`) and
-/// `mcp__plugin_toolgate_toolgate__run_code` (the plugin's server), Copilot CLI
-/// `toolgate-run_code` (server-namespaced), VS Code `mcp_toolgate_run_code` and the
-/// `toolgate/run_code` tool reference.
+/// The MCP server name every install writes (`mcpServers.toolgate`, VS Code `servers.toolgate`;
+/// the plugins are named `toolgate` too).
+pub const OWN_MCP_SERVER: &str = crate::PLUGIN_NAME;
+
+/// The tools toolgate's MCP server lists on the surfaces the installs start (`run_code` and
+/// the four Debrief agent tools), lowercased. The CLI's tests check this against
+/// `toolgate_mcp::surface_specs`.
+pub const OWN_MCP_TOOLS: &[&str] = &[
+    "run_code",
+    "debrief_searchplots",
+    "debrief_summarizecurrentplot",
+    "debrief_listtools",
+    "debrief_runtool",
+];
+
+/// toolgate's own MCP tools under every name the hosts give them: Claude Code
+/// `mcp__toolgate__run_code` (project `.mcp.json`) and `mcp__plugin_toolgate_toolgate__run_code`
+/// (the plugin's server), Copilot CLI `toolgate-run_code` (server-namespaced), VS Code
+/// `mcp_toolgate_run_code` and the `toolgate/run_code` tool reference. Exactly the server
+/// `toolgate` and one of [`OWN_MCP_TOOLS`], not a prefix: `mcp_toolgate_x_run_code` is the tool
+/// `run_code` of a server named `toolgate_x`, and `toolgate-x-run_code` one of `toolgate-x`.
 pub fn is_own_mcp_tool(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    let server = OWN_MCP_SERVER;
     [
-        "mcp__toolgate__",
-        "mcp__plugin_toolgate_toolgate__",
-        "mcp_toolgate_",
-        "toolgate-",
-        "toolgate/",
+        format!("mcp__{server}__"),
+        format!("mcp__plugin_{server}_{server}__"),
+        format!("mcp_{server}_"),
+        format!("{server}-"),
+        format!("{server}/"),
     ]
     .iter()
-    .any(|p| name.strip_prefix(p).is_some_and(|rest| !rest.is_empty()))
+    .any(|p| {
+        name.strip_prefix(p.as_str())
+            .is_some_and(|rest| OWN_MCP_TOOLS.contains(&rest))
+    })
+}
+
+/// The command lines of a shell tool call: the whole argument when it is a string, else every
+/// `command`/`cmd`/`script` field (each must be a string, and there must be one).
+fn shell_commands(args: &Value) -> Result<Vec<&str>, String> {
+    match args {
+        Value::String(s) => Ok(vec![s.as_str()]),
+        Value::Object(m) => {
+            if let Some(k) = m
+                .keys()
+                .find(|k| SHELL_CONTEXT_ARGS.contains(&k.to_ascii_lowercase().as_str()))
+            {
+                return Err(format!(
+                    "its argument `{k}` would run it in another directory or environment"
+                ));
+            }
+            let mut out = Vec::new();
+            for key in ["command", "cmd", "script"] {
+                match m.get(key) {
+                    None => {}
+                    Some(Value::String(s)) => out.push(s.as_str()),
+                    Some(_) => return Err(format!("its `{key}` is not a string")),
+                }
+            }
+            if out.is_empty() {
+                return Err("it has no command".to_owned());
+            }
+            Ok(out)
+        }
+        _ => Err("it has no command".to_owned()),
+    }
+}
+
+/// Exclusive mode's decision for one parsed PreToolUse payload: `Ok` to allow, else why it is
+/// denied. See the module documentation for exactly what passes.
+pub fn exclusive_verdict(payload: &Payload, cfg: &HookConfig) -> Result<(), String> {
+    // No trimming: a name with spaces is not the tool it resembles.
+    let name = payload.tool_name.to_ascii_lowercase();
+    if BOOKKEEPING_TOOLS.contains(&name.as_str()) || is_own_mcp_tool(&name) {
+        return Ok(());
+    }
+    if !SHELL_TOOLS.contains(&name.as_str()) {
+        return Err(format!(
+            "exclusive mode runs only `toolgate exec` programs, so `{}` was blocked",
+            payload.tool_name
+        ));
+    }
+    let dialect = if POSIX_SHELL_TOOLS.contains(&name.as_str()) {
+        Dialect::Posix
+    } else {
+        Dialect::Neutral
+    };
+    let mut spellings: Vec<&str> = Vec::new();
+    if Path::new(&cfg.exe).is_absolute() {
+        spellings.push(&cfg.exe);
+    }
+    spellings.extend(cfg.aliases.iter().map(String::as_str));
+    let blocked = |e: String| {
+        format!(
+            "exclusive mode runs only `toolgate exec` on this project, so this `{}` call was blocked: {e}",
+            payload.tool_name
+        )
+    };
+    for command in shell_commands(&payload.args).map_err(blocked)? {
+        exclusive_exec(command, &spellings, payload.cwd.as_deref(), dialect).map_err(blocked)?;
+    }
+    Ok(())
 }
 
 /// The kind of a call, accepting the binary's absolute path and its checked aliases.
@@ -303,33 +586,73 @@ fn classify_cfg(payload: &Payload, cfg: &HookConfig) -> Kind {
     }
 }
 
+/// Answer one payload given as bytes (what a host writes to the hook's stdin): text that is
+/// not UTF-8 is a payload that cannot be read.
+pub fn answer_bytes(input: &[u8], cfg: &HookConfig) -> Answer {
+    match std::str::from_utf8(input) {
+        Ok(text) => answer(text, cfg),
+        Err(e) => unreadable(
+            &format!("the hook payload could not be read: it is not UTF-8 ({e})"),
+            &String::from_utf8_lossy(input),
+            cfg,
+        ),
+    }
+}
+
+/// The answer to a payload that could not be read: in exclusive mode a denial (in the shape
+/// the payload's top-level keys name: `hook_event_name` → `hookSpecificOutput`, else
+/// Copilot's), otherwise the call is allowed with a warning.
+pub fn unreadable(why: &str, input: &str, cfg: &HookConfig) -> Answer {
+    let mut ans = Answer::default();
+    match cfg.mode {
+        Mode::Off => {}
+        Mode::Nudge => ans.warnings.push(format!("{why}; allowing the call")),
+        Mode::Exclusive => {
+            let shape = if scan_json(input).event_key {
+                Shape::HookSpecific
+            } else {
+                Shape::Copilot
+            };
+            let payload = Payload {
+                shape,
+                event: None,
+                tool_name: String::new(),
+                args: Value::Null,
+                session_id: None,
+                cwd: None,
+                timestamp_ms: None,
+            };
+            let why = format!("{why}, and exclusive mode denies what it cannot check");
+            ans.warnings.push(format!("{why}; denying the call"));
+            ans.denied = true;
+            ans.stdout = deny_json(shape, &reason(&why, &payload, cfg));
+        }
+    }
+    ans
+}
+
 /// Answer one payload.
 pub fn answer(input: &str, cfg: &HookConfig) -> Answer {
-    let mut ans = Answer::default();
     if cfg.mode == Mode::Off {
-        return ans;
+        return Answer::default();
     }
     let payload = match parse_payload(input) {
         Ok(p) => p,
-        Err(e) => {
-            ans.warnings.push(format!("{e}; allowing the call"));
-            return ans;
-        }
+        Err(e) => return unreadable(&e, input, cfg),
     };
+    let mut ans = Answer::default();
     if let Some(ev) = &payload.event
         && !ev.eq_ignore_ascii_case("PreToolUse")
     {
         return ans;
     }
-    let kind = classify_cfg(&payload, cfg);
-    let deny_reason = match (cfg.mode, kind) {
-        (Mode::Off, _) | (_, Kind::Exempt) => None,
-        (Mode::Exclusive, Kind::Codeact) => None,
-        (Mode::Exclusive, _) => Some(format!(
-            "exclusive mode runs only `toolgate exec` programs, so `{}` was blocked",
-            payload.tool_name
-        )),
-        (Mode::Nudge, kind) => nudge(&payload, kind, cfg, &mut ans.warnings),
+    let deny_reason = match cfg.mode {
+        Mode::Off => None,
+        Mode::Exclusive => exclusive_verdict(&payload, cfg).err(),
+        Mode::Nudge => match classify_cfg(&payload, cfg) {
+            Kind::Exempt => None,
+            kind => nudge(&payload, kind, cfg, &mut ans.warnings),
+        },
     };
     if let Some(why) = deny_reason {
         ans.denied = true;
@@ -372,7 +695,7 @@ pub fn reason(why: &str, payload: &Payload, cfg: &HookConfig) -> String {
         )
     } else {
         format!(
-            "To turn enforcement off: set mode = \"off\" in the [hook] table of {}, or TOOLGATE_MODE=off.",
+            "To turn enforcement off: set mode = \"off\" in the [hook] table of {} (the environment can only make the mode stricter).",
             cfg.mode_var
         )
     };

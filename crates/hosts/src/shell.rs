@@ -164,6 +164,246 @@ pub fn is_exec_of(command: &str, spelling: &str) -> bool {
     }
 }
 
+/// Which shells a command line must read the same in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// A POSIX shell (bash, zsh): quoting may be combined within a word, and a quoted
+    /// here-document may carry the program.
+    Posix,
+    /// Any shell a terminal may run (bash, zsh, fish, PowerShell): each word is bare or one
+    /// quoted string, single-quoted strings hold no backslash (fish escapes `\'` in them) and
+    /// no typographic quote (PowerShell closes strings on them), no here-document.
+    Neutral,
+}
+
+/// Characters a word may hold outside quotes in exclusive mode: none of them means anything to
+/// any shell (no expansion, glob, brace, tilde, comment, escape, operator or splat).
+fn bare_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "_./:=+-".contains(c)
+}
+
+/// Typographic quotes PowerShell takes for `'` and `"`.
+fn typographic_quote(c: char) -> bool {
+    matches!(c, '\u{2018}'..='\u{201E}')
+}
+
+/// Split a command line into words for exclusive mode, refusing everything a shell would
+/// expand or treat as syntax: outside quotes only [`bare_char`]s and blanks; single-quoted text
+/// as it is; double-quoted text without `$`, `` ` ``, `\\` or `!`; in [`Dialect::Posix`] a
+/// trailing here-document whose body the shell keeps literal. Stricter than
+/// [`simple_command`] on purpose: what is left has one reading in every shell, so the words
+/// checked here are exactly the arguments `toolgate exec` gets.
+pub fn strict_words(line: &str, dialect: Dialect) -> Result<Vec<String>, String> {
+    if line.contains('\0') {
+        return Err("the command holds a NUL character".to_owned());
+    }
+    let neutral = dialect == Dialect::Neutral;
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    // Per word: whether it has bare characters, and how many quoted strings.
+    let (mut in_word, mut bare, mut quoted) = (false, false, 0u32);
+    let mut chars = line.char_indices().peekable();
+    let end_word = |words: &mut Vec<String>, cur: &mut String, bare: bool, quoted: u32| {
+        if neutral && (quoted > 1 || (quoted == 1 && bare)) {
+            return Err(format!(
+                "`{cur}` joins quoted and unquoted text in one word, which shells other than bash and zsh split differently"
+            ));
+        }
+        words.push(std::mem::take(cur));
+        Ok(())
+    };
+    while let Some((i, c)) = chars.next() {
+        match c {
+            ' ' | '\t' => {
+                if in_word {
+                    end_word(&mut words, &mut cur, bare, quoted)?;
+                    (in_word, bare, quoted) = (false, false, 0);
+                }
+            }
+            '\'' => {
+                (in_word, quoted) = (true, quoted + 1);
+                loop {
+                    match chars.next() {
+                        Some((_, '\'')) => break,
+                        Some((_, ch)) if neutral && (ch == '\\' || typographic_quote(ch)) => {
+                            return Err(format!(
+                                "a single-quoted string holds `{ch}`, which this tool's shell may read differently from bash (use toolgate's MCP run_code tool, or write the program without it)"
+                            ));
+                        }
+                        Some((_, ch)) => cur.push(ch),
+                        None => return Err("a quote is left open".to_owned()),
+                    }
+                }
+            }
+            '"' => {
+                (in_word, quoted) = (true, quoted + 1);
+                loop {
+                    match chars.next() {
+                        Some((_, '"')) => break,
+                        Some((_, ch))
+                            if matches!(ch, '$' | '`' | '\\' | '!')
+                                || (neutral && typographic_quote(ch)) =>
+                        {
+                            return Err(format!(
+                                "a double-quoted string holds `{ch}`, which the shell expands; use single quotes"
+                            ));
+                        }
+                        Some((_, ch)) => cur.push(ch),
+                        None => return Err("a quote is left open".to_owned()),
+                    }
+                }
+            }
+            '<' if !neutral && matches!(chars.peek(), Some((_, '<'))) => {
+                if in_word {
+                    end_word(&mut words, &mut cur, bare, quoted)?;
+                }
+                return match heredoc(&line[i + 2..]) {
+                    Some(()) => Ok(words),
+                    None => Err(
+                        "the here-document is not one literal program ending the command (use <<'EOF' … EOF and nothing after it)"
+                            .to_owned(),
+                    ),
+                };
+            }
+            c if bare_char(c) => {
+                (in_word, bare) = (true, true);
+                cur.push(c);
+            }
+            '\n' => {
+                return Err("the command has more than one line outside quotes".to_owned());
+            }
+            other => {
+                return Err(format!(
+                    "`{}` outside quotes is shell syntax (a second command, a redirection, an expansion, a glob or an escape)",
+                    other.escape_debug()
+                ));
+            }
+        }
+    }
+    if in_word {
+        end_word(&mut words, &mut cur, bare, quoted)?;
+    }
+    Ok(words)
+}
+
+/// The options exclusive mode lets `toolgate exec` have, as the deny reason lists them.
+pub const EXCLUSIVE_EXEC_OPTIONS: &str = "--code, -f - (or -) for a program on stdin, --workspace with this project, --raw, --backend, --timeout, --max-memory, --max-tool-calls, --plot";
+
+/// Whether `dir` (a `--workspace` value) is the project: `.`, or the project's own absolute
+/// path (trailing slashes aside). Nothing else: no `..`, no other spelling of the same folder.
+fn is_project(dir: &str, project: Option<&str>) -> bool {
+    let trim = |p: &str| -> String {
+        let t = p.trim_end_matches('/');
+        if t.is_empty() && p.starts_with('/') {
+            "/".to_owned()
+        } else {
+            t.to_owned()
+        }
+    };
+    if dir == "." || dir == "./" {
+        return true;
+    }
+    project.is_some_and(|p| p.starts_with('/') && !dir.is_empty() && trim(dir) == trim(p))
+}
+
+/// Whether `command` is one exact `toolgate exec` that exclusive mode allows: split by
+/// [`strict_words`] for `dialect`; the first word one of `spellings` (the installed binary's
+/// absolute path and the spellings the CLI checked resolve to it); the second `exec`; then
+/// only the options in [`EXCLUSIVE_EXEC_OPTIONS`], each value checked: `--workspace` must be
+/// the project (`project`, the payload's cwd; `.`; or the option absent), a program file only
+/// `-` (stdin: exec reads a named file itself, outside the sandbox, and echoes a line of it in a
+/// SyntaxError, and a path checked here could be swapped for a link before exec opens it), no
+/// `--yes` or `--save` (they approve edits for the user), no `--store` (another catalogue), no
+/// `--in-process` (weaker limits).
+pub fn exclusive_exec(
+    command: &str,
+    spellings: &[&str],
+    project: Option<&str>,
+    dialect: Dialect,
+) -> Result<(), String> {
+    let words = strict_words(command.trim_matches([' ', '\t']), dialect)?;
+    let (prog, sub, rest) = match words.as_slice() {
+        [prog, sub, rest @ ..] => (prog, sub, rest),
+        _ => return Err("it is not `toolgate exec`".to_owned()),
+    };
+    if !spellings.iter().any(|s| !s.is_empty() && s == prog) {
+        return Err(format!(
+            "`{prog}` is not the installed toolgate binary{}",
+            spellings
+                .first()
+                .map(|s| format!(" ({s})"))
+                .unwrap_or_default()
+        ));
+    }
+    if sub != "exec" {
+        return Err(format!("it runs `toolgate {sub}`, not `toolgate exec`"));
+    }
+    let mut it = rest.iter();
+    while let Some(word) = it.next() {
+        let (opt, inline) = match word.split_once('=') {
+            Some((o, v)) if o.starts_with("--") => (o, Some(v)),
+            _ => (word.as_str(), None),
+        };
+        if (opt == "--raw" && inline.is_none()) || opt == "-" {
+            continue;
+        }
+        if !matches!(
+            opt,
+            "--code"
+                | "--workspace"
+                | "-f"
+                | "--file"
+                | "--backend"
+                | "--timeout"
+                | "--max-memory"
+                | "--max-tool-calls"
+                | "--plot"
+        ) {
+            return Err(format!(
+                "`{word}` is not allowed in exclusive mode (allowed: {EXCLUSIVE_EXEC_OPTIONS})"
+            ));
+        }
+        let value = match inline {
+            Some(v) => v,
+            None => it
+                .next()
+                .map(String::as_str)
+                .ok_or_else(|| format!("`{opt}` has no value"))?,
+        };
+        let number = |v: &str| {
+            v.starts_with(|c: char| c.is_ascii_digit())
+                && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '.')
+        };
+        let ok = match opt {
+            "--code" => true,
+            "--workspace" => is_project(value, project),
+            "-f" | "--file" => value == "-",
+            "--backend" => matches!(value, "auto" | "monty" | "hyperlight"),
+            "--plot" => {
+                !value.is_empty()
+                    && !value.starts_with('-')
+                    && value
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "._:/-".contains(c))
+            }
+            _ => number(value),
+        };
+        if !ok {
+            return Err(match opt {
+                "--workspace" => format!(
+                    "`--workspace {value}` is not this project ({}); exclusive mode runs programs on the project only",
+                    project.unwrap_or(".")
+                ),
+                "-f" | "--file" => format!(
+                    "`{opt} {value}` reads a file outside the sandbox; pass the program with --code or on stdin (-f -)"
+                ),
+                _ => format!("`{opt} {value}` is not a value exclusive mode allows"),
+            });
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

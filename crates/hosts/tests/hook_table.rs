@@ -232,13 +232,36 @@ fn off_mode_and_other_events_say_nothing() {
     );
 }
 
+/// Issue 30 item 5: exclusive mode denies a payload it cannot read (in Copilot's shape when
+/// the payload names no event); nudge mode, which is advice and not a boundary, allows it with
+/// a warning. Bad nudge state still fails open.
 #[test]
-fn fails_open_on_bad_input_and_bad_state() {
+fn bad_input_is_denied_in_exclusive_mode_and_bad_state_fails_open() {
     let dir = tempfile::tempdir().unwrap();
     let c = cfg(Mode::Exclusive, dir.path());
     let a = answer("{not json", &c);
+    assert!(a.denied);
+    let v: Value = serde_json::from_str(&a.stdout).unwrap();
+    assert_eq!(v["permissionDecision"], "deny");
+    assert!(
+        v["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .contains("could not be read: it is not JSON"),
+        "{v}"
+    );
+    assert!(
+        a.warnings[0].contains("denying the call"),
+        "{:?}",
+        a.warnings
+    );
+    let a = answer("{not json", &cfg(Mode::Nudge, dir.path()));
     assert_eq!(a.stdout, "");
-    assert!(a.warnings[0].contains("not JSON"), "{:?}", a.warnings);
+    assert!(
+        a.warnings[0].contains("not JSON") && a.warnings[0].contains("allowing the call"),
+        "{:?}",
+        a.warnings
+    );
     // Corrupt state: allowed with a warning, then counting works again.
     let c = cfg(Mode::Nudge, dir.path());
     let st = hook::SessionState::new(dir.path(), "session:s");
@@ -373,15 +396,36 @@ fn the_mode_from_the_user_config_and_its_precedence() {
         (m, src.as_str(), warn),
         (Mode::Exclusive, "/u/config.toml", None)
     );
-    let env = |k: &str| (k == "TOOLGATE_MODE").then(|| "off".to_owned());
+    // Issue 30 item 5: the environment makes the mode stricter, never weaker.
+    let env_is = |v: &'static str| move |k: &str| (k == "TOOLGATE_MODE").then(|| v.to_owned());
+    for weaker in ["off", "nudge", "0", "none", "loud"] {
+        let (m, src, warn) = Mode::resolve(env_is(weaker), Some(("/u/config.toml", "exclusive")));
+        assert_eq!(
+            (m, src.as_str()),
+            (Mode::Exclusive, "/u/config.toml"),
+            "TOOLGATE_MODE={weaker} must not weaken the config"
+        );
+        assert!(warn.unwrap().contains("ignored"), "{weaker}");
+    }
+    let (m, src, warn) = Mode::resolve(env_is("exclusive"), Some(("/u/config.toml", "nudge")));
     assert_eq!(
-        Mode::resolve(env, Some(("/u/config.toml", "exclusive"))).0,
-        Mode::Off,
-        "the environment overrides the config"
+        (m, src.as_str(), warn),
+        (Mode::Exclusive, "TOOLGATE_MODE", None)
+    );
+    let (m, src, _) = Mode::resolve(env_is("nudge"), Some(("/u/config.toml", "off")));
+    assert_eq!((m, src.as_str()), (Mode::Nudge, "TOOLGATE_MODE"));
+    let (m, src, warn) = Mode::resolve(env_is("exclusive"), Some(("/u/config.toml", "exclusive")));
+    assert_eq!(
+        (m, src.as_str(), warn),
+        (Mode::Exclusive, "/u/config.toml", None)
     );
     let (m, _, warn) = Mode::resolve(none, Some(("/u/config.toml", "loud")));
     assert_eq!(m, Mode::Off);
     assert!(warn.unwrap().contains("[hook] table of /u/config.toml"));
+    // An unknown config value leaves the environment's mode in force.
+    let (m, _, warn) = Mode::resolve(env_is("nudge"), Some(("/u/config.toml", "loud")));
+    assert_eq!(m, Mode::Nudge);
+    assert!(warn.unwrap().contains("is not a mode"));
 }
 
 #[test]
