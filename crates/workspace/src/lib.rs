@@ -24,6 +24,7 @@ mod params;
 pub mod process;
 pub mod specs;
 mod sql;
+mod sql_open;
 mod web;
 
 use std::path::{Path, PathBuf};

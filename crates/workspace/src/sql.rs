@@ -6,6 +6,14 @@
 //! Extension loading stays disabled, the attached-database limit is 1 (for VACUUM's private temp
 //! database, the only ATTACH allowed), and the connection runs
 //! in defensive mode with an untrusted schema.
+//!
+//! Only regular files with one hard link are opened: the database and any `-journal`, `-wal`
+//! or `-shm` beside it. A hard link inside the workspace may name a file from anywhere (Landlock
+//! sees only the path), so `ln /outside/o.db ws/hard.db` wrote into `/outside/o.db`. Each file
+//! is checked early through the path guard (for a clear refusal before SQLite starts) and again
+//! by `sql_open` on the very descriptor SQLite then uses, which closes the race: a link swapped
+//! in after the early check, or a journal linked in before SQLite creates it at the first
+//! write, is refused when SQLite opens it.
 
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -20,8 +28,10 @@ use serde_json::{Map, Value, json};
 use toolgate_core::{CallError, ToolOutcome};
 
 use crate::cap::cap_str;
+use crate::guard::{GuardError, check_readable};
 use crate::params::Params;
 use crate::specs::kinds;
+use crate::sql_open::{Refusal, RefusalKind, Scope};
 use crate::{Inner, outcome};
 
 const MEMORY: &str = ":memory:";
@@ -64,7 +74,43 @@ fn refuse(action: &AuthAction<'_>) -> Option<String> {
     }
 }
 
-fn open(inner: &Inner, db_arg: &str) -> Result<(Connection, String), CallError> {
+/// What SQLite may create or open beside a database: a companion at one of these names that is
+/// hard-linked (or no regular file) refuses the database before SQLite touches it.
+const COMPANIONS: [&str; 3] = ["-journal", "-wal", "-shm"];
+
+/// Check an existing database file, or a companion of it, by what the guard opens beneath the
+/// root (never following a link out): a regular file with one link. `Ok` also when nothing is
+/// there (SQLite may create it). Only for a clear early answer: [`crate::sql_open`] checks every
+/// file again on the very descriptor SQLite uses, which is what closes the race.
+fn precheck(inner: &Inner, user_path: &str, db_rel: &str) -> Result<(), CallError> {
+    let opened = match inner.guard.open_path(user_path) {
+        Ok(o) => o,
+        Err(GuardError::NotFound { .. }) => return Ok(()),
+        Err(e) => return Err(e.into()),
+    };
+    let kind = match opened.file_type() {
+        rustix::fs::FileType::RegularFile => match check_readable(&opened) {
+            Ok(()) => return Ok(()),
+            Err(GuardError::HardLinked { links, .. }) => RefusalKind::HardLinked(links),
+            Err(e) => return Err(e.into()),
+        },
+        rustix::fs::FileType::Directory => RefusalKind::NotRegular("a directory"),
+        _ => RefusalKind::NotRegular("a FIFO, socket or device"),
+    };
+    let refusal = Refusal {
+        rel: opened.rel,
+        reason: kind,
+    };
+    Err(refused(&refusal, db_rel))
+}
+
+fn refused(refusal: &Refusal, db_rel: &str) -> CallError {
+    CallError::PermissionDenied {
+        message: format!("sql: {}", refusal.message(db_rel)),
+    }
+}
+
+fn open(inner: &Inner, db_arg: &str, scope: &Scope<'_>) -> Result<(Connection, String), CallError> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_CREATE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
@@ -76,22 +122,22 @@ fn open(inner: &Inner, db_arg: &str) -> Result<(Connection, String), CallError> 
     }
     // The folders are made and the name checked beneath the workspace root's descriptor. SQLite
     // then opens the file (and its journal) by path itself; SQLITE_OPEN_NOFOLLOW makes it refuse
-    // a path with any symbolic link in it at that moment, and this thread's Landlock domain (see
-    // `sql`) refuses whatever a swap in between makes the name resolve to outside.
+    // a path with any symbolic link in it at that moment, this thread's Landlock domain (see
+    // `sql`) refuses whatever a swap in between makes the name resolve to outside, and the
+    // checked open (`sql_open`) refuses a hard link or special file swapped in.
     let slot = inner.guard.slot(db_arg, true)?;
     let rel = slot.rel.clone();
-    if slot.exists {
-        let opened = inner.guard.open_path(db_arg)?;
-        if opened.file_type() != rustix::fs::FileType::RegularFile {
-            return Err(CallError::invalid(format!(
-                "sql: db_path \"{rel}\" is not a regular file."
-            )));
-        }
+    precheck(inner, db_arg, &rel)?;
+    for suffix in COMPANIONS {
+        precheck(inner, &format!("{db_arg}{suffix}"), &rel)?;
     }
     let path = inner.guard.root().join(inner.guard.lexical_rel(db_arg)?);
     // No SQLITE_OPEN_URI: the path is a plain file name, never a `file:` URI with options.
     let conn =
         Connection::open_with_flags(&path, flags | OpenFlags::SQLITE_OPEN_NOFOLLOW).map_err(|e| {
+            if let Some(r) = scope.take_refusal() {
+                return refused(&r, &rel);
+            }
             CallError::failed(format!(
                 "sql: could not open \"{rel}\": {e}. A db_path may not go through a symbolic link; give the real path inside the workspace."
             ))
@@ -176,8 +222,10 @@ fn json_size(v: &Value) -> usize {
 /// checked beneath the workspace could be redirected by a directory swapped for a symbolic
 /// link in between. The whole call therefore runs on a thread of its own that Landlock
 /// restricts to the workspace root's descriptor before anything is opened: whatever a name
-/// resolves to, the kernel refuses every file outside the workspace. Without Landlock (an old
-/// kernel) only the name checks and `SQLITE_OPEN_NOFOLLOW` remain.
+/// resolves to, the kernel refuses every file outside the workspace. On the same thread every
+/// file SQLite opens goes through `sql_open`'s checked open (beneath the root, no symbolic
+/// links, one hard link, a regular file). Without Landlock (an old kernel) the name checks,
+/// `SQLITE_OPEN_NOFOLLOW` and the checked open remain.
 pub fn sql(
     inner: &Inner,
     map: &Map<String, Value>,
@@ -216,10 +264,15 @@ fn sql_confined(
     let query = p.str_req("query")?;
     let default_db = inner.config.sql_default_db.to_string_lossy();
     let db_arg = p.str_or("db_path", &default_db)?;
-    let (mut conn, shown_db) = open(inner, db_arg)?;
+    // Declared before the connection, so it ends after the connection has closed.
+    let scope =
+        Scope::enter(inner.guard.root(), inner.guard.root_fd()).map_err(CallError::failed)?;
+    let (mut conn, shown_db) = open(inner, db_arg, &scope)?;
     let denied: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
-    harden(&mut conn, Arc::clone(&denied))
-        .map_err(|e| CallError::failed(format!("sql: could not set up \"{shown_db}\": {e}")))?;
+    harden(&mut conn, Arc::clone(&denied)).map_err(|e| match scope.take_refusal() {
+        Some(r) => refused(&r, &shown_db),
+        None => CallError::failed(format!("sql: could not set up \"{shown_db}\": {e}")),
+    })?;
 
     // Interrupt a statement that runs past the deadline.
     let limit = deadline.map_or(inner.config.sql_timeout, |d| {
@@ -242,6 +295,10 @@ fn sql_confined(
     let (last, affected, statements) = match result {
         Ok(r) => r,
         Err(e) => {
+            // A journal or WAL refused by the checked open (a hard link put there meanwhile).
+            if let Some(r) = scope.take_refusal() {
+                return Err(refused(&r, &shown_db));
+            }
             let reason = denied.lock().ok().and_then(|mut s| s.take());
             if let Some(reason) = reason {
                 return Err(CallError::PermissionDenied {
