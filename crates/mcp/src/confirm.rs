@@ -14,7 +14,7 @@
 //! The digest comes from the core gate ([`Confirmer::confirm_call`]): an approval can never apply
 //! to a different call, different targets, or a plot that changed since the preview.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -26,14 +26,58 @@ use toolgate_core::{Answer, CallDigest, Confirmer, Preview};
 /// How long a confirmation token or a sealed MRTR state stays valid.
 pub const CONFIRM_TTL: Duration = Duration::from_secs(300);
 
+/// Most confirmation tokens outstanding per server (each is a few hundred bytes; a client that
+/// asks for previews and never confirms mints one per call). The oldest is evicted first.
+pub const MAX_TOKENS: usize = 1024;
+
+/// How many evicted tokens are remembered (so their clients hear "evicted", not "unknown").
+const REMEMBERED_EVICTED_TOKENS: usize = 1024;
+
 /// Process-wide confirmation state: outstanding tokens, used MRTR nonces, the sealing key.
 /// Shared by every MCP session of the process (a stateless HTTP request may land on a fresh
 /// handler).
 pub struct ConfirmState {
-    tokens: Mutex<HashMap<String, PendingToken>>,
-    used_nonces: Mutex<HashSet<String>>,
+    tokens: Mutex<Tokens>,
+    /// Used MRTR nonces with the expiry (seconds) of their state: a nonce is forgotten once its
+    /// state has expired, since `open` refuses an expired state before looking for it.
+    used_nonces: Mutex<HashMap<String, u64>>,
     codec: RequestStateCodec,
     ttl: Duration,
+}
+
+/// Outstanding tokens in minting order (oldest first), and the ones evicted to bound memory.
+#[derive(Default)]
+struct Tokens {
+    live: HashMap<String, PendingToken>,
+    order: VecDeque<String>,
+    evicted: VecDeque<String>,
+}
+
+impl Tokens {
+    fn remove(&mut self, token: &str) -> Option<PendingToken> {
+        let p = self.live.remove(token)?;
+        self.order.retain(|t| t != token);
+        Some(p)
+    }
+
+    fn was_evicted(&mut self, token: &str) -> bool {
+        match self.evicted.iter().position(|t| t == token) {
+            Some(i) => {
+                self.evicted.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Why a token that is not outstanding was not accepted.
+    fn missing(&mut self, token: &str) -> ConfirmRejected {
+        if self.was_evicted(token) {
+            ConfirmRejected::Evicted
+        } else {
+            ConfirmRejected::UnknownToken
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -64,6 +108,10 @@ pub enum ConfirmRejected {
         "the confirmation token has expired; nothing was applied. Call again without \"confirm\" to get a fresh preview and token"
     )]
     Expired,
+    #[error(
+        "the confirmation has expired: it was evicted before its time to bound the server's memory (the server holds only so many changes waiting for confirmation, per session and in all, and more were previewed since); nothing was applied. Run the call again without \"confirm\" to get a fresh preview and token, and confirm it before previewing many others"
+    )]
+    Evicted,
     #[error(
         "the confirmation token was issued for a different call or the plot changed since the preview; nothing was applied. Call again without \"confirm\" to see the current preview"
     )]
@@ -99,8 +147,8 @@ impl ConfirmState {
             Err(_) => fallback_codec(),
         };
         Self {
-            tokens: Mutex::new(HashMap::new()),
-            used_nonces: Mutex::new(HashSet::new()),
+            tokens: Mutex::new(Tokens::default()),
+            used_nonces: Mutex::new(HashMap::new()),
             codec,
             ttl,
         }
@@ -114,26 +162,43 @@ impl ConfirmState {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let now = SystemTime::now();
-        tokens.retain(|_, p| p.expires > now);
-        tokens.insert(
+        let Tokens { live, order, .. } = &mut *tokens;
+        live.retain(|_, p| p.expires > now);
+        order.retain(|t| live.contains_key(t));
+        while tokens.live.len() >= MAX_TOKENS {
+            let Some(oldest) = tokens.order.pop_front() else {
+                break;
+            };
+            tokens.live.remove(&oldest);
+            if tokens.evicted.len() >= REMEMBERED_EVICTED_TOKENS {
+                tokens.evicted.pop_front();
+            }
+            tokens.evicted.push_back(oldest);
+        }
+        tokens.live.insert(
             token.clone(),
             PendingToken {
                 digest: digest.as_str().to_owned(),
                 expires: now + self.ttl,
             },
         );
+        tokens.order.push_back(token.clone());
         token
     }
 
     /// The digest an outstanding, unexpired token was minted for, without redeeming it (to find
     /// what a confirming call refers to; [`ConfirmState::redeem_token`] still decides).
-    pub fn token_digest(&self, token: &str) -> Option<String> {
-        self.tokens
+    /// An evicted token says so ([`ConfirmRejected::Evicted`]), once.
+    pub fn token_digest(&self, token: &str) -> Result<String, ConfirmRejected> {
+        let mut tokens = self
+            .tokens
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(token)
-            .filter(|p| p.expires > SystemTime::now())
-            .map(|p| p.digest.clone())
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match tokens.live.get(token) {
+            Some(p) if p.expires > SystemTime::now() => Ok(p.digest.clone()),
+            Some(_) => Err(ConfirmRejected::Expired),
+            None => Err(tokens.missing(token)),
+        }
     }
 
     /// Forget a token (a confirming call that misused it: tokens are single-use).
@@ -147,12 +212,16 @@ impl ConfirmState {
     /// Redeem a token for this digest. Single-use: any redemption attempt consumes it, so a
     /// token guessed wrong once cannot be retried against another call.
     pub fn redeem_token(&self, token: &str, digest: &CallDigest) -> Result<(), ConfirmRejected> {
-        let pending = self
-            .tokens
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(token)
-            .ok_or(ConfirmRejected::UnknownToken)?;
+        let pending = {
+            let mut tokens = self
+                .tokens
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            match tokens.remove(token) {
+                Some(p) => p,
+                None => return Err(tokens.missing(token)),
+            }
+        };
         if pending.expires <= SystemTime::now() {
             return Err(ConfirmRejected::Expired);
         }
@@ -186,7 +255,7 @@ impl ConfirmState {
             .used_nonces
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .contains(&state.nonce)
+            .contains_key(&state.nonce)
         {
             return Err(ConfirmRejected::Replayed);
         }
@@ -195,15 +264,19 @@ impl ConfirmState {
 
     /// Mark a sealed state used; false when it already was.
     pub fn consume(&self, state: &SealedConfirm) -> bool {
-        self.used_nonces
+        let mut used = self
+            .used_nonces
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(state.nonce.clone())
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Forget nonces whose state has expired: `open` refuses those before asking.
+        let now = now_secs();
+        used.retain(|_, expires| *expires > now);
+        used.insert(state.nonce.clone(), state.expires).is_none()
     }
 
     /// Outstanding tokens (for tests and diagnostics).
     pub fn outstanding_tokens(&self) -> usize {
-        self.tokens.lock().map(|t| t.len()).unwrap_or(0)
+        self.tokens.lock().map(|t| t.live.len()).unwrap_or(0)
     }
 }
 
@@ -362,6 +435,43 @@ mod tests {
         assert_eq!(
             s.redeem_token(&t, &digest(1)),
             Err(ConfirmRejected::UnknownToken)
+        );
+    }
+
+    #[test]
+    fn tokens_are_capped_and_an_evicted_one_says_so() {
+        let s = ConfirmState::new();
+        let first = s.mint_token(&digest(0));
+        for i in 1..=MAX_TOKENS as u64 {
+            s.mint_token(&digest(i));
+        }
+        assert_eq!(s.outstanding_tokens(), MAX_TOKENS);
+        assert_eq!(s.token_digest(&first), Err(ConfirmRejected::Evicted));
+        assert_eq!(
+            s.redeem_token("confirm-forged", &digest(0)),
+            Err(ConfirmRejected::UnknownToken)
+        );
+        let second = s.mint_token(&digest(9999));
+        assert_eq!(s.redeem_token(&second, &digest(9999)), Ok(()));
+    }
+
+    #[test]
+    fn used_nonces_are_forgotten_once_their_state_expired() {
+        let s = ConfirmState::new();
+        let old = SealedConfirm {
+            digest: "d".into(),
+            nonce: "n-old".into(),
+            expires: 1,
+        };
+        assert!(s.consume(&old));
+        let sealed = s.seal(&digest(1)).unwrap();
+        let state = s.open(&sealed).unwrap();
+        assert!(s.consume(&state));
+        assert!(!s.consume(&state));
+        assert_eq!(
+            s.used_nonces.lock().unwrap().len(),
+            1,
+            "the expired one is gone"
         );
     }
 

@@ -8,12 +8,15 @@
 //!   `server__tool`.
 
 pub mod confirm;
+pub mod pending;
 pub mod server;
 pub mod sessions;
+pub mod stdio_guard;
 pub mod surface;
 pub mod transport;
 pub mod upstream;
 
+pub use pending::PendingLimits;
 pub use server::{
     CodeRunner, DirectTools, McpShared, SESSION_HEADER, STATUS_META, SessionFactory, ToolgateServer,
 };

@@ -39,6 +39,7 @@ use toolgate_plot::session::Session;
 use toolgate_plot::transaction::{Commit, CommitGate, Committed, PlotTransaction, attach_report};
 
 use crate::confirm::{ApprovedDigest, ConfirmState, Recording, TokenConfirmer};
+use crate::pending::{Pending, PendingLimits, Taken, TooLarge, json_size};
 use crate::sessions::SessionLimits;
 use crate::surface::{CONFIRM_ARG, RUN_CODE, Surface, surface_specs, to_mcp_tool};
 
@@ -121,8 +122,9 @@ pub struct McpShared {
     direct: Option<Arc<dyn DirectTools>>,
     direct_ids: Vec<String>,
     pub confirm: ConfirmState,
-    /// Program commits waiting for their MRTR answer or token, by call digest.
-    pending: Mutex<HashMap<String, PendingCommit>>,
+    /// Program commits waiting for their MRTR answer or token, by call digest; capped per
+    /// session and per server by count and bytes, oldest evicted first ([`PendingLimits`]).
+    pending: Mutex<Pending<PendingCommit>>,
     pub sink: Arc<dyn TelemetrySink>,
     /// One line per function `run_code` programs can call (in its description).
     pub run_code_functions: String,
@@ -165,7 +167,7 @@ impl McpShared {
             direct: None,
             direct_ids: Vec::new(),
             confirm: ConfirmState::new(),
-            pending: Mutex::new(HashMap::new()),
+            pending: Mutex::new(Pending::new(PendingLimits::default())),
             sink,
             run_code_functions,
             elicit_timeout: Duration::from_secs(600),
@@ -193,6 +195,15 @@ impl McpShared {
             self.direct_ids.push(spec.id);
         }
         self.direct = Some(direct);
+        self
+    }
+
+    /// Hold at most this much waiting for confirmations (defaults: [`PendingLimits`]).
+    pub fn with_pending_limits(self, limits: PendingLimits) -> Self {
+        self.pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .set_limits(limits);
         self
     }
 
@@ -254,27 +265,45 @@ impl McpShared {
             .len()
     }
 
-    fn keep_pending(&self, digest: &str, pending: PendingCommit) {
-        let mut p = self
-            .pending
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let now = Instant::now();
-        p.retain(|_, c| c.expires > now);
-        p.insert(digest.to_owned(), pending);
-    }
-
-    fn take_pending(&self, digest: &str) -> Option<PendingCommit> {
+    /// Hold a previewed commit for its confirmation, within [`PendingLimits`]: the oldest of
+    /// its session, then of the server, is evicted to make room.
+    fn keep_pending(&self, digest: &str, pending: PendingCommit) -> Result<(), TooLarge> {
+        // The session's address identifies it while anything of it is held (an entry holds
+        // the Arc, so the address cannot be reused meanwhile).
+        let owner = Arc::as_ptr(&pending.session) as *const () as usize;
+        // Estimated once: the change set dominates (a bulk edit carries every feature it
+        // touches); the program, its envelope and the edit lines are counted too.
+        let c = &pending.commit;
+        let bytes = json_size(&c.change)
+            + json_size(&pending.envelope)
+            + pending.code.len()
+            + c.edits
+                .iter()
+                .chain(&c.features)
+                .map(String::len)
+                .sum::<usize>();
+        let expires = pending.expires;
         self.pending
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(digest)
-            .filter(|c| c.expires > Instant::now())
+            .insert(digest, owner, bytes, expires, pending)
+    }
+
+    fn take_pending(&self, digest: &str) -> Taken<PendingCommit> {
+        self.pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take(digest)
     }
 
     /// How many program commits wait for a confirmation (tests, diagnostics).
     pub fn pending_commits(&self) -> usize {
         self.pending.lock().map(|p| p.len()).unwrap_or(0)
+    }
+
+    /// The estimated bytes of the program commits waiting for a confirmation.
+    pub fn pending_bytes(&self) -> usize {
+        self.pending.lock().map(|p| p.bytes()).unwrap_or(0)
     }
 
     fn shared(&self, identity: &str) -> Arc<Debrief> {
@@ -596,7 +625,7 @@ impl ToolgateServer {
         };
         let confirm = &self.shared.confirm;
         let plot_id = commit.plot_id.clone();
-        self.shared.keep_pending(
+        if let Err(too_large) = self.shared.keep_pending(
             asked.digest.as_str(),
             PendingCommit {
                 commit,
@@ -605,7 +634,18 @@ impl ToolgateServer {
                 envelope: envelope.clone(),
                 expires: Instant::now() + crate::confirm::CONFIRM_TTL,
             },
-        );
+        ) {
+            let mut envelope = envelope;
+            attach_report(
+                &mut envelope,
+                json!({"status": "not_applied", "plot": plot_id, "message": too_large.to_string()}),
+            );
+            let text = serde_json::to_string_pretty(&envelope).unwrap_or_default();
+            return reply_result(Reply::refused(Refusal::new(
+                RefusalKind::Confirmation,
+                text,
+            )));
+        }
         if Self::can_elicit(ctx) {
             let sealed = match confirm.seal(&asked.digest) {
                 Ok(s) => s,
@@ -647,10 +687,11 @@ impl ToolgateServer {
         code: &str,
         debrief: Option<&Debrief>,
     ) -> Result<PendingCommit, crate::confirm::ConfirmRejected> {
-        let pending = self
-            .shared
-            .take_pending(digest)
-            .ok_or(crate::confirm::ConfirmRejected::Expired)?;
+        let pending = match self.shared.take_pending(digest) {
+            Taken::Found(p) => p,
+            Taken::Evicted => return Err(crate::confirm::ConfirmRejected::Evicted),
+            Taken::Gone => return Err(crate::confirm::ConfirmRejected::Expired),
+        };
         let same_session =
             debrief.is_some_and(|d| Arc::ptr_eq(&d.session_handle(), &pending.session));
         if pending.code != code || !same_session {
@@ -709,8 +750,9 @@ impl ToolgateServer {
         ctx: &RequestContext<RoleServer>,
     ) -> CallToolResponse {
         let confirm = &self.shared.confirm;
-        let Some(digest) = confirm.token_digest(token) else {
-            return rejected(&crate::confirm::ConfirmRejected::UnknownToken);
+        let digest = match confirm.token_digest(token) {
+            Ok(d) => d,
+            Err(e) => return rejected(&e),
         };
         let pending = match self.pending_for(&digest, code, debrief) {
             Ok(p) => p,

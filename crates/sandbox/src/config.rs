@@ -88,6 +88,7 @@ use serde_json::{Map, Value, json};
 use toolgate_core::ToolFilter;
 
 use crate::limits::{Limits, parse_size};
+use crate::regular_file::{Links, MAX_PROJECT_FILE_BYTES, Unreadable, read_regular};
 use crate::trust::{self, TrustError, TrustStatus, TrustStore};
 
 /// The project config file, relative to the workspace root.
@@ -350,15 +351,30 @@ pub struct ConfigFile {
 
 impl ConfigFile {
     /// Read a config file; `Ok(None)` when it does not exist.
+    ///
+    /// This is for the user's own file: a symbolic link is followed (dotfile managers link it),
+    /// but only a regular file of at most [`MAX_PROJECT_FILE_BYTES`] is read — a FIFO or a
+    /// device there is an error naming the file, never a hang.
     pub fn read(path: &Path) -> Result<Option<Self>, ConfigError> {
-        match std::fs::read_to_string(path) {
-            Ok(text) => Self::parse(path, &text).map(Some),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(ConfigError::Read {
-                path: path.to_owned(),
-                message: e.to_string(),
-            }),
-        }
+        Self::read_with(path, Links::Follow)
+    }
+
+    /// Read a config file whose symbolic links are followed (`links`) or refused; `Ok(None)`
+    /// when it does not exist. A file that is not a regular file within the size cap is a
+    /// [`ConfigError::Read`] naming it (nothing is read from it).
+    pub fn read_with(path: &Path, links: Links) -> Result<Option<Self>, ConfigError> {
+        let read_err = |message: String| ConfigError::Read {
+            path: path.to_owned(),
+            message,
+        };
+        let bytes = match read_regular(path, links, MAX_PROJECT_FILE_BYTES) {
+            Ok(Some(b)) => b,
+            Ok(None) => return Ok(None),
+            Err(e) => return Err(read_err(format!("it {}", e.reason()))),
+        };
+        let text = String::from_utf8(bytes)
+            .map_err(|e| read_err(format!("it is not UTF-8 text ({e})")))?;
+        Self::parse(path, &text).map(Some)
     }
 
     /// Parse and check the text of the config file at `path` (the path is only used in
@@ -791,6 +807,17 @@ pub struct CodeactConfig {
     pub ignored: Vec<String>,
     /// Project settings that only the user file may set (ignored even when trusted).
     pub user_only_ignored: Vec<String>,
+    /// Project files that were not read because they are not regular files within the size
+    /// cap (a link, a FIFO, a device, a directory, too large), each a sentence naming the file.
+    pub unreadable: Vec<String>,
+}
+
+/// The warning sentence for a project file that is not read.
+fn ignored_file(e: &Unreadable) -> String {
+    tracing::warn!(path = %e.path().display(), "{}; ignored", e.reason());
+    format!(
+        "{e}; ignored (toolgate reads project configuration only from a regular file of at most {MAX_PROJECT_FILE_BYTES} bytes, never through a symbolic link)"
+    )
 }
 
 /// Keys of `[workspace]` that only the user file may set.
@@ -817,12 +844,39 @@ impl CodeactConfig {
         } else {
             ProjectTrust::NoProjectConfig
         };
-        let project = ConfigFile::read(&project_file)?.map(|f| (project_file.clone(), f));
+        // The repository's file: never through a link, only a regular file within the cap;
+        // anything else is ignored with a warning naming it (a FIFO or `/dev/zero` there hung
+        // every entry point).
+        let mut unreadable = Vec::new();
+        let project = match read_regular(&project_file, Links::Refuse, MAX_PROJECT_FILE_BYTES) {
+            Ok(Some(bytes)) => {
+                let text = String::from_utf8(bytes).map_err(|e| ConfigError::Read {
+                    path: project_file.clone(),
+                    message: format!("it is not UTF-8 text ({e})"),
+                })?;
+                Some((
+                    project_file.clone(),
+                    ConfigFile::parse(&project_file, &text)?,
+                ))
+            }
+            Ok(None) => None,
+            Err(e) if e.is_refused() => {
+                unreadable.push(ignored_file(&e));
+                None
+            }
+            Err(e) => {
+                return Err(ConfigError::Read {
+                    path: project_file.clone(),
+                    message: format!("it {}", e.reason()),
+                });
+            }
+        };
         let mut config = Self::layered(user, project, project_trust.is_trusted(), env);
         config.project_trust = project_trust;
+        config.unreadable = unreadable;
         if has_project {
             // Name the file when there is one, else the folder (only `tools/` has files).
-            let named = if project_file.exists() {
+            let named = if project_file.symlink_metadata().is_ok() {
                 project_file
             } else {
                 workspace_root.join(".toolgate")
@@ -1104,11 +1158,14 @@ impl CodeactConfig {
     /// The one warning line for what the project configuration could not do, `None` when it
     /// did everything it asked.
     pub fn warning(&self) -> Option<String> {
-        if self.ignored.is_empty() && self.user_only_ignored.is_empty() {
+        if self.ignored.is_empty()
+            && self.user_only_ignored.is_empty()
+            && self.unreadable.is_empty()
+        {
             return None;
         }
         let (file, root) = self.project.clone().unwrap_or_default();
-        let mut parts = Vec::new();
+        let mut parts = self.unreadable.clone();
         if !self.ignored.is_empty() {
             let why = match self.project_trust {
                 ProjectTrust::ChangedSinceTrusted => "changed since you trusted it",

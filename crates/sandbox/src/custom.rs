@@ -38,6 +38,21 @@ use crate::envelope::Envelope;
 use crate::host::{HostError, ToolHost};
 use crate::limits::{ExecRequest, Limits};
 use crate::registry_host::calling_host;
+use crate::regular_file::{Links, Unreadable, read_regular};
+
+/// How a custom tool file is opened: a workspace's (`<root>/.toolgate/tools/`) never through a
+/// symbolic link (it could point anywhere, or change after `toolgate trust` hashed it); the
+/// user's own folder follows links (dotfile managers link files there).
+fn links_for(file: &Path) -> Links {
+    if file
+        .parent()
+        .is_some_and(|d| d.ends_with(crate::config::PROJECT_TOOLS_DIR))
+    {
+        Links::Refuse
+    } else {
+        Links::Follow
+    }
+}
 use crate::stubs::py_literal;
 
 /// The provider name of custom Python tools.
@@ -155,7 +170,9 @@ impl PythonTools {
                         && p.file_name()
                             .and_then(|n| n.to_str())
                             .is_some_and(|n| !n.starts_with('_'))
-                        && p.is_file()
+                        // Whether it is a regular file is decided on the opened descriptor
+                        // (load_file_by); a sub-folder is only skipped.
+                        && !std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir())
                 })
                 .collect();
             files.sort();
@@ -201,15 +218,19 @@ impl PythonTools {
 
     /// Read one file's `TOOL`; every run of it must end by `deadline`.
     pub async fn load_file_by(path: &Path, deadline: Instant) -> Result<PythonTool, String> {
-        let size = std::fs::metadata(path)
-            .map_err(|e| format!("cannot read it: {e}"))?
-            .len();
-        if size > MAX_SOURCE_BYTES {
-            return Err(format!(
-                "it is {size} bytes; custom tools may be at most {MAX_SOURCE_BYTES}"
-            ));
-        }
-        let source = std::fs::read_to_string(path).map_err(|e| format!("cannot read it: {e}"))?;
+        // A regular file within the cap, read once; a workspace's file never through a link.
+        // A FIFO or a device (a repository can ship one) is refused without blocking.
+        let source = match read_regular(path, links_for(path), MAX_SOURCE_BYTES) {
+            Ok(Some(bytes)) => String::from_utf8(bytes)
+                .map_err(|e| format!("cannot read it: it is not UTF-8 text ({e})"))?,
+            Ok(None) => return Err("cannot read it: it does not exist".to_owned()),
+            Err(Unreadable::TooLarge { size, .. }) => {
+                return Err(format!(
+                    "it is {size} bytes; custom tools may be at most {MAX_SOURCE_BYTES}"
+                ));
+            }
+            Err(e) => return Err(format!("it {}; ignored", e.reason())),
+        };
         let file_name = path.file_name().map_or_else(
             || "tool.py".to_owned(),
             |n| n.to_string_lossy().into_owned(),

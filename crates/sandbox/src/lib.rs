@@ -45,6 +45,7 @@ pub mod hyperlight;
 mod limits;
 mod pool;
 pub mod protocol;
+pub mod regular_file;
 mod registry_host;
 mod stubs;
 pub mod trust;

@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::config::{PROJECT_CONFIG, PROJECT_TOOLS_DIR};
+use crate::regular_file::{Links, MAX_PROJECT_FILE_BYTES, Unreadable, open_regular, read_regular};
 
 /// The trust file's name, in the directory of the user config file.
 pub const TRUST_FILE: &str = "trusted.toml";
@@ -105,22 +106,25 @@ impl TrustStore {
             path: path.to_owned(),
             message: e.to_string(),
         };
-        let mut text = String::new();
-        match fs::File::open(path) {
-            Ok(f) => {
-                f.take(MAX_TRUST_FILE_BYTES + 1)
-                    .read_to_string(&mut text)
-                    .map_err(read_err)?;
-                if text.len() as u64 > MAX_TRUST_FILE_BYTES {
-                    return Err(TrustError::Parse {
-                        path: path.to_owned(),
-                        message: format!("larger than {MAX_TRUST_FILE_BYTES} bytes"),
-                    });
-                }
+        // Only a regular file within the cap (the user's own: a link is followed): a FIFO
+        // there is an error, never a hang.
+        let text = match read_regular(path, Links::Follow, MAX_TRUST_FILE_BYTES) {
+            Ok(Some(bytes)) => String::from_utf8(bytes)
+                .map_err(|e| read_err(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?,
+            Ok(None) => String::new(),
+            Err(e @ Unreadable::TooLarge { .. }) => {
+                return Err(TrustError::Parse {
+                    path: path.to_owned(),
+                    message: e.reason(),
+                });
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(read_err(e)),
-        }
+            Err(e) => {
+                return Err(TrustError::Read {
+                    path: path.to_owned(),
+                    message: format!("it {}", e.reason()),
+                });
+            }
+        };
         let doc: TrustDoc = toml::from_str(&text).map_err(|e| TrustError::Parse {
             path: path.to_owned(),
             message: e.message().lines().next().unwrap_or_default().to_owned(),
@@ -220,7 +224,8 @@ impl TrustStore {
 /// Whether the workspace has any project configuration at all (`.toolgate/config.toml`, or a
 /// file in `.toolgate/tools/`).
 pub fn has_project_config(root: &Path) -> bool {
-    root.join(PROJECT_CONFIG).exists()
+    // Anything at that name counts (a dangling link, a FIFO): it is reported, not skipped.
+    root.join(PROJECT_CONFIG).symlink_metadata().is_ok()
         || fs::read_dir(root.join(PROJECT_TOOLS_DIR))
             .map(|mut d| d.next().is_some())
             .unwrap_or(false)
@@ -243,10 +248,11 @@ pub fn project_digest(root: &Path) -> Result<String, TrustError> {
                     path: dir.clone(),
                     message: e.to_string(),
                 })?;
-                let path = entry.path();
-                // Follows symlinks, as the custom-tool loader does.
-                if path.is_file() {
-                    files.push(path);
+                // Everything but a sub-directory counts, links and FIFOs included (they are
+                // hashed as what they are, never followed or opened for reading: see
+                // hash_file), so adding one changes the digest.
+                if entry.file_type().is_ok_and(|t| !t.is_dir()) {
+                    files.push(entry.path());
                 }
             }
             files.sort();
@@ -277,13 +283,27 @@ fn hash_file(h: &mut Sha256, name: &str, path: &Path) -> Result<(), TrustError> 
         path: path.to_owned(),
         message: e.to_string(),
     };
-    let mut f = match fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+    // The loader reads only regular files within the cap, never through a link
+    // (crate::regular_file); anything else is hashed as what it is, without reading it — a
+    // FIFO or `/dev/zero` there must not block or spin the digest.
+    let mut f = match open_regular(path, Links::Refuse, MAX_PROJECT_FILE_BYTES) {
+        Ok(Some((f, _))) => f,
+        Ok(None) => {
             h.update(b"absent\n");
             return Ok(());
         }
-        Err(e) => return Err(err(e)),
+        Err(e) if e.is_refused() => {
+            h.update(b"not read: ");
+            h.update(e.reason().as_bytes());
+            h.update(b"\n");
+            return Ok(());
+        }
+        Err(e) => {
+            return Err(TrustError::Project {
+                path: path.to_owned(),
+                message: e.reason(),
+            });
+        }
     };
     // Stream it: the digest needs no copy of the file in memory.
     let mut inner = Sha256::new();
