@@ -27,11 +27,16 @@ pub enum TransportError {
 
 /// Serve on stdin/stdout until the client disconnects. Nothing but protocol goes to stdout.
 pub async fn serve_stdio(shared: Arc<McpShared>) -> Result<(), TransportError> {
-    // Non-blocking pipes when the client launched us with FIFOs (lower latency per message);
-    // lines over the cap are dropped and logged, and the connection stays open.
+    // Non-blocking pipes when the client launched us with FIFOs (lower latency per message).
+    // Lines over the cap or nested too deeply are dropped by the guard (never buffered whole)
+    // and answered with a JSON-RPC error by `AnswerDropped`; the connection stays open. rmcp's
+    // own cap stays as a backstop just above what the guard hands on (the line and its `\n`).
     let (read, write) = rmcp::transport::stdio_pipes();
+    let (dropped_tx, dropped_rx) = tokio::sync::mpsc::unbounded_channel();
+    let read = crate::stdio_guard::LineGuard::new(read, MAX_STDIO_LINE, dropped_tx);
     let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(read, write)
-        .with_max_line_length(MAX_STDIO_LINE);
+        .with_max_line_length(MAX_STDIO_LINE + 2);
+    let transport = crate::stdio_guard::AnswerDropped::new(transport, dropped_rx);
     // One request per JSON-RPC id in flight (a duplicate is answered with an error).
     let transport = crate::sessions::UniqueRequestIds::new(transport);
     let service = ToolgateServer::new(shared)
