@@ -518,3 +518,20 @@ fn exclusive_mode_exempts_only_toolgates_own_mcp_tools() {
         assert!(denial(&run(impostor)).is_some(), "{impostor} passed");
     }
 }
+
+/// The hook's list of toolgate's own MCP tools is the list the server serves on the surface the
+/// installs start (`all`): a tool added there must be added to the hook's exemption too.
+#[test]
+fn the_hooks_own_mcp_tools_are_the_servers() {
+    let mut served: Vec<String> = toolgate_mcp::surface_specs(toolgate_mcp::Surface::All, "")
+        .into_iter()
+        .map(|t| t.id.to_ascii_lowercase())
+        .collect();
+    served.sort();
+    let mut exempt: Vec<String> = toolgate_hosts::hook::OWN_MCP_TOOLS
+        .iter()
+        .map(|t| (*t).to_owned())
+        .collect();
+    exempt.sort();
+    assert_eq!(served, exempt);
+}

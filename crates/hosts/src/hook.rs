@@ -863,3 +863,142 @@ impl SessionState {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(mode: Mode) -> HookConfig {
+        HookConfig {
+            mode,
+            mode_var: "TOOLGATE_MODE".into(),
+            nudge_after: 3,
+            exe: "/opt/bin/toolgate".into(),
+            aliases: Vec::new(),
+            tools: Vec::new(),
+            state_dir: PathBuf::from("/nonexistent/toolgate-hook-state"),
+        }
+    }
+
+    #[test]
+    fn lone_surrogates_read_as_replacement_characters_and_pairs_stay() {
+        for (json, want) in [
+            (r#""a\ud800b""#, "a\u{FFFD}b"),
+            (r#""a\uDC00""#, "a\u{FFFD}"),
+            (r#""\ud800\ud800""#, "\u{FFFD}\u{FFFD}"),
+            (r#""\udc00\ud83d""#, "\u{FFFD}\u{FFFD}"),
+            (r#""\ud83d\ude00""#, "\u{1F600}"),
+            (r#""\ud83d\u0041""#, "\u{FFFD}A"),
+            // An escaped backslash followed by the letters `ud800` is text, not an escape.
+            (r#""\\ud800""#, "\\ud800"),
+            (r#""\"\ud800""#, "\"\u{FFFD}"),
+        ] {
+            assert_eq!(
+                read_json(json).unwrap(),
+                Value::String(want.into()),
+                "{json}"
+            );
+        }
+        // Outside strings nothing is rewritten; serde_json still judges the text.
+        assert!(read_json(r"\ud800").is_err());
+    }
+
+    #[test]
+    fn nesting_is_limited_and_counted_outside_strings_only() {
+        let nested = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        assert!(read_json(&nested(MAX_DEPTH)).is_ok());
+        let e = read_json(&nested(MAX_DEPTH + 1)).unwrap_err();
+        assert!(e.contains("101 deep"), "{e}");
+        assert!(read_json(&format!("\"{}\"", "[".repeat(500))).is_ok());
+        // Unbalanced text is deep too: refused before serde_json's own limit is reached.
+        assert!(read_json(&"[".repeat(200)).unwrap_err().contains("deep"));
+    }
+
+    #[test]
+    fn the_event_key_is_found_at_the_top_level_only() {
+        assert!(scan_json(r#"{"a": [1], "hook_event_name": "PreToolUse"}"#).event_key);
+        assert!(scan_json(r#" { "hookEventName" : 1 }"#).event_key);
+        assert!(!scan_json(r#"{"a": {"hook_event_name": "x"}}"#).event_key);
+        assert!(!scan_json(r#"{"a": "hook_event_name"}"#).event_key);
+        assert!(!scan_json(r#"["hook_event_name", 1]"#).event_key);
+        assert!(!scan_json(r#"{"a": "\"hook_event_name\":"}"#).event_key);
+    }
+
+    #[test]
+    fn exclusive_mode_denies_unreadable_payloads_and_nudge_allows_them() {
+        for bad in ["", "null", "[]", "{", "\"x\"", "{\"toolName\": }"] {
+            let a = answer(bad, &cfg(Mode::Exclusive));
+            assert!(a.denied && a.stdout.contains("permissionDecision"), "{bad}");
+            let a = answer(bad, &cfg(Mode::Nudge));
+            assert!(!a.denied && a.warnings[0].contains("allowing"), "{bad}");
+            assert_eq!(answer(bad, &cfg(Mode::Off)), Answer::default());
+        }
+        let a = answer_bytes(b"{\"toolName\":\"bash\xff\"}", &cfg(Mode::Exclusive));
+        assert!(a.denied && a.stdout.contains("not UTF-8"), "{a:?}");
+        let a = answer(
+            &format!(
+                r#"{{"hook_event_name":"PreToolUse","tool_input":{}}}"#,
+                "[".repeat(150)
+            ),
+            &cfg(Mode::Exclusive),
+        );
+        assert!(
+            a.stdout.starts_with(r#"{"hookSpecificOutput""#),
+            "{}",
+            a.stdout
+        );
+    }
+
+    #[test]
+    fn own_mcp_tools_are_matched_exactly() {
+        for own in [
+            "mcp__toolgate__run_code",
+            "MCP__TOOLGATE__RUN_CODE",
+            "mcp__plugin_toolgate_toolgate__debrief_listTools",
+            "mcp_toolgate_debrief_runtool",
+            "toolgate-debrief_summarizeCurrentPlot",
+            "toolgate/debrief_searchPlots",
+        ] {
+            assert!(is_own_mcp_tool(own), "{own}");
+        }
+        for other in [
+            "mcp_toolgate_x_run_code",
+            "toolgate-x-run_code",
+            "mcp__toolgate__run_code2",
+            "mcp__toolgate__",
+            "toolgate-",
+            "xtoolgate-run_code",
+            "mcp__toolgate__run_code ",
+        ] {
+            assert!(!is_own_mcp_tool(other), "{other}");
+        }
+    }
+
+    #[test]
+    fn shell_arguments_that_move_the_call_are_refused() {
+        let exec = "/opt/bin/toolgate exec --code 1";
+        let p = |args: Value| Payload {
+            shape: Shape::HookSpecific,
+            event: None,
+            tool_name: "Bash".into(),
+            args,
+            session_id: None,
+            cwd: Some("/r".into()),
+            timestamp_ms: None,
+        };
+        let c = cfg(Mode::Exclusive);
+        assert!(exclusive_verdict(&p(json!({"command": exec})), &c).is_ok());
+        assert!(exclusive_verdict(&p(json!(exec)), &c).is_ok());
+        for bad in [
+            json!({"command": exec, "cwd": "/"}),
+            json!({"command": exec, "Env": {"LD_PRELOAD": "/x.so"}}),
+            json!({"command": exec, "cmd": "id"}),
+            json!({"command": [exec]}),
+            json!({"description": exec}),
+            json!([exec]),
+            Value::Null,
+        ] {
+            assert!(exclusive_verdict(&p(bad.clone()), &c).is_err(), "{bad}");
+        }
+    }
+}

@@ -189,8 +189,9 @@ fn typographic_quote(c: char) -> bool {
 
 /// Split a command line into words for exclusive mode, refusing everything a shell would
 /// expand or treat as syntax: outside quotes only [`bare_char`]s and blanks; single-quoted text
-/// as it is; double-quoted text without `$`, `` ` ``, `\\` or `!`; in [`Dialect::Posix`] a
-/// trailing here-document whose body the shell keeps literal. Stricter than
+/// as it is; double-quoted text without `$`, `` ` ``, `\\` or `!`; in [`Dialect::Posix`] also
+/// a backslash-escaped character and a trailing here-document whose body the shell keeps
+/// literal. Stricter than
 /// [`simple_command`] on purpose: what is left has one reading in every shell, so the words
 /// checked here are exactly the arguments `toolgate exec` gets.
 pub fn strict_words(line: &str, dialect: Dialect) -> Result<Vec<String>, String> {
@@ -264,6 +265,14 @@ pub fn strict_words(line: &str, dialect: Dialect) -> Result<Vec<String>, String>
                             .to_owned(),
                     ),
                 };
+            }
+            // bash and zsh take the next character literally (`'\\''` puts a quote in a
+            // single-quoted program); other shells do not.
+            '\\' if !neutral && chars.peek().is_some_and(|(_, n)| *n != '\n') => {
+                if let Some((_, n)) = chars.next() {
+                    (in_word, bare) = (true, true);
+                    cur.push(n);
+                }
             }
             c if bare_char(c) => {
                 (in_word, bare) = (true, true);
@@ -458,6 +467,81 @@ mod tests {
         assert!(
             !is_toolgate_exec("toolgate exec --code 1", "toolgate"),
             "a relative exe (no canonical path known) accepts nothing"
+        );
+    }
+
+    #[test]
+    fn exclusive_exec_is_exact() {
+        let ok = |c: &str, d: Dialect| exclusive_exec(c, &[EXE], Some("/r"), d);
+        for good in [
+            "/opt/bin/toolgate exec --code 'print(1)'",
+            "'/opt/bin/toolgate' exec --workspace /r/ --raw --code \"print('x')\"",
+            "/opt/bin/toolgate exec --workspace=. --backend=monty --timeout 2.5 --code=x",
+            "/opt/bin/toolgate exec --raw - <<'EOF'\nprint(\"$(id)\")\nEOF",
+            "/opt/bin/toolgate exec --code 'a'\\''b'",
+            "/opt/bin/toolgate\texec --code x",
+            // One word, `x --yes`: the program's text, not a flag.
+            "/opt/bin/toolgate exec --code x\\ --yes",
+        ] {
+            assert_eq!(ok(good, Dialect::Posix), Ok(()), "{good}");
+        }
+        for bad in [
+            "/opt/bin/toolgate exec --code x --yes",
+            "/opt/bin/toolgate exec --workspace /r/../etc --code x",
+            "/opt/bin/toolgate exec --workspace '' --code x",
+            "/opt/bin/toolgate exec --code x --workspace",
+            "/opt/bin/toolgate exec -f -- -",
+            "/opt/bin/toolgate exec --code x \\\n--yes",
+            "/opt/bin/toolgate exec --code x --plot=-x",
+            "/opt/bin/toolgate exec --code x --timeout=-1",
+            "/opt/bin/toolgate exec --code \"x\\\"\" --yes",
+            "/opt/bin/toolgate exec --code x\u{0}",
+            "/opt/bin/toolgate exec --code x\u{a0}--yes",
+            "/opt/bin/toolgate exec - <<EOF\n$(id)\nEOF",
+            "/opt/bin/toolgate",
+            "/opt/bin/toolgate tools list",
+        ] {
+            assert!(ok(bad, Dialect::Posix).is_err(), "{bad}");
+        }
+        // What reads differently outside bash and zsh is refused for other shells.
+        for posix_only in [
+            "/opt/bin/toolgate exec --code 'print(\"a\\nb\")'",
+            "/opt/bin/toolgate exec --code 'a\u{2019} ; id ; \u{2018}b'",
+            "/opt/bin/toolgate exec --code='x'",
+            "/opt/bin/toolgate exec --code 'a''b'",
+            "/opt/bin/toolgate exec --raw - <<'EOF'\nprint(1)\nEOF",
+        ] {
+            assert_eq!(ok(posix_only, Dialect::Posix), Ok(()), "{posix_only}");
+            assert!(ok(posix_only, Dialect::Neutral).is_err(), "{posix_only}");
+        }
+        // Without a known project only `.` names it.
+        assert!(
+            exclusive_exec(
+                "/opt/bin/toolgate exec --workspace /r --code 1",
+                &[EXE],
+                None,
+                Dialect::Posix
+            )
+            .is_err()
+        );
+        assert!(
+            exclusive_exec(
+                "/opt/bin/toolgate exec --workspace . --code 1",
+                &[EXE],
+                None,
+                Dialect::Posix
+            )
+            .is_ok()
+        );
+        // A relative project path is not trusted to name anything.
+        assert!(
+            exclusive_exec(
+                "toolgate exec --workspace r --code 1",
+                &["toolgate"],
+                Some("r"),
+                Dialect::Posix
+            )
+            .is_err()
         );
     }
 

@@ -111,6 +111,11 @@ fn oracle_words(cmd: &str, sh: Sh) -> Option<Vec<String>> {
                 word.push(c);
                 has_bare = true;
                 i += 1;
+            } else if c == '\\' && sh == Sh::Posix && i + 1 < chars.len() && chars[i + 1] != '\n' {
+                // bash/zsh: the next character, literally.
+                word.push(chars[i + 1]);
+                has_bare = true;
+                i += 2;
             } else {
                 return None;
             }
@@ -417,7 +422,10 @@ const TOKENS: &[(&str, Option<&str>, Option<&str>)] = &[
     ("[a]", None, None),
     ("\n", None, None),
     ("!", None, None),
-    ("\\x", None, None),
+    ("\\x", Some("x"), None),
+    ("\\;", Some(";"), None),
+    ("'a'\\''b'", Some("a'b"), None),
+    ("\\-\\-yes", Some("--yes"), None),
     ("$'--yes'", None, None),
     ("\u{a0}", None, None),
     ("\u{2018}x\u{2019}", None, None),
