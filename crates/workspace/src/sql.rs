@@ -231,6 +231,9 @@ pub fn sql(
     map: &Map<String, Value>,
     deadline: Option<Duration>,
 ) -> Result<ToolOutcome, CallError> {
+    // Installed here, on a thread Landlock does not restrict, so SQLite seeds its random
+    // numbers from /dev/urandom before the worker below can open only the workspace.
+    crate::sql_open::install().map_err(CallError::failed)?;
     std::thread::scope(|scope| {
         let worker = std::thread::Builder::new()
             .name("toolgate-sql".to_owned())

@@ -33,8 +33,10 @@ use crate::guard::{GuardError, Opened, check_readable};
 /// The signature of the unix VFS's `open` (`posixOpen`): path, flags, mode.
 type OpenFn = unsafe extern "C" fn(*const c_char, c_int, c_int) -> c_int;
 
-/// SQLite's own `open`, kept when ours is installed (or why ours could not be).
-static ORIGINAL: OnceLock<Result<OpenFn, String>> = OnceLock::new();
+/// Whether ours is installed (or why it could not be).
+static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
+/// SQLite's own `open`, kept before ours is installed: threads outside a scope use it.
+static ORIGINAL: OnceLock<OpenFn> = OnceLock::new();
 
 /// Why SQLite was refused a file, for the message the caller shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -130,8 +132,8 @@ impl Drop for Scope<'_> {
 /// is made by `sql` (`OnceLock` makes every caller wait for the first). SQLite's random-number
 /// generator is seeded here too, on an unconfined thread, so it reads `/dev/urandom` and not a
 /// fallback (the `sql` thread may open nothing outside the workspace).
-fn install() -> Result<(), String> {
-    ORIGINAL
+pub(crate) fn install() -> Result<(), String> {
+    INSTALLED
         .get_or_init(|| {
             // SAFETY: sqlite3_vfs_find returns SQLite's static default VFS (or null); its
             // xGetSystemCall/xSetSystemCall take that VFS and a NUL-terminated name. The
@@ -154,17 +156,18 @@ fn install() -> Result<(), String> {
                 };
                 let original: OpenFn =
                     std::mem::transmute::<unsafe extern "C" fn(), OpenFn>(current);
+                // Kept before ours is in place, so no open ever finds neither.
+                let _ = ORIGINAL.set(original);
                 let ours =
                     std::mem::transmute::<OpenFn, unsafe extern "C" fn()>(hooked_open as OpenFn);
                 let rc = set(vfs, c"open".as_ptr(), Some(ours));
                 if rc != ffi::SQLITE_OK {
                     return Err(format!("SQLite refused the checked open (code {rc})"));
                 }
-                Ok(original)
+                Ok(())
             }
         })
         .clone()
-        .map(|_| ())
         .map_err(|e| {
             format!("sql: could not check the files SQLite opens: {e}; nothing was opened")
         })
@@ -172,16 +175,20 @@ fn install() -> Result<(), String> {
 
 /// The unix VFS's `open`, as installed.
 unsafe extern "C" fn hooked_open(path: *const c_char, flags: c_int, mode: c_int) -> c_int {
-    let scoped = SCOPE.with(|s| {
-        s.try_borrow()
-            .ok()
-            .and_then(|s| s.as_ref().map(|st| (st.root.clone(), st.root_fd)))
-    });
+    // `try_with`/`try_borrow`: nothing here may panic (it would abort across the C frame).
+    let scoped = SCOPE
+        .try_with(|s| {
+            s.try_borrow()
+                .ok()
+                .and_then(|s| s.as_ref().map(|st| (st.root.clone(), st.root_fd)))
+        })
+        .ok()
+        .flatten();
     let Some((root, root_fd)) = scoped else {
         return match ORIGINAL.get() {
             // SAFETY: the original open, called with SQLite's own arguments.
-            Some(Ok(original)) => unsafe { original(path, flags, mode) },
-            _ => fail(Errno::NOSYS),
+            Some(original) => unsafe { original(path, flags, mode) },
+            None => fail(Errno::NOSYS),
         };
     };
     if path.is_null() {
@@ -195,7 +202,7 @@ unsafe extern "C" fn hooked_open(path: *const c_char, flags: c_int, mode: c_int)
         Ok(fd) => fd.into_raw_fd(),
         Err((errno, refusal)) => {
             if let Some(r) = refusal {
-                SCOPE.with(|s| {
+                let _ = SCOPE.try_with(|s| {
                     if let Ok(mut s) = s.try_borrow_mut()
                         && let Some(st) = s.as_mut()
                     {
