@@ -321,6 +321,7 @@ pub async fn serve(args: ServeArgs) -> Result<i32> {
             idle_timeout: std::time::Duration::from_secs(args.session_idle_minutes * 60),
         });
     let mut state = toolgate_web::WebState::new(workbench.clone(), token.clone())
+        .context("cannot start the workbench")?
         .with_poll_interval(std::time::Duration::from_millis(args.live_poll_ms));
     // Every MCP session this server makes is listed on the page (its edits can be saved there).
     let _ = setup.shared.directory.set(state.directory().clone());

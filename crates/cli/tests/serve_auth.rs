@@ -295,11 +295,15 @@ fn the_workbench_api_needs_the_token_header_or_the_cookie_the_token_url_sets() {
     );
     let addr = server.addr.as_str();
     // nothing without it: the page, the API, the live stream
-    for path in ["/", "/api/state", "/api/events", "/api/config"] {
+    for path in ["/api/state", "/api/events", "/api/config"] {
         let r = http(addr, "GET", path, &[], "");
         assert_eq!(r.status, 401, "{path}: {}", r.body);
         assert_eq!(r.json()["code"], "unauthorized", "{path}");
     }
+    // the page says, in HTML, how to get in (workbench_session.rs has the details)
+    let r = http(addr, "GET", "/", &[], "");
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert!(r.body.contains("toolgate serve"), "{}", r.body);
     let r = http(
         addr,
         "POST",

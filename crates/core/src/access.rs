@@ -107,6 +107,62 @@ pub fn bearer(authorization: &str) -> Option<&str> {
         .filter(|t| !t.is_empty())
 }
 
+/// The host names a local server answers to by default (anything else in `Host` may be a DNS
+/// rebinding attack: a page of another site whose name resolves to 127.0.0.1).
+pub const LOOPBACK_HOSTS: [&str; 3] = ["127.0.0.1", "localhost", "[::1]"];
+
+/// The host of a `Host` header (or an origin's authority), lower-cased, when the whole value is
+/// `host[:port]` and nothing else: `host` a bracketed IPv6 literal or a name of letters, digits,
+/// `.` and `-`; `port` 1–5 digits. Anything after the host that is not such a port — a name
+/// glued to `[::1]`, `@evil.com` after a port, a second colon, a path — makes the value
+/// unparseable, so it names no allowed host. Lenient parsers took `[::1]evil.com` for `[::1]`
+/// and `localhost:80@evil.com` for `localhost` (issue 30).
+pub fn authority_host(authority: &str) -> Option<String> {
+    let (host, port) = if let Some(inner) = authority.strip_prefix('[') {
+        let end = inner.find(']')?;
+        let literal = &inner[..end];
+        if literal.is_empty()
+            || !literal
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.')
+        {
+            return None;
+        }
+        let after = &inner[end + 1..];
+        let port = if after.is_empty() {
+            None
+        } else {
+            Some(after.strip_prefix(':')?)
+        };
+        (&authority[..end + 2], port)
+    } else {
+        let (host, port) = match authority.split_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (authority, None),
+        };
+        if host.is_empty()
+            || !host
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-')
+        {
+            return None;
+        }
+        (host, port)
+    };
+    if let Some(port) = port
+        && (port.is_empty() || port.len() > 5 || !port.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return None;
+    }
+    Some(host.to_ascii_lowercase())
+}
+
+/// Whether a `Host` header value is one of [`LOOPBACK_HOSTS`] with an optional port, parsed
+/// strictly ([`authority_host`]).
+pub fn is_loopback_authority(authority: &str) -> bool {
+    authority_host(authority).is_some_and(|h| LOOPBACK_HOSTS.contains(&h.as_str()))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -151,5 +207,46 @@ mod tests {
     fn debug_does_not_show_the_secret() {
         let t = AccessToken::new("0123456789abcdef").unwrap();
         assert!(!format!("{t:?}").contains("0123"));
+    }
+
+    #[test]
+    fn authorities_are_host_and_an_optional_port_only() {
+        assert_eq!(
+            authority_host("127.0.0.1:8080").as_deref(),
+            Some("127.0.0.1")
+        );
+        assert_eq!(authority_host("LocalHost").as_deref(), Some("localhost"));
+        assert_eq!(authority_host("[::1]:9").as_deref(), Some("[::1]"));
+        assert_eq!(authority_host("[::1]").as_deref(), Some("[::1]"));
+        assert!(is_loopback_authority("localhost:65535"));
+        assert!(!is_loopback_authority("evil.example"));
+    }
+
+    /// Issue 30: the old parsers took what came before `]`, `@` or the last `:` and ignored the
+    /// rest.
+    #[test]
+    fn anything_after_the_host_but_a_port_is_unparseable() {
+        for bad in [
+            "[::1]evil.com",
+            "[::1]evil.com:80",
+            "[::1]:80x",
+            "[::1]:",
+            "[]",
+            "[::1",
+            "[evil.com]",
+            "localhost:8080@evil.com",
+            "127.0.0.1:80@evil.com",
+            "user@localhost",
+            "localhost:80:81",
+            "localhost:",
+            "localhost:123456",
+            "localhost:8080/x",
+            "localhost ",
+            "",
+            ":80",
+        ] {
+            assert_eq!(authority_host(bad), None, "{bad:?}");
+            assert!(!is_loopback_authority(bad), "{bad:?}");
+        }
     }
 }

@@ -77,6 +77,35 @@ pub fn http_router(
         .layer(axum::middleware::from_fn(session_delete_answers_no_content))
         .layer(axum::middleware::from_fn(crate::sessions::full_answers_503))
         .layer(axum::middleware::from_fn_with_state(token, require_bearer))
+        .layer(axum::middleware::from_fn(require_loopback_host))
+}
+
+/// Refuse a request whose `Host` is not 127.0.0.1, localhost or [::1] (with an optional port and
+/// nothing else) before anything else looks at it. rmcp checks the host too, but through
+/// `http::uri::Authority`, which takes `[::1]evil.com` for `[::1]` (issue 30); this parse is
+/// strict ([`toolgate_core::access::authority_host`]). A request without `Host` (HTTP/2) is
+/// left to rmcp's check of `:authority`.
+async fn require_loopback_host(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let ok = req.headers().get(header::HOST).is_none_or(|h| {
+        h.to_str()
+            .is_ok_and(toolgate_core::access::is_loopback_authority)
+    });
+    if ok {
+        return next.run(req).await;
+    }
+    let body = serde_json::json!({
+        "error": "This MCP endpoint only answers requests addressed to 127.0.0.1, localhost or [::1] (with an optional :port and nothing else); use the endpoint `toolgate serve` printed.",
+        "code": "host_not_allowed",
+    });
+    let mut res = (StatusCode::FORBIDDEN, body.to_string()).into_response();
+    res.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    res
 }
 
 /// The 401 of the MCP authorization spec (RFC 6750 §3): a `Bearer` challenge, with

@@ -17,7 +17,8 @@ const path = require('node:path');
 
 const BASE = process.env.WORKBENCH_URL;
 const BASE_NO_CHAT = process.env.WORKBENCH_URL_NO_CHAT;
-// Both workbenches answer only requests with this token; the first visit swaps it for a cookie.
+// Both workbenches answer only requests with this token; the first visit swaps it for a session
+// cookie (a per-start secret, never the token: browsers send cookies to every port of a host).
 const TOKEN = process.env.WORKBENCH_TOKEN;
 const STORE = process.env.STORE_DIR;
 const STORE_NO_CHAT = process.env.STORE_DIR_NO_CHAT;

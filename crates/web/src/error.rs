@@ -1,12 +1,13 @@
 //! Every failure the workbench answers with: a status code and a JSON body
 //! `{"error": "<what went wrong and what would work>", "code": "<machine tag>"}` — never a
-//! stack trace, never an HTML page.
+//! stack trace. The one HTML answer is [`unauthorized_page`]: a browser that opens the
+//! workbench without a valid credential shows a person what to do, not raw JSON.
 
 use axum::Json;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
-use axum::http::StatusCode;
 use axum::http::request::Parts;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
 use serde_json::json;
@@ -48,16 +49,74 @@ impl ApiError {
         Self::new(
             StatusCode::UNAUTHORIZED,
             "unauthorized",
-            "This workbench needs its access token. Open the workbench URL `toolgate serve` printed (http://127.0.0.1:PORT/?token=…; it sets a cookie), or send `Authorization: Bearer <token>`. Set TOOLGATE_TOKEN before starting the server to choose the token.",
+            "This workbench needs its access token. Open the workbench URL `toolgate serve` printed (http://127.0.0.1:PORT/?token=…; it sets a session cookie that lasts until the server stops), or send `Authorization: Bearer <token>`. Set TOOLGATE_TOKEN before starting the server to choose the token.",
         )
     }
 }
 
+/// The page a browser gets for the workbench without a valid credential: the bare URL, a
+/// token or session cookie from an earlier start. Static text (it never echoes the request),
+/// no script, nothing loaded.
+const UNAUTHORIZED_PAGE: &str = r#"<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>toolgate workbench: open the current URL</title>
+</head>
+<body>
+<h1>Open the workbench URL <code>toolgate serve</code> printed</h1>
+<p>This workbench answers only the person who started it. Open the <strong>Workbench:</strong>
+URL that <code>toolgate serve</code> printed when it started
+(<code>http://127.0.0.1:PORT/?token=…</code>): it signs this browser in until that server stops.</p>
+<p>A URL or sign-in from an earlier start no longer works: after a restart, copy the URL again
+from the new output of <code>toolgate serve</code>.</p>
+<p>MCP clients send <code>Authorization: Bearer &lt;token&gt;</code> instead (the
+<code>MCP header:</code> line of the same output).</p>
+</body>
+</html>
+"#;
+
+/// 401 with [`UNAUTHORIZED_PAGE`].
+pub fn unauthorized_page() -> Response {
+    let mut res = (StatusCode::UNAUTHORIZED, UNAUTHORIZED_PAGE).into_response();
+    let h = res.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    h.insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static(r#"Bearer realm="toolgate workbench""#),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+        ),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    res
+}
+
+/// Most bytes of an error message sent to a client. Messages quote at most 200 bytes of any
+/// input; this catches one that does not (a 10 MB line once made a 60 MB error body).
+pub const MAX_MESSAGE_BYTES: usize = 16 * 1024;
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        let message = toolgate_core::clip::clip_middle(&self.message, MAX_MESSAGE_BYTES);
         (
             self.status,
-            Json(json!({"error": self.message, "code": self.code})),
+            Json(json!({"error": message, "code": self.code})),
         )
             .into_response()
     }
@@ -152,7 +211,11 @@ fn json_rejection(rejection: &JsonRejection, shape: &str) -> ApiError {
         code,
         format!(
             "{} Send a JSON body (Content-Type: application/json) like {shape}.",
-            rejection.body_text().trim_end_matches('.')
+            // serde quotes a string of the wrong type whole, and says where it is at the end.
+            toolgate_core::clip::clip_middle(
+                rejection.body_text().trim_end_matches('.'),
+                toolgate_core::clip::QUOTE_MAX * 2
+            )
         ),
     )
 }
@@ -181,7 +244,10 @@ fn query_rejection(rejection: &QueryRejection, shape: &str) -> ApiError {
         "invalid_query",
         format!(
             "{} Expected query parameters like {shape}.",
-            rejection.body_text().trim_end_matches('.')
+            toolgate_core::clip::clip_middle(
+                rejection.body_text().trim_end_matches('.'),
+                toolgate_core::clip::QUOTE_MAX * 2
+            )
         ),
     )
 }

@@ -30,11 +30,14 @@
 //!
 //! Every error is a 4xx/5xx with `{"error": "...", "code": "..."}`.
 //!
-//! Every request — the page, its assets, the API and the live stream — must carry the server's
-//! [`AccessToken`]: as `Authorization: Bearer <token>`, or as the cookie a visit to
-//! `/?token=<token>` sets (HttpOnly, SameSite=Strict; the visit is redirected to the same URL
-//! without the token, so it does not stay in the address bar or the history). Anything else
-//! gets 401 `{"code": "unauthorized"}`.
+//! Every request — the page, its assets, the API and the live stream — must carry a credential:
+//! the server's [`AccessToken`] as `Authorization: Bearer <token>`, or the workbench session
+//! cookie a visit to `/?token=<token>` sets. That cookie holds a per-start session secret, never
+//! the token (browsers send cookies to every port of a host, and `/mcp` does not accept the
+//! secret; see [`SESSION_COOKIE`]); it is HttpOnly, SameSite=Strict, and the visit is redirected
+//! to the same URL without the token, so it does not stay in the address bar or the history.
+//! Anything else gets 401: a small HTML page saying how to get the current URL for a page a
+//! browser opens, `{"code": "unauthorized"}` for the API and the assets.
 
 pub mod chat;
 pub mod error;
@@ -57,6 +60,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
 use toolgate_core::AccessToken;
+use toolgate_core::access::authority_host;
 use toolgate_core::flow::Answer;
 use toolgate_plot::activity::{Action, SessionDirectory, acting_as};
 use toolgate_plot::agent::Debrief;
@@ -95,8 +99,10 @@ pub struct WebState {
     poll: Duration,
     confirm_timeout: Duration,
     allowed_hosts: Vec<String>,
-    /// What every request must present.
+    /// What every request may present as a bearer (the MCP token `toolgate serve` prints).
     token: AccessToken,
+    /// This start's workbench session secret: what the cookie carries (see [`SESSION_COOKIE`]).
+    session: AccessToken,
     /// Serialised plot bodies, newest last.
     plot_cache: Arc<std::sync::Mutex<Vec<CachedBody>>>,
     /// Every session of this instance and the activity log.
@@ -116,8 +122,15 @@ struct CacheKey {
 
 impl WebState {
     /// A workbench over `debrief` without a chat backend, answering only requests that present
-    /// `token`.
-    pub fn new(debrief: Arc<Debrief>, token: AccessToken) -> Self {
+    /// `token` as a bearer or the session cookie a visit with `token` sets. Fails only when the
+    /// operating system's random number generator does (the session secret is made here).
+    pub fn new(
+        debrief: Arc<Debrief>,
+        token: AccessToken,
+    ) -> Result<Self, toolgate_core::AccessTokenError> {
+        // 32 fresh random bytes, unrelated to the token: a cookie read by another port reveals
+        // nothing about the MCP endpoint's key.
+        let session = AccessToken::generate()?;
         let directory = Arc::new(SessionDirectory::new());
         directory.register(
             Some(WORKBENCH_SESSION),
@@ -126,7 +139,7 @@ impl WebState {
             "chat",
             debrief.clone(),
         );
-        Self {
+        Ok(Self {
             debrief,
             chat: None,
             chat_hint: DEFAULT_CHAT_HINT.to_owned(),
@@ -135,15 +148,15 @@ impl WebState {
             turn: Arc::new(tokio::sync::Mutex::new(())),
             poll: Duration::from_millis(200),
             confirm_timeout: Duration::from_secs(600),
-            allowed_hosts: vec![
-                "127.0.0.1".to_owned(),
-                "localhost".to_owned(),
-                "[::1]".to_owned(),
-            ],
+            allowed_hosts: toolgate_core::access::LOOPBACK_HOSTS
+                .iter()
+                .map(|h| (*h).to_owned())
+                .collect(),
             token,
+            session,
             plot_cache: Arc::default(),
             directory,
-        }
+        })
     }
 
     /// Every session of this instance and the activity log: give it to the MCP server
@@ -296,50 +309,128 @@ pub async fn serve_until(
 // ------------------------------------------------------------------------------------------------
 // guards and fallbacks
 
-fn host_name(host: &str) -> &str {
-    if host.starts_with('[') {
-        // [::1]:port
-        return host.find(']').map_or(host, |i| &host[..=i]);
+/// The port of a strictly parsed `host:port` (see [`authority_host`]).
+fn authority_port(authority: &str) -> Option<&str> {
+    authority_host(authority)?;
+    let (_, port) = authority.rsplit_once(':')?;
+    port.bytes().all(|b| b.is_ascii_digit()).then_some(port)
+}
+
+/// The host of an `Origin` (`scheme://host[:port]`, nothing after it).
+fn origin_host(origin: &str) -> Option<String> {
+    let rest = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))?;
+    authority_host(rest)
+}
+
+/// The workbench's cookie, set by a visit of the URL `toolgate serve` printed.
+///
+/// Why a separate secret and not the MCP token (issue 30): browsers send a host's cookies to
+/// every port of that host, so any other server on 127.0.0.1 the person visits receives this
+/// cookie. It therefore carries the per-start [`WebState`] session secret — 32 random bytes, not
+/// derived from the token — which the workbench's page, assets and API accept and `/mcp` never
+/// does (that endpoint reads only `Authorization: Bearer <token>`). A cookie rather than
+/// `sessionStorage` and a header because the page, its assets and the live stream
+/// (`EventSource`, which cannot send headers) then need no script to authenticate, a reload keeps
+/// working, and an XSS could not read the secret (HttpOnly). What remains: a server on another
+/// port of this host that the browser visits can replay the cookie against this workbench's page
+/// and API until the server stops — no cookie scope (`Path`, `SameSite`, no `Domain`) separates
+/// ports — but never against `/mcp`, and never learns the token.
+///
+/// The port is part of the name so two workbenches on one machine keep their own.
+const SESSION_COOKIE: &str = "toolgate_session";
+
+/// The cookie earlier versions set, which carried the MCP token itself: no longer accepted, and
+/// expired wherever a browser still sends it.
+const LEGACY_TOKEN_COOKIE: &str = "toolgate_token";
+
+fn cookie_name(prefix: &str, host: Option<&str>) -> String {
+    match host.and_then(authority_port) {
+        Some(port) => format!("{prefix}_{port}"),
+        None => prefix.to_owned(),
     }
-    host.rsplit_once(':').map_or(host, |(h, _)| h)
 }
 
-fn origin_host(origin: &str) -> Option<&str> {
-    let rest = origin.split_once("://")?.1;
-    Some(host_name(rest.split('/').next().unwrap_or(rest)))
+fn host_header(req: &Request) -> Option<&str> {
+    req.headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
 }
 
-/// The cookie that carries the token after the first visit. Cookies do not separate ports, so
-/// the port is part of the name: two servers on one machine keep their own.
-const COOKIE_PREFIX: &str = "toolgate_token";
-
-fn cookie_name(host: Option<&str>) -> String {
-    let port = host
-        .and_then(|h| h.rsplit_once(':'))
-        .map(|(_, p)| p)
-        .filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
-    match port {
-        Some(port) => format!("{COOKIE_PREFIX}_{port}"),
-        None => COOKIE_PREFIX.to_owned(),
-    }
+/// The request's cookies as `(name, value)` pairs.
+fn cookies(req: &Request) -> impl Iterator<Item = (&str, &str)> {
+    req.headers()
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .map(|(name, value)| (name.trim(), value.trim()))
 }
 
-/// Whether the request carries the token in an `Authorization: Bearer` header or a cookie.
-fn presents_token(token: &AccessToken, req: &Request) -> bool {
-    let headers = req.headers();
-    let bearer = headers
+fn is_cookie_named(name: &str, prefix: &str) -> bool {
+    name == prefix
+        || name
+            .strip_prefix(prefix)
+            .and_then(|rest| rest.strip_prefix('_'))
+            .is_some_and(|port| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Whether the request carries the MCP token as `Authorization: Bearer`, or this start's
+/// session secret in the workbench cookie. The session secret is accepted only as that cookie
+/// (and the token never as a cookie), so neither credential turns into the other.
+fn authenticated(st: &WebState, req: &Request) -> bool {
+    let bearer = req
+        .headers()
         .get_all(header::AUTHORIZATION)
         .iter()
         .filter_map(|v| v.to_str().ok())
-        .any(|v| token.matches_bearer(v));
+        .any(|v| st.token.matches_bearer(v));
     bearer
-        || headers
-            .get_all(header::COOKIE)
+        || cookies(req)
+            .any(|(name, value)| is_cookie_named(name, SESSION_COOKIE) && st.session.matches(value))
+}
+
+/// The cookie that expires what earlier versions left, when the request still carries it.
+fn expire_legacy_cookie(req: &Request) -> Option<HeaderValue> {
+    let name = cookies(req)
+        .map(|(name, _)| name)
+        .find(|name| is_cookie_named(name, LEGACY_TOKEN_COOKIE))?;
+    HeaderValue::from_str(&format!(
+        "{name}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict"
+    ))
+    .ok()
+}
+
+/// A page a browser opens (rather than the API or an asset the page loads): a refusal there is
+/// the HTML page that says what to do, not JSON.
+fn wants_page(req: &Request) -> bool {
+    let path = req.uri().path();
+    if path == "/api" || path.starts_with("/api/") || path.starts_with("/assets/") {
+        return false;
+    }
+    path == "/"
+        || path == "/index.html"
+        || req
+            .headers()
+            .get_all(header::ACCEPT)
             .iter()
             .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(';'))
-            .filter_map(|pair| pair.trim().split_once('='))
-            .any(|(name, value)| name.starts_with(COOKIE_PREFIX) && token.matches(value.trim()))
+            .any(|v| v.contains("text/html"))
+}
+
+/// The 401 for a request without a valid credential: the HTML page for a page, JSON otherwise.
+fn unauthorized(req: &Request) -> Response {
+    let mut res = if wants_page(req) {
+        error::unauthorized_page()
+    } else {
+        ApiError::unauthorized().into_response()
+    };
+    if let Some(expire) = expire_legacy_cookie(req) {
+        res.headers_mut().append(header::SET_COOKIE, expire);
+    }
+    res
 }
 
 /// `(token, the rest of the query)` when the query has a `token=` parameter.
@@ -357,8 +448,8 @@ fn query_token(query: Option<&str>) -> Option<(&str, String)> {
     Some((found?, rest.join("&")))
 }
 
-/// The answer to a visit of `…?token=<the token>`: the cookie, and a redirect to the same URL
-/// without the token.
+/// The answer to a visit of `…?token=<the token>`: the session cookie (never the token), and a
+/// redirect to the same URL without the token.
 fn token_redirect(st: &WebState, req: &Request, rest: &str) -> Response {
     // "//host/…" would be a redirect to another site.
     let path = req.uri().path();
@@ -372,14 +463,10 @@ fn token_redirect(st: &WebState, req: &Request, rest: &str) -> Response {
     } else {
         format!("{path}?{rest}")
     };
-    let host = req
-        .headers()
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok());
     let cookie = format!(
         "{}={}; Path=/; HttpOnly; SameSite=Strict",
-        cookie_name(host),
-        st.token.reveal()
+        cookie_name(SESSION_COOKIE, host_header(req)),
+        st.session.reveal()
     );
     let mut res = StatusCode::SEE_OTHER.into_response();
     let h = res.headers_mut();
@@ -393,6 +480,9 @@ fn token_redirect(st: &WebState, req: &Request, rest: &str) -> Response {
         return ApiError::bad_request("That URL cannot be redirected; open / with ?token=….")
             .into_response();
     }
+    if let Some(expire) = expire_legacy_cookie(req) {
+        h.append(header::SET_COOKIE, expire);
+    }
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     h.insert(
         header::REFERRER_POLICY,
@@ -402,20 +492,21 @@ fn token_redirect(st: &WebState, req: &Request, rest: &str) -> Response {
 }
 
 /// Refuse requests addressed to a host name other than the loopback ones (DNS rebinding),
-/// state-changing requests sent from another site's page, and every request without the access
-/// token.
+/// state-changing requests sent from another site's page, and every request without a
+/// credential (the token as a bearer, or the session cookie).
 async fn guard(State(st): State<WebState>, req: Request, next: Next) -> Response {
-    let allowed = |h: &str| {
-        let h = h.to_ascii_lowercase();
-        st.allowed_hosts.contains(&h)
-    };
+    let allowed = |h: &str| st.allowed_hosts.iter().any(|a| a == h);
     if let Some(host) = req.headers().get(header::HOST) {
-        let ok = host.to_str().ok().is_some_and(|h| allowed(host_name(h)));
+        let ok = host
+            .to_str()
+            .ok()
+            .and_then(authority_host)
+            .is_some_and(|h| allowed(&h));
         if !ok {
             return ApiError::new(
                 StatusCode::FORBIDDEN,
                 "host_not_allowed",
-                "The workbench only answers requests addressed to 127.0.0.1, localhost or [::1]. Open it at the URL `toolgate serve` printed.",
+                "The workbench only answers requests addressed to 127.0.0.1, localhost or [::1] (with an optional :port and nothing else). Open it at the URL `toolgate serve` printed.",
             )
             .into_response();
         }
@@ -428,7 +519,7 @@ async fn guard(State(st): State<WebState>, req: Request, next: Next) -> Response
             .to_str()
             .ok()
             .and_then(origin_host)
-            .is_some_and(allowed);
+            .is_some_and(|h| allowed(&h));
         if !ok {
             return ApiError::new(
                 StatusCode::FORBIDDEN,
@@ -439,24 +530,29 @@ async fn guard(State(st): State<WebState>, req: Request, next: Next) -> Response
         }
     }
     // A token in the URL is only taken from a visit (GET/HEAD), and only to swap it for the
-    // cookie: changes never authenticate by URL.
+    // session cookie: changes never authenticate by URL.
     if (req.method() == Method::GET || req.method() == Method::HEAD)
         && let Some((presented, rest)) = query_token(req.uri().query())
     {
         if st.token.matches(presented) {
             return token_redirect(&st, &req, &rest);
         }
-        return ApiError::unauthorized().into_response();
+        return unauthorized(&req);
     }
-    if !presents_token(&st.token, &req) {
-        return ApiError::unauthorized().into_response();
+    if !authenticated(&st, &req) {
+        return unauthorized(&req);
     }
+    let expire = expire_legacy_cookie(&req);
     // No handler needs the credentials; dropping them here keeps them out of anything that
     // might log a request further in.
     let mut req = req;
     req.headers_mut().remove(header::AUTHORIZATION);
     req.headers_mut().remove(header::COOKIE);
-    next.run(req).await
+    let mut res = next.run(req).await;
+    if let Some(expire) = expire {
+        res.headers_mut().append(header::SET_COOKIE, expire);
+    }
+    res
 }
 
 async fn not_found(req: Request) -> ApiError {
@@ -1175,6 +1271,9 @@ async fn sessions(State(st): State<WebState>) -> Json<Value> {
 /// requests keep axum's 2 MB default.
 pub const IMPORT_BODY_LIMIT: usize = 64 * 1024 * 1024;
 
+/// Most bytes of an imported file's name (`NAME_MAX` of Linux file systems).
+pub const MAX_IMPORT_FILE_NAME_BYTES: usize = 255;
+
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct ImportBody {
@@ -1221,14 +1320,24 @@ async fn import_rep(
     ApiJson(body): ApiJson<ImportBody>,
 ) -> Result<Json<Value>, ApiError> {
     use base64::Engine as _;
+    use toolgate_core::clip::quote;
     let mut sources = Vec::with_capacity(body.files.len());
     for f in &body.files {
+        // A name is quoted in every message about its file: a longer one than a file system
+        // allows is refused before anything quotes it whole.
+        if f.name.len() > MAX_IMPORT_FILE_NAME_BYTES {
+            return Err(ApiError::bad_request(format!(
+                "a file name of {} bytes (\"{}\"): a file name is at most {MAX_IMPORT_FILE_NAME_BYTES} bytes. Rename the file.",
+                f.name.len(),
+                quote(&f.name)
+            )));
+        }
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(f.content_base64.as_bytes())
             .map_err(|e| {
                 ApiError::bad_request(format!(
                     "\"{}\": contentBase64 is not base64 ({e}). Send each file's bytes base64-encoded.",
-                    f.name
+                    quote(&f.name)
                 ))
             })?;
         // Only the file's own name: a path in it says nothing about where the plot goes.
@@ -1363,11 +1472,48 @@ mod tests {
 
     #[test]
     fn host_names_drop_the_port() {
-        assert_eq!(host_name("127.0.0.1:8080"), "127.0.0.1");
-        assert_eq!(host_name("localhost"), "localhost");
-        assert_eq!(host_name("[::1]:9"), "[::1]");
-        assert_eq!(origin_host("http://127.0.0.1:5/x"), Some("127.0.0.1"));
-        assert_eq!(origin_host("https://evil.example"), Some("evil.example"));
+        assert_eq!(
+            origin_host("http://127.0.0.1:5").as_deref(),
+            Some("127.0.0.1")
+        );
+        assert_eq!(
+            origin_host("https://evil.example").as_deref(),
+            Some("evil.example")
+        );
         assert_eq!(origin_host("null"), None);
+        assert_eq!(authority_port("127.0.0.1:8080"), Some("8080"));
+        assert_eq!(authority_port("[::1]:9"), Some("9"));
+        assert_eq!(authority_port("[::1]"), None);
+        assert_eq!(authority_port("localhost:80@evil.com"), None);
+    }
+
+    #[test]
+    fn origins_are_a_scheme_and_an_authority_only() {
+        for bad in [
+            "http://[::1]evil.com",
+            "http://localhost:80@evil.com",
+            "http://localhost/x",
+            "ftp://localhost",
+        ] {
+            assert_eq!(origin_host(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn only_the_port_suffixed_names_count_as_the_cookie() {
+        assert!(is_cookie_named("toolgate_session", SESSION_COOKIE));
+        assert!(is_cookie_named("toolgate_session_8080", SESSION_COOKIE));
+        assert!(!is_cookie_named("toolgate_sessionx", SESSION_COOKIE));
+        assert!(!is_cookie_named("toolgate_session_", SESSION_COOKIE));
+        assert!(!is_cookie_named("toolgate_session_8080x", SESSION_COOKIE));
+        assert!(!is_cookie_named("toolgate_token_8080", SESSION_COOKIE));
+        assert_eq!(
+            cookie_name(SESSION_COOKIE, Some("127.0.0.1:8080")),
+            "toolgate_session_8080"
+        );
+        assert_eq!(
+            cookie_name(SESSION_COOKIE, Some("localhost:80@evil.com")),
+            "toolgate_session"
+        );
     }
 }

@@ -1,6 +1,6 @@
-//! The workbench's access token: nothing is served without it; a bearer header or the cookie a
-//! `?token=` visit sets lets a request in; the token is taken from a URL only to be swapped for
-//! that cookie.
+//! The workbench's access token: nothing is served without a credential; the token as a bearer
+//! header, or the session cookie a `?token=` visit sets, lets a request in; the token is taken
+//! from a URL only to be swapped for that cookie, which never carries the token itself.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -23,6 +23,13 @@ async fn json_body(res: axum::response::Response) -> Value {
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&bytes)))
 }
 
+async fn text_body(res: axum::response::Response) -> String {
+    let bytes = axum::body::to_bytes(res.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
 fn get(path: &str) -> axum::http::request::Builder {
     Request::get(path).header(header::HOST, "127.0.0.1:8765")
 }
@@ -32,7 +39,6 @@ async fn every_endpoint_without_the_token_is_401_json() {
     let dir = tempfile::tempdir().unwrap();
     let st = common::state(dir.path(), false).await;
     for (method, path) in [
-        ("GET", "/"),
         ("GET", "/assets/app.js"),
         ("GET", "/api/config"),
         ("GET", "/api/state"),
@@ -62,6 +68,41 @@ async fn every_endpoint_without_the_token_is_401_json() {
 }
 
 #[tokio::test]
+async fn the_page_without_a_credential_is_a_401_html_page_naming_toolgate_serve() {
+    let dir = tempfile::tempdir().unwrap();
+    let st = common::state(dir.path(), false).await;
+    for req in [
+        get("/").body(Body::empty()).unwrap(),
+        get("/index.html").body(Body::empty()).unwrap(),
+        get("/somewhere")
+            .header(header::ACCEPT, "text/html,*/*;q=0.8")
+            .body(Body::empty())
+            .unwrap(),
+        get("/?token=not-the-token-of-this-start")
+            .body(Body::empty())
+            .unwrap(),
+        get("/")
+            .header(header::COOKIE, "toolgate_session_8765=0123456789abcdef0123")
+            .body(Body::empty())
+            .unwrap(),
+    ] {
+        let what = format!("{} {:?}", req.uri(), req.headers());
+        let res = send(&st, req).await;
+        assert_eq!(res.status(), StatusCode::UNAUTHORIZED, "{what}");
+        assert!(
+            res.headers()[header::CONTENT_TYPE]
+                .to_str()
+                .unwrap()
+                .starts_with("text/html"),
+            "{what}"
+        );
+        assert!(res.headers().get(header::SET_COOKIE).is_none(), "{what}");
+        let body = text_body(res).await;
+        assert!(body.contains("toolgate serve"), "{what}: {body}");
+        assert!(!body.contains("not-the-token"), "never echoed: {body}");
+    }
+}
+#[tokio::test]
 async fn a_wrong_token_is_401_in_any_form() {
     let dir = tempfile::tempdir().unwrap();
     let st = common::state(dir.path(), false).await;
@@ -76,7 +117,23 @@ async fn a_wrong_token_is_401_in_any_form() {
             .body(Body::empty())
             .unwrap(),
         get("/api/state")
-            .header(header::COOKIE, format!("toolgate_token_8765={wrong}"))
+            .header(header::COOKIE, format!("toolgate_session_8765={wrong}"))
+            .body(Body::empty())
+            .unwrap(),
+        // the token is never a cookie: not in the session cookie, and no longer in the cookie
+        // earlier versions set (browsers send cookies to every port of a host)
+        get("/api/state")
+            .header(
+                header::COOKIE,
+                format!("toolgate_session_8765={}", common::TOKEN),
+            )
+            .body(Body::empty())
+            .unwrap(),
+        get("/api/state")
+            .header(
+                header::COOKIE,
+                format!("toolgate_token_8765={}", common::TOKEN),
+            )
             .body(Body::empty())
             .unwrap(),
         // the right value under another cookie's name does not count
@@ -90,12 +147,21 @@ async fn a_wrong_token_is_401_in_any_form() {
     ];
     for req in cases {
         let what = format!("{:?}", req.headers());
+        let legacy = what.contains("toolgate_token_8765");
         let res = send(&st, req).await;
         assert_eq!(res.status(), StatusCode::UNAUTHORIZED, "{what}");
-        assert!(res.headers().get(header::SET_COOKIE).is_none());
-        let body = json_body(res).await;
+        // the only cookie ever set on a refusal expires the legacy one
+        for c in res.headers().get_all(header::SET_COOKIE) {
+            let c = c.to_str().unwrap();
+            assert!(
+                legacy && c.starts_with("toolgate_token_8765=;"),
+                "{what}: {c}"
+            );
+            assert!(c.contains("Max-Age=0"), "{c}");
+        }
+        let body = text_body(res).await;
         assert!(
-            !body.to_string().contains(&wrong),
+            !body.contains(&wrong) && !body.contains(common::TOKEN),
             "the answer does not echo what was presented: {body}"
         );
     }
@@ -135,9 +201,10 @@ async fn the_token_url_sets_a_strict_http_only_cookie_and_redirects_without_the_
         .to_str()
         .unwrap()
         .to_owned();
+    assert!(cookie.starts_with("toolgate_session_8765="), "{cookie}");
     assert!(
-        cookie.starts_with(&format!("toolgate_token_8765={};", common::TOKEN)),
-        "{cookie}"
+        !cookie.contains(common::TOKEN),
+        "the cookie never carries the token: {cookie}"
     );
     for attribute in ["HttpOnly", "SameSite=Strict", "Path=/"] {
         assert!(cookie.contains(attribute), "{cookie}");
@@ -206,6 +273,38 @@ async fn the_host_and_origin_checks_still_come_first() {
     .await;
     assert_eq!(res.status(), StatusCode::FORBIDDEN);
     assert_eq!(json_body(res).await["code"], "host_not_allowed");
+    // issue 30: the loopback name with anything glued to it is another host
+    for host in [
+        "[::1]evil.com",
+        "[::1]evil.com:8765",
+        "localhost:8765@evil.com",
+        "127.0.0.1:8765@evil.com",
+        "localhost:8765:1",
+    ] {
+        let res = send(
+            &st,
+            Request::get("/api/state")
+                .header(header::HOST, host)
+                .header(header::AUTHORIZATION, common::bearer())
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(res.status(), StatusCode::FORBIDDEN, "{host}");
+    }
+    let res = send(
+        &st,
+        Request::post("/api/undo")
+            .header(header::HOST, "127.0.0.1:8765")
+            .header(header::ORIGIN, "http://[::1]evil.com")
+            .header(header::AUTHORIZATION, common::bearer())
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from("{}"))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    assert_eq!(json_body(res).await["code"], "origin_not_allowed");
     let res = send(
         &st,
         Request::post("/api/undo")

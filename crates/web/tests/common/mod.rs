@@ -66,6 +66,7 @@ pub async fn state(dir: &std::path::Path, chat: bool) -> WebState {
     let d = debrief(dir).await;
     let token = toolgate_core::AccessToken::new(TOKEN).unwrap();
     let mut st = WebState::new(d.clone(), token)
+        .unwrap()
         .with_poll_interval(Duration::from_millis(25))
         .with_confirm_timeout(Duration::from_secs(60));
     if chat {
