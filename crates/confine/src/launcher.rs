@@ -28,9 +28,10 @@ const REAPER_FLAG: &str = "--reaper";
 /// Stage 1. With a PID namespace: start stage 2 as its PID 1 and wait. Without one (the kernel
 /// forbids it, or [`crate::FORCE_SUBREAPER_ENV`] asks for the fallback): start a *reaper* in a
 /// process group of its own, which is a child subreaper and starts stage 2 back in the
-/// guard's group. The caller kills the guard's group when the call ends; the reaper is not
-/// in it, so it lives on just long enough to see the guard gone and kill every process left
-/// below it — `setsid` daemons and double-forked orphans are re-parented to it, never to init.
+/// guard's group (which stage 2 leaves for a session of its own before the program starts).
+/// The caller kills the guard's group when the call ends; the reaper is not in it, so it lives
+/// on just long enough to see the guard gone (its pidfd) and kill every process left below it
+/// — stage 2, `setsid` daemons and double-forked orphans are re-parented to it, never to init.
 #[cfg(target_os = "linux")]
 fn guard(args: &[OsString]) -> Result<i32, String> {
     use crate::FORCE_SUBREAPER_ENV;
@@ -129,9 +130,7 @@ fn wait_or_orphaned(
     // the fallback the caller's kill of that group reaches only the guard, and the reaper must
     // see it gone at once rather than at its next look. `getppid` below still decides (a pidfd
     // opened after the parent died would name another process).
-    let parent_fd = i32::try_from(parent.as_raw())
-        .ok()
-        .and_then(rustix::process::Pid::from_raw)
+    let parent_fd = rustix::process::Pid::from_raw(parent.as_raw())
         .and_then(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok());
     let tick = Timespec {
         tv_sec: 0,

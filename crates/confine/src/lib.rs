@@ -9,16 +9,23 @@
 //!    process and waits.
 //!    It kills stage 2 when its own parent dies.
 //! 2. `toolgate __confine-exec POLICY -- PROGRAM ARGS…` (PID 1 of the namespace) asks for a
-//!    `SIGKILL` when the guard dies, sets `PR_SET_NO_NEW_PRIVS`, restricts itself with Landlock
-//!    (files: reads only in the system's read-only directories and the policy's, writes only in
-//!    the workspace and a private tmp/home; no TCP; no signals or abstract sockets outside) and a
-//!    seccomp filter (no sockets unless the network is allowed, no ptrace, no io_uring, no
-//!    namespace or mount games), then `exec`s the program.
+//!    `SIGKILL` when the guard dies, starts a session of its own (`setsid`: no controlling
+//!    terminal, so nothing it runs can reach the caller's), sets `PR_SET_NO_NEW_PRIVS`,
+//!    restricts itself with Landlock (files: reads only in the system's read-only directories
+//!    and the policy's, writes only in the workspace and a private tmp/home, no device nodes,
+//!    FIFOs or sockets made there, no device ioctls; no TCP; no signals or abstract sockets
+//!    outside) and a seccomp filter (no sockets unless the network is allowed, no ptrace, no
+//!    io_uring, no namespace or mount games, no TIOCSTI/TIOCLINUX, no kernel log, clock, host
+//!    name, reboot or kexec), drops every capability (bounding set emptied, securebits locked
+//!    so that a root `execve` grants none again; the call is refused unless none is left),
+//!    then `exec`s the program. A guard that made a user namespace empties its bounding set
+//!    first.
 //!
 //! When PID 1 of a namespace exits the kernel kills every process left in it, so nothing a
 //! program starts — `setsid` daemons and double forks included — outlives the call: the caller
 //! kills the guard's process group when the call ends or times out; the guard's death kills
-//! PID 1; PID 1's death empties the namespace. Where a PID namespace cannot be made (a kernel
+//! PID 1 (its parent-death signal: stage 2 has left the group for a session of its own);
+//! PID 1's death empties the namespace. Where a PID namespace cannot be made (a kernel
 //! or distribution that forbids unprivileged user namespaces), the guard starts a *reaper* in
 //! a process group of its own between itself and stage 2: a child subreaper, so orphans and
 //! `setsid` daemons are re-parented to it, which kills every process left below it when stage
