@@ -839,7 +839,7 @@ pub async fn doctor(args: DoctorArgs) -> Result<i32> {
         report.push(Check::new(
             "user",
             Level::Note,
-            "toolgate runs as root (uid 0): the programs it starts are still confined and hold no capabilities and no terminal (see above), but they run as uid 0, so what they and toolgate write is owned by root, and root-owned files in the workspace are theirs to change; run toolgate as an ordinary user where you can",
+            "toolgate runs as root (uid 0): the programs it starts are still confined and hold no capabilities and no terminal (see above), but they run as uid 0: what they and toolgate write is owned by root, root-owned files in the workspace are theirs to change, and other users' files there are as closed to them as to any user without privilege; run toolgate as an ordinary user where you can",
         ));
     }
     report.push(check_writable("target", &target));
