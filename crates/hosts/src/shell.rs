@@ -331,9 +331,8 @@ pub fn exclusive_exec(
     dialect: Dialect,
 ) -> Result<(), String> {
     let words = strict_words(command.trim_matches([' ', '\t']), dialect)?;
-    let (prog, sub, rest) = match words.as_slice() {
-        [prog, sub, rest @ ..] => (prog, sub, rest),
-        _ => return Err("it is not `toolgate exec`".to_owned()),
+    let [prog, sub, rest @ ..] = words.as_slice() else {
+        return Err("it is not `toolgate exec`".to_owned());
     };
     if !spellings.iter().any(|s| !s.is_empty() && s == prog) {
         return Err(format!(

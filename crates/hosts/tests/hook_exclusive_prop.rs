@@ -92,7 +92,7 @@ fn oracle_words(cmd: &str, sh: Sh) -> Option<Vec<String>> {
             if c == '\'' || c == '"' {
                 let close = chars[i + 1..].iter().position(|&d| d == c)? + i + 1;
                 let inner = &chars[i + 1..close];
-                if inner.iter().any(|&d| d == '\0') {
+                if inner.contains(&'\0') {
                     return None;
                 }
                 if c == '"' && inner.iter().any(|d| "$`\\!".contains(*d)) {
@@ -686,12 +686,12 @@ fn mutate(v: &mut Value, m: &Mutation) {
     // The command, wherever the shape keeps it (toolArgs as a string: inside that JSON).
     let with_args = |o: &mut Map<String, Value>, f: &mut dyn FnMut(&mut Value)| {
         let a = o.entry(args_key).or_insert(Value::Null);
-        if let Value::String(s) = a {
-            if let Ok(mut inner) = serde_json::from_str::<Value>(s) {
-                f(&mut inner);
-                *a = Value::String(inner.to_string());
-                return;
-            }
+        if let Value::String(s) = a
+            && let Ok(mut inner) = serde_json::from_str::<Value>(s)
+        {
+            f(&mut inner);
+            *a = Value::String(inner.to_string());
+            return;
         }
         f(a);
     };
