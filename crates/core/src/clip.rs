@@ -31,6 +31,27 @@ pub fn quote(text: &str) -> Cow<'_, str> {
     clip(text, QUOTE_MAX)
 }
 
+/// `text` unchanged when it is at most `max` bytes long; otherwise its first and last
+/// `max / 2` bytes (on character boundaries) around `…(N bytes)…`: for messages from other
+/// libraries that quote input in the middle and say where at the end (serde's `… at line 1
+/// column 9`).
+pub fn clip_middle(text: &str, max: usize) -> Cow<'_, str> {
+    if text.len() <= max {
+        return Cow::Borrowed(text);
+    }
+    let head = floor_char_boundary(text, max / 2);
+    let mut tail = text.len() - max / 2;
+    while !text.is_char_boundary(tail) {
+        tail += 1;
+    }
+    Cow::Owned(format!(
+        "{}…({} bytes)…{}",
+        text.get(..head).unwrap_or_default(),
+        text.len(),
+        text.get(tail..).unwrap_or_default()
+    ))
+}
+
 /// The largest char boundary of `text` at or below `at` (`str::floor_char_boundary` is not
 /// stable yet).
 pub fn floor_char_boundary(text: &str, at: usize) -> usize {
@@ -71,6 +92,9 @@ mod tests {
             assert!(head.len() <= max);
             assert_eq!(head.len() % 2, 0, "{max}: {c}");
         }
+        let middle = clip_middle(&text, 11);
+        assert_eq!(middle, "éé…(600 bytes)…éé");
+        assert_eq!(clip_middle("short", 5), "short");
         assert_eq!(floor_char_boundary("aé", 2), 1);
         assert_eq!(floor_char_boundary("aé", 9), 3);
     }

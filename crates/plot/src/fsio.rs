@@ -72,7 +72,7 @@ pub fn open_dir_beneath(root: Option<&Path>, dir: &Path) -> std::io::Result<Owne
 }
 
 /// Read the regular file `name` in `dir` (never through a symbolic link, never blocking on a
-/// FIFO).
+/// FIFO, never more than [`crate::store::MAX_FEATURES_BYTES`]).
 pub fn read_in(dir: BorrowedFd<'_>, name: &OsStr) -> std::io::Result<Vec<u8>> {
     let fd = rustix::fs::openat(
         dir,
@@ -80,14 +80,35 @@ pub fn read_in(dir: BorrowedFd<'_>, name: &OsStr) -> std::io::Result<Vec<u8>> {
         OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
         Mode::empty(),
     )?;
-    if FileType::from_raw_mode(rustix::fs::fstat(&fd)?.st_mode) != FileType::RegularFile {
+    let stat = rustix::fs::fstat(&fd)?;
+    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
             format!("{} is not a regular file", name.to_string_lossy()),
         ));
     }
+    // The largest file a store holds: anything bigger is refused by its size, not read.
+    let cap = crate::store::MAX_FEATURES_BYTES;
+    let too_large = |size: u64| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "{} is {size} bytes, more than the {cap} bytes a store file may be; it was not read",
+                name.to_string_lossy()
+            ),
+        )
+    };
+    let size = u64::try_from(stat.st_size).unwrap_or(0);
+    if size > cap {
+        return Err(too_large(size));
+    }
     let mut bytes = Vec::new();
-    std::fs::File::from(fd).read_to_end(&mut bytes)?;
+    std::fs::File::from(fd)
+        .take(cap + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > cap {
+        return Err(too_large(bytes.len() as u64));
+    }
     Ok(bytes)
 }
 

@@ -14,10 +14,15 @@
 use std::path::PathBuf;
 
 use serde_json::{Value, json};
+use toolgate_core::clip::quote;
 use toolgate_rep as rep;
 
 use crate::fsio::sha256_hex;
-use crate::store::{StacStore, StoreError};
+use crate::store::{MAX_FEATURES_BYTES, StacStore, StoreError, StoreFile};
+
+/// Most bytes of a plot name: its slug names the plot's folder, and a file name has at most 255
+/// bytes.
+pub const MAX_PLOT_NAME_BYTES: usize = 200;
 
 /// One REP file to import: its name (for messages and provenance), its bytes and, when it came
 /// from disk, its path (for the item's `derived_from` link).
@@ -75,6 +80,14 @@ pub enum ImportError {
     #[error("cannot derive a plot id from \"{0}\": use a name with letters or digits")]
     BadName(String),
     #[error(
+        "the plot name \"{name}\" is {len} bytes; a plot name is at most {MAX_PLOT_NAME_BYTES} bytes (it names the plot's folder): choose a shorter one"
+    )]
+    NameTooLong {
+        /// The name, clipped for quoting.
+        name: String,
+        len: usize,
+    },
+    #[error(
         "a plot named \"{title}\" already exists ({plot_id}){edits}; nothing was changed. Pass \
          --replace to replace it, or choose another name with --plot NAME"
     )]
@@ -86,6 +99,12 @@ pub enum ImportError {
     },
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(
+        "{name}: the plot's features would be {} MiB, more than the {} MiB a store's features file may be; no plot was written. Import the files as several plots.",
+        size.div_ceil(1024 * 1024),
+        MAX_FEATURES_BYTES / (1024 * 1024)
+    )]
+    TooLarge { name: String, size: u64 },
 }
 
 impl ImportError {
@@ -190,13 +209,19 @@ pub fn prepare_plot_with(
         (None, many) => {
             let files = many.iter().map(|s| s.name.as_str()).collect::<Vec<_>>();
             return Err(ImportError::NeedsName {
-                files: files.join(", "),
+                files: quote(&files.join(", ")).into_owned(),
             });
         }
     };
+    if title.len() > MAX_PLOT_NAME_BYTES {
+        return Err(ImportError::NameTooLong {
+            name: quote(&title).into_owned(),
+            len: title.len(),
+        });
+    }
     let dir = slug(&title);
     if dir.is_empty() {
-        return Err(ImportError::BadName(title));
+        return Err(ImportError::BadName(quote(&title).into_owned()));
     }
     let mut files = Vec::with_capacity(sources.len());
     let mut combined = String::new();
@@ -241,7 +266,10 @@ pub fn prepare_plot_with(
         } else {
             format!("its {skipped} line(s) are of kinds toolgate cannot import yet, listed above")
         };
-        return Err(ImportError::Empty { name: label, why });
+        return Err(ImportError::Empty {
+            name: quote(&label).into_owned(),
+            why,
+        });
     }
     let platforms = serde_json::to_value(&parsed.platforms).unwrap_or(Value::Array(Vec::new()));
     let names = files
@@ -280,6 +308,13 @@ pub fn prepare_plot_with(
                 source,
             })?;
     features.push(b'\n');
+    // A features file the store would refuse to read is not written.
+    if features.len() as u64 > MAX_FEATURES_BYTES {
+        return Err(ImportError::TooLarge {
+            name: quote(&label).into_owned(),
+            size: features.len() as u64,
+        });
+    }
     let sources_json: Vec<Value> = files
         .iter()
         .map(|f| {
@@ -331,15 +366,18 @@ impl StacStore {
             .cloned();
         let on_disk = self.root.join(&plot.dir).join("item.json").exists();
         let discarded_saved_edits = existing.as_ref().and_then(|entry| {
-            let imported = std::fs::read(self.root.join(&entry.item_path))
-                .ok()
+            // Through the store's read: confined, no FIFO, no file over its size cap.
+            let read = |path: &std::path::Path, kind| {
+                crate::store::read_store_file(&self.root, path, kind).ok()
+            };
+            let imported = read(&self.root.join(&entry.item_path), StoreFile::Json)
                 .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
                 .and_then(|v| {
                     v.pointer("/properties/debrief:provenance/features_sha256")
                         .and_then(Value::as_str)
                         .map(str::to_owned)
                 })?;
-            let now = std::fs::read(entry.features_path.as_ref()?).ok()?;
+            let now = read(entry.features_path.as_ref()?, StoreFile::Features)?;
             Some(sha256_hex(&now) != imported)
         });
         if (existing.is_some() || on_disk) && !replace {

@@ -951,19 +951,21 @@ impl ApiStore {
         entry: &ItemEntry,
     ) -> Result<String, ApiError> {
         let item_file = folder.root.join(&entry.item_path);
-        let read = |path: &Path| {
-            std::fs::read(path).map_err(|source| StoreError::Read {
-                path: path.to_owned(),
-                source,
-            })
-        };
-        let item: Value =
-            serde_json::from_slice(&read(&item_file)?).map_err(|e| StoreError::Parse {
-                path: item_file.clone(),
-                message: e.to_string(),
-            })?;
+        let item: Value = serde_json::from_slice(&crate::store::read_store_file(
+            &folder.root,
+            &item_file,
+            crate::store::StoreFile::Json,
+        )?)
+        .map_err(|e| StoreError::Parse {
+            path: item_file.clone(),
+            message: e.to_string(),
+        })?;
         let features = folder.load_features(entry)?;
-        let bytes = read(&features.path)?;
+        let bytes = crate::store::read_store_file(
+            &folder.root,
+            &features.path,
+            crate::store::StoreFile::Features,
+        )?;
         self.put_plot(&item, &bytes)
     }
 }

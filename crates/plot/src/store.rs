@@ -1,6 +1,6 @@
 //! A local STAC catalogue of plots (reference §11.2), read with the `stac` crate.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Component, Path, PathBuf};
 
 use chrono::{DateTime, Utc};
@@ -37,7 +37,45 @@ pub enum StoreError {
         "{path} is not a regular file (it is a {kind}); a catalogue holds only regular JSON files. Replace it with the real file or remove its link."
     )]
     NotRegular { path: PathBuf, kind: &'static str },
+    #[error(
+        "{path} is {} MiB ({size} bytes), more than the {} MiB a store's {what} may be; it was not read. Check that it is the file you meant (a damaged or sparse file reads as gigabytes of zeros); {hint}.",
+        size.div_ceil(MIB),
+        cap / MIB
+    )]
+    TooLarge {
+        path: PathBuf,
+        size: u64,
+        cap: u64,
+        what: &'static str,
+        /// What to do when the file is real.
+        hint: &'static str,
+    },
 }
+
+const MIB: u64 = 1024 * 1024;
+
+/// Most different items and child catalogues one catalogue file's links lead to; links past it
+/// are not followed (and that is reported). With [`MAX_JSON_BYTES`] it bounds what opening a
+/// store reads, however its catalogue was written.
+pub const MAX_LINKS_PER_CATALOG: usize = 50_000;
+
+/// What a walk of the catalogue has visited: the catalogues walked, and every file a link led
+/// to with the first href that named it and how many links did.
+#[derive(Default)]
+struct Walked {
+    catalogs: HashSet<PathBuf>,
+    links: HashMap<PathBuf, (String, usize)>,
+}
+
+/// Most bytes a plot's features file (GeoJSON) may have: the same cap as a features asset
+/// fetched from a STAC API ([`crate::stac_api::MAX_ASSET_BYTES`]), so a plot that can be served
+/// can be read. An 8 MB REP file imports to 14 MB of compact GeoJSON (28 MB `--pretty`): this
+/// holds a REP import of about 290 MB (compact). A file over it is refused by its size, before
+/// a byte is read: parsing it would take several times its size in memory.
+pub const MAX_FEATURES_BYTES: u64 = crate::stac_api::MAX_ASSET_BYTES;
+/// Most bytes a catalogue, collection or item JSON file of a store may have. An item is a few
+/// KiB; a catalogue's link is about 100 bytes, so this holds over 150,000 plots.
+pub const MAX_JSON_BYTES: u64 = 16 * MIB;
 
 /// `stac://<storeId>/<itemPath>`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -113,17 +151,55 @@ pub struct LoadedFeatures {
     pub path: PathBuf,
 }
 
+/// What a store file is, for its size cap and the message that names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StoreFile {
+    /// A catalogue, collection or item JSON file: [`MAX_JSON_BYTES`].
+    Json,
+    /// A plot's features GeoJSON: [`MAX_FEATURES_BYTES`].
+    Features,
+}
+
+impl StoreFile {
+    fn cap(self) -> u64 {
+        match self {
+            Self::Json => MAX_JSON_BYTES,
+            Self::Features => MAX_FEATURES_BYTES,
+        }
+    }
+
+    fn hint(self) -> &'static str {
+        match self {
+            Self::Json => "a catalogue this large must be split into child catalogues",
+            Self::Features => "a plot this large must be split into several plots",
+        }
+    }
+
+    fn what(self) -> &'static str {
+        match self {
+            Self::Json => "catalogue, collection or item file",
+            Self::Features => "features file",
+        }
+    }
+}
+
 /// Read a whole catalogue file. It is opened with `O_NONBLOCK` and checked with `fstat` on the
 /// opened handle before a byte is read: a FIFO (or a device, a socket) planted in a store would
-/// otherwise block the reader forever, and with it whatever holds the session.
-fn read(root: &Path, path: &Path) -> Result<Vec<u8>, StoreError> {
+/// otherwise block the reader forever, and with it whatever holds the session; a file over its
+/// kind's cap (a 3 GB sparse file reads as 3 GB of zeros) is refused by its size. The read
+/// stops at the cap too, so a file that grows after the check is refused, not read whole.
+pub(crate) fn read_store_file(
+    root: &Path,
+    path: &Path,
+    kind: StoreFile,
+) -> Result<Vec<u8>, StoreError> {
     use std::io::Read;
     use std::os::unix::fs::FileTypeExt;
     let read_error = |source| StoreError::Read {
         path: path.to_owned(),
         source,
     };
-    let mut file = open_beneath(root, path).map_err(|e| {
+    let file = open_beneath(root, path).map_err(|e| {
         if e.raw_os_error() == Some(rustix::io::Errno::XDEV.raw_os_error()) {
             StoreError::OutsideStore {
                 path: path.to_owned(),
@@ -152,8 +228,24 @@ fn read(root: &Path, path: &Path) -> Result<Vec<u8>, StoreError> {
             kind,
         });
     }
+    let cap = kind.cap();
+    let too_large = |size| StoreError::TooLarge {
+        path: path.to_owned(),
+        size,
+        cap,
+        what: kind.what(),
+        hint: kind.hint(),
+    };
+    if meta.len() > cap {
+        return Err(too_large(meta.len()));
+    }
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.read_to_end(&mut bytes).map_err(read_error)?;
+    file.take(cap + 1)
+        .read_to_end(&mut bytes)
+        .map_err(read_error)?;
+    if bytes.len() as u64 > cap {
+        return Err(too_large(bytes.len() as u64));
+    }
     Ok(bytes)
 }
 
@@ -267,7 +359,7 @@ impl StacStore {
             source,
         })?;
         let catalog_path = root.join("catalog.json");
-        let bytes = read(&root, &catalog_path)?;
+        let bytes = read_store_file(&root, &catalog_path, StoreFile::Json)?;
         let value: stac_model::Value =
             serde_json::from_slice(&bytes).map_err(|e| StoreError::Parse {
                 path: catalog_path.clone(),
@@ -292,8 +384,9 @@ impl StacStore {
             catalog_path: catalog_path.clone(),
             read_fingerprint: String::new(),
         };
-        let mut seen = HashSet::new();
+        let mut seen = Walked::default();
         store.walk(&catalog_path, &value, &mut seen, 0);
+        store.report_duplicates(seen);
         store.read_fingerprint = store.fingerprint();
         Ok(store)
     }
@@ -301,7 +394,7 @@ impl StacStore {
     /// What the store was read from: the root catalogue's bytes and the size and modification
     /// time of every item file. A plot imported, replaced or removed since changes it.
     fn fingerprint(&self) -> String {
-        let mut text = match read(&self.root, &self.catalog_path) {
+        let mut text = match read_store_file(&self.root, &self.catalog_path, StoreFile::Json) {
             Ok(bytes) => sha256_hex(&bytes),
             Err(e) => format!("unreadable: {e}"),
         };
@@ -332,14 +425,8 @@ impl StacStore {
         Self::open(&self.id, &self.root).map(Some)
     }
 
-    fn walk(
-        &mut self,
-        path: &Path,
-        value: &stac_model::Value,
-        seen: &mut HashSet<PathBuf>,
-        depth: usize,
-    ) {
-        if depth > 16 || !seen.insert(path.to_owned()) {
+    fn walk(&mut self, path: &Path, value: &stac_model::Value, seen: &mut Walked, depth: usize) {
+        if depth > 16 || !seen.catalogs.insert(path.to_owned()) {
             return;
         }
         let links = match value {
@@ -348,6 +435,9 @@ impl StacStore {
             _ => return,
         };
         let base = path.parent().unwrap_or(&self.root).to_owned();
+        // Where each href of this catalogue led, so a repeated href is not resolved again.
+        let mut resolved: HashMap<&str, PathBuf> = HashMap::new();
+        let mut followed = 0usize;
         for link in links {
             if link.rel != "item" && link.rel != "child" {
                 continue;
@@ -359,17 +449,41 @@ impl StacStore {
                 });
                 continue;
             }
-            let target = match confine(&self.root, &base, &link.href) {
-                Ok(t) => t,
-                Err(e) => {
-                    self.unavailable.push(Unavailable {
-                        href: link.href.clone(),
-                        reason: e.to_string(),
-                    });
-                    continue;
-                }
+            let target = match resolved.get(link.href.as_str()) {
+                Some(t) => t.clone(),
+                None => match confine(&self.root, &base, &link.href) {
+                    Ok(t) => {
+                        resolved.insert(&link.href, t.clone());
+                        t
+                    }
+                    Err(e) => {
+                        self.unavailable.push(Unavailable {
+                            href: link.href.clone(),
+                            reason: e.to_string(),
+                        });
+                        continue;
+                    }
+                },
             };
-            let parsed = read(&self.root, &target).and_then(|b| {
+            // A file linked again (from here or another catalogue) is not read again: a
+            // catalogue listing one item 200,000 times made 200,000 plots of it. It is counted,
+            // and reported once when the walk is done.
+            if let Some((_, count)) = seen.links.get_mut(&target) {
+                *count += 1;
+                continue;
+            }
+            if followed == MAX_LINKS_PER_CATALOG {
+                self.unavailable.push(Unavailable {
+                    href: rel_path(&self.root, path),
+                    reason: format!(
+                        "this catalogue links more than {MAX_LINKS_PER_CATALOG} different items and catalogues; the rest are not followed (split it into child catalogues)"
+                    ),
+                });
+                break;
+            }
+            followed += 1;
+            seen.links.insert(target.clone(), (link.href.clone(), 1));
+            let parsed = read_store_file(&self.root, &target, StoreFile::Json).and_then(|b| {
                 serde_json::from_slice::<stac_model::Value>(&b).map_err(|e| StoreError::Parse {
                     path: target.clone(),
                     message: e.to_string(),
@@ -400,6 +514,31 @@ impl StacStore {
                     });
                 }
             }
+        }
+    }
+
+    /// One [`Unavailable`] per file that catalogue links named more than once. Refusing the
+    /// whole store for a repeated link would make a real catalogue unusable over one slip of
+    /// an editor; following every copy made one plot per copy. So the file is read once and
+    /// the repetition is reported, with its count.
+    fn report_duplicates(&mut self, seen: Walked) {
+        let mut repeated: Vec<(PathBuf, String, usize)> = seen
+            .links
+            .into_iter()
+            .filter(|(_, (_, count))| *count > 1)
+            .map(|(target, (href, count))| (target, href, count))
+            .collect();
+        repeated.sort();
+        for (target, href, count) in repeated {
+            let file = rel_path(&self.root, &target);
+            tracing::warn!(file = %file, count, "a catalogue links the same file more than once");
+            self.unavailable.push(Unavailable {
+                href,
+                reason: format!(
+                    "{file} is linked {count} times in the catalogue; it was read once and the other {} links were ignored",
+                    count - 1
+                ),
+            });
         }
     }
 
@@ -460,7 +599,7 @@ impl StacStore {
             })?;
         // Opening a plot is when a save that was killed half-way is noticed: its temp files go.
         crate::fsio::remove_stale_temps_beneath(Some(&self.root), &path);
-        let bytes = read(&self.root, &path)?;
+        let bytes = read_store_file(&self.root, &path, StoreFile::Features)?;
         let collection: Value = serde_json::from_slice(&bytes).map_err(|e| StoreError::Parse {
             path: path.clone(),
             message: e.to_string(),
@@ -524,11 +663,15 @@ impl StacStore {
         write_bytes(&dir.join("features.geojson"), features_geojson)?;
         let item_file = dir.join("item.json");
         write(&item_file, item)?;
-        let mut catalog: Value = serde_json::from_slice(&read(&self.root, &self.catalog_path)?)
-            .map_err(|e| StoreError::Parse {
-                path: self.catalog_path.clone(),
-                message: e.to_string(),
-            })?;
+        let mut catalog: Value = serde_json::from_slice(&read_store_file(
+            &self.root,
+            &self.catalog_path,
+            StoreFile::Json,
+        )?)
+        .map_err(|e| StoreError::Parse {
+            path: self.catalog_path.clone(),
+            message: e.to_string(),
+        })?;
         let href = format!("./{dir_name}/item.json");
         let title = item
             .pointer("/properties/title")
@@ -600,10 +743,15 @@ mod tests {
         std::os::unix::fs::symlink(dir.path().join("outside"), root.join("items/swapped")).unwrap();
         let root = root.canonicalize().unwrap();
         assert_eq!(
-            read(&root, &root.join("items/real/item.json")).unwrap(),
+            read_store_file(&root, &root.join("items/real/item.json"), StoreFile::Json).unwrap(),
             b"{}"
         );
-        let err = read(&root, &root.join("items/swapped/item.json")).unwrap_err();
+        let err = read_store_file(
+            &root,
+            &root.join("items/swapped/item.json"),
+            StoreFile::Json,
+        )
+        .unwrap_err();
         assert!(matches!(err, StoreError::OutsideStore { .. }), "{err}");
     }
 
@@ -779,6 +927,85 @@ mod tests {
             temps(),
             0,
             "the stale temp file was removed when the plot was opened"
+        );
+    }
+
+    /// A sparse file costs nothing to make and reads as gigabytes of zeros: a store file is
+    /// refused by its size (`fstat` of the opened file) before a byte is read.
+    #[test]
+    fn a_huge_store_file_is_refused_by_its_size_before_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        one_item_store(dir.path());
+        let features = dir.path().join("a/features.geojson");
+        let huge: u64 = 3 << 30;
+        std::fs::File::options()
+            .write(true)
+            .open(&features)
+            .unwrap()
+            .set_len(huge)
+            .unwrap();
+        let store = StacStore::open("x", dir.path()).unwrap();
+        let entry = store.items[0].clone();
+        let err = promptly(move || store.load_features(&entry).map(|_| ())).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            matches!(err, StoreError::TooLarge { size, cap, .. } if size == huge && cap == MAX_FEATURES_BYTES),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("features.geojson") && msg.contains("3072 MiB") && msg.contains("512 MiB"),
+            "{msg}"
+        );
+        // An item file over its cap is a missing item, named with its size.
+        let item = dir.path().join("a/item.json");
+        std::fs::File::options()
+            .write(true)
+            .open(&item)
+            .unwrap()
+            .set_len(MAX_JSON_BYTES + 1)
+            .unwrap();
+        let root = dir.path().to_owned();
+        let store = promptly(move || StacStore::open("x", &root)).unwrap();
+        assert!(store.items.is_empty());
+        assert!(
+            store.unavailable[0].reason.contains("item.json")
+                && store.unavailable[0].reason.contains("16 MiB"),
+            "{:?}",
+            store.unavailable
+        );
+        // The catalogue itself over its cap: the store is refused.
+        std::fs::File::options()
+            .write(true)
+            .open(dir.path().join("catalog.json"))
+            .unwrap()
+            .set_len(huge)
+            .unwrap();
+        let root = dir.path().to_owned();
+        let err = promptly(move || StacStore::open("x", &root)).unwrap_err();
+        assert!(matches!(err, StoreError::TooLarge { .. }), "{err}");
+    }
+
+    /// A catalogue that lists one item 200,000 times has one plot: the duplicate links are not
+    /// followed (each was a read, a parse and an entry), and are reported once with their count.
+    #[test]
+    fn duplicate_catalogue_links_are_followed_once_and_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        one_item_store(dir.path());
+        let mut links: Vec<Value> = (0..200_000)
+            .map(|_| serde_json::json!({"rel": "item", "href": "./a/item.json"}))
+            .collect();
+        // The same file by another spelling is the same item.
+        links.push(serde_json::json!({"rel": "item", "href": "a/../a/item.json"}));
+        let catalog = serde_json::json!({"type": "Catalog", "stac_version": "1.0.0", "id": "x", "description": "", "links": links});
+        std::fs::write(dir.path().join("catalog.json"), catalog.to_string()).unwrap();
+        let root = dir.path().to_owned();
+        let store = promptly(move || StacStore::open("x", &root)).unwrap();
+        assert_eq!(store.items.len(), 1);
+        assert_eq!(store.unavailable.len(), 1, "{:?}", store.unavailable);
+        let reason = &store.unavailable[0].reason;
+        assert!(
+            reason.contains("200001 times") && reason.contains("item.json"),
+            "{reason}"
         );
     }
 

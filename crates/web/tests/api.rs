@@ -1479,3 +1479,53 @@ async fn the_change_stamp_moves_only_with_changes() {
     ok(&st, "/api/undo", json!({})).await;
     assert_ne!(st.change_stamp(), s3, "undo");
 }
+
+/// Issue 30 item 7: an import error quotes at most 200 bytes of what was sent, whatever its
+/// size: a 10 MB line of NULs was a 60 MB 400 body, a huge file or plot name the same.
+#[tokio::test]
+async fn an_import_error_quotes_a_clipped_excerpt_of_the_input() {
+    use base64::Engine as _;
+    let dir = tempfile::tempdir().unwrap();
+    let st = common::state(dir.path(), false).await;
+    let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+    let nul_line = vec![0u8; 10_000_000];
+    let boat1 = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../rep/tests/fixtures/rep/valid/boat1.rep"),
+    )
+    .unwrap();
+    let long_name = format!("{}.rep", "n".repeat(1_000_000));
+    let long_text = "x".repeat(5_000_000);
+    let cases = [
+        (
+            json!({"files": [{"name": "nul.rep", "contentBase64": b64(&nul_line)}]}),
+            "nul.rep:1:1",
+        ),
+        (
+            json!({"files": [{"name": long_name, "contentBase64": "%%%"}]}),
+            "bytes",
+        ),
+        (
+            json!({"files": [{"name": long_name, "contentBase64": b64(&nul_line)}]}),
+            "at most 255 bytes",
+        ),
+        (
+            json!({"files": [{"name": "b.rep", "contentBase64": b64(&boat1)}], "plot": "!".repeat(1_000_000)}),
+            "bytes",
+        ),
+        (json!({"files": long_text}), "line 1 column"),
+    ];
+    for (body, expect) in cases {
+        let r = post(&st, "/api/import", body).await;
+        // 400, or 422 for a body of the wrong shape.
+        assert!(r.status.is_client_error(), "{expect}: {}", r.status);
+        let text = r.text();
+        assert!(
+            r.body.len() <= 1500,
+            "{expect}: a {} byte body: {}",
+            r.body.len(),
+            &text[..text.len().min(400)]
+        );
+        assert!(text.contains(expect), "{expect}: {text}");
+    }
+}
