@@ -29,6 +29,11 @@ use crate::transcript::Transcript;
 /// The domain priming file shipped in the repository (`crates/agent/priming/debrief.md`).
 pub const PRIMING: &str = include_str!("../priming/debrief.md");
 
+/// How many ranked tools a constrained run step offers when the request names none: the
+/// ranker's recall@5 on the panel's dev wordings is 20/20 (`crates/eval/tests/ranker.rs`), and a
+/// 0.5B model chooses among five far better than among seventy.
+pub const RANKED_TOOLS: usize = 5;
+
 /// Limits and switches of the loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AgentConfig {
@@ -731,6 +736,16 @@ impl AgentLoop {
             .unwrap_or_default();
         feature_names.sort();
         feature_names.dedup();
+        // What a request may call the features by: names and platform ids (kept out of the
+        // tool ranking below; a name says what to act on, not which tool).
+        let mut references = feature_names.clone();
+        if let Ok(p) = session.active() {
+            references.extend(p.doc.features().iter().filter_map(|f| {
+                f.pointer("/properties/platform_id")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            }));
+        }
         let open_plots = session.open_plots().iter().map(|p| p.id.clone()).collect();
         let mut years: Vec<i32> = toolgate_plot::search::search(
             session.stores(),
@@ -766,6 +781,18 @@ impl AgentLoop {
         let named = constrain::tools_named(utterance, &ids);
         if !named.is_empty() {
             tools.retain(|(id, _)| named.contains(id));
+        } else {
+            // No tool named: offer the few the request is about, best first, instead of all
+            // seventy (a small model runs the first of a long list). Nothing ranked (no word
+            // in common with any tool): the full list stays, as before.
+            let ranker = crate::rank::ToolRanker::new(self.debrief.registry().specs());
+            let top = ranker.top_for(utterance, &references, RANKED_TOOLS);
+            if !top.is_empty() {
+                tools = top
+                    .iter()
+                    .filter_map(|id| tools.iter().find(|(t, _)| t == id).cloned())
+                    .collect();
+            }
         }
         Surface {
             feature_names,
