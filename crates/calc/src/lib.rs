@@ -21,11 +21,17 @@ use toolgate_core::ParamValidator;
 /// known layout). A tool's own error is a ToolResponse, not this.
 #[derive(Debug, thiserror::Error)]
 pub enum CalcError {
-    #[error("unknown tool \"{tool}\"; run `toolgate calc --list` for the {count} catalogue tools")]
+    #[error(
+        "unknown tool \"{}\"; run `toolgate calc --list` for the {count} catalogue tools",
+        toolgate_core::clip::quote(tool)
+    )]
     UnknownTool { tool: String, count: usize },
     #[error("the input is not a catalogue input: {0}")]
     BadInput(String),
-    #[error("parameter override \"{0}\" is not NAME=VALUE")]
+    #[error(
+        "parameter override \"{}\" is not NAME=VALUE",
+        toolgate_core::clip::quote(.0)
+    )]
     BadOverride(String),
 }
 
@@ -207,6 +213,26 @@ pub fn stdio(request: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 30 item 7: a tool name or override that came in is quoted clipped.
+    #[test]
+    fn errors_quote_clipped_input() {
+        let long = "x".repeat(1_000_000);
+        for e in [
+            CalcError::UnknownTool {
+                tool: long.clone(),
+                count: 3,
+            },
+            CalcError::BadOverride(long.clone()),
+        ] {
+            let msg = e.to_string();
+            assert!(
+                msg.len() < 400 && msg.contains("(1000000 bytes)"),
+                "{}",
+                &msg[..300]
+            );
+        }
+    }
 
     #[test]
     fn every_layout_is_read() {

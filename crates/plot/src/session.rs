@@ -22,13 +22,17 @@ use crate::store::{ItemEntry, StacStore, StoreError};
 pub enum SessionError {
     #[error("No plot is open. Search the catalog and open a plot first.")]
     NoPlotOpen,
-    #[error("No plot \"{0}\" in the catalogue. Search the catalog to find plot ids.")]
+    // Ids come from clients: each message quotes at most 200 bytes of one.
+    #[error(
+        "No plot \"{}\" in the catalogue. Search the catalog to find plot ids.",
+        toolgate_core::clip::quote(.0)
+    )]
     UnknownPlot(String),
-    #[error("No open plot matches \"{0}\".")]
+    #[error("No open plot matches \"{}\".", toolgate_core::clip::quote(.0))]
     NotOpen(String),
-    #[error("Nothing to undo on \"{0}\".")]
+    #[error("Nothing to undo on \"{}\".", toolgate_core::clip::quote(.0))]
     NothingToUndo(String),
-    #[error("Nothing to redo on \"{0}\".")]
+    #[error("Nothing to redo on \"{}\".", toolgate_core::clip::quote(.0))]
     NothingToRedo(String),
     #[error(
         "The plot file {path} changed on disk since it was opened, so saving would overwrite someone else's change. Your unsaved edits are kept: revert to load the file's version, or copy your edits elsewhere."
@@ -38,7 +42,10 @@ pub enum SessionError {
         "The plot changed while this call was waiting (version {expected} → {actual}); nothing was applied. Summarise the plot again and retry."
     )]
     VersionMismatch { expected: u64, actual: u64 },
-    #[error("Cannot remove feature \"{0}\": it is not in the plot.")]
+    #[error(
+        "Cannot remove feature \"{}\": it is not in the plot.",
+        toolgate_core::clip::quote(.0)
+    )]
     MissingFeature(String),
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -1429,6 +1436,27 @@ where
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Issue 30 item 7: an id a client sent is quoted clipped, however long it was.
+    #[test]
+    fn errors_quote_a_clipped_id() {
+        let id = "x".repeat(1_000_000);
+        for e in [
+            SessionError::UnknownPlot(id.clone()),
+            SessionError::NotOpen(id.clone()),
+            SessionError::NothingToUndo(id.clone()),
+            SessionError::NothingToRedo(id.clone()),
+            SessionError::MissingFeature(id.clone()),
+            SessionError::Store(StoreError::BadPlotId(id.clone())),
+        ] {
+            let msg = e.to_string();
+            assert!(
+                msg.len() < 400 && msg.contains("(1000000 bytes)"),
+                "{}",
+                &msg[..300]
+            );
+        }
+    }
 
     fn doc() -> Document {
         let c = json!({"type": "FeatureCollection", "features": [

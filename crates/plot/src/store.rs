@@ -31,7 +31,10 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
-    #[error("\"{0}\" is not a plot id; plot ids look like stac://<store>/<item path>")]
+    #[error(
+        "\"{}\" is not a plot id; plot ids look like stac://<store>/<item path>",
+        toolgate_core::clip::quote(.0)
+    )]
     BadPlotId(String),
     #[error(
         "{path} is not a regular file (it is a {kind}); a catalogue holds only regular JSON files. Replace it with the real file or remove its link."
