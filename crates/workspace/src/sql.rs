@@ -126,7 +126,7 @@ fn open(inner: &Inner, db_arg: &str, scope: &Scope<'_>) -> Result<(Connection, S
     // `sql`) refuses whatever a swap in between makes the name resolve to outside, and the
     // checked open (`sql_open`) refuses a hard link or special file swapped in.
     let slot = inner.guard.slot(db_arg, true)?;
-    let rel = slot.rel.clone();
+    let rel = slot.rel;
     precheck(inner, db_arg, &rel)?;
     for suffix in COMPANIONS {
         precheck(inner, &format!("{db_arg}{suffix}"), &rel)?;
