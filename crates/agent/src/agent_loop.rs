@@ -23,6 +23,7 @@ use toolgate_plot::agent::{Debrief, Settings, agent_tool_specs};
 use crate::call_parse;
 use crate::client::{ChatRequest, Message, ModelClient, Role, ToolCallRequest, ToolDef, Usage};
 use crate::constrain::{self, Step, Surface};
+use crate::grounded;
 use crate::small::{self, Levers, Offer, Profile, Stage};
 use crate::transcript::Transcript;
 
@@ -367,6 +368,9 @@ impl AgentLoop {
         conversation.messages.push(Message::user(utterance));
         conversation.log("message", json!({"role": "user", "content": utterance}));
         let cancel = conversation.cancel_token();
+        // Each open plot's document version when the utterance arrived: a reply may say that
+        // something changed only if one of them moved (read from the session, never from text).
+        let versions = self.plot_versions();
         let mut corrections = 0usize;
         let mut nudged = false;
         let mut small = self.small_start(conversation).await;
@@ -509,6 +513,15 @@ impl AgentLoop {
                 }
             }
             if reply.tool_calls.is_empty() {
+                if self.config.levers.grounding {
+                    self.ground_reply(
+                        conversation,
+                        utterance,
+                        &out.calls,
+                        &versions,
+                        &mut reply.text,
+                    );
+                }
                 conversation
                     .messages
                     .push(Message::assistant(reply.text.clone(), Vec::new()));
@@ -707,6 +720,64 @@ impl AgentLoop {
                 "wallMs": out.wall_ms}),
         );
         out
+    }
+
+    fn plot_versions(&self) -> Vec<(String, u64)> {
+        self.debrief
+            .session()
+            .open_plots()
+            .iter()
+            .map(|p| (p.id.clone(), p.doc.version()))
+            .collect()
+    }
+
+    /// The small profile's last guard: a final reply that states a number no tool of this
+    /// utterance returned, says something changed when nothing was applied, or repeats one of
+    /// the loop's own guard messages is replaced by a sentence composed from the results.
+    fn ground_reply(
+        &self,
+        conversation: &mut Conversation,
+        utterance: &str,
+        calls: &[CallRecord],
+        versions: &[(String, u64)],
+        text: &mut String,
+    ) {
+        let applied = self.plot_versions() != versions;
+        let dispatched: Vec<&CallRecord> = calls
+            .iter()
+            .filter(|c| c.status == CallStatus::Dispatched)
+            .collect();
+        let turn: Vec<grounded::TurnCall<'_>> = dispatched
+            .iter()
+            .map(|c| grounded::TurnCall {
+                tool: &c.tool,
+                status: c.outcome,
+                result: &c.result,
+            })
+            .collect();
+        let mut claims: Vec<String> = grounded::false_claims(text, utterance, &turn, applied)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        // The loop's own corrections (repeat guard, not offered, malformed) are for the model.
+        let internal = calls.iter().any(|c| {
+            c.status != CallStatus::Dispatched
+                && c.result
+                    .get(..c.result.len().min(60))
+                    .is_some_and(|head| !head.is_empty() && text.contains(head))
+        });
+        if internal {
+            claims.push("repeats an internal guard message".to_owned());
+        }
+        if claims.is_empty() {
+            return;
+        }
+        let replaced = grounded::grounded_reply(&turn, applied);
+        conversation.log(
+            "grounding",
+            json!({"reply": text.as_str(), "claims": claims, "replacedBy": replaced}),
+        );
+        *text = replaced;
     }
 
     fn has_selection(&self) -> bool {

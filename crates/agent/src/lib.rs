@@ -20,6 +20,7 @@ pub mod call_parse;
 pub mod client;
 pub mod constrain;
 mod openai;
+pub mod grounded;
 pub mod rank;
 pub mod small;
 pub mod text_protocol;

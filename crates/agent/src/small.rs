@@ -51,6 +51,11 @@ pub struct Levers {
     /// searched as that whole month.
     #[serde(default)]
     pub arguments: bool,
+    /// The final reply checked against the turn's tool results ([`crate::grounded`]): a number
+    /// no tool returned, or a change claimed when nothing was applied, and the reply is
+    /// replaced by one composed from the results.
+    #[serde(default)]
+    pub grounding: bool,
 }
 
 impl Levers {
@@ -61,6 +66,7 @@ impl Levers {
         compaction: false,
         intent: false,
         arguments: false,
+        grounding: false,
     };
     pub const SMALL: Levers = Levers {
         parsing: true,
@@ -69,6 +75,7 @@ impl Levers {
         compaction: true,
         intent: true,
         arguments: true,
+        grounding: true,
     };
     pub const NONE: Levers = Levers {
         parsing: false,
@@ -77,6 +84,7 @@ impl Levers {
         compaction: false,
         intent: false,
         arguments: false,
+        grounding: false,
     };
 
     pub fn for_profile(p: Profile) -> Levers {
@@ -102,9 +110,10 @@ impl Levers {
                 "compaction" => l.compaction = true,
                 "intent" => l.intent = true,
                 "arguments" => l.arguments = true,
+                "grounding" => l.grounding = true,
                 other => {
                     return Err(format!(
-                        "unknown lever \"{other}\": use a comma-separated list of parsing, constraints, state, compaction, intent, arguments (or none / all)"
+                        "unknown lever \"{other}\": use a comma-separated list of parsing, constraints, state, compaction, intent, arguments, grounding (or none / all)"
                     ));
                 }
             }

@@ -432,3 +432,43 @@ async fn constrained_json_never_streams_to_the_surface() {
     assert!(events.iter().any(|e| matches!(e,
         toolgate_agent::AgentEvent::Final { text } if text == "The plot holds HMS Nelson's track.")));
 }
+
+/// The reproduction of issue 31's false claims: the model summarises, then says the change was
+/// made (no tool ran) — and, asked a quantity, answers with a number from nowhere. The small
+/// profile's grounding replaces both replies with sentences built from the turn's results; the
+/// large profile passes the model's words through unchanged (its levers are off).
+#[tokio::test]
+async fn a_reply_claiming_a_change_or_an_invented_number_is_replaced_by_what_the_tools_said() {
+    let cfg = AgentConfig {
+        levers: Levers {
+            constraints: false,
+            intent: false,
+            ..Levers::SMALL
+        },
+        ..AgentConfig::for_profile(Profile::Small)
+    };
+    let claimed = vec![
+        Reply::tool(SUMMARIZE, json!({})),
+        Reply::text("Done! The submarine track is now red."),
+    ];
+    let (out, _) = run(cfg.clone(), claimed.clone()).await;
+    let text = out.final_text.unwrap();
+    assert!(!text.contains("now red"), "{text}");
+    assert!(text.contains("Nothing on the plot was changed."), "{text}");
+    let invented = vec![
+        Reply::tool(SUMMARIZE, json!({})),
+        Reply::text("The contact averaged 18.7 km/h."),
+    ];
+    let (out, _) = run(cfg.clone(), invented).await;
+    let text = out.final_text.unwrap();
+    assert!(!text.contains("18.7"), "{text}");
+    // A reply the results support is kept as the model wrote it.
+    let (out, _) = run(cfg, ground_then_act()).await;
+    assert_eq!(out.final_text.as_deref(), Some("Done: HMS Nelson is red."));
+    // The large profile is unchanged.
+    let (out, _) = run(AgentConfig::default(), claimed).await;
+    assert_eq!(
+        out.final_text.as_deref(),
+        Some("Done! The submarine track is now red.")
+    );
+}

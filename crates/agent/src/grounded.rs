@@ -1,0 +1,333 @@
+//! Replies that state only what the turn's tools returned (the small profile's last guard).
+//!
+//! A weak model's dangerous failure is a helpful-sounding paragraph where an action should have
+//! been: "done, the track is now red" when no tool ran, or an average speed read from a summary
+//! that holds none. [`false_claims`] finds the two kinds a program can check — a number that no
+//! tool result of the turn (nor the analyst's own words) contains, and a change verb when nothing
+//! was applied — and [`grounded_reply`] composes the sentence that replaces such a reply from the
+//! turn's own results. The eval runs the same checker over every transcript.
+
+use toolgate_core::Status;
+
+/// What a reply claimed that the turn does not support.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FalseClaim {
+    /// A number that appears in no tool result of the turn and not in the request.
+    Number(String),
+    /// A sentence saying something changed, when the turn applied no change.
+    Change(String),
+}
+
+impl std::fmt::Display for FalseClaim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FalseClaim::Number(n) => write!(f, "the number {n} comes from no tool result"),
+            FalseClaim::Change(s) => write!(f, "says something changed, but nothing was: {s:?}"),
+        }
+    }
+}
+
+/// One call of the turn, as the checker needs it.
+#[derive(Debug, Clone, Copy)]
+pub struct TurnCall<'a> {
+    pub tool: &'a str,
+    pub status: Status,
+    pub result: &'a str,
+}
+
+/// Past-tense change verbs (and "is now …") that claim an edit was made.
+const CHANGE_WORDS: &[&str] = &[
+    "changed",
+    "applied",
+    "colored",
+    "coloured",
+    "recolored",
+    "recoloured",
+    "painted",
+    "trimmed",
+    "updated",
+    "removed",
+    "deleted",
+    "moved",
+    "restyled",
+    "renamed",
+    "set to",
+    "is now",
+    "are now",
+    "has been",
+    "have been",
+    "i've made",
+    "i have made",
+    "done",
+];
+
+/// Words that make a sentence a denial, not a claim ("nothing was changed").
+const NEGATIONS: &[&str] = &[
+    "not", "no", "nothing", "n't", "never", "declined", "refused", "without", "cannot",
+];
+
+/// The numbers written in `text`, normalised (thousands separators dropped, trailing zeros of a
+/// decimal dropped): "1,200.50 nm" → ["1200.5"].
+pub fn numbers(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let chars: Vec<char> = text.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        let next_digit = chars.get(i + 1).is_some_and(char::is_ascii_digit);
+        if c.is_ascii_digit() || ((c == '.' || c == ',') && !cur.is_empty() && next_digit) {
+            if c != ',' {
+                cur.push(c);
+            }
+        } else if !cur.is_empty() {
+            out.push(normalise(&std::mem::take(&mut cur)));
+        }
+    }
+    if !cur.is_empty() {
+        out.push(normalise(&cur));
+    }
+    out
+}
+
+fn normalise(n: &str) -> String {
+    if n.contains('.') {
+        let t = n.trim_end_matches('0').trim_end_matches('.');
+        if t.is_empty() {
+            "0".to_owned()
+        } else {
+            t.to_owned()
+        }
+    } else {
+        let t = n.trim_start_matches('0');
+        if t.is_empty() {
+            "0".to_owned()
+        } else {
+            t.to_owned()
+        }
+    }
+}
+
+/// Whether `n` (from a reply) is supported by `known` (from results and the request): equal,
+/// or the same value rounded to the reply's precision (a result's 12.34 supports a reply's 12.3).
+fn supported(n: &str, known: &[String]) -> bool {
+    if known.iter().any(|k| k == n) {
+        return true;
+    }
+    let Ok(v) = n.parse::<f64>() else {
+        return false;
+    };
+    let decimals = n.split_once('.').map_or(0, |(_, d)| d.len());
+    let scale = 10f64.powi(i32::try_from(decimals).unwrap_or(0));
+    known
+        .iter()
+        .filter_map(|k| k.parse::<f64>().ok())
+        .any(|k| ((k * scale).round() - v * scale).abs() < 0.5)
+}
+
+/// The claims in `reply` that the turn does not support. `applied`: whether the turn applied a
+/// change to a plot (read from the session, not from any text).
+pub fn false_claims(
+    reply: &str,
+    utterance: &str,
+    calls: &[TurnCall<'_>],
+    applied: bool,
+) -> Vec<FalseClaim> {
+    let mut known: Vec<String> = numbers(utterance);
+    for c in calls {
+        known.extend(numbers(c.result));
+    }
+    let mut out: Vec<FalseClaim> = Vec::new();
+    for n in numbers(reply) {
+        // Single digits are ordinals and counts in ordinary prose ("the 2 frigates", "step 1");
+        // the claims that mislead are measurements.
+        if n.len() == 1 && !n.contains('.') {
+            continue;
+        }
+        if !supported(&n, &known) && !out.contains(&FalseClaim::Number(n.clone())) {
+            out.push(FalseClaim::Number(n));
+        }
+    }
+    if !applied {
+        for sentence in reply.split(['.', '!', '\n', ';']) {
+            let lower = sentence.to_lowercase();
+            let words: Vec<&str> = lower
+                .split(|c: char| !c.is_alphanumeric() && c != '\'')
+                .filter(|w| !w.is_empty())
+                .collect();
+            let negated = NEGATIONS.iter().any(|n| {
+                words
+                    .iter()
+                    .any(|w| w == n || (n.starts_with('n') && w.ends_with(n) && *n == "n't"))
+            });
+            if negated {
+                continue;
+            }
+            let claims = CHANGE_WORDS.iter().any(|c| {
+                if c.contains(' ') {
+                    lower.contains(c)
+                } else {
+                    words.contains(c)
+                }
+            });
+            if claims {
+                out.push(FalseClaim::Change(sentence.trim().to_owned()));
+            }
+        }
+    }
+    out
+}
+
+/// The first `n` sentences of `text` (sentences end at ". " or a line break).
+fn sentences(text: &str, n: usize) -> String {
+    let mut out = String::new();
+    let mut count = 0;
+    for part in text
+        .split_inclusive(['\n'])
+        .flat_map(|l| l.split_inclusive(". "))
+    {
+        let p = part.trim();
+        if p.is_empty() {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(p);
+        count += 1;
+        if count >= n {
+            break;
+        }
+    }
+    out
+}
+
+/// What to tell the analyst from the turn's own results, when the model's reply cannot be
+/// trusted: the last call's outcome in its own words (its status line; a refusal's corrective
+/// sentences), or — when no tool ran — that nothing was done and what to ask instead.
+pub fn grounded_reply(calls: &[TurnCall<'_>], applied: bool) -> String {
+    let Some(last) = calls.last() else {
+        return "I did not run any tool for that, so nothing was changed or measured. Say which \
+                track and what to do (for example \"colour HMS Nelson red\" or \"average speed of \
+                the Contact\"), or ask which tools apply."
+            .to_owned();
+    };
+    let said = match last.status {
+        Status::Ok => sentences(last.result, 2),
+        Status::Refused | Status::Failed | Status::Declined => sentences(last.result, 3),
+    };
+    let tail = if applied {
+        ""
+    } else if last.status == Status::Ok {
+        " Nothing on the plot was changed."
+    } else {
+        " Nothing was changed."
+    };
+    format!("{said}{tail}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(tool: &'static str, status: Status, result: &'static str) -> TurnCall<'static> {
+        TurnCall {
+            tool,
+            status,
+            result,
+        }
+    }
+
+    #[test]
+    fn numbers_are_read_as_values() {
+        assert_eq!(
+            numbers("1,200.50 nm at 12 kn, 0.5"),
+            ["1200.5", "12", "0.5"]
+        );
+        assert_eq!(numbers("Day 2, 02:00"), ["2", "2", "0"]);
+        assert!(numbers("no digits").is_empty());
+    }
+
+    #[test]
+    fn an_invented_speed_is_a_false_claim_and_a_rounded_result_is_not() {
+        let summary = [call(
+            "debrief_summarizeCurrentPlot",
+            Status::Ok,
+            "3 tracks: HMS Nelson (361 positions)",
+        )];
+        let claims = false_claims(
+            "The contact averaged 18.5 km/h.",
+            "average speed of the contact",
+            &summary,
+            false,
+        );
+        assert_eq!(claims, [FalseClaim::Number("18.5".to_owned())]);
+        let stats = [call(
+            "debrief_runTool",
+            Status::Ok,
+            "Contact: 59.93 nm in 12 h, average 4.99 kn",
+        )];
+        assert!(
+            false_claims(
+                "About 59.9 nm at an average of 5.0 kn.",
+                "how fast",
+                &stats,
+                false
+            )
+            .is_empty()
+        );
+        assert!(
+            false_claims(
+                "Positions below 5 knots: 12.",
+                "below 5 knots",
+                &[call("debrief_runTool", Status::Ok, "12 positions")],
+                false
+            )
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_change_claimed_when_nothing_was_applied_is_false_and_a_denial_is_not() {
+        let summary = [call("debrief_summarizeCurrentPlot", Status::Ok, "3 tracks")];
+        assert!(matches!(
+            false_claims(
+                "Done! HMS Nelson's track is now green.",
+                "paint nelson green",
+                &summary,
+                false
+            )[..],
+            [FalseClaim::Change(_), ..]
+        ));
+        assert!(
+            false_claims(
+                "Nothing was changed: the name is ambiguous.",
+                "x",
+                &summary,
+                false
+            )
+            .is_empty()
+        );
+        assert!(false_claims("I haven't changed anything.", "x", &summary, false).is_empty());
+        assert!(false_claims("The track is now green.", "x", &summary, true).is_empty());
+    }
+
+    #[test]
+    fn the_grounded_reply_quotes_the_tool_and_says_nothing_changed() {
+        assert!(grounded_reply(&[], false).starts_with("I did not run any tool"));
+        let refused = [call(
+            "debrief_runTool",
+            Status::Refused,
+            "\"HMS\" is ambiguous: HMS Nelson (track-nelson), HMS Collingwood (track-collingwood). Name one.",
+        )];
+        let r = grounded_reply(&refused, false);
+        assert!(
+            r.contains("ambiguous") && r.ends_with("Nothing was changed."),
+            "{r}"
+        );
+        let applied = [call(
+            "debrief_runTool",
+            Status::Ok,
+            "Applied Set Track Color to 1 feature(s). The plot is now dirty (unsaved).",
+        )];
+        assert!(!grounded_reply(&applied, true).contains("Nothing"));
+    }
+}
