@@ -223,7 +223,7 @@ mod tests {
                 tool: long.clone(),
                 count: 3,
             },
-            CalcError::BadOverride(long.clone()),
+            CalcError::BadOverride(long),
         ] {
             let msg = e.to_string();
             assert!(

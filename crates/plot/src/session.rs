@@ -1447,7 +1447,7 @@ mod tests {
             SessionError::NothingToUndo(id.clone()),
             SessionError::NothingToRedo(id.clone()),
             SessionError::MissingFeature(id.clone()),
-            SessionError::Store(StoreError::BadPlotId(id.clone())),
+            SessionError::Store(StoreError::BadPlotId(id)),
         ] {
             let msg = e.to_string();
             assert!(
