@@ -537,7 +537,21 @@ fn chrono_stamp() -> String {
 fn load(dir: Option<&Path>, only: &[String], tag: Option<&str>) -> Result<Vec<scenario::Scenario>> {
     let all = match dir {
         Some(d) => scenario::load_dir(d)?,
-        None => scenario::builtin()?,
+        None => {
+            let mut all = scenario::builtin()?;
+            // The panel set (crates/eval/panel) joins when a panel tag asks for it:
+            // `--tag panel-test` (frozen), `panel-dev`, `family:NAME`, `heldout-family`.
+            if tag.is_some_and(|t| {
+                t.starts_with("panel") || t.starts_with("family:") || t == "heldout-family"
+            }) {
+                all.extend(
+                    toolgate_eval::panel::builtin(None)?
+                        .into_iter()
+                        .map(|c| c.scenario),
+                );
+            }
+            all
+        }
     };
     let picked: Vec<_> = all
         .into_iter()

@@ -54,6 +54,9 @@ pub struct ProbeRun {
     pub wall_ms: f64,
     pub stop: Stop,
     pub failures: Vec<String>,
+    /// What the final reply claimed that the run's tool results do not support
+    /// ([`toolgate_agent::grounded::false_claims`]): numbers from nowhere, changes never made.
+    pub false_claims: Vec<String>,
 }
 
 /// One scenario under one priming setting, over its repeats.
@@ -98,6 +101,8 @@ pub struct Totals {
     pub model_errors: usize,
     /// Runs that ended at the turn limit.
     pub turn_limits: usize,
+    /// Runs whose final reply made at least one false claim.
+    pub false_claims: usize,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -155,7 +160,29 @@ pub async fn run_one(
         })?;
     }
     let confirmer = scripted_confirmer(&s.confirm);
+    let versions = plot_versions(&fx);
     let out = agent.run(&mut conv, &s.utterance, &confirmer, |_| {}).await;
+    let applied = plot_versions(&fx) != versions;
+    let turn: Vec<toolgate_agent::grounded::TurnCall<'_>> = out
+        .calls
+        .iter()
+        .filter(|c| c.status == CallStatus::Dispatched)
+        .map(|c| toolgate_agent::grounded::TurnCall {
+            tool: &c.tool,
+            status: c.outcome,
+            result: &c.result,
+        })
+        .collect();
+    let false_claims: Vec<String> = out
+        .final_text
+        .as_deref()
+        .map(|text| {
+            toolgate_agent::grounded::false_claims(text, &s.utterance, &turn, applied)
+                .iter()
+                .map(ToString::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
     let calls: Vec<CallView> = out
         .calls
         .iter()
@@ -190,7 +217,17 @@ pub async fn run_one(
         wall_ms: out.wall_ms,
         stop: out.stop,
         failures,
+        false_claims,
     })
+}
+
+fn plot_versions(fx: &Fixture) -> Vec<(String, u64)> {
+    fx.debrief
+        .session()
+        .open_plots()
+        .iter()
+        .map(|p| (p.id.clone(), p.doc.version()))
+        .collect()
 }
 
 pub async fn probe(
@@ -232,6 +269,7 @@ pub async fn probe(
             median_wall_ms: 0.0,
             model_errors: 0,
             turn_limits: 0,
+            false_claims: 0,
         };
         let mut walls: Vec<f64> = Vec::new();
         for s in list {
@@ -269,6 +307,7 @@ pub async fn probe(
                 .filter(|r| matches!(r.stop, Stop::ModelError { .. }))
                 .count();
             t.turn_limits += mine.iter().filter(|r| r.stop == Stop::TurnLimit).count();
+            t.false_claims += mine.iter().filter(|r| !r.false_claims.is_empty()).count();
             walls.extend(mine.iter().map(|r| r.wall_ms));
             rows.push(row);
         }
@@ -336,10 +375,10 @@ impl ProbeReport {
                 r.wall_ms
             ));
         }
-        md.push_str("\n| priming | strict | sequence | outcome | pass^k | turns | tool calls | prompt tok | completion tok | wall ms | median wall ms | model errors | turn limits |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        md.push_str("\n| priming | strict | sequence | outcome | pass^k | turns | tool calls | prompt tok | completion tok | wall ms | median wall ms | model errors | turn limits | false claims |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
         for t in &self.totals {
             md.push_str(&format!(
-                "| {} | {}/{} ({:.0}%) | {}/{} ({:.0}%) | {}/{} ({:.0}%) | {}/{} ({:.0}%) | {} | {} | {} | {} | {:.0} | {:.0} | {} | {} |\n",
+                "| {} | {}/{} ({:.0}%) | {}/{} ({:.0}%) | {}/{} ({:.0}%) | {}/{} ({:.0}%) | {} | {} | {} | {} | {:.0} | {:.0} | {} | {} | {} |\n",
                 if t.priming { "on" } else { "off" },
                 t.strict,
                 t.runs,
@@ -360,7 +399,8 @@ impl ProbeReport {
                 t.wall_ms,
                 t.median_wall_ms,
                 t.model_errors,
-                t.turn_limits
+                t.turn_limits,
+                t.false_claims
             ));
         }
         md
