@@ -451,7 +451,7 @@ async fn a_reply_claiming_a_change_or_an_invented_number_is_replaced_by_what_the
         Reply::tool(SUMMARIZE, json!({})),
         Reply::text("Done! The submarine track is now red."),
     ];
-    let (out, _) = run(cfg.clone(), claimed.clone()).await;
+    let (out, _) = run(cfg, claimed.clone()).await;
     let text = out.final_text.unwrap();
     assert!(!text.contains("now red"), "{text}");
     assert!(text.contains("Nothing on the plot was changed."), "{text}");
@@ -459,7 +459,7 @@ async fn a_reply_claiming_a_change_or_an_invented_number_is_replaced_by_what_the
         Reply::tool(SUMMARIZE, json!({})),
         Reply::text("The contact averaged 18.7 km/h."),
     ];
-    let (out, _) = run(cfg.clone(), invented).await;
+    let (out, _) = run(cfg, invented).await;
     let text = out.final_text.unwrap();
     assert!(!text.contains("18.7"), "{text}");
     // A reply the results support is kept as the model wrote it.

@@ -5,6 +5,8 @@
 //! Only the dev split is asserted (it is the one tuning may look at); the frozen test split is
 //! printed for the report (`cargo test -p toolgate-eval --test ranker -- --nocapture`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+// The recall table is this test's report (`-- --nocapture`).
+#![allow(clippy::print_stdout)]
 
 use toolgate_agent::rank::ToolRanker;
 use toolgate_eval::fixture::Fixture;
