@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolgate_core::flow::{Answer, Confirmer};
@@ -26,6 +27,7 @@ use crate::constrain::{self, Step, Surface};
 use crate::grounded;
 use crate::small::{self, Levers, Offer, Profile, Stage};
 use crate::transcript::Transcript;
+use crate::values;
 
 /// The domain priming file shipped in the repository (`crates/agent/priming/debrief.md`).
 pub const PRIMING: &str = include_str!("../priming/debrief.md");
@@ -555,10 +557,16 @@ impl AgentLoop {
                     serde_json::from_str(raw)
                 };
                 let parsed = parsed.map(|v| {
-                    if !(small.levers.arguments && call.name == toolgate_plot::agent::SEARCH) {
+                    if !small.levers.arguments {
                         return v;
                     }
-                    let repaired = small::repair_search(&v, utterance);
+                    let repaired = if call.name == toolgate_plot::agent::SEARCH {
+                        small::repair_search(&v, utterance)
+                    } else if call.name == toolgate_plot::agent::RUN_TOOL {
+                        self.repair_run(&v, utterance)
+                    } else {
+                        return v;
+                    };
                     if repaired != v {
                         conversation.log(
                             "repaired",
@@ -720,6 +728,50 @@ impl AgentLoop {
                 "wallMs": out.wall_ms}),
         );
         out
+    }
+
+    /// A run call's parameters filled from what the analyst said ([`values::repair_run`]): the
+    /// colour, the time window (read against the active plot's time span) and speed bounds,
+    /// for the parameters the named tool declares. Feature names are taken out of the words
+    /// first ("SSK-RED" names a track, not a colour).
+    fn repair_run(&self, input: &Value, utterance: &str) -> Value {
+        let Some(tool) = input.get("toolId").and_then(Value::as_str) else {
+            return input.clone();
+        };
+        let Some(schema) = self
+            .debrief
+            .registry()
+            .specs()
+            .find(|s| s.id == tool)
+            .map(|s| s.input_schema.clone())
+        else {
+            return input.clone();
+        };
+        let session = self.debrief.session();
+        let (names, span) = session.active().map_or((Vec::new(), None), |p| {
+            let features = p.doc.features();
+            let mut names = toolgate_plot::agent::feature_names(features);
+            let mut span: Option<(DateTime<Utc>, DateTime<Utc>)> = None;
+            for f in features {
+                let props = &f["properties"];
+                if let Some(id) = props["platform_id"].as_str() {
+                    names.push(id.to_owned());
+                }
+                let time = |k: &str| {
+                    props[k]
+                        .as_str()
+                        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+                        .map(|t| t.with_timezone(&Utc))
+                };
+                if let (Some(a), Some(b)) = (time("start_time"), time("end_time")) {
+                    span = Some(span.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
+                }
+            }
+            (names, span)
+        });
+        drop(session);
+        let words = crate::rank::without_names(utterance, &names);
+        values::repair_run(input, &schema, &words, &values::RunContext { span })
     }
 
     fn plot_versions(&self) -> Vec<(String, u64)> {

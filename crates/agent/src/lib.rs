@@ -22,6 +22,7 @@ pub mod constrain;
 mod openai;
 pub mod grounded;
 pub mod rank;
+pub mod values;
 pub mod small;
 pub mod text_protocol;
 pub mod transcript;

@@ -472,3 +472,39 @@ async fn a_reply_claiming_a_change_or_an_invented_number_is_replaced_by_what_the
         Some("Done! The submarine track is now red.")
     );
 }
+
+/// A value the model invented is replaced by the one the analyst said before the call is
+/// made: asked for red, a model that writes blue still colours the track red.
+#[tokio::test]
+async fn the_colour_the_analyst_said_replaces_the_one_the_model_wrote() {
+    let cfg = AgentConfig {
+        levers: Levers {
+            constraints: false,
+            intent: false,
+            ..Levers::SMALL
+        },
+        ..AgentConfig::for_profile(Profile::Small)
+    };
+    let script = vec![
+        Reply::tool(SUMMARIZE, json!({})),
+        Reply::tool(
+            RUN_TOOL,
+            json!({"toolId": "set-track-color", "params": {"color": "blue"}, "featureNames": ["Contact"]}),
+        ),
+        Reply::text("Contact is now red."),
+    ];
+    let (out, _) = run(cfg, script.clone()).await;
+    let run_call = out.calls.iter().find(|c| c.tool == RUN_TOOL).unwrap();
+    assert_eq!(run_call.input["params"]["color"], "red", "{:?}", run_call.input);
+    // Without the arguments lever the model's value goes through as written.
+    let off = AgentConfig {
+        levers: Levers {
+            arguments: false,
+            ..cfg.levers
+        },
+        ..cfg
+    };
+    let (out, _) = run(off, script).await;
+    let run_call = out.calls.iter().find(|c| c.tool == RUN_TOOL).unwrap();
+    assert_eq!(run_call.input["params"]["color"], "blue");
+}

@@ -1,0 +1,499 @@
+//! Values grounded in code from the analyst's own words, before (and instead of) a small model's
+//! guess: a colour ("green", "#00ff00"), speed bounds ("below 5 knots", "faster than ten kts"),
+//! and a time window relative to the plot ("between 0200 and 0400", "from 2am to 4am", "after
+//! 0300", "the last half hour", "the first ten minutes off").
+//!
+//! [`repair_run`] fills a `debrief_runTool` call's parameters from them by parameter name — a
+//! tool with a `color` parameter gets the colour, `start_time`/`end_time` the window,
+//! `max_knots`/`min_knots` the bounds — so a value the model omitted or invented is replaced by
+//! the one the analyst said. What the words do not settle is left as the model wrote it.
+
+use chrono::{DateTime, Duration, NaiveDate, NaiveTime, Utc};
+use serde_json::{Map, Value};
+
+/// CSS colour names an analyst is likely to say (a value, not a cue: "red" in "SSK-RED" is a
+/// name, which callers remove first).
+pub const COLOUR_NAMES: &[&str] = &[
+    "red", "green", "blue", "yellow", "orange", "purple", "pink", "black", "white", "gray", "grey",
+    "brown", "cyan", "magenta", "navy", "teal", "lime", "maroon", "olive", "violet", "gold",
+    "silver", "crimson",
+];
+
+const NUMBER_WORDS: &[(&str, f64)] = &[
+    ("zero", 0.0),
+    ("one", 1.0),
+    ("two", 2.0),
+    ("three", 3.0),
+    ("four", 4.0),
+    ("five", 5.0),
+    ("six", 6.0),
+    ("seven", 7.0),
+    ("eight", 8.0),
+    ("nine", 9.0),
+    ("ten", 10.0),
+    ("eleven", 11.0),
+    ("twelve", 12.0),
+    ("fifteen", 15.0),
+    ("twenty", 20.0),
+    ("thirty", 30.0),
+    ("forty", 40.0),
+    ("forty-five", 45.0),
+    ("fifty", 50.0),
+    ("sixty", 60.0),
+    ("ninety", 90.0),
+];
+
+fn words(text: &str) -> Vec<String> {
+    text.to_lowercase()
+        .split(|c: char| {
+            !(c.is_alphanumeric()
+                || c == '.'
+                || c == ':'
+                || c == '#'
+                || c == '-'
+                || c == '<'
+                || c == '>'
+                || c == '=')
+        })
+        .filter(|w| !w.is_empty())
+        .map(|w| w.trim_end_matches(['.', ':', '-']).to_owned())
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+fn number(w: &str) -> Option<f64> {
+    let t = w.trim_end_matches(|c: char| c.is_alphabetic());
+    if let Ok(v) = t.parse::<f64>() {
+        return Some(v);
+    }
+    NUMBER_WORDS.iter().find(|(n, _)| *n == w).map(|(_, v)| *v)
+}
+
+/// The one colour `utterance` names: a CSS name from [`COLOUR_NAMES`] (grey as gray) or a hex
+/// `#rrggbb`/`#rgb`. None when it names none, or two different ones.
+pub fn colour(utterance: &str) -> Option<String> {
+    let mut found: Vec<String> = Vec::new();
+    for w in words(utterance) {
+        let hex = w
+            .strip_prefix('#')
+            .filter(|h| (h.len() == 6 || h.len() == 3) && h.chars().all(|c| c.is_ascii_hexdigit()));
+        let c = if let Some(h) = hex {
+            Some(format!("#{h}"))
+        } else {
+            COLOUR_NAMES.iter().find(|n| **n == w).map(|n| {
+                if *n == "grey" {
+                    "gray".to_owned()
+                } else {
+                    (*n).to_owned()
+                }
+            })
+        };
+        if let Some(c) = c
+            && !found.contains(&c)
+        {
+            found.push(c);
+        }
+    }
+    match found.as_slice() {
+        [one] => Some(one.clone()),
+        _ => None,
+    }
+}
+
+/// Speed bounds in knots: `max` from "below/under/slower than/less than/at most/up to N kn" or
+/// "N knots or less", `min` from "above/over/faster than/more than/at least N kn" or "N knots or
+/// more". Only numbers followed by a knot unit (knots, kts, kt, kn) count.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct SpeedBounds {
+    pub max: Option<f64>,
+    pub min: Option<f64>,
+}
+
+pub fn speed_bounds(utterance: &str) -> SpeedBounds {
+    let w = words(utterance);
+    let unit = |s: &str| matches!(s, "knots" | "knot" | "kts" | "kt" | "kn");
+    let mut out = SpeedBounds::default();
+    for i in 0..w.len() {
+        // "5kts" as one word, or "5 kts".
+        let (value, after) = match number(&w[i]) {
+            Some(v)
+                if w[i].ends_with("kts")
+                    || w[i].ends_with("kt")
+                    || w[i].ends_with("kn")
+                    || w[i].ends_with("knots") =>
+            {
+                (v, i + 1)
+            }
+            Some(v) if w.get(i + 1).is_some_and(|u| unit(u)) => (v, i + 2),
+            _ => continue,
+        };
+        let before: Vec<&str> = w[i.saturating_sub(3)..i]
+            .iter()
+            .map(String::as_str)
+            .collect();
+        let next: Vec<&str> = w[after.min(w.len())..(after + 2).min(w.len())]
+            .iter()
+            .map(String::as_str)
+            .collect();
+        let has = |list: &[&str], set: &[&str]| list.iter().any(|x| set.contains(x));
+        let below = [
+            "below", "under", "slower", "less", "most", "<=", "<", "beneath", "max", "maximum",
+            "to",
+        ];
+        let above = [
+            "above",
+            "over",
+            "faster",
+            "more",
+            "least",
+            ">=",
+            ">",
+            "exceeding",
+            "min",
+            "minimum",
+        ];
+        if next == ["or", "less"]
+            || next == ["or", "slower"]
+            || next == ["or", "below"]
+            || (has(&before, &below) && !has(&before, &above))
+        {
+            out.max = Some(value);
+        } else if next == ["or", "more"]
+            || next == ["or", "faster"]
+            || next == ["or", "above"]
+            || has(&before, &above)
+        {
+            out.min = Some(value);
+        }
+    }
+    out
+}
+
+/// A clock time in one word: "0200", "02:00", "0200z", "2am", "2pm", "14:30".
+fn clock(w: &str) -> Option<NaiveTime> {
+    let w = w.trim_end_matches('z');
+    let (digits, pm, am) = if let Some(d) = w.strip_suffix("pm") {
+        (d, true, false)
+    } else if let Some(d) = w.strip_suffix("am") {
+        (d, false, true)
+    } else {
+        (w, false, false)
+    };
+    let (h, m) = if let Some((h, m)) = digits.split_once(':') {
+        (h.parse::<u32>().ok()?, m.parse::<u32>().ok()?)
+    } else if digits.len() == 4 && digits.chars().all(|c| c.is_ascii_digit()) {
+        (digits[..2].parse().ok()?, digits[2..].parse().ok()?)
+    } else if (am || pm) && !digits.is_empty() && digits.len() <= 2 {
+        (digits.parse().ok()?, 0)
+    } else {
+        return None;
+    };
+    let h = match (am, pm, h) {
+        (true, _, 12) => 0,
+        (_, true, h) if h < 12 => h + 12,
+        (_, _, h) => h,
+    };
+    NaiveTime::from_hms_opt(h, m, 0)
+}
+
+/// Every clock time in `utterance`, in order, with the words before it. "2-4am" and
+/// "02:00-04:00" count as two times; "2 o'clock" as one.
+fn clock_times(utterance: &str) -> Vec<(usize, NaiveTime)> {
+    let w = words(&utterance.to_lowercase().replace("o'clock", "oclock"));
+    let mut out = Vec::new();
+    for (i, word) in w.iter().enumerate() {
+        if let Some((a, b)) = word.split_once('-')
+            && let Some(tb) = clock(b)
+        {
+            // "2-4am": the first takes the second's am/pm.
+            let suffix: String = b.chars().skip_while(char::is_ascii_digit).collect();
+            if let Some(ta) = clock(a).or_else(|| clock(&format!("{a}{suffix}"))) {
+                out.push((i, ta));
+                out.push((i, tb));
+                continue;
+            }
+        }
+        if let Some(t) = clock(word) {
+            out.push((i, t));
+        } else if w.get(i + 1).is_some_and(|n| n == "oclock")
+            && let Some(h) = number(word).filter(|h| (0.0..24.0).contains(h))
+        {
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            if let Some(t) = NaiveTime::from_hms_opt(h as u32, 0, 0) {
+                out.push((i, t));
+            }
+        }
+    }
+    out
+}
+
+/// A duration said in words: "half an hour", "the last half hour", "ten minutes", "2 hours".
+fn duration(w: &[String]) -> Option<Duration> {
+    for i in 0..w.len() {
+        if w[i] == "half" && w.get(i + 1).is_some_and(|n| n == "hour" || n == "an") {
+            return Some(Duration::minutes(30));
+        }
+        let Some(n) = number(&w[i]) else { continue };
+        #[allow(clippy::cast_possible_truncation)]
+        let minutes = match w.get(i + 1).map(String::as_str) {
+            Some("minute" | "minutes" | "mins" | "min") => n,
+            Some("hour" | "hours" | "hrs" | "hr" | "h") => n * 60.0,
+            _ => continue,
+        };
+        #[allow(clippy::cast_possible_truncation)]
+        return Some(Duration::minutes(minutes.round() as i64));
+    }
+    if w.iter().any(|x| x == "hour") {
+        return Some(Duration::hours(1));
+    }
+    None
+}
+
+/// The time window to keep that `utterance` states, relative to `span` (the plot's or the
+/// track's first and last time): two clock times → between them; one → from it ("after",
+/// "from", "since") or up to it ("before", "until", "to"), flipped when the analyst says what
+/// to remove ("remove everything before 0200" keeps from 0200); "the last/first N minutes" (or
+/// "half hour") → the end or start of the span, flipped by "off"/"remove"/"cut". Clock times
+/// fall on the span's first day (the next day when that puts them before the span starts).
+pub fn time_window(
+    utterance: &str,
+    span: (DateTime<Utc>, DateTime<Utc>),
+) -> Option<(DateTime<Utc>, DateTime<Utc>)> {
+    let (start, end) = span;
+    if start >= end {
+        return None;
+    }
+    let w = words(utterance);
+    let removing = w.iter().any(|x| {
+        matches!(
+            x.as_str(),
+            "remove" | "delete" | "drop" | "off" | "cut" | "discard"
+        )
+    }) && !w
+        .iter()
+        .any(|x| matches!(x.as_str(), "keep" | "only" | "to" | "down"));
+    let day: NaiveDate = start.date_naive();
+    let at = |t: NaiveTime| -> DateTime<Utc> {
+        let mut d = day.and_time(t).and_utc();
+        if d < start && d + Duration::days(1) <= end {
+            d += Duration::days(1);
+        }
+        d
+    };
+    let times = clock_times(utterance);
+    let clamp = |a: DateTime<Utc>, b: DateTime<Utc>| -> Option<(DateTime<Utc>, DateTime<Utc>)> {
+        let (a, b) = (a.max(start), b.min(end));
+        (a < b).then_some((a, b))
+    };
+    match times.as_slice() {
+        [(_, a), (_, b), ..] => {
+            let (a, b) = (at(*a), at(*b));
+            return clamp(a.min(b), a.max(b));
+        }
+        [(i, t)] => {
+            let t = at(*t);
+            // The direction word nearest the time decides ("to after 0300" is after).
+            let direction =
+                w[i.saturating_sub(3)..*i]
+                    .iter()
+                    .rev()
+                    .find_map(|x| match x.as_str() {
+                        "after" | "from" | "since" | "past" => Some(true),
+                        "before" | "until" | "till" | "up" | "to" | "by" => Some(false),
+                        _ => None,
+                    });
+            let keep_from = match direction {
+                Some(true) => !removing,
+                Some(false) => removing,
+                None => return None,
+            };
+            return if keep_from {
+                clamp(t, end)
+            } else {
+                clamp(start, t)
+            };
+        }
+        [] => {}
+    }
+    let d = duration(&w)?;
+    let last = w.iter().any(|x| x == "last" || x == "final");
+    let first = w.iter().any(|x| x == "first" || x == "opening");
+    match (first, last) {
+        (true, false) if removing => clamp(start + d, end),
+        (true, false) => clamp(start, start + d),
+        (false, true) if removing => clamp(start, end - d),
+        (false, true) => clamp(end - d, end),
+        _ => None,
+    }
+}
+
+/// What a run call's parameters are checked against: the plot's time span.
+#[derive(Debug, Clone, Default)]
+pub struct RunContext {
+    pub span: Option<(DateTime<Utc>, DateTime<Utc>)>,
+}
+
+/// A `debrief_runTool` call's arguments with the values the analyst said put in place of what
+/// the model wrote, for the parameters `schema` (the tool's input schema) declares. Returns the
+/// arguments unchanged when the words settle nothing.
+pub fn repair_run(input: &Value, schema: &Value, utterance: &str, ctx: &RunContext) -> Value {
+    let mut out = input.clone();
+    let Some(obj) = out.as_object_mut() else {
+        return out;
+    };
+    let declared = |name: &str| schema.pointer(&format!("/properties/{name}")).is_some();
+    let mut params: Map<String, Value> = obj
+        .get("params")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let before = params.clone();
+    if declared("color")
+        && let Some(c) = colour(utterance)
+    {
+        params.insert("color".into(), Value::String(c));
+    }
+    if declared("start_time")
+        && declared("end_time")
+        && let Some((a, b)) = ctx.span.and_then(|s| time_window(utterance, s))
+    {
+        let iso = |t: DateTime<Utc>| t.format("%Y-%m-%dT%H:%M:%SZ").to_string();
+        params.insert("start_time".into(), Value::String(iso(a)));
+        params.insert("end_time".into(), Value::String(iso(b)));
+    }
+    let bounds = speed_bounds(utterance);
+    for (name, v) in [("max_knots", bounds.max), ("min_knots", bounds.min)] {
+        if declared(name)
+            && let Some(v) = v
+        {
+            params.insert(name.into(), serde_json::json!(v));
+        }
+    }
+    if params != before {
+        obj.insert("params".into(), Value::Object(params));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+    use serde_json::json;
+
+    fn t(h: u32, m: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 3, 1, h, m, 0).single().unwrap()
+    }
+
+    fn day() -> (DateTime<Utc>, DateTime<Utc>) {
+        (t(0, 0), t(12, 0))
+    }
+
+    #[test]
+    fn colours_are_names_or_hex_and_one_at_a_time() {
+        assert_eq!(colour("paint Nelson green").as_deref(), Some("green"));
+        assert_eq!(colour("make it #00FF00").as_deref(), Some("#00ff00"));
+        assert_eq!(colour("grey please").as_deref(), Some("gray"));
+        assert_eq!(colour("red or blue?"), None);
+        assert_eq!(colour("trim the track"), None);
+    }
+
+    #[test]
+    fn speed_bounds_read_the_direction_and_the_unit() {
+        assert_eq!(
+            speed_bounds("where was it slower than 5 knots").max,
+            Some(5.0)
+        );
+        assert_eq!(speed_bounds("positions under five kts").max, Some(5.0));
+        assert_eq!(speed_bounds("speed <= 5kt").max, Some(5.0));
+        assert_eq!(speed_bounds("5 knots or less").max, Some(5.0));
+        let b = speed_bounds("faster than 10 knots");
+        assert_eq!((b.max, b.min), (None, Some(10.0)));
+        assert_eq!(
+            speed_bounds("between 2 and 3 hours"),
+            SpeedBounds::default()
+        );
+    }
+
+    #[test]
+    fn clock_times_in_every_spelling() {
+        let span = day();
+        let w = |u: &str| time_window(u, span);
+        assert_eq!(w("trim to between 0200 and 0400"), Some((t(2, 0), t(4, 0))));
+        assert_eq!(w("keep 02:00-04:00"), Some((t(2, 0), t(4, 0))));
+        assert_eq!(w("from 2am to 4am"), Some((t(2, 0), t(4, 0))));
+        assert_eq!(w("shorten it to 2-4am"), Some((t(2, 0), t(4, 0))));
+        assert_eq!(
+            w("start 2 o'clock, end 4 o'clock"),
+            Some((t(2, 0), t(4, 0)))
+        );
+        assert_eq!(w("only from 0200Z to 0400Z"), Some((t(2, 0), t(4, 0))));
+        assert_eq!(
+            w("remove everything before 0200 and after 0400"),
+            Some((t(2, 0), t(4, 0)))
+        );
+    }
+
+    #[test]
+    fn one_time_or_a_duration_is_read_against_the_span() {
+        let span = day();
+        let w = |u: &str| time_window(u, span);
+        assert_eq!(w("trim it to after 0300"), Some((t(3, 0), t(12, 0))));
+        assert_eq!(
+            w("remove everything before 0300"),
+            Some((t(3, 0), t(12, 0)))
+        );
+        assert_eq!(w("keep it up to 0300"), Some((t(0, 0), t(3, 0))));
+        assert_eq!(w("the last half hour"), Some((t(11, 30), t(12, 0))));
+        assert_eq!(
+            w("trim the first ten minutes off"),
+            Some((t(0, 10), t(12, 0)))
+        );
+        assert_eq!(w("keep the first 2 hours"), Some((t(0, 0), t(2, 0))));
+        assert_eq!(w("trim the track"), None);
+        assert_eq!(
+            w("at 0300"),
+            None,
+            "one time with no direction is not a window"
+        );
+    }
+
+    #[test]
+    fn a_run_call_gets_the_values_the_analyst_said() {
+        let schema = json!({"properties": {"start_time": {}, "end_time": {}}});
+        let ctx = RunContext { span: Some(day()) };
+        let invented = json!({"toolId": "trim-track", "params": {"start_time": "2026-03-01T00:00:00Z", "end_time": "2026-03-01T00:30:00Z"}});
+        let r = repair_run(
+            &invented,
+            &schema,
+            "keep Nelson between 0200 and 0400",
+            &ctx,
+        );
+        assert_eq!(
+            r["params"],
+            json!({"start_time": "2026-03-01T02:00:00Z", "end_time": "2026-03-01T04:00:00Z"})
+        );
+        assert_eq!(r["toolId"], "trim-track");
+        let colour_schema = json!({"properties": {"color": {}}});
+        let r = repair_run(
+            &json!({"toolId": "set-track-color", "params": {"color": "red"}}),
+            &colour_schema,
+            "paint it green",
+            &ctx,
+        );
+        assert_eq!(r["params"]["color"], "green");
+        let untouched = json!({"toolId": "set-track-color", "params": {"color": "red"}});
+        assert_eq!(
+            repair_run(&untouched, &colour_schema, "colour it", &ctx),
+            untouched
+        );
+        let filter = json!({"properties": {"max_knots": {}, "min_knots": {}}});
+        let r = repair_run(
+            &json!({"toolId": "speed-filter", "params": {"min_knots": 5}}),
+            &filter,
+            "below 5 knots",
+            &ctx,
+        );
+        assert_eq!(r["params"]["max_knots"], json!(5.0));
+    }
+}
