@@ -19,13 +19,13 @@ mod anthropic;
 pub mod call_parse;
 pub mod client;
 pub mod constrain;
-mod openai;
 pub mod grounded;
+mod openai;
 pub mod rank;
-pub mod values;
 pub mod small;
 pub mod text_protocol;
 pub mod transcript;
+pub mod values;
 
 pub use agent_loop::{
     AgentConfig, AgentEvent, AgentLoop, CallRecord, CallStatus, CancelToken, Conversation, PRIMING,

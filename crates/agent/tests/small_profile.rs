@@ -495,7 +495,11 @@ async fn the_colour_the_analyst_said_replaces_the_one_the_model_wrote() {
     ];
     let (out, _) = run(cfg, script.clone()).await;
     let run_call = out.calls.iter().find(|c| c.tool == RUN_TOOL).unwrap();
-    assert_eq!(run_call.input["params"]["color"], "red", "{:?}", run_call.input);
+    assert_eq!(
+        run_call.input["params"]["color"], "red",
+        "{:?}",
+        run_call.input
+    );
     // Without the arguments lever the model's value goes through as written.
     let off = AgentConfig {
         levers: Levers {

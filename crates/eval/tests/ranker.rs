@@ -28,10 +28,15 @@ async fn recall(split: Split) -> (usize, [usize; 4], Vec<String>) {
         .iter()
         .flat_map(|f| {
             let p = &f["properties"];
-            [&p["platform_name"], &p["platform_id"], &p["name"], &p["label"]]
-                .into_iter()
-                .filter_map(|v| v.as_str().map(str::to_owned))
-                .collect::<Vec<_>>()
+            [
+                &p["platform_name"],
+                &p["platform_id"],
+                &p["name"],
+                &p["label"],
+            ]
+            .into_iter()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect::<Vec<_>>()
         })
         .collect();
     let mut total = 0;
