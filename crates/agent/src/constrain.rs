@@ -34,6 +34,9 @@ pub struct ServerInfo {
     pub kind: ServerKind,
     /// The context window in tokens, when the server says.
     pub n_ctx: Option<usize>,
+    /// The model's parameter count, when the server says (llama.cpp's `/v1/models` `meta`).
+    #[serde(default)]
+    pub n_params: Option<u64>,
 }
 
 impl ServerInfo {
@@ -65,6 +68,12 @@ pub fn detect(props: Option<&Value>, models: Option<&Value>) -> ServerInfo {
         info = ServerInfo {
             kind: ServerKind::LlamaCpp,
             n_ctx: Some(n),
+            // The GGUF's file name usually states the size ("…-0.5b-instruct-q8_0.gguf").
+            n_params: p
+                .get("model_path")
+                .and_then(Value::as_str)
+                .and_then(|path| path.rsplit('/').next())
+                .and_then(crate::small::params_in_name),
         };
     }
     let first = models.and_then(|m| m.pointer("/data/0"));
@@ -79,6 +88,10 @@ pub fn detect(props: Option<&Value>, models: Option<&Value>) -> ServerInfo {
         if info.kind == ServerKind::Unknown {
             info.kind = kind;
         }
+        info.n_params = m
+            .pointer("/meta/n_params")
+            .and_then(Value::as_u64)
+            .or(info.n_params);
         if info.n_ctx.is_none() {
             info.n_ctx = m
                 .pointer("/meta/n_ctx")
@@ -565,7 +578,8 @@ mod tests {
             detect(None, Some(&models)),
             ServerInfo {
                 kind: ServerKind::LlamaCpp,
-                n_ctx: Some(4096)
+                n_ctx: Some(4096),
+                n_params: None,
             }
         );
         let vllm = json!({"data": [{"id": "m", "owned_by": "vllm", "max_model_len": 32768}]});
@@ -573,9 +587,14 @@ mod tests {
             detect(None, Some(&vllm)),
             ServerInfo {
                 kind: ServerKind::Vllm,
-                n_ctx: Some(32768)
+                n_ctx: Some(32768),
+                n_params: None,
             }
         );
+        let props = json!({"default_generation_settings": {"n_ctx": 8192}, "model_path": "/m/qwen2.5-coder-0.5b-instruct-q8_0.gguf"});
+        assert_eq!(detect(Some(&props), None).n_params, Some(500_000_000));
+        let meta = json!({"data": [{"id": "m", "owned_by": "llamacpp", "meta": {"n_params": 494_032_768}}]});
+        assert_eq!(detect(None, Some(&meta)).n_params, Some(494_032_768));
         let ollama = json!({"data": [{"id": "qwen2.5:0.5b", "owned_by": "library"}]});
         assert_eq!(detect(None, Some(&ollama)).kind, ServerKind::Ollama);
         let openai = json!({"data": [{"id": "gpt", "owned_by": "openai"}]});

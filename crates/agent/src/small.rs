@@ -28,6 +28,74 @@ pub enum Profile {
     Small,
 }
 
+/// Models with at most this many parameters get the small profile when none is asked for: the
+/// small profile was built for and measured on 0.1–0.5 B models, and models up to a few billion
+/// parameters still pick the first of a long tool list and invent values.
+pub const SMALL_MODEL_MAX_PARAMS: u64 = 4_000_000_000;
+
+/// The parameter count a model id states: "qwen2.5-coder-0.5b-instruct-q8_0" → 0.5 B,
+/// "SmolLM2-135M" → 135 M, "llama3.2:1b" → 1 B. The last such number wins (ids put the size
+/// after the family and version: "qwen2.5-7b" is 7 B, not 2.5).
+pub fn params_in_name(model_id: &str) -> Option<u64> {
+    let lower = model_id.to_lowercase();
+    let mut found = None;
+    for word in lower.split(|c: char| !(c.is_ascii_alphanumeric() || c == '.')) {
+        let (num, scale) = if let Some(n) = word.strip_suffix('b') {
+            (n, 1e9)
+        } else if let Some(n) = word.strip_suffix('m') {
+            (n, 1e6)
+        } else {
+            continue;
+        };
+        // A size is digits with at most one point ("0.5", "135"); "q8" or "v2" is not.
+        if num.is_empty() || !num.chars().all(|c| c.is_ascii_digit() || c == '.') {
+            continue;
+        }
+        if let Ok(v) = num.parse::<f64>()
+            && v > 0.0
+        {
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            {
+                found = Some((v * scale) as u64);
+            }
+        }
+    }
+    found
+}
+
+/// The profile for a model when the user asked for none, and why: the small one for a model
+/// inside toolgate, for a server that reports at most [`SMALL_MODEL_MAX_PARAMS`] parameters,
+/// or a model id that states such a size; otherwise the large one.
+pub fn auto_profile(model_id: &str, info: &crate::constrain::ServerInfo) -> (Profile, String) {
+    use crate::constrain::ServerKind;
+    let gb = |n: u64| {
+        #[allow(clippy::cast_precision_loss)]
+        let v = n as f64 / 1e9;
+        format!("{v:.2} B parameters")
+    };
+    if info.kind == ServerKind::InProcess {
+        return (Profile::Small, "the model runs inside toolgate".to_owned());
+    }
+    if let Some(n) = info.n_params {
+        let p = if n <= SMALL_MODEL_MAX_PARAMS {
+            Profile::Small
+        } else {
+            Profile::Large
+        };
+        return (p, format!("the server reports {}", gb(n)));
+    }
+    match params_in_name(model_id) {
+        Some(n) if n <= SMALL_MODEL_MAX_PARAMS => {
+            (Profile::Small, format!("the model id states {}", gb(n)))
+        }
+        Some(n) => (Profile::Large, format!("the model id states {}", gb(n))),
+        None => (
+            Profile::Large,
+            "the model's size is unknown (pass --profile small for a small model)".to_owned(),
+        ),
+    }
+}
+
 /// The separately measurable parts of the small profile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -730,6 +798,42 @@ pub fn fit_to_budget(counter: &TokenCounter, messages: &[Message], budget: usize
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_small_model_gets_the_small_profile_by_itself() {
+        use crate::constrain::{ServerInfo, ServerKind};
+        assert_eq!(
+            params_in_name("qwen2.5-coder-0.5b-instruct-q8_0"),
+            Some(500_000_000)
+        );
+        assert_eq!(params_in_name("SmolLM2-135M-Instruct"), Some(135_000_000));
+        assert_eq!(params_in_name("llama3.2:1b"), Some(1_000_000_000));
+        assert_eq!(params_in_name("qwen2.5-7b"), Some(7_000_000_000));
+        assert_eq!(params_in_name("gpt-4o"), None);
+        let unknown = ServerInfo::default();
+        assert_eq!(
+            auto_profile("qwen2.5-coder-0.5b", &unknown).0,
+            Profile::Small
+        );
+        assert_eq!(
+            auto_profile("qwen2.5-32b-instruct", &unknown).0,
+            Profile::Large
+        );
+        assert_eq!(auto_profile("gpt-4o", &unknown).0, Profile::Large);
+        let in_process = ServerInfo {
+            kind: ServerKind::InProcess,
+            ..ServerInfo::default()
+        };
+        assert_eq!(auto_profile("anything", &in_process).0, Profile::Small);
+        let reported = ServerInfo {
+            kind: ServerKind::LlamaCpp,
+            n_params: Some(494_032_768),
+            ..ServerInfo::default()
+        };
+        let (p, why) = auto_profile("model", &reported);
+        assert_eq!(p, Profile::Small);
+        assert!(why.contains("0.49 B"), "{why}");
+    }
     use super::*;
     use crate::client::ToolCallRequest;
 

@@ -63,9 +63,11 @@ pub struct ModelArgs {
     #[arg(long, default_value_t = 8)]
     pub max_turns: usize,
     /// Tool surface: large (every tool every turn, full results) or small (per-step tools,
-    /// repeat guard, compact results, context budget, constrained decoding where the server
-    /// offers it).
-    #[arg(long, value_enum, default_value = "large")]
+    /// ranked tools, grounded values and replies, repeat guard, compact results, context budget,
+    /// constrained decoding where the server offers it). auto: small for a model inside
+    /// toolgate, a server that reports at most 4 B parameters, or a model id that states such a
+    /// size ("qwen2.5-coder-0.5b"); large otherwise.
+    #[arg(long, value_enum, default_value = "auto")]
     pub profile: ProfileArg,
     /// Only these small-profile parts, comma-separated (parsing, constraints, state,
     /// compaction; none), instead of the profile's: to measure each part's lift.
@@ -90,17 +92,16 @@ pub struct ModelArgs {
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum ProfileArg {
+    Auto,
     Large,
     Small,
 }
 
 impl ModelArgs {
-    /// The loop's limits and levers from these flags.
-    pub(crate) fn agent_config(&self) -> Result<AgentConfig> {
-        let profile = match self.profile {
-            ProfileArg::Large => Profile::Large,
-            ProfileArg::Small => Profile::Small,
-        };
+    /// The loop's limits and levers from these flags; `--profile auto` asks `client` what it
+    /// is (one `server_info` probe, cached by the client) and says on stderr what it chose.
+    pub(crate) async fn agent_config(&self, client: &dyn ModelClient) -> Result<AgentConfig> {
+        let profile = self.profile(client).await;
         let levers = match &self.levers {
             Some(list) => Levers::parse(list).map_err(anyhow::Error::msg)?,
             None => Levers::for_profile(profile),
@@ -111,6 +112,28 @@ impl ModelArgs {
             context: self.context,
             ..AgentConfig::default()
         })
+    }
+
+    /// The profile these flags select for `client`.
+    pub(crate) async fn profile(&self, client: &dyn ModelClient) -> Profile {
+        match self.profile {
+            ProfileArg::Large => Profile::Large,
+            ProfileArg::Small => Profile::Small,
+            ProfileArg::Auto => {
+                let info = client.server_info().await;
+                let (p, why) = toolgate_agent::small::auto_profile(client.model_id(), &info);
+                tracing::info!("profile {p:?}: {why}");
+                eprintln!(
+                    "toolgate: the {} profile for {} ({why}; --profile large|small overrides)",
+                    match p {
+                        Profile::Large => "large",
+                        Profile::Small => "small",
+                    },
+                    client.model_id()
+                );
+                p
+            }
+        }
     }
 
     pub(crate) fn config(&self, stream: bool) -> Result<ModelConfig> {
@@ -449,14 +472,8 @@ pub async fn chat(args: ChatArgs) -> Result<i32> {
         Arc::new(JsonlSink::new(paths::telemetry_file())),
         surface_settings("chat", &model_id, priming),
     ));
-    let agent = AgentLoop::new(
-        client,
-        debrief.clone(),
-        AgentConfig {
-            priming,
-            ..args.model.agent_config()?
-        },
-    );
+    let config = args.model.agent_config(client.as_ref()).await?;
+    let agent = AgentLoop::new(client, debrief.clone(), AgentConfig { priming, ..config });
     let tdir = args
         .transcripts
         .clone()
@@ -601,7 +618,7 @@ pub async fn eval(command: EvalCommand) -> Result<i32> {
                     PrimingArg::Both => vec![false, true],
                 },
                 repeat: repeat.max(1),
-                agent: model.agent_config()?,
+                agent: model.agent_config(client.as_ref()).await?,
                 transcripts,
             };
             let report = probe::probe(&list, client, &opts).await?;

@@ -327,20 +327,25 @@ pub async fn serve(args: ServeArgs) -> Result<i32> {
     let _ = setup.shared.directory.set(state.directory().clone());
     if args.model.given() {
         let (client, _) = args.model.client(true)?;
+        let config = args.model.agent_config(client.as_ref()).await?;
+        let profile = if config.levers == toolgate_agent::Levers::SMALL {
+            "small profile"
+        } else if config.levers == toolgate_agent::Levers::LARGE {
+            "large profile"
+        } else {
+            "custom levers"
+        };
         let agent = toolgate_agent::AgentLoop::new(
             client,
             workbench.clone(),
-            toolgate_agent::AgentConfig {
-                priming,
-                ..args.model.agent_config()?
-            },
+            toolgate_agent::AgentConfig { priming, ..config },
         );
         let conversation =
             toolgate_agent::Conversation::new(format!("workbench-{}", std::process::id()));
         state = state.with_chat(Arc::new(crate::workbench_chat::AgentChat::new(
             agent,
             conversation,
-            model_id.clone(),
+            format!("{model_id}, {profile}"),
         )));
     }
     // Changes other instances make wake this one's live streams at once.

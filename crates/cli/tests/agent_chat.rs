@@ -108,7 +108,7 @@ async fn chat_confirms_inline_streams_and_undoes() {
     assert!(first < undo && undo < clean, "{o}");
     assert_eq!(contact_colour(dir.path()), "#FF0000", "nothing was saved");
     // Streaming was on: the request asked for it.
-    assert_eq!(mock.requests()[0].body["stream"], true);
+    assert_eq!(mock.chat_requests()[0].body["stream"], true);
     // A transcript and telemetry with the model id.
     let tdir = dir.path().join("data/transcripts");
     let files: Vec<_> = std::fs::read_dir(&tdir).unwrap().collect();
@@ -168,7 +168,7 @@ async fn a_declined_edit_is_not_applied_and_save_writes_only_when_asked() {
         r.stdout
     );
     assert_eq!(contact_colour(dir.path()), "red");
-    assert!(mock.requests()[0].body.get("stream").is_none());
+    assert!(mock.chat_requests()[0].body.get("stream").is_none());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

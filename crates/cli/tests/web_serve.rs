@@ -83,7 +83,7 @@ async fn the_chat_panel_runs_the_agent_loop_on_the_workbench_session() {
         st["activePlot"], "stac://demo/alpha-day1/item.json",
         "the page sees what the chat opened: {st}"
     );
-    assert_eq!(model.requests().len(), 2);
+    assert_eq!(model.chat_requests().len(), 2);
 }
 
 #[test]

@@ -413,6 +413,7 @@ impl ModelClient for LocalModel {
         ServerInfo {
             kind: ServerKind::InProcess,
             n_ctx: usize::try_from(self.n_ctx).ok(),
+            n_params: None,
         }
     }
 }

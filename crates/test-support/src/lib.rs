@@ -181,6 +181,15 @@ impl MockModel {
         format!("http://{}", self.addr)
     }
 
+    /// The chat requests only (`/v1/chat/completions`, `/v1/messages`): without the server
+    /// probes (`GET /props`, `GET /v1/models`) a client makes to learn what it talks to.
+    pub fn chat_requests(&self) -> Vec<Recorded> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.path != "/props" && r.path != "/v1/models")
+            .collect()
+    }
+
     pub fn requests(&self) -> Vec<Recorded> {
         self.shared
             .requests
