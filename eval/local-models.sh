@@ -5,7 +5,7 @@
 # Apache-2.0 per Qwen's model card) served by llama.cpp's OpenAI-compatible server from the
 # xllamacpp wheel on 127.0.0.1, 1 thread, greedy — or, with BACKEND=in-process, run inside toolgate
 # (`--model-file`, llama.cpp through llama-cpp-2 with the same grammar-constrained decoding; the
-# binary is built with `--features local-model`).
+# binary is built with the default `local-model` feature).
 #
 #   eval/local-models.sh [OUT_DIR]            (default target/local-model-eval)
 #
@@ -35,7 +35,7 @@ mkdir -p "$OUT"
 
 TOOLGATE_MODELS_DIR="$DIR" eval/fetch-models.sh qwen
 if [ "$BACKEND" = in-process ]; then
-  [ -x "$BIN" ] || cargo build -p toolgate --features local-model --ignore-rust-version -j2
+  [ -x "$BIN" ] || cargo build -p toolgate --ignore-rust-version -j2
   MODEL_ARGS=(--model-file "$MODEL" --model qwen2.5-coder-0.5b --threads "$THREADS" --context "$N_CTX" --max-tokens "$N_PREDICT")
 else
   TOOLGATE_MODELS_DIR="$DIR" eval/fetch-models.sh server

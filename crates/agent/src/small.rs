@@ -322,6 +322,35 @@ impl Intent {
         {
             return Some(Intent::DescribePlot);
         }
+        // A question about a quantity of the tracks is an analysis (the summary holds no speeds,
+        // ranges or bearings), and a colour or a speed bound with no verb still asks for a run
+        // ("Nelson in green", "the contact under 5 knots").
+        const QUANTITY: [&str; 16] = [
+            "far",
+            "fast",
+            "quick",
+            "slow",
+            "long",
+            "close",
+            "closest",
+            "apart",
+            "distance",
+            "range",
+            "bearing",
+            "speed",
+            "average",
+            "mean",
+            "knots",
+            "separation",
+        ];
+        let how = words.windows(2).any(|w| {
+            w[0] == "how" && ["far", "fast", "quick", "long", "close", "quickly"].contains(&w[1])
+        });
+        let values = crate::values::colour(utterance).is_some()
+            || crate::values::speed_bounds(utterance) != crate::values::SpeedBounds::default();
+        if how || values || (has(&QUANTITY) && !has(&["plots", "find", "search", "open"])) {
+            return Some(Intent::RunTool);
+        }
         // "open" as an adjective ("the open plot", "currently open") asks for nothing to be opened.
         let opens = words.iter().enumerate().any(|(i, w)| {
             *w == "open"
@@ -798,6 +827,27 @@ pub fn fit_to_budget(counter: &TokenCounter, messages: &[Message], budget: usize
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn questions_about_quantities_and_bare_values_are_runs() {
+        for u in [
+            "what was the contact's average speed?",
+            "how far apart were Nelson and the contact?",
+            "Nelson in green",
+            "where was the sub under 5 knots",
+            "range and bearing from Nelson to the contact",
+        ] {
+            assert_eq!(Intent::from_words(u), Some(Intent::RunTool), "{u}");
+        }
+        assert_eq!(
+            Intent::from_words("which tools can I run"),
+            Some(Intent::ListTools)
+        );
+        assert_eq!(
+            Intent::from_words("find the plots with a frigate"),
+            Some(Intent::FindPlots)
+        );
+    }
 
     #[test]
     fn a_small_model_gets_the_small_profile_by_itself() {

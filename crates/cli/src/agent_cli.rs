@@ -78,7 +78,8 @@ pub struct ModelArgs {
     #[arg(long, value_name = "N")]
     pub context: Option<usize>,
     /// Run this GGUF model inside toolgate instead of asking a server (llama.cpp in process,
-    /// grammar-constrained decoding; needs a toolgate built with `--features local-model`).
+    /// grammar-constrained decoding; in the default build). Default: the model `toolgate model
+    /// install` installed, when no server is named.
     /// Takes the place of --model-url/--model.
     #[arg(long, env = "TOOLGATE_MODEL_FILE", value_name = "PATH.gguf")]
     pub model_file: Option<PathBuf>,
@@ -155,15 +156,26 @@ impl ModelArgs {
         Ok(c)
     }
 
-    /// A model was named: a file to run in process, or a server URL and a model id.
+    /// A model was named: a file to run in process, or a server URL and a model id — or
+    /// neither, and `toolgate model install` installed a default this build can run.
     pub(crate) fn given(&self) -> bool {
-        self.model_file.is_some() || (self.model_url.is_some() && self.model.is_some())
+        self.model_file().is_some() || (self.model_url.is_some() && self.model.is_some())
+    }
+
+    /// `--model-file`, else (no server named either) the model `toolgate model install` made the
+    /// default, when this build runs models in process.
+    fn model_file(&self) -> Option<PathBuf> {
+        self.model_file.clone().or_else(|| {
+            (cfg!(feature = "local-model") && self.model_url.is_none() && self.model.is_none())
+                .then(crate::model_cli::installed_default)
+                .flatten()
+        })
     }
 
     /// The client these flags describe and the model id it reports: the in-process model for
     /// --model-file, else the HTTP client (wrapped in the text protocol with --text-tools).
     pub(crate) fn client(&self, stream: bool) -> Result<(Arc<dyn ModelClient>, String)> {
-        if let Some(path) = &self.model_file {
+        if let Some(path) = &self.model_file() {
             let client = self.local_client(path)?;
             let id = client.model_id().to_owned();
             return Ok((client, id));
@@ -190,7 +202,7 @@ impl ModelArgs {
     #[cfg(not(feature = "local-model"))]
     fn local_client(&self, path: &Path) -> Result<Arc<dyn ModelClient>> {
         bail!(
-            "--model-file {} needs a toolgate built with the in-process model: cargo install --path crates/cli --features local-model --ignore-rust-version (needs CMake, a C++ compiler and libclang); or serve the model (llama.cpp's llama-server, Ollama, vLLM) and pass --model-url and --model",
+            "--model-file {} needs a toolgate built with the in-process model, which this one was built without (--no-default-features): cargo install --path crates/cli --ignore-rust-version (needs CMake, a C++ compiler and libclang); or serve the model (llama.cpp's llama-server, Ollama, vLLM) and pass --model-url and --model",
             path.display()
         )
     }

@@ -845,6 +845,28 @@ pub async fn doctor(args: DoctorArgs) -> Result<i32> {
     report.push(check_writable("target", &target));
     report.push(check_writable("data dir", &loc.data_dir));
     report.push(check_writable("hook state", &hook_state_dir()));
+    report.push(match crate::model_cli::installed_default() {
+        Some(path) => {
+            let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            #[allow(clippy::cast_precision_loss)]
+            let mb = size as f64 / 1_048_576.0;
+            let runs = if cfg!(feature = "local-model") {
+                "the chat panel answers with it in process, small profile"
+            } else {
+                "this toolgate was built without the in-process model, so it is not used (rebuild without --no-default-features)"
+            };
+            Check::new(
+                "model",
+                Level::Note,
+                format!("{} ({mb:.1} MB): {runs}", path.display()),
+            )
+        }
+        None => Check::new(
+            "model",
+            Level::Note,
+            "none installed (`toolgate model install qwen2.5-coder-0.5b` for the offline chat panel)",
+        ),
+    });
     check_installs(&loc, &mut report);
     for (cli, what) in [
         ("copilot", "Copilot CLI"),

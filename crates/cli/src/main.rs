@@ -8,6 +8,7 @@ mod exec;
 mod hosts_cli;
 mod human;
 mod mcp_cli;
+mod model_cli;
 mod paths;
 mod trust_cli;
 mod workbench_chat;
@@ -65,6 +66,12 @@ enum Command {
     Install(hosts_cli::InstallArgs),
     /// Remove exactly what `toolgate install` wrote into a host.
     Uninstall(hosts_cli::UninstallArgs),
+    /// Install a GGUF model for the offline chat panel (a known name, a URL or a path) and
+    /// list the installed ones.
+    Model {
+        #[command(subcommand)]
+        command: model_cli::ModelCommand,
+    },
     /// Check that the sandbox backends and install targets are usable (non-zero on problems).
     Doctor(hosts_cli::DoctorArgs),
     /// Answer an agent host's hook (payload on stdin, decision on stdout).
@@ -151,6 +158,7 @@ fn main() -> std::process::ExitCode {
             Command::Install(args) => hosts_cli::install(args).await,
             Command::Uninstall(args) => hosts_cli::uninstall(args).await,
             Command::Doctor(args) => hosts_cli::doctor(args).await,
+            Command::Model { command } => model_cli::model(command),
             Command::Hook { command } => hosts_cli::hook(command),
             Command::Convert(args) => convert_cli::convert(&args),
             Command::Trust(args) => trust_cli::trust(&args),

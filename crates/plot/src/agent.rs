@@ -518,6 +518,33 @@ impl Debrief {
             }
         };
         let mut reply = serde_json::to_value(&result).unwrap_or(Value::Null);
+        if result.total == 0
+            && let Some(text) = args.get("text").and_then(Value::as_str)
+        {
+            // Say what was searched and what nearly matched (read leniently: plurals, "second"
+            // for 2, ASW for anti-submarine), so a retry need not guess (never opened here).
+            let session = self.session();
+            let near = crate::search::near_matches(
+                session.stores().iter().flat_map(|s| s.items.iter()),
+                text,
+                3,
+            );
+            drop(session);
+            let text = toolgate_core::clip::quote(text);
+            reply["message"] = Value::String(if near.is_empty() {
+                format!(
+                    "No plots matched. Searched for the text \"{text}\"; no plot shares a word with it. Try fewer words, a platform, or a date range."
+                )
+            } else {
+                format!(
+                    "No plots matched. Searched for the text \"{text}\". Near matches: {}. Search again with words from one of these titles (or its id) to open it.",
+                    near.iter()
+                        .map(|(id, title)| format!("{title} ({id})"))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                )
+            });
+        }
         if args.get("open").and_then(Value::as_bool) == Some(true) {
             if result.matches.len() == 1 && result.total == 1 {
                 let id = result.matches[0].plot_id.clone();

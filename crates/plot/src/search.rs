@@ -262,6 +262,93 @@ pub fn query_words(text: &str) -> Vec<String> {
     words(&text.to_lowercase()).map(str::to_owned).collect()
 }
 
+/// Words that say nothing about which plot is meant, for [`near_matches`].
+const NEAR_STOP: &[&str] = &[
+    "the", "a", "an", "of", "for", "with", "from", "in", "on", "at", "and", "or", "to", "plot",
+    "plots", "any", "all", "me", "show", "find", "open", "load", "search", "bring", "up", "get",
+];
+
+/// Spellings an analyst uses for the same thing, read as one: ordinals and number words as
+/// digits ("second" → 2, "two" → 2, "2nd" → 2), plurals as the singular, and anti-submarine
+/// as ASW.
+fn relax(word: &str) -> String {
+    const NUMBERS: &[(&str, &str)] = &[
+        ("first", "1"),
+        ("one", "1"),
+        ("1st", "1"),
+        ("second", "2"),
+        ("two", "2"),
+        ("2nd", "2"),
+        ("third", "3"),
+        ("three", "3"),
+        ("3rd", "3"),
+        ("fourth", "4"),
+        ("four", "4"),
+        ("4th", "4"),
+        ("fifth", "5"),
+        ("five", "5"),
+        ("5th", "5"),
+        ("antisubmarine", "asw"),
+    ];
+    let w = word.to_lowercase();
+    if let Some((_, d)) = NUMBERS.iter().find(|(n, _)| *n == w) {
+        return (*d).to_owned();
+    }
+    if w.len() > 3 && w.ends_with('s') && !w.ends_with("ss") {
+        return w[..w.len() - 1].to_owned();
+    }
+    w
+}
+
+fn relaxed_words(text: &str) -> Vec<String> {
+    let lower = text
+        .to_lowercase()
+        .replace("anti-submarine", "antisubmarine")
+        .replace("anti submarine", "antisubmarine");
+    words(&lower)
+        .filter(|w| !NEAR_STOP.contains(w))
+        .map(relax)
+        .collect()
+}
+
+/// Plots a text search that matched nothing nearly matches, best first (at most `n`): every
+/// word of the text found once plurals, ordinals, number words, stop words and the ASW
+/// abbreviation are read leniently; else the plots sharing the most such words. Titles with
+/// their ids, for the "no match" reply to suggest (never opened or counted as matches).
+pub fn near_matches<'a>(
+    entries: impl IntoIterator<Item = &'a ItemEntry>,
+    text: &str,
+    n: usize,
+) -> Vec<(String, String)> {
+    let wanted = relaxed_words(text);
+    if wanted.is_empty() {
+        return Vec::new();
+    }
+    let mut scored: Vec<(usize, bool, &ItemEntry)> = entries
+        .into_iter()
+        .filter_map(|e| {
+            let hay = relaxed_words(&search_text(e));
+            let found = wanted
+                .iter()
+                .filter(|w| hay.iter().any(|h| h.starts_with(w.as_str())))
+                .count();
+            (found > 0).then_some((found, found == wanted.len(), e))
+        })
+        .collect();
+    scored.sort_by(|a, b| {
+        b.1.cmp(&a.1)
+            .then(b.0.cmp(&a.0))
+            .then_with(|| a.2.title.cmp(&b.2.title))
+    });
+    let all_found = scored.first().is_some_and(|s| s.1);
+    scored
+        .into_iter()
+        .filter(|s| s.1 || !all_found)
+        .take(n)
+        .map(|(_, _, e)| (e.plot_id.clone(), e.title.clone()))
+        .collect()
+}
+
 /// The reply for `hits` (every match, in order) under the query's cap.
 pub fn finish(mut hits: Vec<PlotMatch>, q: &SearchQuery) -> SearchResult {
     let total = hits.len();
@@ -294,7 +381,53 @@ pub fn search(stores: &[StacStore], q: &SearchQuery) -> Result<SearchResult, Str
 
 #[cfg(test)]
 mod text_tests {
-    use super::text_matches;
+    use super::{near_matches, relaxed_words, text_matches};
+
+    #[test]
+    fn near_matches_read_ordinals_plurals_and_asw_leniently() {
+        let entry =
+            |id: &str, title: &str, description: &str, tags: &[&str]| crate::store::ItemEntry {
+                plot_id: id.to_owned(),
+                item_path: String::new(),
+                title: title.to_owned(),
+                description: description.to_owned(),
+                tags: tags.iter().map(|t| (*t).to_owned()).collect(),
+                feature_tags: Vec::new(),
+                platforms: Vec::new(),
+                bbox: None,
+                start: None,
+                end: None,
+                features_path: None,
+            };
+        let plots = [
+            entry(
+                "d1",
+                "Exercise Alpha — Day 1",
+                "Anti-submarine exercise with frigates.",
+                &["ASW"],
+            ),
+            entry(
+                "d2",
+                "Exercise Alpha — Day 2",
+                "Second day: prosecution of the submarine contact.",
+                &["ASW"],
+            ),
+        ];
+        assert_eq!(relaxed_words("the second day"), ["2", "day"]);
+        let ids = |text: &str| -> Vec<String> {
+            near_matches(&plots, text, 3)
+                .into_iter()
+                .map(|(id, _)| id)
+                .collect()
+        };
+        assert_eq!(ids("alpha day two"), ["d2"]);
+        assert_eq!(ids("Alpha's 2nd day"), ["d2"]);
+        assert_eq!(ids("frigates"), ["d1"]);
+        assert_eq!(ids("anti-submarine exercises"), ["d1", "d2"]);
+        // Nothing found whole: the plots sharing the most words, to suggest.
+        assert_eq!(ids("exercise bravo"), ["d1", "d2"]);
+        assert!(ids("dynamic mongoose").is_empty());
+    }
 
     #[test]
     fn phrases_and_words_in_any_order_match() {
