@@ -85,8 +85,33 @@ fn the_sandbox_worker_runs_under_landlock() {
                 .map(move |f| (pid.clone(), *f, status_field(pid, f)))
         })
         .collect();
+    // A session of its own (session id = its pid) and no controlling terminal (tty_nr 0):
+    // /proc/PID/stat fields 6 and 7, after the parenthesised command name.
+    let sessions: Vec<(String, Option<(String, String)>)> = workers
+        .iter()
+        .map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let after = stat
+                .rsplit_once(')')
+                .map(|(_, r)| r.to_owned())
+                .unwrap_or_default();
+            let f: Vec<&str> = after.split_whitespace().collect();
+            (
+                pid.clone(),
+                f.get(3)
+                    .zip(f.get(4))
+                    .map(|(s, t)| ((*s).to_owned(), (*t).to_owned())),
+            )
+        })
+        .collect();
     let _ = child.kill();
     let _ = child.wait();
+    assert!(
+        sessions
+            .iter()
+            .all(|(pid, st)| st.as_ref().is_some_and(|(s, t)| s == pid && t == "0")),
+        "the worker leads its own session with no terminal: {sessions:?}"
+    );
     assert!(
         nnp.iter().all(|v| v.as_deref() == Some("1")),
         "the worker restricted itself: {nnp:?}"

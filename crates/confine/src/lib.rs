@@ -217,6 +217,23 @@ pub fn drop_privileges() -> Result<(), String> {
     }
 }
 
+/// Leave the caller's session for a new one of the calling process's own, with no controlling
+/// terminal (`setsid`), for a process toolgate starts for itself outside the launcher (the
+/// sandbox worker): the terminal toolgate was started from is then nothing it can reach.
+/// Fails for a process-group leader (start it in its parent's group).
+pub fn leave_terminal() -> Result<(), String> {
+    #[cfg(target_os = "linux")]
+    {
+        nix::unistd::setsid()
+            .map(|_| ())
+            .map_err(|e| format!("setsid: {e}"))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Ok(())
+    }
+}
+
 /// What one confined child may touch. Built with [`Policy::new`]; the system's read-only
 /// directories are added by the launcher itself.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]

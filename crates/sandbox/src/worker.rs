@@ -203,6 +203,15 @@ pub fn worker_main() -> i32 {
     // No capability either, for good (toolgate may run as root): the worker needs none, and a
     // bug that reached the OS would find nothing to use. A worker that still held one would be
     // a worker running with privilege by accident: it refuses to run.
+    // A session of its own, so the terminal toolgate runs in is not the worker's controlling
+    // terminal (the pool starts it in toolgate's process group, never as a group leader).
+    if let Err(e) = toolgate_confine::leave_terminal() {
+        let _ = writeln!(
+            io::stderr(),
+            "toolgate worker: could not leave the caller's session, so it does not run: {e}"
+        );
+        return 70;
+    }
     if let Err(e) = toolgate_confine::drop_privileges() {
         let _ = writeln!(
             io::stderr(),
