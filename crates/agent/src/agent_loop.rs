@@ -147,6 +147,9 @@ pub enum CallStatus {
     Repeated,
     /// Small profile: a tool not offered at this step; refused, not dispatched.
     NotOffered,
+    /// Small profile: a run whose target the request does not settle (nothing named or
+    /// selected, or a phrase that fits several features); not dispatched, the analyst is asked.
+    TargetAsked,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -396,6 +399,20 @@ impl AgentLoop {
                 break Stop::TurnLimit;
             }
             out.turns += 1;
+            if out.turns == 1
+                && self.config.levers.grounding
+                && let Some(text) = self.invented_tool_reply(utterance)
+            {
+                // Refused in code, before any model is asked: a tool that does not exist is
+                // never replaced by another one (a small model runs whatever it is offered).
+                conversation.log("grounding", json!({"inventedTool": text}));
+                conversation
+                    .messages
+                    .push(Message::assistant(text.clone(), Vec::new()));
+                emit(&events, AgentEvent::Final { text: text.clone() });
+                out.final_text = Some(text);
+                break Stop::Final;
+            }
             let t = Instant::now();
             let turn = self.small_turn(&mut small, conversation, out.calls.len());
             // A turn decoded under the step schema streams JSON (`{"name": …}` or `{"reply":
@@ -575,7 +592,26 @@ impl AgentLoop {
                     }
                     repaired
                 });
+                // The small profile settles the targets in code: a run whose request names
+                // nothing resolvable (or names several at once) is asked about, not dispatched.
+                let target_question = match &parsed {
+                    Ok(v)
+                        if small.levers.arguments
+                            && call.name == toolgate_plot::agent::RUN_TOOL =>
+                    {
+                        self.target_question(v, utterance)
+                    }
+                    _ => None,
+                };
                 let (input, reply, status) = match parsed {
+                    Ok(input) if target_question.is_some() => (
+                        input,
+                        Reply::refused(Refusal::new(
+                            RefusalKind::Target,
+                            target_question.clone().unwrap_or_default(),
+                        )),
+                        CallStatus::TargetAsked,
+                    ),
                     Err(e) => {
                         corrections += 1;
                         (
@@ -683,6 +719,26 @@ impl AgentLoop {
                     ms: took,
                 });
             }
+            if let Some(question) = out
+                .calls
+                .iter()
+                .rev()
+                .find(|c| c.status == CallStatus::TargetAsked)
+                .map(|c| c.result.clone())
+            {
+                // The question goes to the analyst, as the answer of this utterance.
+                conversation
+                    .messages
+                    .push(Message::assistant(question.clone(), Vec::new()));
+                emit(
+                    &events,
+                    AgentEvent::Final {
+                        text: question.clone(),
+                    },
+                );
+                out.final_text = Some(question);
+                break Stop::Final;
+            }
             if corrections > self.config.max_corrections {
                 break Stop::TooManyCorrections;
             }
@@ -730,6 +786,46 @@ impl AgentLoop {
         out
     }
 
+    /// The targets of the active plot a run call may name, the tool's selection requirements
+    /// (any; tracks only), and whether something is selected.
+    fn run_targets(&self, tool: &str) -> Option<(Vec<crate::refs::Candidate>, bool, bool, bool)> {
+        let spec = self
+            .debrief
+            .registry()
+            .specs()
+            .find(|s| s.id == tool)?
+            .clone();
+        let kinds: Vec<String> = spec
+            .annotations
+            .get("debrief:selectionRequirements")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|r| r["kind"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let session = self.debrief.session();
+        let plot = session.active().ok()?;
+        let candidates = crate::refs::candidates(plot.doc.features(), &plot.entry.platforms);
+        let selected = !plot.selected_ids().is_empty();
+        let tracks_only = !kinds.is_empty() && kinds.iter().all(|k| k == "TRACK");
+        Some((candidates, !kinds.is_empty(), tracks_only, selected))
+    }
+
+    /// The question to ask instead of running `input` (a `debrief_runTool` call), when the
+    /// request does not settle its targets ([`crate::refs::resolve`]): nothing named or
+    /// selected, or a phrase that fits several features. `None`: run it.
+    fn target_question(&self, input: &Value, utterance: &str) -> Option<String> {
+        let tool = input.get("toolId").and_then(Value::as_str)?;
+        let (candidates, needs_targets, tracks_only, selected) = self.run_targets(tool)?;
+        if !needs_targets {
+            return None;
+        }
+        let refs = crate::refs::resolve(utterance, &candidates, selected, tracks_only);
+        crate::refs::question(&refs, &candidates, tracks_only)
+    }
+
     /// A run call's parameters filled from what the analyst said ([`values::repair_run`]): the
     /// colour, the time window (read against the active plot's time span) and speed bounds,
     /// for the parameters the named tool declares. Feature names are taken out of the words
@@ -771,7 +867,69 @@ impl AgentLoop {
         });
         drop(session);
         let words = crate::rank::without_names(utterance, &names);
-        values::repair_run(input, &schema, &words, &values::RunContext { span })
+        let mut out = values::repair_run(input, &schema, &words, &values::RunContext { span });
+        // The targets the request names, resolved in code, replace the model's choice.
+        if let Some((candidates, true, tracks_only, selected)) = self.run_targets(tool)
+            && let Some(obj) = out.as_object_mut()
+        {
+            match crate::refs::resolve(utterance, &candidates, selected, tracks_only) {
+                crate::refs::Refs::Named(names) => {
+                    obj.insert("featureNames".into(), json!(names));
+                    obj.remove("scope");
+                }
+                crate::refs::Refs::Selection => {
+                    obj.insert("scope".into(), json!("selection"));
+                    obj.remove("featureNames");
+                }
+                crate::refs::Refs::Ambiguous { .. } | crate::refs::Refs::Nothing => {}
+            }
+        }
+        out
+    }
+
+    /// The answer to a request that names a tool the registry does not have
+    /// ([`crate::rank::invented_tool`]): that it was not run, and the nearest real tools.
+    fn invented_tool_reply(&self, utterance: &str) -> Option<String> {
+        let specs: Vec<(String, String)> = self
+            .debrief
+            .registry()
+            .specs()
+            .map(|s| (s.id.clone(), s.title.clone()))
+            .collect();
+        let names: Vec<String> = {
+            let session = self.debrief.session();
+            session.active().map_or_else(
+                |_| Vec::new(),
+                |p| {
+                    let features = p.doc.features();
+                    let mut n = toolgate_plot::agent::feature_names(features);
+                    n.extend(features.iter().filter_map(|f| {
+                        f.pointer("/properties/platform_id")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned)
+                    }));
+                    n
+                },
+            )
+        };
+        let invented = crate::rank::invented_tool(utterance, &specs, &names)?;
+        let ranker = crate::rank::ToolRanker::new(self.debrief.registry().specs());
+        let nearest = ranker.top_for(&invented.replace('-', " "), &names, 3);
+        let nearest = if nearest.is_empty() {
+            ranker.top_for(utterance, &names, 3)
+        } else {
+            nearest
+        };
+        Some(if nearest.is_empty() {
+            format!(
+                "There is no tool called \"{invented}\" here, so nothing was run. Ask \"which tools can I run?\" to see the ones that apply."
+            )
+        } else {
+            format!(
+                "There is no tool called \"{invented}\" here, so nothing was run. The nearest tools are {}; name one of them, or ask \"which tools can I run?\" to see all that apply.",
+                nearest.join(", ")
+            )
+        })
     }
 
     fn plot_versions(&self) -> Vec<(String, u64)> {

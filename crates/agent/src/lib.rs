@@ -22,6 +22,7 @@ pub mod constrain;
 pub mod grounded;
 mod openai;
 pub mod rank;
+pub mod refs;
 pub mod small;
 pub mod text_protocol;
 pub mod transcript;

@@ -251,6 +251,119 @@ impl ToolRanker {
     }
 }
 
+/// Hyphenated words that are ordinary English, not tool names.
+const HYPHENATED_WORDS: &[&str] = &[
+    "anti-submarine",
+    "re-run",
+    "e-mail",
+    "x-axis",
+    "y-axis",
+    "day-one",
+    "day-two",
+    "left-hand",
+    "right-hand",
+    "real-time",
+    "up-to-date",
+    "follow-up",
+    "set-up",
+    "built-in",
+    "so-called",
+];
+
+/// A tool the request names that the registry does not have: a hyphenated, id-like word
+/// ("wake-analysis") that is no tool id, feature name or platform id, or the words just before
+/// "tool" ("the CPA alarm tool") when none of them occurs in any tool's id or title. Such a
+/// request is refused with the nearest real tools; it is never given to another tool.
+pub fn invented_tool(
+    utterance: &str,
+    specs: &[(String, String)],
+    names: &[String],
+) -> Option<String> {
+    let lower = without_names(utterance, names);
+    let ids: Vec<String> = specs.iter().map(|(id, _)| id.to_lowercase()).collect();
+    let vocabulary: Vec<String> = specs
+        .iter()
+        .flat_map(|(id, title)| {
+            format!("{id} {title}")
+                .to_lowercase()
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| w.len() > 2)
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let tokens: Vec<&str> = lower
+        .split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '?' | '!' | '"' | '(' | ')'))
+        .map(|t| t.trim_matches(|c: char| !c.is_alphanumeric() && c != '-'))
+        .filter(|t| !t.is_empty())
+        .collect();
+    // Only a request to run or use something names a tool ("summarise the north-east area"
+    // does not).
+    let asks_to_run = tokens.iter().any(|t| {
+        matches!(
+            *t,
+            "run" | "use" | "apply" | "launch" | "execute" | "do" | "perform" | "try" | "tool"
+        )
+    });
+    if !asks_to_run {
+        return None;
+    }
+    for t in &tokens {
+        let parts: Vec<&str> = t.split('-').collect();
+        let id_like = parts.len() >= 2
+            && parts
+                .iter()
+                .all(|p| p.len() >= 2 && p.chars().all(|c| c.is_ascii_alphabetic()));
+        // A spelling of a real id ("set-track-colour", "track-trim") is that tool.
+        let norm = |w: &str| {
+            w.replace("colour", "color")
+                .trim_end_matches('s')
+                .to_owned()
+        };
+        let spelled = ids.iter().any(|id| {
+            let own: Vec<String> = id.split('-').map(norm).collect();
+            parts.iter().all(|p| own.contains(&norm(p)))
+        });
+        if id_like && !spelled && !HYPHENATED_WORDS.contains(t) {
+            return Some((*t).to_owned());
+        }
+    }
+    // "the <words> tool": the one to three words before it, articles and verbs dropped.
+    let at = tokens.iter().position(|t| *t == "tool")?;
+    let named: Vec<&str> = tokens[at.saturating_sub(3)..at]
+        .iter()
+        .rev()
+        .take_while(|w| {
+            !matches!(
+                **w,
+                "the"
+                    | "a"
+                    | "an"
+                    | "run"
+                    | "use"
+                    | "apply"
+                    | "launch"
+                    | "execute"
+                    | "this"
+                    | "that"
+                    | "your"
+                    | "analysis"
+            )
+        })
+        .copied()
+        .collect();
+    if named.is_empty() {
+        return None;
+    }
+    let known = named.iter().any(|w| {
+        let stem = w.trim_end_matches('s');
+        vocabulary
+            .iter()
+            .any(|v| v.starts_with(stem) || stem.starts_with(v.as_str()))
+    });
+    (!known).then(|| named.iter().rev().copied().collect::<Vec<_>>().join(" "))
+}
+
 /// `utterance` with every whole-word, case-insensitive occurrence of `names` blanked (longest
 /// names first, so "HMS Nelson" goes before "Nelson").
 pub fn without_names(utterance: &str, names: &[String]) -> String {
@@ -388,6 +501,34 @@ mod tests {
             without_names("Contacts and the contact's", &names),
             "contacts and the        's"
         );
+    }
+
+    #[test]
+    fn an_invented_tool_is_named_and_a_real_one_is_not() {
+        let specs: Vec<(String, String)> = corpus()
+            .iter()
+            .map(|s| (s.id.clone(), s.title.clone()))
+            .collect();
+        let names = vec!["SSK-RED".to_owned(), "HMS Nelson".to_owned()];
+        let inv = |u: &str| invented_tool(u, &specs, &names);
+        assert_eq!(
+            inv("run the wake-analysis tool on Nelson").as_deref(),
+            Some("wake-analysis")
+        );
+        assert_eq!(
+            inv("apply the CPA alarm tool to HMS Nelson").as_deref(),
+            Some("cpa alarm")
+        );
+        assert_eq!(inv("run speed-filter below 5 knots"), None);
+        assert_eq!(inv("run set-track-colour on Nelson"), None);
+        assert_eq!(
+            inv("run zig-zag-predictor on Nelson").as_deref(),
+            Some("zig-zag-predictor")
+        );
+        assert_eq!(inv("use the trim tool on SSK-RED"), None);
+        assert_eq!(inv("colour the anti-submarine track red"), None);
+        assert_eq!(inv("summarise the north-east area"), None);
+        assert_eq!(inv("what was SSK-RED's average speed"), None);
     }
 
     #[test]

@@ -512,3 +512,41 @@ async fn the_colour_the_analyst_said_replaces_the_one_the_model_wrote() {
     let run_call = out.calls.iter().find(|c| c.tool == RUN_TOOL).unwrap();
     assert_eq!(run_call.input["params"]["color"], "blue");
 }
+
+/// A request that names a tool the registry does not have is refused in code with the nearest
+/// real tools, before any model is asked — never handed to another tool (issue 31: "run the
+/// wake-analysis tool" ended in range-calc over every track).
+#[tokio::test]
+async fn an_invented_tool_is_refused_with_the_nearest_real_ones_and_nothing_runs() {
+    let cfg = AgentConfig {
+        levers: Levers {
+            constraints: false,
+            intent: false,
+            ..Levers::SMALL
+        },
+        ..AgentConfig::for_profile(Profile::Small)
+    };
+    let mock = MockModel::sequence(vec![Reply::tool(
+        RUN_TOOL,
+        json!({"toolId": "range-calc", "params": {}}),
+    )])
+    .await
+    .unwrap();
+    let h = harness("mock-model", true).await;
+    let out = AgentLoop::new(client(&mock), h.debrief.clone(), cfg)
+        .run(
+            &mut Conversation::new("invented"),
+            "run the wake-analysis tool on Nelson",
+            &Fixed(Answer::Approve),
+            |_| {},
+        )
+        .await;
+    let text = out.final_text.unwrap();
+    assert!(
+        text.starts_with("There is no tool called \"wake-analysis\" here, so nothing was run."),
+        "{text}"
+    );
+    assert!(text.contains("The nearest tools are"), "{text}");
+    assert!(out.calls.is_empty(), "{:?}", out.calls);
+    assert!(mock.chat_requests().is_empty(), "no model was asked");
+}

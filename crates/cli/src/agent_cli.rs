@@ -633,7 +633,38 @@ pub async fn eval(command: EvalCommand) -> Result<i32> {
                 agent: model.agent_config(client.as_ref()).await?,
                 transcripts,
             };
-            let report = probe::probe(&list, client, &opts).await?;
+            // A probe runs for minutes: scenario, run and elapsed time on the terminal (stderr;
+            // indicatif draws nothing when stderr is not a terminal).
+            let bar = indicatif::ProgressBar::with_draw_target(
+                None,
+                indicatif::ProgressDrawTarget::stderr(),
+            );
+            if let Ok(style) = indicatif::ProgressStyle::with_template(
+                "{pos}/{len} [{elapsed_precise}] {bar:25} {msg}",
+            ) {
+                bar.set_style(style);
+            }
+            let mut passed = 0usize;
+            let report = probe::probe_with_progress(&list, client, &opts, &mut |p| match p {
+                probe::Progress::Start {
+                    total,
+                    scenario,
+                    repeat,
+                    ..
+                } => {
+                    bar.set_length(u64::try_from(total).unwrap_or(u64::MAX));
+                    bar.set_message(format!(
+                        "{scenario} (run {}; outcome so far {passed})",
+                        repeat + 1
+                    ));
+                }
+                probe::Progress::Done(run) => {
+                    passed += usize::from(run.outcome);
+                    bar.inc(1);
+                }
+            })
+            .await?;
+            bar.finish_and_clear();
             if json {
                 out(&serde_json::to_string_pretty(&report)?);
             } else {

@@ -230,17 +230,51 @@ fn plot_versions(fx: &Fixture) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// Where a probe stands, for a surface that shows progress (a probe runs for minutes).
+#[derive(Debug, Clone, Copy)]
+pub enum Progress<'a> {
+    /// Run `index` (0-based) of `total` starts: `scenario`, repeat `repeat` (0-based).
+    Start {
+        index: usize,
+        total: usize,
+        scenario: &'a str,
+        repeat: usize,
+    },
+    /// A run ended.
+    Done(&'a ProbeRun),
+}
+
 pub async fn probe(
     list: &[Scenario],
     client: Arc<dyn ModelClient>,
     opts: &ProbeOptions,
 ) -> Result<ProbeReport, EvalError> {
+    probe_with_progress(list, client, opts, &mut |_| {}).await
+}
+
+/// [`probe`], telling `progress` when each run starts and ends.
+pub async fn probe_with_progress(
+    list: &[Scenario],
+    client: Arc<dyn ModelClient>,
+    opts: &ProbeOptions,
+    progress: &mut (dyn FnMut(Progress<'_>) + Send),
+) -> Result<ProbeReport, EvalError> {
     let mut runs = Vec::new();
     let repeat = opts.repeat.max(1);
+    let total = opts.priming.len() * list.len() * repeat;
+    let mut index = 0;
     for &priming in &opts.priming {
         for s in list {
             for r in 0..repeat {
+                progress(Progress::Start {
+                    index,
+                    total,
+                    scenario: &s.id,
+                    repeat: r,
+                });
+                index += 1;
                 let run = run_one(s, client.clone(), priming, r, opts).await?;
+                progress(Progress::Done(&run));
                 tracing::info!(scenario = %s.id, priming, repeat = r, strict = run.strict, sequence = run.sequence, outcome = run.outcome, "probe run");
                 runs.push(run);
             }
