@@ -1067,7 +1067,31 @@ impl AgentLoop {
             // seventy (a small model runs the first of a long list). Nothing ranked (no word
             // in common with any tool): the full list stays, as before.
             let ranker = crate::rank::ToolRanker::new(self.debrief.registry().specs());
-            let top = ranker.top_for(utterance, &references, RANKED_TOOLS);
+            // Values the request states that only some tools take (a colour, speed bounds, a
+            // time window) narrow the offer to those tools, best ranked first.
+            let words = crate::rank::without_names(utterance, &references);
+            let needed = values::parameters_for(&words);
+            let fitting: Vec<String> = if needed.is_empty() {
+                Vec::new()
+            } else {
+                let ranked: Vec<String> = ranker.rank(&words).into_iter().map(|r| r.id).collect();
+                let mut fit: Vec<&(String, Value)> = tools
+                    .iter()
+                    .filter(|(_, schema)| values::takes_any(schema, &needed))
+                    .collect();
+                fit.sort_by_key(|(id, _)| {
+                    ranked.iter().position(|r| r == id).unwrap_or(usize::MAX)
+                });
+                fit.into_iter()
+                    .take(RANKED_TOOLS)
+                    .map(|(id, _)| id.clone())
+                    .collect()
+            };
+            let top = if fitting.is_empty() {
+                ranker.top_for(utterance, &references, RANKED_TOOLS)
+            } else {
+                fitting
+            };
             if !top.is_empty() {
                 tools = top
                     .iter()

@@ -327,6 +327,34 @@ pub fn time_window(
     }
 }
 
+/// The parameter groups the values `utterance` states would fill: `["color"]` for a colour,
+/// `["max_knots", "min_knots"]` for a speed bound, `["start_time", "end_time"]` for a time
+/// window. A tool that takes none of a group cannot use what the analyst said.
+pub fn parameters_for(utterance: &str) -> Vec<&'static [&'static str]> {
+    let mut out: Vec<&'static [&'static str]> = Vec::new();
+    if colour(utterance).is_some() {
+        out.push(&["color"]);
+    }
+    if speed_bounds(utterance) != SpeedBounds::default() {
+        out.push(&["max_knots", "min_knots"]);
+    }
+    // Whether the words state a window at all (any day will do to read it).
+    let day = DateTime::<Utc>::UNIX_EPOCH;
+    if time_window(utterance, (day, day + Duration::days(1))).is_some() {
+        out.push(&["start_time", "end_time"]);
+    }
+    out
+}
+
+/// Whether a tool with input `schema` takes a parameter of every group in `needed`.
+pub fn takes_any(schema: &Value, needed: &[&[&str]]) -> bool {
+    needed.iter().all(|group| {
+        group
+            .iter()
+            .any(|p| schema.pointer(&format!("/properties/{p}")).is_some())
+    })
+}
+
 /// What a run call's parameters are checked against: the plot's time span.
 #[derive(Debug, Clone, Default)]
 pub struct RunContext {
@@ -456,6 +484,25 @@ mod tests {
             None,
             "one time with no direction is not a window"
         );
+    }
+
+    #[test]
+    fn stated_values_name_the_parameters_a_tool_must_take() {
+        assert_eq!(parameters_for("Nelson in green"), [&["color"][..]]);
+        assert_eq!(
+            parameters_for("where was it under 5 knots"),
+            [&["max_knots", "min_knots"][..]]
+        );
+        assert_eq!(
+            parameters_for("keep Nelson between 0200 and 0400"),
+            [&["start_time", "end_time"][..]]
+        );
+        assert!(parameters_for("how far did it go").is_empty());
+        let colour_tool = json!({"properties": {"color": {}}});
+        let filter = json!({"properties": {"max_knots": {}, "min_knots": {}}});
+        assert!(takes_any(&colour_tool, &parameters_for("paint it red")));
+        assert!(!takes_any(&filter, &parameters_for("paint it red")));
+        assert!(takes_any(&filter, &parameters_for("below 5 kts")));
     }
 
     #[test]
