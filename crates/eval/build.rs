@@ -1,14 +1,13 @@
-//! Compiles the scenario files in `scenarios/` into the library (`BUILTIN_SCENARIOS`).
+//! Compiles the scenario files in `scenarios/` into the library (`BUILTIN_SCENARIOS`), and the
+//! panel set in `panel/test/` (frozen) and `panel/dev/` (`panel::BUILTIN`).
 
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 
-fn main() {
-    // Read at run time, not `env!`: a build script binary can be shared between checkouts that
-    // use one target folder, and must list the scenarios of the crate it is building.
-    let manifest = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".to_owned());
-    let dir = std::path::Path::new(&manifest).join("scenarios");
+/// The `*.toml` files of `dir`, sorted, each with its file name; cargo reruns when any changes.
+fn toml_files(dir: &Path) -> Vec<(String, PathBuf)> {
     println!("cargo:rerun-if-changed={}", dir.display());
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map(|rd| {
             rd.filter_map(Result::ok)
                 .map(|e| e.path())
@@ -17,13 +16,33 @@ fn main() {
         })
         .unwrap_or_default();
     files.sort();
+    files
+        .into_iter()
+        .map(|f| {
+            println!("cargo:rerun-if-changed={}", f.display());
+            let name = f
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            (name, f)
+        })
+        .collect()
+}
+
+fn write(out_dir: &str, file: &str, text: &str) {
+    let target = Path::new(out_dir).join(file);
+    if let Err(e) = std::fs::write(&target, text) {
+        panic!("writing {}: {e}", target.display());
+    }
+}
+
+fn main() {
+    // Read at run time, not `env!`: a build script binary can be shared between checkouts that
+    // use one target folder, and must list the scenarios of the crate it is building.
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".to_owned());
+    let out_dir = std::env::var("OUT_DIR").unwrap_or_default();
     let mut out = String::from("&[\n");
-    for f in &files {
-        println!("cargo:rerun-if-changed={}", f.display());
-        let name = f
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+    for (name, f) in toml_files(&Path::new(&manifest).join("scenarios")) {
         let _ = writeln!(
             out,
             "    ({name:?}, include_str!({:?})),",
@@ -31,31 +50,10 @@ fn main() {
         );
     }
     out.push(']');
-    let out_dir = std::env::var("OUT_DIR").unwrap_or_default();
-    let target = std::path::Path::new(&out_dir).join("scenarios.rs");
-    if let Err(e) = std::fs::write(&target, out) {
-        panic!("writing {}: {e}", target.display());
-    }
-    // The panel set: `panel/test/*.toml` (frozen) and `panel/dev/*.toml`.
+    write(&out_dir, "scenarios.rs", &out);
     let mut panel = String::from("&[\n");
     for split in ["test", "dev"] {
-        let dir = std::path::Path::new(&manifest).join("panel").join(split);
-        println!("cargo:rerun-if-changed={}", dir.display());
-        let mut files: Vec<_> = std::fs::read_dir(&dir)
-            .map(|rd| {
-                rd.filter_map(Result::ok)
-                    .map(|e| e.path())
-                    .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-                    .collect()
-            })
-            .unwrap_or_default();
-        files.sort();
-        for f in &files {
-            println!("cargo:rerun-if-changed={}", f.display());
-            let name = f
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
+        for (name, f) in toml_files(&Path::new(&manifest).join("panel").join(split)) {
             let _ = writeln!(
                 panel,
                 "    ({split:?}, {name:?}, include_str!({:?})),",
@@ -64,8 +62,5 @@ fn main() {
         }
     }
     panel.push(']');
-    let target = std::path::Path::new(&out_dir).join("panel.rs");
-    if let Err(e) = std::fs::write(&target, panel) {
-        panic!("writing {}: {e}", target.display());
-    }
+    write(&out_dir, "panel.rs", &panel);
 }

