@@ -164,7 +164,7 @@ impl ModelArgs {
 
     /// `--model-file`, else (no server named either) the model `toolgate model install` made the
     /// default, when this build runs models in process.
-    fn model_file(&self) -> Option<PathBuf> {
+    pub(crate) fn model_file(&self) -> Option<PathBuf> {
         self.model_file.clone().or_else(|| {
             (cfg!(feature = "local-model") && self.model_url.is_none() && self.model.is_none())
                 .then(crate::model_cli::installed_default)

@@ -284,7 +284,8 @@ pub async fn serve(args: ServeArgs) -> Result<i32> {
         .model
         .clone()
         .or_else(|| {
-            let file = args.model.model_file.as_ref()?;
+            // --model-file, or the model `toolgate model install` made the default.
+            let file = args.model.model_file()?;
             Some(file.file_stem()?.to_string_lossy().into_owned())
         })
         .unwrap_or_else(|| "none".to_owned());

@@ -440,6 +440,40 @@ impl Debrief {
         }
     }
 
+    /// One search over every catalogue of the session (folder stores, and STAC APIs asked off
+    /// the runtime and without the session lock).
+    async fn search_all(
+        &self,
+        query: SearchQuery,
+    ) -> Result<crate::search::SearchResult, crate::stac_api::SearchError> {
+        let apis = self.session().api_stores().to_vec();
+        if apis.is_empty() {
+            let mut s = self.session();
+            s.refresh_stores();
+            crate::stac_api::search_catalogues(s.stores(), &[], &query)
+        } else {
+            // The servers are asked without the session lock and off the runtime.
+            let folders: Vec<crate::store::StacStore> = {
+                let mut s = self.session();
+                s.refresh_stores();
+                s.stores()
+                    .iter()
+                    .filter(|f| !apis.iter().any(|a| a.id == f.id))
+                    .cloned()
+                    .collect()
+            };
+            tokio::task::spawn_blocking(move || {
+                crate::stac_api::search_catalogues(&folders, &apis, &query)
+            })
+            .await
+            .unwrap_or_else(|e| {
+                Err(crate::stac_api::SearchError::Invalid(format!(
+                    "internal: the search stopped ({e})"
+                )))
+            })
+        }
+    }
+
     pub async fn search_plots(&self, input: &Value) -> Reply {
         let started = std::time::Instant::now();
         let args = match self.accept(SEARCH, input, "Invalid search input: ", started) {
@@ -468,32 +502,7 @@ impl Debrief {
             bbox,
             limit: None,
         };
-        let apis = self.session().api_stores().to_vec();
-        let searched = if apis.is_empty() {
-            let mut s = self.session();
-            s.refresh_stores();
-            crate::stac_api::search_catalogues(s.stores(), &[], &query)
-        } else {
-            // The servers are asked without the session lock and off the runtime.
-            let folders: Vec<crate::store::StacStore> = {
-                let mut s = self.session();
-                s.refresh_stores();
-                s.stores()
-                    .iter()
-                    .filter(|f| !apis.iter().any(|a| a.id == f.id))
-                    .cloned()
-                    .collect()
-            };
-            tokio::task::spawn_blocking(move || {
-                crate::stac_api::search_catalogues(&folders, &apis, &query)
-            })
-            .await
-            .unwrap_or_else(|e| {
-                Err(crate::stac_api::SearchError::Invalid(format!(
-                    "internal: the search stopped ({e})"
-                )))
-            })
-        };
+        let searched = self.search_all(query).await;
         let result = match searched {
             Ok(r) => r,
             Err(e) => {
@@ -523,13 +532,29 @@ impl Debrief {
         {
             // Say what was searched and what nearly matched (read leniently: plurals, "second"
             // for 2, ASW for anti-submarine), so a retry need not guess (never opened here).
-            let session = self.session();
-            let near = crate::search::near_matches(
-                session.stores().iter().flat_map(|s| s.items.iter()),
-                text,
-                3,
-            );
-            drop(session);
+            // One search a lenient word, through the same stores (folder or STAC API) as the
+            // search itself, so every backend suggests the same plots.
+            let mut seen: Vec<crate::search::PlotMatch> = Vec::new();
+            let mut hits: Vec<(String, usize)> = Vec::new();
+            for word in crate::search::lenient_words(text) {
+                let q = SearchQuery {
+                    text: Some(word),
+                    ..SearchQuery::default()
+                };
+                if let Ok(r) = self.search_all(q).await {
+                    for m in r.matches {
+                        match hits.iter_mut().find(|(id, _)| *id == m.plot_id) {
+                            Some((_, n)) => *n += 1,
+                            None => {
+                                hits.push((m.plot_id.clone(), 1));
+                                seen.push(m);
+                            }
+                        }
+                    }
+                }
+            }
+            let near =
+                crate::search::rank_near(&hits, &seen, crate::search::lenient_words(text).len(), 3);
             let text = toolgate_core::clip::quote(text);
             reply["message"] = Value::String(if near.is_empty() {
                 format!(

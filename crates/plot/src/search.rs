@@ -311,6 +311,45 @@ fn relaxed_words(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// The words of a text read leniently (stop words dropped, ordinals and number words as
+/// digits, plurals as the singular, anti-submarine as ASW), each searched on its own to find
+/// near matches through any store.
+pub fn lenient_words(text: &str) -> Vec<String> {
+    let mut out = relaxed_words(text);
+    out.dedup();
+    out
+}
+
+/// The near matches from per-word searches: `hits` counts, per plot id, how many of the
+/// `wanted` lenient words found it; plots found by every word first (only those, when there are
+/// any), else by the most words; ties by title. At most `n`, as `(plot id, title)`.
+pub fn rank_near(
+    hits: &[(String, usize)],
+    matches: &[PlotMatch],
+    wanted: usize,
+    n: usize,
+) -> Vec<(String, String)> {
+    let title = |id: &str| {
+        matches
+            .iter()
+            .find(|m| m.plot_id == id)
+            .map(|m| m.title.clone())
+            .unwrap_or_default()
+    };
+    let mut scored: Vec<(usize, String, String)> = hits
+        .iter()
+        .map(|(id, count)| (*count, title(id), id.clone()))
+        .collect();
+    scored.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    let all = scored.first().is_some_and(|s| s.0 >= wanted);
+    scored
+        .into_iter()
+        .filter(|s| !all || s.0 >= wanted)
+        .take(n)
+        .map(|(_, title, id)| (id, title))
+        .collect()
+}
+
 /// Plots a text search that matched nothing nearly matches, best first (at most `n`): every
 /// word of the text found once plurals, ordinals, number words, stop words and the ASW
 /// abbreviation are read leniently; else the plots sharing the most such words. Titles with
