@@ -29,6 +29,15 @@ fn toolgate(data: &Path, args: &[&str]) -> (bool, String) {
     )
 }
 
+/// `toolgate model install SOURCE [--sha256 HEX]` with the data directory `data`.
+fn install(data: &Path, source: &str, sha256: Option<&str>) -> (bool, String) {
+    let mut args = vec!["model", "install", source];
+    if let Some(h) = sha256 {
+        args.extend(["--sha256", h]);
+    }
+    toolgate(data, &args)
+}
+
 fn sha(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
         .iter()
@@ -71,16 +80,7 @@ fn a_path_is_installed_checked_and_becomes_the_default() {
     let model = dir.path().join("tiny-0.1b.gguf");
     let bytes = gguf(100_000);
     std::fs::write(&model, &bytes).unwrap();
-    let (ok, out) = toolgate(
-        &data,
-        &[
-            "model",
-            "install",
-            model.to_str().unwrap(),
-            "--sha256",
-            &sha(&bytes),
-        ],
-    );
+    let (ok, out) = install(&data, model.to_str().unwrap(), Some(&sha(&bytes)));
     assert!(ok, "{out}");
     assert_eq!(models(&data), ["default", "tiny-0.1b.gguf"]);
     assert_eq!(
@@ -111,16 +111,7 @@ fn bad_files_are_refused_and_leave_nothing_behind() {
     let model = dir.path().join("m.gguf");
     std::fs::write(&model, gguf(1000)).unwrap();
     // A wrong SHA-256.
-    let (ok, out) = toolgate(
-        &data,
-        &[
-            "model",
-            "install",
-            model.to_str().unwrap(),
-            "--sha256",
-            &"0".repeat(64),
-        ],
-    );
+    let (ok, out) = install(&data, model.to_str().unwrap(), Some(&"0".repeat(64)));
     assert!(
         !ok && out.contains("SHA-256") && out.contains("nothing was installed"),
         "{out}"
@@ -129,36 +120,27 @@ fn bad_files_are_refused_and_leave_nothing_behind() {
     // Not a GGUF.
     let text = dir.path().join("notes.gguf");
     std::fs::write(&text, "hello").unwrap();
-    let (ok, out) = toolgate(&data, &["model", "install", text.to_str().unwrap()]);
+    let (ok, out) = install(&data, text.to_str().unwrap(), None);
     assert!(!ok && out.contains("not a GGUF"), "{out}");
     // Larger than this machine's memory (a sparse file: nothing is read).
     let huge = dir.path().join("huge.gguf");
     let f = std::fs::File::create(&huge).unwrap();
     (&f).write_all(b"GGUF").unwrap();
     f.set_len(1 << 42).unwrap();
-    let (ok, out) = toolgate(&data, &["model", "install", huge.to_str().unwrap()]);
+    let (ok, out) = install(&data, huge.to_str().unwrap(), None);
     assert!(
         !ok && out.contains("of memory") && out.contains("smaller"),
         "{out}"
     );
     // Unreadable, unknown, and a malformed --sha256.
-    let (ok, out) = toolgate(&data, &["model", "install", "/nonexistent/x.gguf"]);
+    let (ok, out) = install(&data, "/nonexistent/x.gguf", None);
     assert!(!ok && out.contains("cannot read"), "{out}");
-    let (ok, out) = toolgate(&data, &["model", "install", "llama-70b"]);
+    let (ok, out) = install(&data, "llama-70b", None);
     assert!(
         !ok && out.contains("known names: smollm2-135m, qwen2.5-coder-0.5b"),
         "{out}"
     );
-    let (ok, out) = toolgate(
-        &data,
-        &[
-            "model",
-            "install",
-            model.to_str().unwrap(),
-            "--sha256",
-            "abc",
-        ],
-    );
+    let (ok, out) = install(&data, model.to_str().unwrap(), Some("abc"));
     assert!(!ok && out.contains("64 hex digits"), "{out}");
     assert!(
         models(&data)
@@ -177,23 +159,20 @@ fn a_url_is_fetched_and_checked() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let url = format!("{base}/m/served-0.2b.gguf");
-    let (ok, out) = toolgate(
-        &data,
-        &["model", "install", &url, "--sha256", &"1".repeat(64)],
-    );
+    let (ok, out) = install(&data, &url, Some(&"1".repeat(64)));
     assert!(!ok && out.contains("SHA-256"), "{out}");
     assert!(models(&data).is_empty());
-    let (ok, out) = toolgate(&data, &["model", "install", &url, "--sha256", &sha(&bytes)]);
+    let (ok, out) = install(&data, &url, Some(&sha(&bytes)));
     assert!(ok, "{out}");
     assert_eq!(models(&data), ["default", "served-0.2b.gguf"]);
-    let (ok, out) = toolgate(&data, &["model", "install", &format!("{base}/m/text.gguf")]);
+    let (ok, out) = install(&data, &format!("{base}/m/text.gguf"), None);
     assert!(!ok && out.contains("not a GGUF"), "{out}");
     let (ok, out) = toolgate(
         &data,
         &["model", "install", &format!("{base}/m/missing.gguf")],
     );
     assert!(!ok && out.contains("HTTP 404"), "{out}");
-    let (ok, out) = toolgate(&data, &["model", "install", "http://127.0.0.1:1/x.gguf"]);
+    let (ok, out) = install(&data, "http://127.0.0.1:1/x.gguf", None);
     assert!(!ok && out.contains("cannot reach"), "{out}");
     assert_eq!(models(&data), ["default", "served-0.2b.gguf"]);
 }
