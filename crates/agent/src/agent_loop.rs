@@ -178,6 +178,10 @@ pub struct RunOutcome {
     /// Confirmations asked, with the answer given.
     pub confirmations: Vec<(Preview, bool)>,
     pub wall_ms: f64,
+    /// The question or refusal the small profile made in code instead of a call, when the
+    /// utterance ended in one (its words are the final answer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ask: Option<crate::Ask>,
 }
 
 /// Cancels a running conversation from anywhere (another task, a signal handler).
@@ -362,6 +366,7 @@ impl AgentLoop {
             usage: Usage::default(),
             confirmations: Vec::new(),
             wall_ms: 0.0,
+            ask: None,
         };
         if conversation.messages.is_empty() && self.config.priming {
             conversation.messages.push(Message::system(PRIMING));
@@ -401,8 +406,10 @@ impl AgentLoop {
             out.turns += 1;
             if out.turns == 1
                 && self.config.levers.grounding
-                && let Some(text) = self.invented_tool_reply(utterance)
+                && let Some(ask) = self.invented_tool(utterance)
             {
+                let text = ask.to_string();
+                out.ask = Some(ask);
                 // Refused in code, before any model is asked: a tool that does not exist is
                 // never replaced by another one (a small model runs whatever it is offered).
                 conversation.log("grounding", json!({"inventedTool": text}));
@@ -565,6 +572,7 @@ impl AgentLoop {
                 "message",
                 json!({"role": "assistant", "content": reply.text, "toolCalls": reply.tool_calls}),
             );
+            let mut target_question_asked: Option<crate::Ask> = None;
             for call in &reply.tool_calls {
                 let t = Instant::now();
                 let raw = call.arguments.trim();
@@ -603,12 +611,18 @@ impl AgentLoop {
                     }
                     _ => None,
                 };
+                if target_question.is_some() {
+                    target_question_asked.clone_from(&target_question);
+                }
                 let (input, reply, status) = match parsed {
                     Ok(input) if target_question.is_some() => (
                         input,
                         Reply::refused(Refusal::new(
                             RefusalKind::Target,
-                            target_question.clone().unwrap_or_default(),
+                            target_question
+                                .as_ref()
+                                .map(ToString::to_string)
+                                .unwrap_or_default(),
                         )),
                         CallStatus::TargetAsked,
                     ),
@@ -737,6 +751,7 @@ impl AgentLoop {
                     },
                 );
                 out.final_text = Some(question);
+                out.ask = target_question_asked.take();
                 break Stop::Final;
             }
             if corrections > self.config.max_corrections {
@@ -816,7 +831,7 @@ impl AgentLoop {
     /// The question to ask instead of running `input` (a `debrief_runTool` call), when the
     /// request does not settle its targets ([`crate::refs::resolve`]): nothing named or
     /// selected, or a phrase that fits several features. `None`: run it.
-    fn target_question(&self, input: &Value, utterance: &str) -> Option<String> {
+    fn target_question(&self, input: &Value, utterance: &str) -> Option<crate::Ask> {
         let tool = input.get("toolId").and_then(Value::as_str)?;
         let (candidates, needs_targets, tracks_only, selected) = self.run_targets(tool)?;
         if !needs_targets {
@@ -889,7 +904,7 @@ impl AgentLoop {
 
     /// The answer to a request that names a tool the registry does not have
     /// ([`crate::rank::invented_tool`]): that it was not run, and the nearest real tools.
-    fn invented_tool_reply(&self, utterance: &str) -> Option<String> {
+    fn invented_tool(&self, utterance: &str) -> Option<crate::Ask> {
         let specs: Vec<(String, String)> = self
             .debrief
             .registry()
@@ -920,15 +935,9 @@ impl AgentLoop {
         } else {
             nearest
         };
-        Some(if nearest.is_empty() {
-            format!(
-                "There is no tool called \"{invented}\" here, so nothing was run. Ask \"which tools can I run?\" to see the ones that apply."
-            )
-        } else {
-            format!(
-                "There is no tool called \"{invented}\" here, so nothing was run. The nearest tools are {}; name one of them, or ask \"which tools can I run?\" to see all that apply.",
-                nearest.join(", ")
-            )
+        Some(crate::Ask::InventedTool {
+            id: invented,
+            nearest,
         })
     }
 

@@ -16,6 +16,7 @@
 
 pub mod agent_loop;
 mod anthropic;
+pub mod ask;
 pub mod call_parse;
 pub mod client;
 pub mod constrain;
@@ -32,6 +33,7 @@ pub use agent_loop::{
     AgentConfig, AgentEvent, AgentLoop, CallRecord, CallStatus, CancelToken, Conversation, PRIMING,
     RunOutcome, Stop, surface_settings,
 };
+pub use ask::Ask;
 pub use client::{
     ChatRequest, ChatResponse, HttpModel, Message, ModelClient, ModelConfig, ModelError, Provider,
     Role, ToolCallRequest, ToolDef, Usage,

@@ -7,6 +7,8 @@
 
 use serde_json::Value;
 
+use crate::ask::Ask;
+
 /// One feature as the resolver sees it.
 #[derive(Debug, Clone)]
 pub struct Candidate {
@@ -225,31 +227,20 @@ pub fn resolve(
 }
 
 /// The question for a request whose target cannot be settled: which of the candidates.
-pub fn question(refs: &Refs, candidates: &[Candidate], tracks_only: bool) -> Option<String> {
-    let list = |names: &[String]| -> String {
-        match names {
-            [] => String::new(),
-            [one] => one.clone(),
-            [init @ .., last] => format!("{} or {last}", init.join(", ")),
-        }
-    };
+pub fn question(refs: &Refs, candidates: &[Candidate], tracks_only: bool) -> Option<Ask> {
     match refs {
-        Refs::Ambiguous { phrase, candidates } => Some(format!(
-            "\"{phrase}\" could mean {}. Which one? Nothing was changed.",
-            list(candidates)
-        )),
-        Refs::Nothing => {
-            let names: Vec<String> = candidates
+        Refs::Ambiguous { phrase, candidates } => Some(Ask::Ambiguous {
+            phrase: phrase.clone(),
+            candidates: candidates.clone(),
+        }),
+        Refs::Nothing => Some(Ask::WhichFeature {
+            what: if tracks_only { "track" } else { "feature" }.to_owned(),
+            candidates: candidates
                 .iter()
                 .filter(|c| !tracks_only || c.track)
                 .map(|c| c.name.clone())
-                .collect();
-            let what = if tracks_only { "track" } else { "feature" };
-            Some(format!(
-                "Which {what}? {} — or select it on the map. Nothing was changed.",
-                list(&names)
-            ))
-        }
+                .collect(),
+        }),
         Refs::Named(_) | Refs::Selection => None,
     }
 }
@@ -307,7 +298,9 @@ mod tests {
         ] {
             assert!(matches!(r(u), Refs::Ambiguous { .. }), "{u}: {:?}", r(u));
         }
-        let q = question(&r("colour the HMS track yellow"), &c, true).unwrap();
+        let q = question(&r("colour the HMS track yellow"), &c, true)
+            .unwrap()
+            .to_string();
         assert!(q.contains("HMS Nelson or HMS Collingwood"), "{q}");
     }
 
@@ -323,7 +316,7 @@ mod tests {
                 candidates: vec!["HMS Nelson".to_owned(), "HMS Collingwood".to_owned()],
             }
         );
-        let q = question(&Refs::Nothing, &c, true).unwrap();
+        let q = question(&Refs::Nothing, &c, true).unwrap().to_string();
         assert!(
             q.starts_with("Which track? HMS Nelson, HMS Collingwood or Contact"),
             "{q}"

@@ -200,6 +200,7 @@ pub async fn run_one(
             calls: &calls,
             results: &results,
             asked: confirmer.asked().len(),
+            ask: out.ask.as_ref(),
         },
     );
     Ok(ProbeRun {

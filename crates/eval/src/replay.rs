@@ -60,6 +60,7 @@ pub async fn replay_one(s: &Scenario) -> Result<ReplayResult, EvalError> {
             calls: &calls,
             results: &results,
             asked: confirmer.asked().len(),
+            ask: None,
         },
     ));
     if !failures.is_empty() {
