@@ -1,5 +1,5 @@
 //! Compiles the scenario files in `scenarios/` into the library (`BUILTIN_SCENARIOS`), and the
-//! panel set in `panel/test/` (frozen) and `panel/dev/` (`panel::BUILTIN`).
+//! panel set in `panel/test/` (frozen) `panel/dev/` and `panel/fresh/` (frozen) (`panel::BUILTIN`).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -52,7 +52,7 @@ fn main() {
     out.push(']');
     write(&out_dir, "scenarios.rs", &out);
     let mut panel = String::from("&[\n");
-    for split in ["test", "dev"] {
+    for split in ["test", "dev", "fresh"] {
         for (name, f) in toml_files(&Path::new(&manifest).join("panel").join(split)) {
             let _ = writeln!(
                 panel,
