@@ -396,6 +396,22 @@ impl AgentLoop {
                 out.usage.add(usage);
             }
         }
+        if small.levers.planning
+            && small.state == Some(Stage::NoPlot)
+            && matches!(
+                small.intent,
+                Some(small::Intent::DescribePlot | small::Intent::ListTools)
+            )
+            && self.names_a_plot(utterance)
+        {
+            // "show me the Alpha plot from 2 March" with nothing open: the words name a plot
+            // of the catalogue, so the request is to find and open it.
+            small.intent = Some(small::Intent::FindPlots);
+            conversation.log(
+                "intent",
+                json!({"intent": small.intent, "from": "catalogue"}),
+            );
+        }
         out.stop = loop {
             if cancel.is_cancelled() {
                 break Stop::Cancelled;
@@ -422,60 +438,77 @@ impl AgentLoop {
             }
             let t = Instant::now();
             let turn = self.small_turn(&mut small, conversation, out.calls.len());
-            // A turn decoded under the step schema streams JSON (`{"name": …}` or `{"reply":
-            // …}`), not words for the analyst: nothing of it is shown as it arrives; a reply
-            // reaches the surface as the final answer once the JSON is read.
+            // A constrained turn streams JSON (`{"name": …}` or `{"reply": …}`), not words for
+            // the analyst: nothing of it is shown as it arrives; a reply reaches the surface as
+            // the final answer once the JSON is read.
             let constrained = turn.as_ref().is_some_and(|t| t.response_format.is_some());
-            let on_delta = |d: &str| {
-                if !constrained {
-                    emit(&events, AgentEvent::TextDelta { text: d.to_owned() });
-                }
+            let planned = if small.levers.planning {
+                self.planned_step(&mut small, turn.as_ref(), utterance, &out.calls, &versions)
+            } else {
+                None
             };
-            let request = match &turn {
-                None => ChatRequest {
-                    messages: &conversation.messages,
-                    tools: &self.tools,
-                    response_format: None,
-                },
-                Some(t) => ChatRequest {
-                    messages: &t.messages,
-                    tools: &t.tools,
-                    response_format: t.response_format.as_ref(),
-                },
+            let was_planned = planned.is_some();
+            let reply = if let Some(step) = planned {
+                // Settled in code: no model request.
+                out.turns -= 1;
+                conversation.log(
+                    "planned",
+                    json!({"text": step.text, "toolCalls": step.tool_calls}),
+                );
+                step
+            } else {
+                let on_delta = |d: &str| {
+                    if !constrained {
+                        emit(&events, AgentEvent::TextDelta { text: d.to_owned() });
+                    }
+                };
+                let request = match &turn {
+                    None => ChatRequest {
+                        messages: &conversation.messages,
+                        tools: &self.tools,
+                        response_format: None,
+                    },
+                    Some(t) => ChatRequest {
+                        messages: &t.messages,
+                        tools: &t.tools,
+                        response_format: t.response_format.as_ref(),
+                    },
+                };
+                let reply = tokio::select! {
+                    r = self.client.complete(&request, &on_delta) => Some(r),
+                    () = cancel.cancelled() => None,
+                };
+                let Some(reply) = reply else {
+                    break Stop::Cancelled;
+                };
+                let latency = ms(t);
+                let reply = match reply {
+                    Ok(r) => r,
+                    Err(e) => {
+                        let message = e.to_string();
+                        conversation.log(
+                            "model_error",
+                            json!({"model": self.client.model_id(), "error": message, "latencyMs": latency}),
+                        );
+                        break Stop::ModelError { message };
+                    }
+                };
+                let (usage, estimated) = match reply.usage {
+                    Some(u) => (u, false),
+                    None => (self.estimate(&conversation.messages, &reply.text), true),
+                };
+                out.usage.add(usage);
+                conversation.log(
+                    "model_turn",
+                    json!({"model": reply.model, "turn": out.turns, "latencyMs": latency,
+                        "promptTokens": usage.prompt_tokens, "completionTokens": usage.completion_tokens,
+                        "tokensEstimated": estimated, "finishReason": reply.finish_reason}),
+                );
+                reply
             };
-            let reply = tokio::select! {
-                r = self.client.complete(&request, &on_delta) => Some(r),
-                () = cancel.cancelled() => None,
-            };
-            let Some(reply) = reply else {
-                break Stop::Cancelled;
-            };
-            let latency = ms(t);
-            let reply = match reply {
-                Ok(r) => r,
-                Err(e) => {
-                    let message = e.to_string();
-                    conversation.log(
-                        "model_error",
-                        json!({"model": self.client.model_id(), "error": message, "latencyMs": latency}),
-                    );
-                    break Stop::ModelError { message };
-                }
-            };
-            let (usage, estimated) = match reply.usage {
-                Some(u) => (u, false),
-                None => (self.estimate(&conversation.messages, &reply.text), true),
-            };
-            out.usage.add(usage);
-            conversation.log(
-                "model_turn",
-                json!({"model": reply.model, "turn": out.turns, "latencyMs": latency,
-                    "promptTokens": usage.prompt_tokens, "completionTokens": usage.completion_tokens,
-                    "tokensEstimated": estimated, "finishReason": reply.finish_reason}),
-            );
             let mut reply = reply;
-            let mut read_constrained = false;
-            if constrained && reply.tool_calls.is_empty() {
+            let mut read_constrained = was_planned;
+            if constrained && !was_planned && reply.tool_calls.is_empty() {
                 // Decoded under the step schema: one call or one reply, as JSON.
                 match constrain::read_reply(&reply.text) {
                     Some(Step::Call { name, arguments }) => {
@@ -720,8 +753,24 @@ impl AgentLoop {
                         "reason": reason, "result": result,
                         "ms": took, "resultTokens": self.counter.count(&result)}),
                 );
-                let shown =
+                let mut shown =
                     self.small_after_call(&mut small, call, &input, status, outcome, &result);
+                if small.levers.planning
+                    && call.name == toolgate_plot::agent::LIST_TOOLS
+                    && status == CallStatus::Dispatched
+                {
+                    // The model is offered only the few tools the request is about; their
+                    // lines are what it needs to fill the call.
+                    let few: Vec<String> = self
+                        .surface(utterance)
+                        .tools
+                        .into_iter()
+                        .map(|(id, _)| id)
+                        .collect();
+                    if let Some(listing) = small::compact_listing_of(&result, &few) {
+                        shown = listing;
+                    }
+                }
                 conversation.messages.push(Message::tool(call, &shown));
                 out.calls.push(CallRecord {
                     tool: call.name.clone(),
@@ -882,7 +931,15 @@ impl AgentLoop {
         });
         drop(session);
         let words = crate::rank::without_names(utterance, &names);
-        let mut out = values::repair_run(input, &schema, &words, &values::RunContext { span });
+        let ctx = values::RunContext { span };
+        let mut out = values::repair_run(input, &schema, &words, &ctx);
+        // Optional parameters the words do not give are left to the tool's defaults.
+        let filled: Vec<String> = values::repair_run(&json!({"params": {}}), &schema, &words, &ctx)
+            ["params"]
+            .as_object()
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default();
+        out = values::ground_params(&out, &schema, utterance, &filled);
         // The targets the request names, resolved in code, replace the model's choice.
         if let Some((candidates, true, tracks_only, selected)) = self.run_targets(tool)
             && let Some(obj) = out.as_object_mut()
@@ -938,6 +995,163 @@ impl AgentLoop {
         Some(crate::Ask::InventedTool {
             id: invented,
             nearest,
+        })
+    }
+
+    /// The step the request already settles, made in code instead of a model request
+    /// (planning lever): the only step offered when it has nothing to choose (a summary, a
+    /// listing), a run whose tool and required parameters the words settle
+    /// ([`Self::settled_run`]), and the answer after a run, composed from its result. `None`:
+    /// the model chooses.
+    fn planned_step(
+        &self,
+        run: &mut SmallRun,
+        turn: Option<&SmallTurn>,
+        utterance: &str,
+        calls: &[CallRecord],
+        versions: &[(String, u64)],
+    ) -> Option<crate::ChatResponse> {
+        use toolgate_plot::agent::{LIST_TOOLS, RUN_TOOL, SUMMARIZE};
+        let turn = turn?;
+        let stage = run.state?;
+        let call = |name: &str, arguments: Value| crate::ChatResponse {
+            text: String::new(),
+            tool_calls: vec![ToolCallRequest {
+                id: format!("planned-call-{}", calls.len()),
+                name: name.to_owned(),
+                arguments: arguments.to_string(),
+            }],
+            usage: None,
+            model: "planned".to_owned(),
+            finish_reason: Some("planned".to_owned()),
+        };
+        if !turn.reply
+            && let [only] = turn.offered.as_slice()
+        {
+            for tool in [SUMMARIZE, LIST_TOOLS] {
+                if only == tool && !run.planned.contains(&tool) {
+                    run.planned.push(tool);
+                    let selection_only = tool == SUMMARIZE
+                        && self.has_selection()
+                        && crate::refs::points_at_selection(utterance);
+                    let args = if selection_only {
+                        json!({"selectionOnly": true})
+                    } else {
+                        json!({})
+                    };
+                    return Some(call(tool, args));
+                }
+            }
+        }
+        if run.intent == Some(small::Intent::RunTool)
+            && turn.offered.iter().any(|t| t == RUN_TOOL)
+            && !run.planned.contains(&RUN_TOOL)
+            && let Some(input) = self.settled_run(utterance)
+        {
+            run.planned.push(RUN_TOOL);
+            return Some(call(RUN_TOOL, input));
+        }
+        // A search that opened nothing: what it found (or the near matches it suggests) is the
+        // answer; a second search with the model's same words finds the same.
+        let searched = stage == Stage::Searched
+            && calls.last().is_some_and(|c| {
+                c.tool == toolgate_plot::agent::SEARCH && c.status == CallStatus::Dispatched
+            });
+        // Asked about, or to change, a plot while none is open: the session's own answer ("No
+        // plot is open … search first") is the reply.
+        let no_plot = stage == Stage::NoPlot
+            && calls.last().is_some_and(|c| {
+                c.tool != toolgate_plot::agent::SEARCH
+                    && c.status == CallStatus::Dispatched
+                    && c.outcome != toolgate_core::Status::Ok
+            });
+        if (searched || no_plot || (stage == Stage::Ran && turn.offered.is_empty() && turn.reply))
+            && run.levers.grounding
+        {
+            let applied = self.plot_versions() != versions;
+            let dispatched: Vec<grounded::TurnCall<'_>> = calls
+                .iter()
+                .filter(|c| c.status == CallStatus::Dispatched)
+                .map(|c| grounded::TurnCall {
+                    tool: &c.tool,
+                    status: c.outcome,
+                    result: &c.result,
+                })
+                .collect();
+            return Some(crate::ChatResponse {
+                text: grounded::grounded_reply(&dispatched, applied),
+                tool_calls: Vec::new(),
+                usage: None,
+                model: "planned".to_owned(),
+                finish_reason: Some("planned".to_owned()),
+            });
+        }
+        None
+    }
+
+    /// A `debrief_runTool` call the request settles by itself: exactly one tool fits (named, or
+    /// the only one taking the values the analyst stated), every parameter it requires is filled
+    /// from the words ([`values::repair_run`]), and the features named are resolved
+    /// ([`crate::refs::resolve`]; a request that names nothing or something ambiguous is then
+    /// asked about by the target check, as a model's call would be).
+    fn settled_run(&self, utterance: &str) -> Option<Value> {
+        let surface = self.surface(utterance);
+        let [(id, schema)] = surface.tools.as_slice() else {
+            return None;
+        };
+        let mut input = self.repair_run(&json!({"toolId": id, "params": {}}), utterance);
+        let filled = input
+            .get("params")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let required_filled = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .is_none_or(|r| {
+                r.iter()
+                    .filter_map(Value::as_str)
+                    .all(|name| filled.contains_key(name))
+            });
+        if !required_filled {
+            return None;
+        }
+        if let Some((candidates, true, tracks_only, selected)) = self.run_targets(id)
+            && let crate::refs::Refs::Named(names) =
+                crate::refs::resolve(utterance, &candidates, selected, tracks_only)
+            && let Some(o) = input.as_object_mut()
+        {
+            o.insert("featureNames".to_owned(), json!(names));
+        }
+        Some(input)
+    }
+
+    /// Whether the request names a plot of the catalogue: a distinctive word of some plot's
+    /// title (not "exercise", "day", "plot"), or an exercise day with a title word.
+    fn names_a_plot(&self, utterance: &str) -> bool {
+        const GENERIC: [&str; 8] = ["exercise", "day", "plot", "the", "and", "of", "for", "with"];
+        let session = self.debrief.session();
+        let Ok(found) = toolgate_plot::search::search(
+            session.stores(),
+            &toolgate_plot::search::SearchQuery {
+                limit: Some(10_000),
+                ..Default::default()
+            },
+        ) else {
+            return false;
+        };
+        let said: Vec<String> = utterance
+            .to_lowercase()
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.len() >= 3 && !GENERIC.contains(w))
+            .map(str::to_owned)
+            .collect();
+        found.matches.iter().any(|m| {
+            m.title
+                .to_lowercase()
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| w.len() >= 3 && !GENERIC.contains(w))
+                .any(|w| said.iter().any(|s| s == w))
         })
     }
 
@@ -1036,6 +1250,35 @@ impl AgentLoop {
                     .map(str::to_owned)
             }));
         }
+        // The kinds of the features the request is about (named, or the selection it points
+        // at); `None` when it settles none (then every tool stays on offer).
+        let target_kinds: Option<Vec<String>> = session.active().ok().and_then(|p| {
+            let features = p.doc.features();
+            let candidates = crate::refs::candidates(features, &p.entry.platforms);
+            let selected = p.selected_ids();
+            let ids: Vec<String> =
+                match crate::refs::resolve(utterance, &candidates, !selected.is_empty(), false) {
+                    crate::refs::Refs::Named(names) => candidates
+                        .iter()
+                        .filter(|c| names.contains(&c.name))
+                        .map(|c| c.id.clone())
+                        .collect(),
+                    crate::refs::Refs::Selection => {
+                        selected.iter().map(ToString::to_string).collect()
+                    }
+                    _ => return None,
+                };
+            let kinds: Vec<String> = features
+                .iter()
+                .filter(|f| {
+                    f.get("id")
+                        .and_then(Value::as_str)
+                        .is_some_and(|id| ids.iter().any(|i| i == id))
+                })
+                .map(|f| toolgate_plot::model::kind(f).to_ascii_uppercase())
+                .collect();
+            (!kinds.is_empty()).then_some(kinds)
+        });
         let open_plots = session.open_plots().iter().map(|p| p.id.clone()).collect();
         let mut years: Vec<i32> = toolgate_plot::search::search(
             session.stores(),
@@ -1091,15 +1334,35 @@ impl AgentLoop {
                 fit.sort_by_key(|(id, _)| {
                     ranked.iter().position(|r| r == id).unwrap_or(usize::MAX)
                 });
-                fit.into_iter()
-                    .take(RANKED_TOOLS)
-                    .map(|(id, _)| id.clone())
-                    .collect()
+                fit.into_iter().map(|(id, _)| id.clone()).collect()
             };
-            let top = if fitting.is_empty() {
-                ranker.top_for(utterance, &references, RANKED_TOOLS)
+            // Grounded in the registry: a question about a quantity is answered by a tool that
+            // computes, never by one that edits; a tool the request's targets cannot satisfy
+            // (two tracks needed, one named) is not offered.
+            let question = small::asks_quantity(utterance);
+            let kinds = target_kinds.clone();
+            let registry = self.debrief.registry();
+            let fits = |id: &str| {
+                registry.specs().find(|s| s.id == id).is_none_or(|s| {
+                    (!question || !s.effect().is_mutating())
+                        && kinds
+                            .as_ref()
+                            .is_none_or(|k| toolgate_plot::agent::applies_to(s, k))
+                })
+            };
+            let top: Vec<String> = if fitting.is_empty() {
+                ranker
+                    .top_for(utterance, &references, usize::MAX)
+                    .into_iter()
+                    .filter(|id| fits(id))
+                    .take(RANKED_TOOLS)
+                    .collect()
             } else {
                 fitting
+                    .into_iter()
+                    .filter(|id| fits(id))
+                    .take(RANKED_TOOLS)
+                    .collect()
             };
             if !top.is_empty() {
                 tools = top
@@ -1132,6 +1395,7 @@ impl AgentLoop {
             blocked: Vec::new(),
             run_tried: false,
             active: self.active_plot(),
+            planned: Vec::new(),
         };
         if !run.reshapes() {
             return run;
@@ -1279,6 +1543,7 @@ impl AgentLoop {
             tools,
             response_format,
             offered,
+            reply: offer.reply,
         })
     }
 
@@ -1375,6 +1640,8 @@ struct SmallRun {
     /// A run was attempted in this utterance (a run request may then be answered).
     run_tried: bool,
     active: Option<String>,
+    /// Tools already called in code this utterance (planning lever): each at most once.
+    planned: Vec<&'static str>,
 }
 
 impl SmallRun {
@@ -1403,6 +1670,8 @@ struct SmallTurn {
     tools: Vec<ToolDef>,
     response_format: Option<Value>,
     offered: Vec<String>,
+    /// A final answer without a call is acceptable at this step.
+    reply: bool,
 }
 
 /// The conversation as a constrained model sees it: the answer format added to the system

@@ -200,6 +200,52 @@ fn sentences(text: &str, n: usize) -> String {
     out
 }
 
+/// A result in words for the analyst: a JSON result (a search, a refusal with a hint) by its own
+/// message, or its matches by title; plain text as it is. Never the raw JSON.
+pub fn plain_words(result: &str) -> String {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(result) else {
+        return result.to_owned();
+    };
+    let titles: Vec<String> = v
+        .get("matches")
+        .and_then(serde_json::Value::as_array)
+        .map(|m| {
+            m.iter()
+                .filter_map(|x| x.get("title").and_then(serde_json::Value::as_str))
+                .map(|t| format!("\"{t}\""))
+                .collect()
+        })
+        .unwrap_or_default();
+    let total = v
+        .get("total")
+        .and_then(serde_json::Value::as_u64)
+        .unwrap_or(titles.len() as u64);
+    match titles.as_slice() {
+        [] => {}
+        [one] if total <= 1 => return format!("One plot matches: {one}."),
+        many => {
+            let more = if total > many.len() as u64 {
+                format!(" ({} more not shown)", total - many.len() as u64)
+            } else {
+                String::new()
+            };
+            return format!(
+                "{total} plots match: {}{more}. Say which one to open.",
+                many.join(", ")
+            );
+        }
+    }
+    for key in ["message", "hint", "error"] {
+        if let Some(m) = v.get(key).and_then(serde_json::Value::as_str) {
+            return m.to_owned();
+        }
+    }
+    if let Some(title) = v.get("title").and_then(serde_json::Value::as_str) {
+        return format!("The open plot is \"{title}\".");
+    }
+    "The tool answered; its result is in the Results panel.".to_owned()
+}
+
 /// What to tell the analyst from the turn's own results, when the model's reply cannot be
 /// trusted: the last call's outcome in its own words (its status line; a refusal's corrective
 /// sentences), or — when no tool ran — that nothing was done and what to ask instead.
@@ -210,9 +256,10 @@ pub fn grounded_reply(calls: &[TurnCall<'_>], applied: bool) -> String {
                 the Contact\"), or ask which tools apply."
             .to_owned();
     };
+    let plain = plain_words(last.result);
     let said = match last.status {
-        Status::Ok => sentences(last.result, 2),
-        Status::Refused | Status::Failed | Status::Declined => sentences(last.result, 3),
+        Status::Ok => sentences(&plain, 2),
+        Status::Refused | Status::Failed | Status::Declined => sentences(&plain, 3),
     };
     let tail = if applied {
         ""
@@ -234,6 +281,23 @@ mod tests {
             status,
             result,
         }
+    }
+
+    #[test]
+    fn a_json_result_is_told_in_words_never_as_json() {
+        let none = r#"{"matches":[],"total":0,"message":"No plots matched. Searched for the text \"Bravo\"."}"#;
+        assert_eq!(
+            plain_words(none),
+            "No plots matched. Searched for the text \"Bravo\"."
+        );
+        let two = r#"{"matches":[{"plotId":"a","title":"Exercise Alpha — Day 1"},{"plotId":"b","title":"Exercise Alpha — Day 2"}],"total":2}"#;
+        assert_eq!(
+            plain_words(two),
+            "2 plots match: \"Exercise Alpha — Day 1\", \"Exercise Alpha — Day 2\". Say which one to open."
+        );
+        let reply = grounded_reply(&[call("debrief_searchPlots", Status::Ok, none)], false);
+        assert!(!reply.contains('{'), "{reply}");
+        assert_eq!(plain_words("Ran Speed Calc."), "Ran Speed Calc.");
     }
 
     #[test]

@@ -169,6 +169,13 @@ fn request_words(utterance: &str) -> Vec<(String, String)> {
     out
 }
 
+/// The request points at the selection ("it", "this", "the selected track").
+pub fn points_at_selection(utterance: &str) -> bool {
+    request_words(utterance)
+        .iter()
+        .any(|(w, _)| SELECTION_WORDS.contains(&w.as_str()))
+}
+
 /// What `utterance` refers to among `candidates`, given whether something is selected.
 /// `tracks_only`: the tool acts on tracks, so only tracks are candidates.
 pub fn resolve(
@@ -187,7 +194,16 @@ pub fn resolve(
     // Every content word that refers to some feature: one feature → named; several → that
     // word is ambiguous unless another word of the request singles one of them out.
     for (said, w) in words.iter().filter(|(_, w)| !GENERIC.contains(&w.as_str())) {
-        let hits: Vec<&&Candidate> = pool.iter().filter(|c| c.words.contains(w)).collect();
+        let mut hits: Vec<&&Candidate> = pool.iter().filter(|c| c.words.contains(w)).collect();
+        if hits.is_empty()
+            && let Some(stem) = w.strip_suffix('s').filter(|s| s.len() >= 3)
+        {
+            // A possessive without its apostrophe or a plural: "nelsons track", "frigates".
+            hits = pool
+                .iter()
+                .filter(|c| c.words.iter().any(|x| x == stem))
+                .collect();
+        }
         match hits.as_slice() {
             [] => {}
             [one] => {

@@ -124,6 +124,13 @@ pub struct Levers {
     /// replaced by one composed from the results.
     #[serde(default)]
     pub grounding: bool,
+    /// Steps the request already settles are made in code, with no model request: a summary or
+    /// a listing that is the only step offered, a run whose one fitting tool and every required
+    /// parameter the words settle, and the answer after a run (composed from its result, as
+    /// [`crate::grounded::grounded_reply`] does). The model is asked only where there is a
+    /// choice to make.
+    #[serde(default)]
+    pub planning: bool,
 }
 
 impl Levers {
@@ -135,6 +142,7 @@ impl Levers {
         intent: false,
         arguments: false,
         grounding: false,
+        planning: false,
     };
     pub const SMALL: Levers = Levers {
         parsing: true,
@@ -144,6 +152,7 @@ impl Levers {
         intent: true,
         arguments: true,
         grounding: true,
+        planning: true,
     };
     pub const NONE: Levers = Levers {
         parsing: false,
@@ -153,6 +162,7 @@ impl Levers {
         intent: false,
         arguments: false,
         grounding: false,
+        planning: false,
     };
 
     pub fn for_profile(p: Profile) -> Levers {
@@ -179,9 +189,10 @@ impl Levers {
                 "intent" => l.intent = true,
                 "arguments" => l.arguments = true,
                 "grounding" => l.grounding = true,
+                "planning" => l.planning = true,
                 other => {
                     return Err(format!(
-                        "unknown lever \"{other}\": use a comma-separated list of parsing, constraints, state, compaction, intent, arguments, grounding (or none / all)"
+                        "unknown lever \"{other}\": use a comma-separated list of parsing, constraints, state, compaction, intent, arguments, grounding, planning (or none / all)"
                     ));
                 }
             }
@@ -317,6 +328,9 @@ impl Intent {
             "describe",
             "overview",
             "contents",
+            "brief",
+            "rundown",
+            "recap",
         ]) || lower.contains("what's in")
             || lower.contains("what is in")
         {
@@ -348,13 +362,30 @@ impl Intent {
         });
         let values = crate::values::colour(utterance).is_some()
             || crate::values::speed_bounds(utterance) != crate::values::SpeedBounds::default();
-        if how || values || (has(&QUANTITY) && !has(&["plots", "find", "search", "open"])) {
+        // A time window about the open plot ("Nelson from 0200 to 0400 only") asks for a run
+        // too, unless the words are about finding plots.
+        let finds = has(&["plots", "find", "search", "open"]);
+        let window = crate::values::parameters_for(utterance)
+            .iter()
+            .any(|g| g.contains(&"start_time"));
+        if how || values || (window && !finds) || (has(&QUANTITY) && !finds) {
             return Some(Intent::RunTool);
         }
         // "open" as an adjective ("the open plot", "currently open") asks for nothing to be opened.
         let opens = words.iter().enumerate().any(|(i, w)| {
             *w == "open"
-                && !(i > 0 && ["the", "currently", "already", "now"].contains(&words[i - 1]))
+                && !(i > 0
+                    && [
+                        "the",
+                        "currently",
+                        "already",
+                        "now",
+                        "is",
+                        "that's",
+                        "thats",
+                        "i've",
+                    ]
+                    .contains(&words[i - 1]))
         });
         if opens || has(&["find", "search", "plots"]) {
             return Some(Intent::FindPlots);
@@ -384,7 +415,9 @@ impl Intent {
             // A change or a summary asked for while no plot is open: the request's own tool
             // first, so the analyst hears the gate's refusal ("No plot is open … search first")
             // instead of a search for words that name no plot; the search comes next.
-            Intent::RunTool | Intent::DescribePlot if stage == Stage::NoPlot && calls == 0 => {
+            Intent::RunTool | Intent::DescribePlot | Intent::ListTools
+                if stage == Stage::NoPlot && calls == 0 =>
+            {
                 Offer {
                     tools: vec![if self == Intent::RunTool {
                         RUN_TOOL
@@ -433,6 +466,44 @@ impl Intent {
             _ => offer,
         }
     }
+}
+
+/// The request asks for a quantity of the tracks — how far, how fast, how long, what range or
+/// bearing, an average or top speed — rather than for a change: a question answered by a tool
+/// that computes ("how fast was the sub going", "Contact's mean speed?", "distance covered by
+/// Nelson"). Stated speed bounds ask for a filter instead ("slower than 5 knots").
+pub fn asks_quantity(utterance: &str) -> bool {
+    let lower = utterance.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    if crate::values::speed_bounds(utterance) != crate::values::SpeedBounds::default() {
+        return false;
+    }
+    let how = words.windows(2).any(|w| {
+        w[0] == "how"
+            && [
+                "far", "fast", "quick", "quickly", "long", "close", "near", "slow", "much",
+            ]
+            .contains(&w[1])
+    });
+    const MEASURES: [&str; 13] = [
+        "distance",
+        "range",
+        "bearing",
+        "speed",
+        "average",
+        "mean",
+        "separation",
+        "closest",
+        "cpa",
+        "length",
+        "covered",
+        "travelled",
+        "traveled",
+    ];
+    how || words.iter().any(|w| MEASURES.contains(w))
 }
 
 /// Calls a run-tool request may make before an answer without a run is accepted.
@@ -517,22 +588,59 @@ pub fn repair_search(input: &Value, utterance: &str) -> Value {
         }
         None => false,
     };
+    // The day the analyst named, as the catalogue titles say it ("Day 2"), in place of however
+    // the model spelled it (or left it out): "the second day", "day2", "day two".
+    let day = crate::values::day_number(utterance);
     if let Some(text) = obj.get("text").and_then(Value::as_str) {
-        let kept: Vec<&str> = text
+        let mut kept: Vec<String> = text
             .split_whitespace()
             .filter(|w| {
                 let bare = w
                     .trim_matches(|c: char| !c.is_alphanumeric())
                     .to_lowercase();
                 let month = widened && MONTHS.contains(&bare.as_str());
-                !(NOT_SEARCH_WORDS.contains(&bare.as_str()) || month)
+                let day_word = day.is_some()
+                    && (bare == "day"
+                        || crate::values::day_number(&bare).is_some()
+                        || crate::values::day_number(&format!("day {bare}")).is_some()
+                        || crate::values::day_number(&format!("{bare} day")).is_some());
+                !(NOT_SEARCH_WORDS.contains(&bare.as_str()) || month || day_word)
             })
+            .map(str::to_owned)
             .collect();
+        if let Some(n) = day {
+            kept.push(format!("Day {n}"));
+        }
         if kept.is_empty() {
             obj.remove("text");
         } else {
             obj.insert("text".into(), Value::String(kept.join(" ")));
         }
+    } else if let Some(n) = day {
+        obj.insert("text".into(), Value::String(format!("Day {n}")));
+    }
+    // Asked to open, bring up or load: the one match opens.
+    let lower = utterance.to_lowercase();
+    // "opne", "oepn": the letters of "open" with two swapped count as "open".
+    let transposed = lower.split(|c: char| !c.is_alphabetic()).any(|w| {
+        let mut c: Vec<char> = w.chars().collect();
+        c.sort_unstable();
+        w.len() == 4 && c == ['e', 'n', 'o', 'p']
+    });
+    if (transposed
+        || [
+            "open",
+            "load",
+            "bring up",
+            "pull up",
+            "up on screen",
+            "display",
+        ]
+        .iter()
+        .any(|w| lower.contains(w)))
+        && !obj.contains_key("open")
+    {
+        obj.insert("open".into(), Value::Bool(true));
     }
     out
 }
@@ -688,6 +796,24 @@ pub fn compact_result(tool: &str, result: &str) -> String {
         SEARCH => compact_search(&v).unwrap_or_else(|| result.to_owned()),
         _ => result.to_owned(),
     }
+}
+
+/// The compact listing of only the tools in `keep` (the few a request is about), when `result`
+/// is a listing and some of them are in it: what a small model needs to fill the one call it is
+/// offered, without sixty other tools' lines to read past.
+pub fn compact_listing_of(result: &str, keep: &[String]) -> Option<String> {
+    let v: Value = serde_json::from_str(result).ok()?;
+    let kept: Vec<Value> = v
+        .as_array()?
+        .iter()
+        .filter(|t| {
+            t["id"]
+                .as_str()
+                .is_some_and(|id| keep.iter().any(|k| k == id))
+        })
+        .cloned()
+        .collect();
+    (!kept.is_empty()).then(|| compact_listing(&kept))
 }
 
 fn compact_listing(tools: &[Value]) -> String {
@@ -1018,11 +1144,9 @@ mod tests {
             o(Intent::ListTools, Stage::Listed, 1).tools,
             Vec::<&str>::new()
         );
-        // Without a plot, finding and listing search first (a change or a summary asks its own
-        // tool first: `with_no_plot_open_a_change_or_summary_first_asks_its_own_tool`).
-        for i in [Intent::FindPlots, Intent::ListTools] {
-            assert_eq!(o(i, Stage::NoPlot, 0).tools, vec![SEARCH]);
-        }
+        // Without a plot, finding searches first (a change, a summary or a listing asks the
+        // session first: `with_no_plot_open_a_change_or_summary_first_asks_its_own_tool`).
+        assert_eq!(o(Intent::FindPlots, Stage::NoPlot, 0).tools, vec![SEARCH]);
         // Running: the state machine's tools, but no answer before a run.
         assert_eq!(
             o(Intent::RunTool, Stage::Listed, 2),
@@ -1073,9 +1197,10 @@ mod tests {
         // After the refusal, the search (or an answer relaying the refusal).
         assert_eq!(o(Intent::RunTool, 1), Stage::NoPlot.offer(1, false));
         assert!(o(Intent::RunTool, 1).reply);
-        // Searching and listing are unchanged.
+        // "Which tools can I use?" with nothing open: the session says no plot is open (the
+        // tools apply to an open plot). Searching is unchanged.
+        assert_eq!(o(Intent::ListTools, 0).tools, vec![SUMMARIZE]);
         assert_eq!(o(Intent::FindPlots, 0), Stage::NoPlot.offer(0, false));
-        assert_eq!(o(Intent::ListTools, 0), Stage::NoPlot.offer(0, false));
     }
 
     #[test]
@@ -1118,7 +1243,15 @@ mod tests {
             &json!({"text": "Exercise Alpha day-1 plot", "open": true}),
             "open the Exercise Alpha day-1 plot",
         );
-        assert_eq!(r, json!({"text": "Exercise Alpha day-1", "open": true}));
+        assert_eq!(r, json!({"text": "Exercise Alpha Day 1", "open": true}));
+        // The day however it was said, as the catalogue titles say it; asked to load, it opens.
+        let r = repair_search(
+            &json!({"text": "alpha second"}),
+            "load the second day of alpha",
+        );
+        assert_eq!(r, json!({"text": "alpha Day 2", "open": true}));
+        let r = repair_search(&json!({"text": "alpha day2"}), "opne the alpha day2 plot");
+        assert_eq!(r, json!({"text": "alpha Day 2", "open": true}));
         let r = repair_search(
             &json!({"text": "March", "startTime": "2026-03-01T00:00:00Z", "endTime": "2026-03-01T23:59:59Z", "platforms": ["submarine"]}),
             "find plots from March involving a submarine",

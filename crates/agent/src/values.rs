@@ -69,6 +69,59 @@ fn number(w: &str) -> Option<f64> {
     NUMBER_WORDS.iter().find(|(n, _)| *n == w).map(|(_, v)| *v)
 }
 
+/// Ordinals an analyst uses for an exercise day ("the second day").
+const ORDINALS: &[(&str, u32)] = &[
+    ("first", 1),
+    ("1st", 1),
+    ("second", 2),
+    ("2nd", 2),
+    ("third", 3),
+    ("3rd", 3),
+    ("fourth", 4),
+    ("4th", 4),
+    ("fifth", 5),
+    ("5th", 5),
+];
+
+/// The exercise day `utterance` names, in any of the ways analysts say it: "day 2", "day2",
+/// "Day-2", "day two", "the second day", "2nd day". `None` when it names no day, or two.
+pub fn day_number(utterance: &str) -> Option<u32> {
+    let w: Vec<String> = utterance
+        .to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let small = |x: &str| -> Option<u32> {
+        number(x)
+            .filter(|v| v.fract() == 0.0 && (1.0..=31.0).contains(v))
+            .map(|v| v as u32)
+    };
+    let mut found: Vec<u32> = Vec::new();
+    for (i, x) in w.iter().enumerate() {
+        let n = if let Some(rest) = x.strip_prefix("day").filter(|r| !r.is_empty()) {
+            small(rest)
+        } else if x == "day" {
+            w.get(i + 1).and_then(|n| small(n)).or_else(|| {
+                w.get(i.wrapping_sub(1))
+                    .and_then(|o| ORDINALS.iter().find(|(name, _)| name == o))
+                    .map(|(_, v)| *v)
+            })
+        } else {
+            None
+        };
+        if let Some(n) = n
+            && !found.contains(&n)
+        {
+            found.push(n);
+        }
+    }
+    match found.as_slice() {
+        [one] => Some(*one),
+        _ => None,
+    }
+}
+
 /// The one colour `utterance` names: a CSS name from [`COLOUR_NAMES`] (grey as gray) or a hex
 /// `#rrggbb`/`#rgb`. None when it names none, or two different ones.
 pub fn colour(utterance: &str) -> Option<String> {
@@ -403,6 +456,114 @@ pub fn repair_run(input: &Value, schema: &Value, utterance: &str, ctx: &RunConte
     out
 }
 
+/// Units as analysts say them, by the short value a tool's `enum` uses.
+const UNIT_WORDS: &[(&str, &[&str])] = &[
+    ("nm", &["nm", "nmi", "nautical"]),
+    ("m", &["metres", "meters", "metre", "meter"]),
+    (
+        "km",
+        &[
+            "km",
+            "kms",
+            "kilometres",
+            "kilometers",
+            "kilometre",
+            "kilometer",
+        ],
+    ),
+    ("yds", &["yards", "yard", "yds", "yd"]),
+    ("kts", &["knots", "knot", "kts", "kt"]),
+    ("degs", &["degrees", "degs", "deg"]),
+];
+
+/// A duration the analyst states ("every 5 minutes", "2 hrs", "half an hour"), as ISO 8601
+/// (`PT5M`, `PT2H`, `PT30M`).
+pub fn iso_duration(utterance: &str) -> Option<String> {
+    let d = duration(&words(utterance))?;
+    let (h, m) = (d.num_hours(), d.num_minutes() % 60);
+    Some(match (h, m) {
+        (0, m) => format!("PT{m}M"),
+        (h, 0) => format!("PT{h}H"),
+        (h, m) => format!("PT{h}H{m}M"),
+    })
+}
+
+/// A small profile's run parameters held to what the analyst said: an `enum` parameter the
+/// words name (a value itself, or a unit by any of its names: "nautical miles" → `nm`) and a
+/// duration parameter the words state are set; every other optional parameter the model wrote
+/// is kept only when its value is in the words (the same number, or the text itself), else
+/// removed so the tool's default applies. Required parameters stay as written. Small models
+/// fill optional parameters with invented values (a range in metres nobody asked for, a
+/// threshold of 10^15); the default is the honest choice.
+pub fn ground_params(input: &Value, schema: &Value, utterance: &str, filled: &[String]) -> Value {
+    let mut out = input.clone();
+    let Some(params) = out
+        .as_object_mut()
+        .and_then(|o| o.get_mut("params"))
+        .and_then(Value::as_object_mut)
+    else {
+        return out;
+    };
+    let said = words(utterance);
+    let lower = utterance.to_lowercase();
+    let numbers: Vec<f64> = said.iter().filter_map(|w| number(w)).collect();
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let props = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let mut set: Vec<String> = filled.to_vec();
+    for (name, p) in &props {
+        if let Some(choices) = p.get("enum").and_then(Value::as_array) {
+            let named: Vec<&str> = choices
+                .iter()
+                .filter_map(Value::as_str)
+                .filter(|c| {
+                    let c = c.to_lowercase();
+                    said.iter().any(|w| *w == c)
+                        || UNIT_WORDS
+                            .iter()
+                            .find(|(short, _)| *short == c)
+                            .is_some_and(|(_, names)| {
+                                said.iter().any(|w| names.contains(&w.as_str()))
+                            })
+                })
+                .collect();
+            if let [one] = named.as_slice() {
+                params.insert(name.clone(), Value::String((*one).to_owned()));
+                set.push(name.clone());
+            }
+        }
+        let is_duration = p
+            .get("pattern")
+            .and_then(Value::as_str)
+            .is_some_and(|pat| pat.starts_with("^P"))
+            || p.get("format").and_then(Value::as_str) == Some("duration");
+        if is_duration && let Some(d) = iso_duration(utterance) {
+            params.insert(name.clone(), Value::String(d));
+            set.push(name.clone());
+        }
+    }
+    params.retain(|name, v| {
+        if required.contains(&name.as_str()) || set.contains(name) {
+            return true;
+        }
+        match v {
+            Value::Number(n) => n
+                .as_f64()
+                .is_some_and(|x| numbers.iter().any(|y| (x - y).abs() < 1e-9)),
+            Value::String(t) => t.len() >= 2 && lower.contains(&t.to_lowercase()),
+            _ => false,
+        }
+    });
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -415,6 +576,55 @@ mod tests {
 
     fn day() -> (DateTime<Utc>, DateTime<Utc>) {
         (t(0, 0), t(12, 0))
+    }
+
+    #[test]
+    fn optional_parameters_keep_only_what_the_words_say() {
+        let schema = json!({"type": "object", "required": ["threshold"], "properties": {
+            "units": {"type": "string", "enum": ["yds", "km", "nm", "m"]},
+            "time": {"type": "string"},
+            "distance_nm": {"type": "number"},
+            "threshold": {"type": "number"},
+            "interval": {"type": "string", "pattern": "^P(?:T\\d+M)?$"},
+            "primary": {"type": "boolean"}}});
+        let input = json!({"toolId": "x", "params": {"units": "m", "time": "2026-03-01T00:00:12Z",
+            "distance_nm": 1.0e15, "threshold": 3, "primary": true}});
+        let out = ground_params(
+            &input,
+            &schema,
+            "range to the contact in nautical miles every 5 minutes",
+            &[],
+        );
+        assert_eq!(
+            out["params"],
+            json!({"units": "nm", "threshold": 3, "interval": "PT5M"})
+        );
+        let kept = ground_params(
+            &json!({"params": {"distance_nm": 12}}),
+            &schema,
+            "zones out to 12 nm",
+            &[],
+        );
+        assert_eq!(kept["params"], json!({"distance_nm": 12, "units": "nm"}));
+        assert_eq!(iso_duration("every half hour").as_deref(), Some("PT30M"));
+        assert_eq!(iso_duration("over 90 minutes").as_deref(), Some("PT1H30M"));
+    }
+
+    #[test]
+    fn an_exercise_day_in_every_spelling() {
+        for u in [
+            "open day 2 of alpha",
+            "alpha day2 plot",
+            "the Day-2 plot",
+            "day two of the exercise",
+            "the second day of Alpha",
+            "the 2nd day",
+        ] {
+            assert_eq!(day_number(u), Some(2), "{u}");
+        }
+        assert_eq!(day_number("open the alpha plot"), None);
+        assert_eq!(day_number("compare day 1 and day 2"), None);
+        assert_eq!(day_number("the first 10 minutes"), None);
     }
 
     #[test]

@@ -255,13 +255,12 @@ async fn the_budget_drops_old_results_first() {
     assert_eq!(tool_names(&requests[0].body).len(), 4);
 }
 
-/// All levers against a server that reports llama.cpp: a step schema instead of `tools`, the
-/// answer format in the system prompt, the JSON reply read as a call or as the final answer.
+/// The whole small profile (planning on) against a server that decodes under a schema: the
+/// model classifies the request and writes the answer; the summary between is made in code.
 #[tokio::test]
-async fn constrained_turns_send_a_step_schema_and_read_its_reply() {
+async fn with_planning_a_constrained_turn_is_asked_only_for_the_answer() {
     let mock = MockModel::sequence(vec![
         Reply::text(r#"{"intent": "describe_plot"}"#),
-        Reply::text(r#"{"name": "debrief_summarizeCurrentPlot", "arguments": {}}"#),
         Reply::text(r#"{"reply": "The plot holds HMS Nelson's track."}"#),
     ])
     .await
@@ -274,12 +273,54 @@ async fn constrained_turns_send_a_step_schema_and_read_its_reply() {
     )
     .run(
         &mut Conversation::new("c"),
-        // no plain words state the intent: the model classifies it
         "tell me about it",
         &Fixed(Answer::Approve),
         |_| {},
     )
     .await;
+    assert_eq!(
+        out.final_text.as_deref(),
+        Some("The plot holds HMS Nelson's track.")
+    );
+    assert_eq!(out.calls.len(), 1);
+    assert_eq!(out.calls[0].tool, SUMMARIZE);
+    assert_eq!(mock.chat_requests().len(), 2);
+    assert_eq!(
+        out.turns, 1,
+        "the classification is not a turn; the answer is"
+    );
+}
+
+/// All levers against a server that reports llama.cpp: a step schema instead of `tools`, the
+/// answer format in the system prompt, the JSON reply read as a call or as the final answer.
+#[tokio::test]
+async fn constrained_turns_send_a_step_schema_and_read_its_reply() {
+    let mock = MockModel::sequence(vec![
+        Reply::text(r#"{"intent": "describe_plot"}"#),
+        Reply::text(r#"{"name": "debrief_summarizeCurrentPlot", "arguments": {}}"#),
+        Reply::text(r#"{"reply": "The plot holds HMS Nelson's track."}"#),
+    ])
+    .await
+    .unwrap();
+    let h = harness("mock-model", true).await;
+    // Planning off: every step is the model's here (with planning, the summary is made in
+    // code: `with_planning_a_constrained_turn_is_asked_only_for_the_answer`).
+    let cfg = AgentConfig {
+        levers: Levers {
+            planning: false,
+            ..Levers::SMALL
+        },
+        ..AgentConfig::for_profile(Profile::Small)
+    };
+    let out = AgentLoop::new(client(&mock), h.debrief.clone(), cfg)
+        .run(
+            &mut Conversation::new("c"),
+            // no plain words state the intent: the model classifies it
+            "tell me about it",
+            &Fixed(Answer::Approve),
+            |_| {},
+        )
+        .await;
     assert_eq!(out.stop, Stop::Final, "{out:?}");
     assert_eq!(
         out.final_text.as_deref(),
@@ -531,14 +572,182 @@ async fn an_invented_tool_is_refused_with_the_nearest_real_ones_and_nothing_runs
 }
 
 /// The small profile's levers that work without constrained decoding (the mock's replies are
-/// plain tool calls and text): every one but constraints and the intent classification.
+/// plain tool calls and text): every one but constraints, the intent classification and
+/// planning (whose steps made in code would take the scripted replies' place; it has its own
+/// tests below).
 fn small_without_schemas() -> AgentConfig {
     AgentConfig {
         levers: Levers {
             constraints: false,
             intent: false,
+            planning: false,
             ..Levers::SMALL
         },
         ..AgentConfig::for_profile(Profile::Small)
     }
+}
+
+/// [`small_without_schemas`] with planning on: the intent from plain words, steps settled in
+/// code.
+fn planning() -> AgentConfig {
+    AgentConfig {
+        levers: Levers {
+            constraints: false,
+            intent: true,
+            planning: true,
+            ..Levers::SMALL
+        },
+        ..AgentConfig::for_profile(Profile::Small)
+    }
+}
+
+async fn say(
+    cfg: AgentConfig,
+    script: Vec<Reply>,
+    utterance: &str,
+    selected: &[&str],
+) -> (toolgate_agent::RunOutcome, MockModel) {
+    let mock = MockModel::sequence(script).await.unwrap();
+    let h = harness("mock-model", true).await;
+    if !selected.is_empty() {
+        h.debrief
+            .session()
+            .select(PLOT, selected.iter().map(|s| (*s).to_owned()).collect())
+            .unwrap();
+    }
+    let out = AgentLoop::new(client(&mock), h.debrief.clone(), cfg)
+        .run(
+            &mut Conversation::new("planned"),
+            utterance,
+            &Fixed(Answer::Approve),
+            |_| {},
+        )
+        .await;
+    (out, mock)
+}
+
+/// A request that settles its tool, its values and its target is carried out with no model
+/// request at all: the summary and the listing (the only steps offered), the one tool that takes
+/// a colour, and the answer composed from the tool's own result.
+#[tokio::test]
+async fn a_request_the_words_settle_is_carried_out_without_asking_the_model() {
+    let (out, mock) = say(planning(), Vec::new(), "paint nelsons track green", &[]).await;
+    let tools: Vec<&str> = out.calls.iter().map(|c| c.tool.as_str()).collect();
+    assert_eq!(tools, [SUMMARIZE, LIST_TOOLS, RUN_TOOL], "{:?}", out.calls);
+    let run_call = &out.calls[2];
+    assert_eq!(run_call.input["toolId"], "set-track-color");
+    assert_eq!(run_call.input["params"]["color"], "green");
+    assert_eq!(run_call.input["featureNames"], json!(["HMS Nelson"]));
+    assert_eq!(out.turns, 0, "no model request");
+    assert!(mock.chat_requests().is_empty());
+    assert_eq!(out.confirmations.len(), 1, "the change was still confirmed");
+    let text = out.final_text.unwrap();
+    assert!(text.contains("HMS Nelson"), "{text}");
+    assert!(!text.contains('{'), "{text}");
+    // Planning off: the same request asks the model at every step.
+    let off = AgentConfig {
+        levers: Levers {
+            planning: false,
+            ..planning().levers
+        },
+        ..planning()
+    };
+    let (out, mock) = say(off, ground_then_act(), "paint nelsons track green", &[]).await;
+    assert!(mock.chat_requests().len() >= 3, "{:?}", out.calls);
+}
+
+/// Where there is a choice (several tools fit), the model makes it — and is shown only the few
+/// tools on offer, not the whole listing; optional values it invents are dropped, the units the
+/// analyst said are used.
+#[tokio::test]
+async fn the_model_chooses_among_a_few_and_its_invented_values_are_dropped() {
+    let script = vec![
+        Reply::tool(
+            RUN_TOOL,
+            json!({"toolId": "range-calc", "params": {"units": "m", "time": "2026-03-01T00:00:12Z"}, "featureNames": ["HMS Nelson"]}),
+        ),
+        Reply::text("The range could not be calculated."),
+    ];
+    let (out, mock) = say(
+        planning(),
+        script,
+        "what range is HMS Nelson at, in nautical miles",
+        &[],
+    )
+    .await;
+    let requests = mock.chat_requests();
+    assert!(!requests.is_empty(), "{:?}", out.calls);
+    let listing = requests[0].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .find(|c| c.starts_with("Tools (id"))
+        .unwrap()
+        .to_owned();
+    assert!(listing.lines().count() <= 7, "{listing}");
+    assert!(listing.contains("range-calc"), "{listing}");
+    let run_call = out.calls.iter().find(|c| c.tool == RUN_TOOL).unwrap();
+    assert_eq!(
+        run_call.input["params"],
+        json!({"units": "nm"}),
+        "{:?}",
+        run_call.input
+    );
+}
+
+/// A question about a quantity is never answered by a tool that edits the plot, and a tool the
+/// named targets cannot satisfy (two tracks needed, one named) is not offered.
+#[tokio::test]
+async fn a_question_is_offered_only_tools_that_compute_for_what_it_names() {
+    let script = vec![Reply::tool(
+        RUN_TOOL,
+        json!({"toolId": "track-stats", "featureNames": ["Contact"]}),
+    )];
+    let (out, mock) = say(
+        planning(),
+        script,
+        "how quick was the contact moving overall",
+        &[],
+    )
+    .await;
+    let requests = mock.chat_requests();
+    assert!(!requests.is_empty(), "{:?}", out.calls);
+    let schema =
+        requests[0].body["response_format"].to_string() + &requests[0].body["tools"].to_string();
+    let listing: String = requests[0].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .filter(|c| c.starts_with("Tools (id"))
+        .collect();
+    assert!(!listing.is_empty(), "{schema}");
+    assert!(!listing.contains("edits the plot"), "{listing}");
+    assert!(!listing.contains("doppler"), "{listing}");
+}
+
+/// A search that opens nothing is answered from its own result in code, in words (never the
+/// search's JSON, never the repeat guard's message).
+#[tokio::test]
+async fn a_search_that_opens_nothing_is_answered_in_words() {
+    let mock = MockModel::sequence(vec![Reply::tool(SEARCH, json!({"text": "Bravo"}))])
+        .await
+        .unwrap();
+    let h = harness("mock-model", false).await;
+    let out = AgentLoop::new(client(&mock), h.debrief.clone(), planning())
+        .run(
+            &mut Conversation::new("search"),
+            "find exercise bravo",
+            &Fixed(Answer::Approve),
+            |_| {},
+        )
+        .await;
+    assert_eq!(mock.chat_requests().len(), 1);
+    let text = out.final_text.unwrap();
+    assert!(text.starts_with("No plots matched."), "{text}");
+    assert!(
+        !text.contains('{') && !text.contains("already called"),
+        "{text}"
+    );
 }
