@@ -762,7 +762,7 @@ impl AgentLoop {
                     // The model is offered only the few tools the request is about; their
                     // lines are what it needs to fill the call.
                     let few: Vec<String> = self
-                        .surface(utterance)
+                        .surface(utterance, &small.failed)
                         .tools
                         .into_iter()
                         .map(|(id, _)| id)
@@ -1046,10 +1046,21 @@ impl AgentLoop {
         if run.intent == Some(small::Intent::RunTool)
             && turn.offered.iter().any(|t| t == RUN_TOOL)
             && !run.planned.contains(&RUN_TOOL)
-            && let Some(input) = self.settled_run(utterance)
+            && let Some(input) = self.settled_run(utterance, &run.failed)
         {
             run.planned.push(RUN_TOOL);
             return Some(call(RUN_TOOL, input));
+        }
+        // A description: the summary told in a sentence from its own names and numbers.
+        if run.intent == Some(small::Intent::DescribePlot)
+            && turn.reply
+            && run.levers.grounding
+            && let Some(last) = calls.last()
+            && last.tool == SUMMARIZE
+            && last.status == CallStatus::Dispatched
+            && let Some(text) = grounded::describe(&last.result)
+        {
+            return Some(planned_reply(text));
         }
         // A search that opened nothing: what it found (or the near matches it suggests) is the
         // answer; a second search with the model's same words finds the same.
@@ -1078,13 +1089,7 @@ impl AgentLoop {
                     result: &c.result,
                 })
                 .collect();
-            return Some(crate::ChatResponse {
-                text: grounded::grounded_reply(&dispatched, applied),
-                tool_calls: Vec::new(),
-                usage: None,
-                model: "planned".to_owned(),
-                finish_reason: Some("planned".to_owned()),
-            });
+            return Some(planned_reply(grounded::grounded_reply(&dispatched, applied)));
         }
         None
     }
@@ -1094,8 +1099,8 @@ impl AgentLoop {
     /// from the words ([`values::repair_run`]), and the features named are resolved
     /// ([`crate::refs::resolve`]; a request that names nothing or something ambiguous is then
     /// asked about by the target check, as a model's call would be).
-    fn settled_run(&self, utterance: &str) -> Option<Value> {
-        let surface = self.surface(utterance);
+    fn settled_run(&self, utterance: &str, excluded: &[String]) -> Option<Value> {
+        let surface = self.surface(utterance, excluded);
         let [(id, schema)] = surface.tools.as_slice() else {
             return None;
         };
@@ -1129,7 +1134,10 @@ impl AgentLoop {
     /// Whether the request names a plot of the catalogue: a distinctive word of some plot's
     /// title (not "exercise", "day", "plot"), or an exercise day with a title word.
     fn names_a_plot(&self, utterance: &str) -> bool {
-        const GENERIC: [&str; 8] = ["exercise", "day", "plot", "the", "and", "of", "for", "with"];
+        const GENERIC: [&str; 14] = [
+            "exercise", "day", "plot", "plots", "track", "tracks", "the", "and", "of", "for",
+            "with", "this", "that", "all",
+        ];
         let session = self.debrief.session();
         let Ok(found) = toolgate_plot::search::search(
             session.stores(),
@@ -1227,7 +1235,9 @@ impl AgentLoop {
     /// What the live session contributes to a step schema: the active plot's feature names,
     /// whether something is selected, the open plots, the catalogue's years, the registry's
     /// tools.
-    fn surface(&self, utterance: &str) -> Surface {
+    /// What a constrained turn may choose from; `excluded`: tools that already failed in this
+    /// utterance (offered again, a small model runs them again).
+    fn surface(&self, utterance: &str, excluded: &[String]) -> Surface {
         let session = self.debrief.session();
         let (mut feature_names, has_selection) = session
             .active()
@@ -1310,6 +1320,7 @@ impl AgentLoop {
             .specs()
             .map(|s| (s.id.clone(), s.input_schema.clone()))
             .collect();
+        tools.retain(|(id, _)| !excluded.contains(id));
         let ids: Vec<&str> = tools.iter().map(|(id, _)| id.as_str()).collect();
         let named = constrain::tools_named(utterance, &ids);
         if !named.is_empty() {
@@ -1396,6 +1407,7 @@ impl AgentLoop {
             run_tried: false,
             active: self.active_plot(),
             planned: Vec::new(),
+            failed: Vec::new(),
         };
         if !run.reshapes() {
             return run;
@@ -1494,7 +1506,7 @@ impl AgentLoop {
                 .rev()
                 .find(|m| m.role == Role::User)
                 .map_or("", |m| m.content.as_str());
-            let schema = constrain::call_schema(&offer, &self.surface(utterance));
+            let schema = constrain::call_schema(&offer, &self.surface(utterance, &run.failed));
             (
                 constrained_view(&conversation.messages),
                 Vec::new(),
@@ -1572,6 +1584,12 @@ impl AgentLoop {
                     }
                     if call.name == toolgate_plot::agent::RUN_TOOL {
                         run.run_tried = true;
+                        if run.levers.planning
+                            && outcome == toolgate_core::Status::Failed
+                            && let Some(id) = input.get("toolId").and_then(Value::as_str)
+                        {
+                            run.failed.push(id.to_owned());
+                        }
                     }
                     if ok && call.name == toolgate_plot::agent::RUN_TOOL {
                         // An edit may change what a summary or listing says.
@@ -1642,6 +1660,8 @@ struct SmallRun {
     active: Option<String>,
     /// Tools already called in code this utterance (planning lever): each at most once.
     planned: Vec<&'static str>,
+    /// Tools whose run failed in this utterance (planning lever): not offered again.
+    failed: Vec<String>,
 }
 
 impl SmallRun {
@@ -1672,6 +1692,17 @@ struct SmallTurn {
     offered: Vec<String>,
     /// A final answer without a call is acceptable at this step.
     reply: bool,
+}
+
+/// An answer made in code (planning lever), in the shape of a model's reply.
+fn planned_reply(text: String) -> crate::ChatResponse {
+    crate::ChatResponse {
+        text,
+        tool_calls: Vec::new(),
+        usage: None,
+        model: "planned".to_owned(),
+        finish_reason: Some("planned".to_owned()),
+    }
 }
 
 /// The conversation as a constrained model sees it: the answer format added to the system

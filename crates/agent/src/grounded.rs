@@ -246,6 +246,93 @@ pub fn plain_words(result: &str) -> String {
     "The tool answered; its result is in the Results panel.".to_owned()
 }
 
+/// A plot summary (`debrief_summarizeCurrentPlot`'s result) told in a sentence, every name and
+/// number from the summary itself: the title and time span, then each kind of feature with its
+/// count and names (platform ids beside track names). `None` when `result` is not a summary.
+pub fn describe(result: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(result).ok()?;
+    let title = v.get("title")?.as_str()?;
+    let table = v.get("features")?.as_str()?;
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    let mut columns: Vec<String> = Vec::new();
+    let mut common_platform: Option<String> = None;
+    for line in table.lines() {
+        let first = line.split([' ', '|']).next().unwrap_or_default();
+        let header = !first.is_empty()
+            && first.chars().all(|c| c.is_ascii_uppercase() || c == '_')
+            && line[first.len()..].trim_start().starts_with("id|");
+        if header {
+            let rest = line[first.len()..].trim_start();
+            let (cols, all) = match rest.split_once(" (all: ") {
+                Some((c, a)) => (c, a.trim_end_matches(')')),
+                None => (rest, ""),
+            };
+            columns = cols.split('|').map(str::to_owned).collect();
+            common_platform = all
+                .split(", ")
+                .find_map(|p| p.strip_prefix("platform "))
+                .map(str::to_owned);
+            groups.push((first.to_lowercase().replace('_', " "), Vec::new()));
+            continue;
+        }
+        let Some((_, names)) = groups.last_mut() else {
+            continue;
+        };
+        let cells: Vec<&str> = line.split('|').collect();
+        let cell = |name: &str| {
+            columns
+                .iter()
+                .position(|c| c == name)
+                .and_then(|i| cells.get(i))
+                .map(|s| s.trim())
+                .filter(|s| !s.is_empty())
+        };
+        let name = cell("name").or_else(|| cell("id")).unwrap_or_default();
+        let platform = cell("platform")
+            .map(str::to_owned)
+            .or_else(|| common_platform.clone());
+        names.push(match platform {
+            Some(p) if !p.eq_ignore_ascii_case(name) => format!("{name} ({p})"),
+            _ => name.to_owned(),
+        });
+    }
+    let parts: Vec<String> = groups
+        .iter()
+        .filter(|(_, n)| !n.is_empty())
+        .map(|(kind, names)| {
+            let noun = if kind == "narrative" {
+                if names.len() == 1 { "narrative entry".to_owned() } else { "narrative entries".to_owned() }
+            } else if names.len() == 1 {
+                kind.clone()
+            } else {
+                format!("{kind}s")
+            };
+            if kind == "narrative" {
+                format!("{} {noun}", names.len())
+            } else {
+                format!("{} {noun} — {}", names.len(), names.join(", "))
+            }
+        })
+        .collect();
+    let span = v
+        .get("span")
+        .and_then(serde_json::Value::as_str)
+        .map(|s| format!(" ({s})"))
+        .unwrap_or_default();
+    let selection = v.get("selectionOnly").and_then(serde_json::Value::as_bool) == Some(true);
+    Some(if parts.is_empty() {
+        if selection {
+            format!("Nothing is selected in \"{title}\"{span}.")
+        } else {
+            format!("\"{title}\"{span} holds no features.")
+        }
+    } else if selection {
+        format!("Selected in \"{title}\"{span}: {}.", parts.join("; "))
+    } else {
+        format!("\"{title}\"{span} holds {}.", parts.join("; "))
+    })
+}
+
 /// What to tell the analyst from the turn's own results, when the model's reply cannot be
 /// trusted: the last call's outcome in its own words (its status line; a refusal's corrective
 /// sentences), or — when no tool ran — that nothing was done and what to ask instead.
@@ -298,6 +385,25 @@ mod tests {
         let reply = grounded_reply(&[call("debrief_searchPlots", Status::Ok, none)], false);
         assert!(!reply.contains('{'), "{reply}");
         assert_eq!(plain_words("Ran Speed Calc."), "Ran Speed Calc.");
+    }
+
+    #[test]
+    fn a_summary_is_told_from_its_own_names_and_numbers() {
+        let summary = r#"{"title":"Exercise Alpha — Day 1","span":"2026-03-01 00:00-12:00","features":"TRACK id|name|platform|where (all: span =, points 361)\ntrack-nelson|HMS Nelson|NELSON|E wide\ntrack-contact|Contact|SSK-RED|S wide\nPOINT id|name|where\npoint-rv|RV Point|S\nNARRATIVE id|span\nnarrative-1|00:05\nnarrative-2|03:10","total":5}"#;
+        assert_eq!(
+            describe(summary).unwrap(),
+            "\"Exercise Alpha — Day 1\" (2026-03-01 00:00-12:00) holds 2 tracks — HMS Nelson (NELSON), Contact (SSK-RED); 1 point — RV Point; 2 narrative entries."
+        );
+        let selected = r#"{"title":"Exercise Alpha — Day 1","span":"2026-03-01 00:00-12:00","features":"TRACK id|name (all: platform SSK-RED, span =, points 361, where S wide)\ntrack-contact|Contact","total":1,"selectionOnly":true}"#;
+        assert_eq!(
+            describe(selected).unwrap(),
+            "Selected in \"Exercise Alpha — Day 1\" (2026-03-01 00:00-12:00): 1 track — Contact (SSK-RED)."
+        );
+        assert!(describe("Ran Speed Calc.").is_none());
+        // Every number it states is in the summary: the checker finds no false claim.
+        let text = describe(summary).unwrap();
+        let turn = [call("debrief_summarizeCurrentPlot", Status::Ok, summary)];
+        assert!(false_claims(&text, "describe it", &turn, false).is_empty());
     }
 
     #[test]

@@ -549,6 +549,28 @@ fn named_month(utterance: &str) -> Option<u32> {
     }
 }
 
+/// The day of the month said beside the one month named: "2 March", "March 2nd", "the 2nd of
+/// March".
+fn named_day_of_month(utterance: &str) -> Option<u32> {
+    named_month(utterance)?;
+    let lower = utterance.to_lowercase();
+    let w: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty() && *w != "of" && *w != "the")
+        .collect();
+    let day = |x: &str| -> Option<u32> {
+        x.trim_end_matches(|c: char| c.is_alphabetic())
+            .parse::<u32>()
+            .ok()
+            .filter(|d| (1..=31).contains(d))
+            .filter(|_| x.chars().next().is_some_and(|c| c.is_ascii_digit()))
+    };
+    let i = w.iter().position(|x| MONTHS.contains(x))?;
+    i.checked_sub(1)
+        .and_then(|j| day(w[j]))
+        .or_else(|| w.get(i + 1).and_then(|x| day(x)))
+}
+
 /// Repair a search call's arguments (the `arguments` lever): drop words that name no plot from
 /// `text` (and the whole `text` when nothing is left), and when the analyst named one month and
 /// the model's window lies inside it (a small model picks the month's first day), search that
@@ -567,6 +589,31 @@ pub fn repair_search(input: &Value, utterance: &str) -> Value {
             .or_else(|| NaiveDate::parse_from_str(s.get(..10)?, "%Y-%m-%d").ok())
     };
     let (start, end) = (date("startTime"), date("endTime"));
+    // A day of a month ("2 March"): that day, in the year the model chose.
+    if let (Some(m), Some(d), Some(year)) = (
+        named_month(utterance),
+        named_day_of_month(utterance),
+        start.or(end).map(|t| t.year()),
+    ) && let Some(day) = NaiveDate::from_ymd_opt(year, m, d)
+        && let Some(next) = day.succ_opt()
+    {
+        obj.insert("startTime".into(), Value::String(format!("{day}T00:00:00Z")));
+        obj.insert("endTime".into(), Value::String(format!("{next}T00:00:00Z")));
+        if let Some(text) = obj.get("text").and_then(Value::as_str) {
+            let kept: Vec<&str> = text
+                .split_whitespace()
+                .filter(|w| {
+                    let bare = w
+                        .trim_matches(|c: char| !c.is_alphanumeric())
+                        .to_lowercase();
+                    !MONTHS.contains(&bare.as_str())
+                        && bare.trim_end_matches(|c: char| c.is_alphabetic()) != d.to_string()
+                })
+                .collect();
+            obj.insert("text".into(), Value::String(kept.join(" ")));
+        }
+        return finish_search(out, utterance, false);
+    }
     let window = named_month(utterance).zip(start).filter(|(m, start)| {
         let next = first_of_next(start.year(), *m);
         start.month() == *m
@@ -587,6 +634,15 @@ pub fn repair_search(input: &Value, utterance: &str) -> Value {
             true
         }
         None => false,
+    };
+    finish_search(out, utterance, widened)
+}
+
+/// The rest of [`repair_search`]: filler words out of the text, the day as "Day N", platforms
+/// the analyst did not name dropped, `open` when asked to open.
+fn finish_search(mut out: Value, utterance: &str, widened: bool) -> Value {
+    let Some(obj) = out.as_object_mut() else {
+        return out;
     };
     // The day the analyst named, as the catalogue titles say it ("Day 2"), in place of however
     // the model spelled it (or left it out): "the second day", "day2", "day two".
@@ -627,7 +683,11 @@ pub fn repair_search(input: &Value, utterance: &str) -> Value {
         c.sort_unstable();
         w.len() == 4 && c == ['e', 'n', 'o', 'p']
     });
+    // "show me the Alpha plot" (one plot) asks to see it; "show me plots with …" to list them.
+    let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).collect();
+    let show_one = words.contains(&"show") && words.contains(&"plot") && !words.contains(&"plots");
     if (transposed
+        || show_one
         || [
             "open",
             "load",
@@ -641,6 +701,26 @@ pub fn repair_search(input: &Value, utterance: &str) -> Value {
         && !obj.contains_key("open")
     {
         obj.insert("open".into(), Value::Bool(true));
+    }
+    // Platforms the analyst named (a small model adds the ones it saw in an earlier result):
+    // "subs" names the submarine.
+    let said: Vec<String> = utterance
+        .to_lowercase()
+        .split(|c: char| !c.is_alphanumeric() && c != '-')
+        .filter(|w| w.len() >= 3)
+        .map(|w| w.trim_end_matches('s').to_owned())
+        .collect();
+    if let Some(Value::Array(platforms)) = obj.get_mut("platforms") {
+        platforms.retain(|p| {
+            p.as_str().is_some_and(|p| {
+                let p = p.to_lowercase();
+                said.iter()
+                    .any(|w| w.len() >= 3 && (p.starts_with(w.as_str()) || w.starts_with(&p)))
+            })
+        });
+        if platforms.is_empty() {
+            obj.remove("platforms");
+        }
     }
     out
 }
@@ -1252,6 +1332,20 @@ mod tests {
         assert_eq!(r, json!({"text": "alpha Day 2", "open": true}));
         let r = repair_search(&json!({"text": "alpha day2"}), "opne the alpha day2 plot");
         assert_eq!(r, json!({"text": "alpha Day 2", "open": true}));
+        // A day of a month is that day; platforms nobody named are dropped ("subs" names one).
+        let r = repair_search(
+            &json!({"text": "Alpha", "startTime": "2026-03-01T00:00:00Z", "endTime": "2026-04-01T00:00:00Z", "platforms": ["frigate", "submarine"]}),
+            "show me the Alpha plot from 2 March",
+        );
+        assert_eq!(
+            r,
+            json!({"text": "Alpha", "startTime": "2026-03-02T00:00:00Z", "endTime": "2026-03-03T00:00:00Z", "open": true})
+        );
+        let r = repair_search(
+            &json!({"text": "exercise", "platforms": ["submarine"]}),
+            "find exercises with subs",
+        );
+        assert_eq!(r["platforms"], json!(["submarine"]));
         let r = repair_search(
             &json!({"text": "March", "startTime": "2026-03-01T00:00:00Z", "endTime": "2026-03-01T23:59:59Z", "platforms": ["submarine"]}),
             "find plots from March involving a submarine",

@@ -23,6 +23,12 @@ fn tracks() -> Value {
     multi(TRACK)
 }
 
+/// Tools that measure between two tracks say so, so a listing for one track leaves them out
+/// (Debrief's specs declare them `multi`; their run fails with one track).
+fn two_tracks() -> Value {
+    json!([{"kind": "TRACK", "min": 2}])
+}
+
 const CAT: &str = "track/measurement";
 const V1: &str = "1.0";
 
@@ -33,7 +39,7 @@ pub(crate) const TOOLS: &[Entry] = &[
         spec_version: V1,
         description: "Range (great-circle distance) between two tracks at a given time, in yds, km, nm or m (default yds). Use it for the separation of two vessels at one moment.",
         output_kind: "artifact/measurement/range",
-        requirements: tracks,
+        requirements: two_tracks,
         params: range_params,
         required: &[],
         run: range_calc,
@@ -44,7 +50,7 @@ pub(crate) const TOOLS: &[Entry] = &[
         spec_version: V1,
         description: "Range between two tracks at a given time as the SWT tote shows it (same as range-calc; units default to yds). Use it where a workflow names the SWT range.",
         output_kind: "artifact/measurement/range",
-        requirements: tracks,
+        requirements: two_tracks,
         params: range_params,
         required: &[],
         run: swt_range_calc,
@@ -55,7 +61,7 @@ pub(crate) const TOOLS: &[Entry] = &[
         spec_version: V1,
         description: "True bearing (degrees, 0-360) from the first track to the second at a given time. Use it for the line of sight from ownship to a contact.",
         output_kind: "artifact/measurement/bearing",
-        requirements: tracks,
+        requirements: two_tracks,
         params: time_params,
         required: &[],
         run: bearing_calc,
@@ -110,7 +116,7 @@ pub(crate) const TOOLS: &[Entry] = &[
         spec_version: V1,
         description: "Predicted received frequency (Hz) at the first track (receiver) of a tone of base frequency fNought radiated by the second track (source), from both tracks' course and speed. Use it to check a Doppler curve against the geometry.",
         output_kind: "artifact/measurement/doppler",
-        requirements: tracks,
+        requirements: two_tracks,
         params: doppler_params,
         required: &[],
         run: doppler_calc,
@@ -121,7 +127,7 @@ pub(crate) const TOOLS: &[Entry] = &[
         spec_version: V1,
         description: "Range rate between two tracks from the given time to the first track's next fix, in yds/s (default), m/s or kts; negative = closing, positive = opening.",
         output_kind: "artifact/measurement/delta_range_rate",
-        requirements: tracks,
+        requirements: two_tracks,
         params: delta_rate_params,
         required: &[],
         run: delta_rate_calc,
@@ -165,7 +171,7 @@ pub(crate) const TOOLS: &[Entry] = &[
         spec_version: V1,
         description: "Relative bearing of the target (second track) from ownship's bow (first track) at a given time: UK format -180..+180 (default, negative = port) or US format 0..360.",
         output_kind: "artifact/measurement/relative_bearing",
-        requirements: tracks,
+        requirements: two_tracks,
         params: bearing_format_params,
         required: &[],
         run: rel_bearing_calc,
@@ -176,7 +182,7 @@ pub(crate) const TOOLS: &[Entry] = &[
         spec_version: V1,
         description: "Angle to bow: the bearing of ownship (first track) from the target's bow (second track) at a given time, UK format -180..+180 (default) or US format 0..360. Use it for the aspect of the target that ownship sees.",
         output_kind: "artifact/measurement/angle_to_bow",
-        requirements: tracks,
+        requirements: two_tracks,
         params: bearing_format_params,
         required: &[],
         run: atb_calc,
@@ -187,7 +193,7 @@ pub(crate) const TOOLS: &[Entry] = &[
         spec_version: V1,
         description: "Bearing rate (deg/min, with direction Left/Right) of the target (second track) from ownship (first track) at a given time, from both tracks' course, speed and the range. Use it for TMA (e.g. to spot a constant-bearing, decreasing-range contact).",
         output_kind: "artifact/measurement/bearing_rate",
-        requirements: tracks,
+        requirements: two_tracks,
         params: time_params,
         required: &[],
         run: bearing_rate_calc,
@@ -242,7 +248,7 @@ pub(crate) const TOOLS: &[Entry] = &[
         spec_version: V1,
         description: "Range (nm) and bearing (degrees true) from one position of the first track (selected_position_index) to the second track's position closest in time to it.",
         output_kind: "artifact/measurement/position_range_bearing",
-        requirements: tracks,
+        requirements: two_tracks,
         params: position_range_bearing_params,
         required: &["selected_position_index"],
         run: position_range_bearing,
@@ -1640,6 +1646,12 @@ mod tests {
                 json!({})
             };
             assert_eq!(run(id, &one, p).unwrap_err().message, msg, "{id}");
+            let spec = TOOLS.iter().find(|e| e.id == id).unwrap().spec();
+            assert_eq!(
+                spec.annotations["debrief:selectionRequirements"],
+                json!([{"kind": "TRACK", "min": 2}]),
+                "{id} says it needs two tracks"
+            );
         }
     }
 
