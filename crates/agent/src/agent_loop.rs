@@ -1062,6 +1062,30 @@ impl AgentLoop {
         {
             return Some(planned_reply(text));
         }
+        // Asked to open a plot and the search found several: the analyst's own words that the
+        // catalogue knows may single one out ("the prosecution day of Alpha").
+        if stage == Stage::Searched
+            && !run.planned.contains(&toolgate_plot::agent::SEARCH)
+            && let Some(last) = calls.last()
+            && last.tool == toolgate_plot::agent::SEARCH
+            && last.status == CallStatus::Dispatched
+            && last.input.get("open").and_then(Value::as_bool) == Some(true)
+            && let Some(input) = self.refine_search(&last.input, utterance)
+        {
+            run.planned.push(toolgate_plot::agent::SEARCH);
+            return Some(call(toolgate_plot::agent::SEARCH, input));
+        }
+        // A search that opened a plot: say which.
+        if run.intent == Some(small::Intent::FindPlots)
+            && turn.reply
+            && run.levers.grounding
+            && let Some(last) = calls.last()
+            && last.tool == toolgate_plot::agent::SEARCH
+            && last.status == CallStatus::Dispatched
+            && last.result.contains("\"opened\"")
+        {
+            return Some(planned_reply(grounded::plain_words(&last.result)));
+        }
         // A search that opened nothing: what it found (or the near matches it suggests) is the
         // answer; a second search with the model's same words finds the same.
         let searched = stage == Stage::Searched
@@ -1161,6 +1185,51 @@ impl AgentLoop {
                 .filter(|w| w.len() >= 3 && !GENERIC.contains(w))
                 .any(|w| said.iter().any(|s| s == w))
         })
+    }
+
+    /// A search `input` that matched several plots, narrowed by one more word of the analyst's
+    /// own that the catalogue knows, when that leaves exactly one: the input with that word
+    /// added (and `open`). Each word is one search of the session's stores; at most eight.
+    fn refine_search(&self, input: &Value, utterance: &str) -> Option<Value> {
+        const SKIP: [&str; 16] = [
+            "show", "give", "bring", "screen", "want", "need", "please", "could", "would",
+            "this", "that", "with", "from", "plot", "plots", "load",
+        ];
+        let text = input.get("text").and_then(Value::as_str).unwrap_or_default();
+        let have = text.to_lowercase();
+        let query = |t: String| toolgate_plot::search::SearchQuery {
+            text: Some(t),
+            start_time: input.get("startTime").and_then(Value::as_str).map(str::to_owned),
+            end_time: input.get("endTime").and_then(Value::as_str).map(str::to_owned),
+            platforms: input
+                .get("platforms")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                .unwrap_or_default(),
+            bbox: None,
+            limit: Some(2),
+        };
+        let lower = utterance.to_lowercase();
+        let words: Vec<&str> = lower
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.len() >= 4 && !SKIP.contains(w) && !have.contains(w))
+            .take(8)
+            .collect();
+        let session = self.debrief.session();
+        for w in words {
+            let t = format!("{text} {w}").trim().to_owned();
+            if let Ok(r) = toolgate_plot::search::search(session.stores(), &query(t.clone()))
+                && r.total == 1
+            {
+                let mut out = input.clone();
+                if let Some(o) = out.as_object_mut() {
+                    o.insert("text".into(), Value::String(t));
+                    o.insert("open".into(), Value::Bool(true));
+                }
+                return Some(out);
+            }
+        }
+        None
     }
 
     fn plot_versions(&self) -> Vec<(String, u64)> {
@@ -1382,6 +1451,14 @@ impl AgentLoop {
                     .collect();
             }
         }
+        let settled_params: Vec<String> = if self.config.levers.arguments {
+            values::parameters_for(&crate::rank::without_names(utterance, &references))
+                .iter()
+                .flat_map(|g| g.iter().map(|p| (*p).to_owned()))
+                .collect()
+        } else {
+            Vec::new()
+        };
         Surface {
             feature_names,
             has_selection,
@@ -1389,6 +1466,8 @@ impl AgentLoop {
             years,
             dates: constrain::names_a_date(utterance),
             tools,
+            settled_targets: self.config.levers.arguments && target_kinds.is_some(),
+            settled_params,
         }
     }
 

@@ -117,6 +117,12 @@ pub struct Surface {
     pub dates: bool,
     /// The registry's runnable tools: id and input schema.
     pub tools: Vec<(String, Value)>,
+    /// The request's targets are settled in code (named, or the selection it points at): a run
+    /// call carries no `featureNames`/`scope` to decode; the loop fills them.
+    pub settled_targets: bool,
+    /// Parameters the analyst's words fill in code (a colour, a time window, speed bounds): left
+    /// out of a run call's schema, so the model spends no tokens on them.
+    pub settled_params: Vec<String>,
 }
 
 /// The English month names, January first.
@@ -300,7 +306,7 @@ pub fn arguments_schema(tool: &str, s: &Surface) -> Value {
                     let mut p = Map::new();
                     p.insert("toolId".into(), json!({"const": id}));
                     let mut required = vec!["toolId"];
-                    if !s.feature_names.is_empty() {
+                    if !s.feature_names.is_empty() && !s.settled_targets {
                         p.insert(
                             "featureNames".into(),
                             json!({"type": "array", "items": {"enum": s.feature_names}, "minItems": 1, "maxItems": 5}),
@@ -309,10 +315,22 @@ pub fn arguments_schema(tool: &str, s: &Surface) -> Value {
                             required.push("featureNames");
                         }
                     }
-                    if s.has_selection {
+                    if s.has_selection && !s.settled_targets {
                         p.insert("scope".into(), json!({"enum": ["all", "selection"]}));
                     }
-                    p.insert("params".into(), closed(schema));
+                    let mut params = closed(schema);
+                    if let Some(o) = params.as_object_mut() {
+                        if let Some(props) = o.get_mut("properties").and_then(Value::as_object_mut)
+                        {
+                            props.retain(|k, _| !s.settled_params.contains(k));
+                        }
+                        if let Some(req) = o.get_mut("required").and_then(Value::as_array_mut) {
+                            req.retain(|k| {
+                                k.as_str().is_none_or(|k| !s.settled_params.iter().any(|x| x == k))
+                            });
+                        }
+                    }
+                    p.insert("params".into(), params);
                     required.push("params");
                     obj(p, &required)
                 })
@@ -418,7 +436,22 @@ mod tests {
                     json!({"type": "object", "properties": {"max_knots": {"type": "number", "minimum": 0}}}),
                 ),
             ],
+            settled_targets: false,
+            settled_params: Vec::new(),
         }
+    }
+
+    #[test]
+    fn what_code_settles_is_not_decoded() {
+        let mut s = surface();
+        s.settled_targets = true;
+        s.settled_params = vec!["color".into()];
+        let a = arguments_schema(RUN_TOOL, &s);
+        let text = a.to_string();
+        assert!(!text.contains("featureNames") && !text.contains("scope"), "{text}");
+        assert!(!text.contains("\"color\""), "{text}");
+        let v = jsonschema::validator_for(&a).unwrap();
+        assert!(v.is_valid(&json!({"toolId": "set-track-color", "params": {}})));
     }
 
     fn validator(offer: &Offer) -> jsonschema::Validator {

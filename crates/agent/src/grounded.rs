@@ -216,6 +216,18 @@ pub fn plain_words(result: &str) -> String {
                 .collect()
         })
         .unwrap_or_default();
+    if let Some(opened) = v.get("opened").and_then(serde_json::Value::as_str) {
+        let title = v
+            .get("matches")
+            .and_then(serde_json::Value::as_array)
+            .and_then(|m| {
+                m.iter()
+                    .find(|x| x.get("plotId").and_then(serde_json::Value::as_str) == Some(opened))
+            })
+            .and_then(|x| x.get("title").and_then(serde_json::Value::as_str))
+            .unwrap_or(opened);
+        return format!("Opened \"{title}\". Ask what it holds, or what to run on it.");
+    }
     let total = v
         .get("total")
         .and_then(serde_json::Value::as_u64)
@@ -385,6 +397,11 @@ mod tests {
         let reply = grounded_reply(&[call("debrief_searchPlots", Status::Ok, none)], false);
         assert!(!reply.contains('{'), "{reply}");
         assert_eq!(plain_words("Ran Speed Calc."), "Ran Speed Calc.");
+        let opened = r#"{"matches":[{"plotId":"b","title":"Exercise Alpha — Day 2"}],"total":1,"opened":"b"}"#;
+        assert_eq!(
+            plain_words(opened),
+            "Opened \"Exercise Alpha — Day 2\". Ask what it holds, or what to run on it."
+        );
     }
 
     #[test]
