@@ -1113,7 +1113,10 @@ impl AgentLoop {
                     result: &c.result,
                 })
                 .collect();
-            return Some(planned_reply(grounded::grounded_reply(&dispatched, applied)));
+            return Some(planned_reply(grounded::grounded_reply(
+                &dispatched,
+                applied,
+            )));
         }
         None
     }
@@ -1192,19 +1195,33 @@ impl AgentLoop {
     /// added (and `open`). Each word is one search of the session's stores; at most eight.
     fn refine_search(&self, input: &Value, utterance: &str) -> Option<Value> {
         const SKIP: [&str; 16] = [
-            "show", "give", "bring", "screen", "want", "need", "please", "could", "would",
-            "this", "that", "with", "from", "plot", "plots", "load",
+            "show", "give", "bring", "screen", "want", "need", "please", "could", "would", "this",
+            "that", "with", "from", "plot", "plots", "load",
         ];
-        let text = input.get("text").and_then(Value::as_str).unwrap_or_default();
+        let text = input
+            .get("text")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let have = text.to_lowercase();
         let query = |t: String| toolgate_plot::search::SearchQuery {
             text: Some(t),
-            start_time: input.get("startTime").and_then(Value::as_str).map(str::to_owned),
-            end_time: input.get("endTime").and_then(Value::as_str).map(str::to_owned),
+            start_time: input
+                .get("startTime")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            end_time: input
+                .get("endTime")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
             platforms: input
                 .get("platforms")
                 .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
                 .unwrap_or_default(),
             bbox: None,
             limit: Some(2),

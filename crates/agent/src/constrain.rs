@@ -448,7 +448,10 @@ mod tests {
         s.settled_params = vec!["color".into()];
         let a = arguments_schema(RUN_TOOL, &s);
         let text = a.to_string();
-        assert!(!text.contains("featureNames") && !text.contains("scope"), "{text}");
+        assert!(
+            !text.contains("featureNames") && !text.contains("scope"),
+            "{text}"
+        );
         assert!(!text.contains("\"color\""), "{text}");
         let v = jsonschema::validator_for(&a).unwrap();
         assert!(v.is_valid(&json!({"toolId": "set-track-color", "params": {}})));

@@ -313,7 +313,11 @@ pub fn describe(result: &str) -> Option<String> {
         .filter(|(_, n)| !n.is_empty())
         .map(|(kind, names)| {
             let noun = if kind == "narrative" {
-                if names.len() == 1 { "narrative entry".to_owned() } else { "narrative entries".to_owned() }
+                if names.len() == 1 {
+                    "narrative entry".to_owned()
+                } else {
+                    "narrative entries".to_owned()
+                }
             } else if names.len() == 1 {
                 kind.clone()
             } else {

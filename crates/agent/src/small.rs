@@ -597,7 +597,10 @@ pub fn repair_search(input: &Value, utterance: &str) -> Value {
     ) && let Some(day) = NaiveDate::from_ymd_opt(year, m, d)
         && let Some(next) = day.succ_opt()
     {
-        obj.insert("startTime".into(), Value::String(format!("{day}T00:00:00Z")));
+        obj.insert(
+            "startTime".into(),
+            Value::String(format!("{day}T00:00:00Z")),
+        );
         obj.insert("endTime".into(), Value::String(format!("{next}T00:00:00Z")));
         if let Some(text) = obj.get("text").and_then(Value::as_str) {
             let kept: Vec<&str> = text

@@ -256,15 +256,12 @@ async fn the_budget_drops_old_results_first() {
 }
 
 /// The whole small profile (planning on) against a server that decodes under a schema: the
-/// model classifies the request and writes the answer; the summary between is made in code.
+/// model classifies the request; the summary and the description are made in code.
 #[tokio::test]
 async fn with_planning_a_constrained_turn_is_asked_only_for_the_answer() {
-    let mock = MockModel::sequence(vec![
-        Reply::text(r#"{"intent": "describe_plot"}"#),
-        Reply::text(r#"{"reply": "The plot holds HMS Nelson's track."}"#),
-    ])
-    .await
-    .unwrap();
+    let mock = MockModel::sequence(vec![Reply::text(r#"{"intent": "describe_plot"}"#)])
+        .await
+        .unwrap();
     let h = harness("mock-model", true).await;
     let out = AgentLoop::new(
         client(&mock),
@@ -278,17 +275,17 @@ async fn with_planning_a_constrained_turn_is_asked_only_for_the_answer() {
         |_| {},
     )
     .await;
+    // The description is the summary's own names and numbers, composed in code.
     assert_eq!(
         out.final_text.as_deref(),
-        Some("The plot holds HMS Nelson's track.")
+        Some(
+            "\"Exercise Alpha — Day 1\" (2026-03-01 00:00-12:00) holds 1 track — HMS Nelson (NELSON); 1 point — Datum A."
+        )
     );
     assert_eq!(out.calls.len(), 1);
     assert_eq!(out.calls[0].tool, SUMMARIZE);
-    assert_eq!(mock.chat_requests().len(), 2);
-    assert_eq!(
-        out.turns, 1,
-        "the classification is not a turn; the answer is"
-    );
+    assert_eq!(mock.chat_requests().len(), 1, "only the classification");
+    assert_eq!(out.turns, 0);
 }
 
 /// All levers against a server that reports llama.cpp: a step schema instead of `tools`, the
@@ -448,18 +445,22 @@ async fn constrained_json_never_streams_to_the_surface() {
     .unwrap();
     let h = harness("mock-model", true).await;
     let events = std::sync::Mutex::new(Vec::new());
-    let out = AgentLoop::new(
-        Arc::new(Streaming(client(&mock))),
-        h.debrief.clone(),
-        AgentConfig::for_profile(Profile::Small),
-    )
-    .run(
-        &mut Conversation::new("c"),
-        "what's in this plot?",
-        &Fixed(Answer::Approve),
-        |e| events.lock().unwrap().push(e),
-    )
-    .await;
+    // Planning off, so the model writes the call and the answer as constrained JSON.
+    let cfg = AgentConfig {
+        levers: Levers {
+            planning: false,
+            ..Levers::SMALL
+        },
+        ..AgentConfig::for_profile(Profile::Small)
+    };
+    let out = AgentLoop::new(Arc::new(Streaming(client(&mock))), h.debrief.clone(), cfg)
+        .run(
+            &mut Conversation::new("c"),
+            "what's in this plot?",
+            &Fixed(Answer::Approve),
+            |e| events.lock().unwrap().push(e),
+        )
+        .await;
     assert_eq!(out.stop, Stop::Final, "{out:?}");
     let events = events.into_inner().unwrap();
     let streamed: String = events
@@ -664,14 +665,14 @@ async fn the_model_chooses_among_a_few_and_its_invented_values_are_dropped() {
     let script = vec![
         Reply::tool(
             RUN_TOOL,
-            json!({"toolId": "range-calc", "params": {"units": "m", "time": "2026-03-01T00:00:12Z"}, "featureNames": ["HMS Nelson"]}),
+            json!({"toolId": "calculate-track-length", "params": {"units": "m", "time": "2026-03-01T00:00:12Z"}, "featureNames": ["HMS Nelson"]}),
         ),
-        Reply::text("The range could not be calculated."),
+        Reply::text("Done."),
     ];
     let (out, mock) = say(
         planning(),
         script,
-        "what range is HMS Nelson at, in nautical miles",
+        "how long is HMS Nelson's track, in nautical miles",
         &[],
     )
     .await;
@@ -686,7 +687,7 @@ async fn the_model_chooses_among_a_few_and_its_invented_values_are_dropped() {
         .unwrap()
         .to_owned();
     assert!(listing.lines().count() <= 7, "{listing}");
-    assert!(listing.contains("range-calc"), "{listing}");
+    assert!(listing.contains("calculate-track-length"), "{listing}");
     let run_call = out.calls.iter().find(|c| c.tool == RUN_TOOL).unwrap();
     assert_eq!(
         run_call.input["params"],
