@@ -297,17 +297,20 @@ pub fn invented_tool(
         .map(|t| t.trim_matches(|c: char| !c.is_alphanumeric() && c != '-'))
         .filter(|t| !t.is_empty())
         .collect();
-    // Only a request to run or use something names a tool ("summarise the north-east area"
-    // does not).
+    // A request names a tool by an id-like token ("wake-analysis") or by a noun phrase headed by
+    // a word for a tool ("the wake analysis", "a CPA alarm tool", "the sonar predictor"); a
+    // request to run or use something may name it by an id-like token alone.
     let asks_to_run = tokens.iter().any(|t| {
         matches!(
             *t,
             "run" | "use" | "apply" | "launch" | "execute" | "do" | "perform" | "try" | "tool"
         )
     });
-    if !asks_to_run {
-        return None;
-    }
+    let norm = |w: &str| {
+        w.replace("colour", "color")
+            .trim_end_matches('s')
+            .to_owned()
+    };
     for t in &tokens {
         let parts: Vec<&str> = t.split('-').collect();
         let id_like = parts.len() >= 2
@@ -315,54 +318,70 @@ pub fn invented_tool(
                 .iter()
                 .all(|p| p.len() >= 2 && p.chars().all(|c| c.is_ascii_alphabetic()));
         // A spelling of a real id ("set-track-colour", "track-trim") is that tool.
-        let norm = |w: &str| {
-            w.replace("colour", "color")
-                .trim_end_matches('s')
-                .to_owned()
-        };
         let spelled = ids.iter().any(|id| {
             let own: Vec<String> = id.split('-').map(norm).collect();
             parts.iter().all(|p| own.contains(&norm(p)))
         });
-        if id_like && !spelled && !HYPHENATED_WORDS.contains(t) {
+        let headed = parts.iter().any(|p| TOOL_NOUNS.contains(p));
+        if id_like && !spelled && !HYPHENATED_WORDS.contains(t) && (asks_to_run || headed) {
             return Some((*t).to_owned());
         }
     }
-    // "the <words> tool": the one to three words before it, articles and verbs dropped.
-    let at = tokens.iter().position(|t| *t == "tool")?;
-    let named: Vec<&str> = tokens[at.saturating_sub(3)..at]
-        .iter()
-        .rev()
-        .take_while(|w| {
-            !matches!(
-                **w,
-                "the"
-                    | "a"
-                    | "an"
-                    | "run"
-                    | "use"
-                    | "apply"
-                    | "launch"
-                    | "execute"
-                    | "this"
-                    | "that"
-                    | "your"
-                    | "analysis"
-            )
-        })
-        .copied()
-        .collect();
-    if named.is_empty() {
-        return None;
-    }
-    let known = named.iter().any(|w| {
-        let stem = w.trim_end_matches('s');
-        vocabulary
+    // "<words> tool|analysis|calculator|…": the one or two words before the head noun, stopping
+    // at articles, verbs, determiners and common adjectives.
+    for (at, head) in tokens.iter().enumerate() {
+        if !TOOL_NOUNS.contains(head) {
+            continue;
+        }
+        let named: Vec<&str> = tokens[at.saturating_sub(2)..at]
             .iter()
-            .any(|v| v.starts_with(stem) || stem.starts_with(v.as_str()))
-    });
-    (!known).then(|| named.iter().rev().copied().collect::<Vec<_>>().join(" "))
+            .rev()
+            .take_while(|w| !PHRASE_STOP.contains(w) && !TOOL_NOUNS.contains(w))
+            .copied()
+            .collect();
+        if named.is_empty() {
+            continue;
+        }
+        let known = named.iter().any(|w| {
+            let stem = norm(w);
+            stem.len() < 3
+                || vocabulary
+                    .iter()
+                    .any(|v| v.starts_with(stem.as_str()) || stem.starts_with(v.as_str()))
+        });
+        if !known {
+            return Some(named.iter().rev().copied().collect::<Vec<_>>().join(" "));
+        }
+    }
+    None
 }
+
+/// Words that head a noun phrase naming a tool ("the wake analysis", "a CPA alarm tool").
+const TOOL_NOUNS: &[&str] = &[
+    "tool",
+    "analysis",
+    "analyses",
+    "analyser",
+    "analyzer",
+    "calc",
+    "calculation",
+    "calculator",
+    "detector",
+    "predictor",
+    "generator",
+    "algorithm",
+    "routine",
+];
+
+/// Words that end such a phrase on its left: articles, verbs, determiners, prepositions and the
+/// adjectives people put before any analysis ("a quick analysis", "the full calculation").
+const PHRASE_STOP: &[&str] = &[
+    "the", "a", "an", "run", "use", "apply", "launch", "execute", "do", "perform", "try", "this",
+    "that", "your", "my", "our", "any", "some", "please", "on", "for", "of", "to", "with", "and",
+    "or", "quick", "full", "complete", "detailed", "basic", "simple", "new", "proper", "standard",
+    "thorough", "brief", "overall", "whole", "same", "other", "another", "can", "you", "could",
+    "would", "me", "i", "we", "what", "which", "is", "are", "there",
+];
 
 /// `utterance` with every whole-word, case-insensitive occurrence of `names` blanked (longest
 /// names first, so "HMS Nelson" goes before "Nelson").
@@ -529,6 +548,31 @@ mod tests {
         assert_eq!(inv("colour the anti-submarine track red"), None);
         assert_eq!(inv("summarise the north-east area"), None);
         assert_eq!(inv("what was SSK-RED's average speed"), None);
+        // A noun phrase headed by a word for a tool, with or without a run verb; a real tool's
+        // words in it make it that tool.
+        for (u, named) in [
+            ("carry out a wake analysis of Nelson", "wake"),
+            ("wake-analysis for SSK-RED", "wake-analysis"),
+            (
+                "I'd like the wake analysis tool on the selected track",
+                "wake",
+            ),
+            (
+                "Nelson: acoustic footprint calculator",
+                "acoustic footprint",
+            ),
+        ] {
+            assert_eq!(inv(u).as_deref(), Some(named), "{u}");
+        }
+        for u in [
+            "run a speed analysis on Nelson",
+            "do a quick analysis of the range to SSK-RED",
+            "run the range calculator on Nelson",
+            "which tools can I use?",
+            "what analysis can I do on this plot",
+        ] {
+            assert_eq!(inv(u), None, "{u}");
+        }
     }
 
     #[test]
