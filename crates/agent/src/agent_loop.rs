@@ -881,6 +881,9 @@ impl AgentLoop {
     /// request does not settle its targets ([`crate::refs::resolve`]): nothing named or
     /// selected, or a phrase that fits several features. `None`: run it.
     fn target_question(&self, input: &Value, utterance: &str) -> Option<crate::Ask> {
+        if let Some(other) = self.other_plot_named(utterance) {
+            return Some(other);
+        }
         let tool = input.get("toolId").and_then(Value::as_str)?;
         let (candidates, needs_targets, tracks_only, selected) = self.run_targets(tool)?;
         if !needs_targets {
@@ -1247,6 +1250,63 @@ impl AgentLoop {
             }
         }
         None
+    }
+
+    /// The request names a plot of the catalogue other than the active one — its exercise day
+    /// ("the contact on day 2" with Day 1 active) or a word only that plot's title has — so a
+    /// run would act on the wrong plot: asked about instead ([`crate::Ask::OtherPlot`]).
+    fn other_plot_named(&self, utterance: &str) -> Option<crate::Ask> {
+        const GENERIC: [&str; 6] = ["exercise", "day", "plot", "track", "tracks", "the"];
+        let words = |t: &str| -> Vec<String> {
+            t.to_lowercase()
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| w.len() >= 3 && !GENERIC.contains(w))
+                .map(str::to_owned)
+                .collect()
+        };
+        let session = self.debrief.session();
+        let active = session.active().ok()?;
+        let active_title = active.title.clone();
+        let active_day = values::day_number(&active_title);
+        let said = words(&crate::rank::without_names(
+            utterance,
+            &toolgate_plot::agent::feature_names(active.doc.features()),
+        ));
+        let said_day = values::day_number(utterance);
+        let found = toolgate_plot::search::search(
+            session.stores(),
+            &toolgate_plot::search::SearchQuery {
+                limit: Some(10_000),
+                ..Default::default()
+            },
+        )
+        .ok()?;
+        let active_words = words(&active_title);
+        let named = found.matches.iter().find(|m| {
+            if m.plot_id == active.id || m.title == active_title {
+                return false;
+            }
+            let other_day = values::day_number(&m.title);
+            let by_day = said_day.is_some()
+                && said_day != active_day
+                && other_day == said_day
+                && words(&m.title)
+                    .iter()
+                    .all(|w| active_words.contains(w) || said.contains(w));
+            let own: Vec<String> = words(&m.title)
+                .into_iter()
+                .filter(|w| !active_words.contains(w))
+                .collect();
+            let by_word = !own.is_empty() && own.iter().any(|w| said.contains(w));
+            by_day || by_word
+        })?;
+        let open = session.open_plots().iter().any(|p| p.id == named.plot_id);
+        Some(crate::Ask::OtherPlot {
+            id: named.plot_id.clone(),
+            named: named.title.clone(),
+            active: active_title,
+            open,
+        })
     }
 
     fn plot_versions(&self) -> Vec<(String, u64)> {

@@ -21,6 +21,16 @@ pub enum Ask {
     },
     /// The request names a tool the registry does not have; the nearest real ones.
     InventedTool { id: String, nearest: Vec<String> },
+    /// The request names another plot than the one in front of the analyst ("the contact on
+    /// day 2" with Day 1 active): nothing is run on the active plot.
+    OtherPlot {
+        /// The named plot's id and title.
+        id: String,
+        named: String,
+        active: String,
+        /// The named plot is open, only not the active one.
+        open: bool,
+    },
 }
 
 /// "a, b or c".
@@ -44,6 +54,19 @@ impl std::fmt::Display for Ask {
                 f,
                 "\"{phrase}\" could mean {}. Which one? Nothing was changed.",
                 or_list(candidates)
+            ),
+            Ask::OtherPlot {
+                named,
+                active,
+                open: true,
+                ..
+            } => write!(
+                f,
+                "That is about \"{named}\", which is open but not the plot in front of you (\"{active}\"). Switch to it first, then ask again. Nothing was changed."
+            ),
+            Ask::OtherPlot { named, active, .. } => write!(
+                f,
+                "That is about \"{named}\", but the plot open is \"{active}\". Open \"{named}\" first (ask to open it), then ask again. Nothing was changed."
             ),
             Ask::InventedTool { id, nearest } if nearest.is_empty() => write!(
                 f,

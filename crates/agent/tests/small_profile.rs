@@ -752,3 +752,91 @@ async fn a_search_that_opens_nothing_is_answered_in_words() {
         "{text}"
     );
 }
+
+const DAY1: &str = "stac://demo/alpha-day1/item.json";
+const DAY2: &str = "stac://demo/alpha-day2/item.json";
+
+async fn on_demo(open: &[&str], utterance: &str, script: Vec<Reply>) -> toolgate_agent::RunOutcome {
+    let mock = MockModel::sequence(script).await.unwrap();
+    let h = common::demo_harness("mock-model", open).await;
+    AgentLoop::new(client(&mock), h.debrief.clone(), planning())
+        .run(
+            &mut Conversation::new("demo"),
+            utterance,
+            &Fixed(Answer::Approve),
+            |_| {},
+        )
+        .await
+}
+
+/// A change that names another plot than the active one ("the contact on day 2" with Day 1 in
+/// front of the analyst) is not made on the active plot: the panel says which plot it is about
+/// and what to do (open it; switch to it when it is open already).
+#[tokio::test]
+async fn a_change_about_another_plot_is_not_made_on_the_active_one() {
+    use toolgate_agent::Ask;
+    let out = on_demo(&[DAY1], "colour the contact on day 2 red", Vec::new()).await;
+    assert!(out.confirmations.is_empty(), "{:?}", out.calls);
+    assert!(
+        matches!(&out.ask, Some(Ask::OtherPlot { open: false, named, .. }) if named == "Exercise Alpha — Day 2"),
+        "{:?}",
+        out.ask
+    );
+    let text = out.final_text.unwrap();
+    assert!(text.contains("Nothing was changed"), "{text}");
+    // Day 2 open but Day 1 active: switch first.
+    let out = on_demo(&[DAY2, DAY1], "colour the contact on day 2 red", Vec::new()).await;
+    assert!(out.confirmations.is_empty());
+    assert!(
+        matches!(out.ask, Some(Ask::OtherPlot { open: true, .. })),
+        "{:?}",
+        out.ask
+    );
+    // The same day as the active plot, or no day at all, is the active plot.
+    let out = on_demo(&[DAY1], "colour the contact on day 1 red", Vec::new()).await;
+    assert_eq!(out.confirmations.len(), 1, "{:?}", out.ask);
+    let out = on_demo(&[DAY1], "colour the contact red", Vec::new()).await;
+    assert_eq!(out.confirmations.len(), 1, "{:?}", out.ask);
+}
+
+/// Two tracks of one navy for "the British warship" are asked about, never guessed; a typed
+/// question reaches the analyst and nothing is applied.
+#[tokio::test]
+async fn an_ambiguous_reference_is_asked_about_with_its_candidates() {
+    use toolgate_agent::Ask;
+    let out = on_demo(&[DAY1], "paint the british warship yellow", Vec::new()).await;
+    assert!(out.confirmations.is_empty());
+    match &out.ask {
+        Some(Ask::Ambiguous { candidates, .. }) => {
+            assert!(
+                candidates.contains(&"HMS Nelson".to_owned()),
+                "{candidates:?}"
+            );
+            assert!(
+                candidates.contains(&"HMS Collingwood".to_owned()),
+                "{candidates:?}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A request naming an analysis that does not exist is refused before any model is asked,
+/// however it is phrased — never replaced by a real tool.
+#[tokio::test]
+async fn an_invented_analysis_in_any_phrasing_is_refused_before_the_model() {
+    use toolgate_agent::Ask;
+    for u in [
+        "carry out a wake analysis of Nelson",
+        "wake-analysis on the contact please",
+        "Nelson: acoustic footprint calculator",
+    ] {
+        let out = on_demo(&[DAY1], u, Vec::new()).await;
+        assert!(
+            matches!(out.ask, Some(Ask::InventedTool { .. })),
+            "{u}: {:?}",
+            out.ask
+        );
+        assert!(out.calls.is_empty(), "{u}: {:?}", out.calls);
+    }
+}

@@ -81,6 +81,10 @@ pub fn gate_words(ask: &toolgate_agent::Ask) -> String {
             candidates.join(", ")
         ),
         Ask::InventedTool { id, .. } => format!("Unknown tool id \"{id}\". {ask}"),
+        Ask::OtherPlot { id, open: true, .. } => {
+            format!("The plot \"{id}\" is open but not focused. {ask}")
+        }
+        Ask::OtherPlot { id, .. } => format!("No open plot matches \"{id}\". {ask}"),
     }
 }
 

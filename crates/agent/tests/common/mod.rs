@@ -47,6 +47,27 @@ pub async fn harness(model: &str, open: bool) -> Harness {
     Harness { debrief, sink, dir }
 }
 
+/// A Debrief surface over the demo store (Exercise Alpha Day 1 and Day 2, Bulk Tracks), with
+/// `open` opened in that order (the last one active).
+pub async fn demo_harness(model: &str, open: &[&str]) -> Harness {
+    let dir = tempfile::tempdir().unwrap();
+    let store = toolgate_plot::demo::ensure_demo_store(&dir.path().join("demo")).unwrap();
+    let mut registry = Registry::new().with_discovery_hint("Call debrief_listTools first.");
+    registry.register(Arc::new(NativeTools)).await.unwrap();
+    let sink = Arc::new(MemorySink::default());
+    let mut session = Session::new(vec![store]);
+    for id in open {
+        session.open(id).unwrap();
+    }
+    let debrief = Arc::new(Debrief::new(
+        Arc::new(Mutex::new(session)),
+        Arc::new(registry),
+        sink.clone(),
+        surface_settings("test", model, true),
+    ));
+    Harness { debrief, sink, dir }
+}
+
 /// Answers from a script (decline when it runs out) and records what it was shown.
 #[allow(unused_imports)]
 pub use toolgate_core::flow::Scripted;
