@@ -119,6 +119,15 @@ async fn smollm2_drives_the_loop_end_to_end() {
             max_turns: 3,
             ..AgentConfig::for_profile(profile)
         };
+        // Plumbing: every step is the model's (with planning, this request's steps are made in
+        // code and the model is never asked).
+        let cfg = AgentConfig {
+            levers: toolgate_agent::Levers {
+                planning: false,
+                ..cfg.levers
+            },
+            ..cfg
+        };
         let started = Instant::now();
         let out = tokio::time::timeout(
             Duration::from_secs(300),

@@ -286,6 +286,15 @@ async fn the_agent_loop_runs_on_the_in_process_model() {
             max_turns: 3,
             ..AgentConfig::for_profile(profile)
         };
+        // Plumbing: every step is the model's (with planning, this request's steps are made in
+        // code and the model is never asked).
+        let cfg = AgentConfig {
+            levers: toolgate_agent::Levers {
+                planning: false,
+                ..cfg.levers
+            },
+            ..cfg
+        };
         let out = tokio::time::timeout(
             Duration::from_secs(300),
             AgentLoop::new(client.clone(), debrief(dir.path()).await, cfg).run(
