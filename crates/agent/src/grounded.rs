@@ -147,7 +147,15 @@ pub fn false_claims(
         }
     }
     if !applied {
-        for sentence in reply.split(['.', '!', '\n', ';']) {
+        // Quoted words are a quotation (a search's own words), not an assertion.
+        let unquoted: String = reply
+            .split('"')
+            .enumerate()
+            .filter(|(i, _)| i % 2 == 0)
+            .map(|(_, part)| part)
+            .collect::<Vec<_>>()
+            .join("\"\"");
+        for sentence in unquoted.split(['.', '!', '\n', ';']) {
             let lower = sentence.to_lowercase();
             let words: Vec<&str> = lower
                 .split(|c: char| !c.is_alphanumeric() && c != '\'')
@@ -425,6 +433,15 @@ mod tests {
         let text = describe(summary).unwrap();
         let turn = [call("debrief_summarizeCurrentPlot", Status::Ok, summary)];
         assert!(false_claims(&text, "describe it", &turn, false).is_empty());
+    }
+
+    #[test]
+    fn quoted_words_are_not_claims() {
+        let search = [call("debrief_searchPlots", Status::Ok, "{}")];
+        let quoted = "No plots matched. Searched for the text \"submarine has been moved\".";
+        assert!(false_claims(quoted, "find it", &search, false).is_empty());
+        let claimed = "The submarine track has been moved.";
+        assert!(!false_claims(claimed, "find it", &search, false).is_empty());
     }
 
     #[test]
