@@ -1497,7 +1497,7 @@ impl AgentLoop {
             // computes, never by one that edits; a tool the request's targets cannot satisfy
             // (two tracks needed, one named) is not offered.
             let question = small::asks_quantity(utterance);
-            let kinds = target_kinds.clone();
+            let kinds = &target_kinds;
             let registry = self.debrief.registry();
             let fits = |id: &str| {
                 registry.specs().find(|s| s.id == id).is_none_or(|s| {

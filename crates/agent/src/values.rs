@@ -525,7 +525,7 @@ pub fn ground_params(input: &Value, schema: &Value, utterance: &str, filled: &[S
                 .filter_map(Value::as_str)
                 .filter(|c| {
                     let c = c.to_lowercase();
-                    said.iter().any(|w| *w == c)
+                    said.contains(&c)
                         || UNIT_WORDS
                             .iter()
                             .find(|(short, _)| *short == c)
