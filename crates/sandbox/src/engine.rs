@@ -48,7 +48,7 @@ pub async fn run(req: ExecRequest, host: &dyn ToolHost) -> Envelope {
     let started = Instant::now();
     let mut session = Session::new(&req, host);
     let result = session.drive(&req).await;
-    session.finish(result, started)
+    session.finish(result, started, &req.code)
 }
 
 /// Captured stdout/stderr under one byte budget.
@@ -138,6 +138,20 @@ struct Session<'a> {
 
 fn exc(t: ExcType, msg: impl Into<String>) -> MontyException {
     MontyException::new(t, Some(msg.into()))
+}
+
+/// " at line 3: while True:" — the source line `line` (1-based) of `code`, trimmed and cut to 60
+/// characters; empty when there is no such line.
+fn running_line(code: &str, line: Option<u32>) -> String {
+    let Some(n) = line.filter(|n| *n > 0) else {
+        return String::new();
+    };
+    let Some(src) = code.lines().nth(n as usize - 1).map(str::trim) else {
+        return String::new();
+    };
+    let shown: String = src.chars().take(60).collect();
+    let more = if src.chars().count() > 60 { " …" } else { "" };
+    format!(" at line {n}: {shown}{more}")
 }
 
 /// `12 s`, `1.5 s`, `250 ms`.
@@ -464,7 +478,12 @@ impl<'a> Session<'a> {
         wait.resume(results, PrintWriter::Callback(&mut self.out))
     }
 
-    fn finish(self, result: Result<MontyObject, MontyException>, started: Instant) -> Envelope {
+    fn finish(
+        self,
+        result: Result<MontyObject, MontyException>,
+        started: Instant,
+        code: &str,
+    ) -> Envelope {
         let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
         let Output {
             stdout,
@@ -493,10 +512,12 @@ impl<'a> Session<'a> {
                     && (error.message.starts_with("feed time limit exceeded")
                         || error.message.starts_with("turn time limit exceeded"))
                 {
+                    // Said as a developer reads it: the limit in plain units and the line that
+                    // was running, not the interpreter's "feed time limit exceeded: 30.0000537s".
                     error.message = format!(
-                        "the program ran past its time limit of {} ({})",
+                        "stopped after {}{} (the program's wall-clock limit; raise timeout_secs in the project config if the work needs longer)",
                         human_duration(self.limits.timeout),
-                        error.message
+                        running_line(code, error.line)
                     );
                 }
                 if !stderr.is_empty() && !stderr.ends_with('\n') {
