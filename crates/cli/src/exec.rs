@@ -232,6 +232,23 @@ fn print_envelope(env: &Envelope, json: &Value, raw: bool) -> Result<()> {
     Ok(())
 }
 
+/// The program file's path relative to the workspace root, when the program is a file beneath
+/// it (both resolved, so a link or `..` cannot name a file outside as if it were inside).
+fn workspace_relative(args: &ExecArgs, root: &Path) -> Option<String> {
+    if args.code.is_some() {
+        return None;
+    }
+    let file = args
+        .file
+        .clone()
+        .or_else(|| args.source.as_deref().map(std::path::PathBuf::from))
+        .filter(|f| f.as_os_str() != "-")?;
+    let file = std::fs::canonicalize(file).ok()?;
+    let root = std::fs::canonicalize(root).ok()?;
+    let rel = file.strip_prefix(&root).ok()?;
+    Some(rel.to_string_lossy().into_owned())
+}
+
 /// `toolgate exec`. Returns the exit code: 0 when the program succeeded (and its plot edits, if
 /// any, were applied), 1 when it failed, 2 when there was no program to run; a commit that was
 /// not applied exits with its status's code (`Status::exit_code`: 3 refused, 4 declined, 1
@@ -267,7 +284,11 @@ pub async fn run(args: ExecArgs) -> Result<i32> {
         }
         executor
     };
-    let tools = crate::debrief_cli::codeact_tools(&args.workspace_root()?).await?;
+    let root = args.workspace_root()?;
+    // A program file inside the workspace is named by its workspace-relative path in tracebacks
+    // ("scripts/check.py", line 3), so the developer can open it from there.
+    let script_name = workspace_relative(&args, &root).unwrap_or(script_name);
+    let tools = crate::debrief_cli::codeact_tools(&root).await?;
     // Limits: built-in defaults, then the config files ([limits]), then the flags.
     let mut limits: Limits = tools.config().limits();
     if let Some(t) = args.timeout {

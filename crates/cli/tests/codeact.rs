@@ -507,6 +507,34 @@ fn bad_config_names_the_file_and_the_key() {
     assert!(err.contains("config.toml: not valid TOML (line 1"), "{err}");
 }
 
+/// A traceback names a program file inside the workspace by its workspace-relative path
+/// (issue 33: "tracebacks name workspace-relative paths"); a file outside by its name only.
+#[test]
+fn a_traceback_names_the_workspace_relative_path() {
+    let e = Env::new();
+    let inside = e.ws().join("scripts").join("check.py");
+    e.write(&inside, "x = 1\nraise ValueError('boom')\n");
+    let out = support::isolated_toolgate(e.dir.path())
+        .args(["exec", "--workspace"])
+        .arg(e.ws())
+        .arg(&inside)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &stderr(&out);
+    assert!(text.contains("scripts/check.py"), "{text}");
+    let outside = e.dir.path().join("elsewhere").join("other.py");
+    e.write(&outside, "raise ValueError('boom')\n");
+    let out = support::isolated_toolgate(e.dir.path())
+        .args(["exec", "--workspace"])
+        .arg(e.ws())
+        .arg(&outside)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &stderr(&out);
+    assert!(text.contains("other.py"), "{text}");
+    assert!(!text.contains("elsewhere"), "{text}");
+}
+
 /// Config limits apply; flags win over them.
 #[test]
 fn limits_from_config_and_flags_win() {
