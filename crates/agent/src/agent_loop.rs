@@ -1208,26 +1208,11 @@ impl AgentLoop {
         let have = text.to_lowercase();
         let query = |t: String| toolgate_plot::search::SearchQuery {
             text: Some(t),
-            start_time: input
-                .get("startTime")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            end_time: input
-                .get("endTime")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            platforms: input
-                .get("platforms")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_owned)
-                        .collect()
-                })
-                .unwrap_or_default(),
-            bbox: None,
             limit: Some(2),
+            ..input
+                .as_object()
+                .map(toolgate_plot::search::SearchQuery::from_arguments)
+                .unwrap_or_default()
         };
         let lower = utterance.to_lowercase();
         let words: Vec<&str> = lower

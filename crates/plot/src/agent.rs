@@ -480,28 +480,7 @@ impl Debrief {
             Ok(a) => a,
             Err(msg) => return msg,
         };
-        let str_arg = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_owned);
-        let bbox = args.get("bbox").and_then(Value::as_array).and_then(|b| {
-            let v: Vec<f64> = b.iter().filter_map(Value::as_f64).collect();
-            <[f64; 4]>::try_from(v).ok()
-        });
-        let query = SearchQuery {
-            text: str_arg("text"),
-            start_time: str_arg("startTime"),
-            end_time: str_arg("endTime"),
-            platforms: args
-                .get("platforms")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_owned)
-                        .collect()
-                })
-                .unwrap_or_default(),
-            bbox,
-            limit: None,
-        };
+        let query = SearchQuery::from_arguments(&args);
         let searched = self.search_all(query).await;
         let result = match searched {
             Ok(r) => r,

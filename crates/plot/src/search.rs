@@ -20,6 +20,43 @@ pub struct SearchQuery {
     pub limit: Option<usize>,
 }
 
+impl SearchQuery {
+    /// The query a `debrief_searchPlots` call's arguments describe (`text`, `startTime`,
+    /// `endTime`, `platforms`, `bbox` as four numbers); no limit. Arguments of the wrong type are
+    /// ignored (the tool's schema has refused them already).
+    pub fn from_arguments(args: &serde_json::Map<String, serde_json::Value>) -> SearchQuery {
+        let str_arg = |k: &str| {
+            args.get(k)
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned)
+        };
+        let bbox = args
+            .get("bbox")
+            .and_then(serde_json::Value::as_array)
+            .and_then(|b| {
+                let v: Vec<f64> = b.iter().filter_map(serde_json::Value::as_f64).collect();
+                <[f64; 4]>::try_from(v).ok()
+            });
+        SearchQuery {
+            text: str_arg("text"),
+            start_time: str_arg("startTime"),
+            end_time: str_arg("endTime"),
+            platforms: args
+                .get("platforms")
+                .and_then(serde_json::Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(serde_json::Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            bbox,
+            limit: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TimeSpan {
     pub start: String,
