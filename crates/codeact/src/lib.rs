@@ -17,6 +17,7 @@
 
 pub mod command_tools;
 pub mod mcp;
+pub mod paused;
 pub mod setup;
 
 use std::path::{Path, PathBuf};
@@ -181,6 +182,7 @@ impl Tools {
                 registered: self.registered,
                 executor,
                 custom_load_time: self.custom_load_time,
+                confirm: self.config.confirm.clone(),
             }),
             surface,
             sink,
@@ -324,6 +326,8 @@ struct Shared {
     limits: Limits,
     executor: Executor,
     custom_load_time: Duration,
+    /// `[tools] confirm`: asked before every call on every surface.
+    confirm: Vec<String>,
 }
 
 /// The CodeAct runtime of one surface. Cheap to clone; clones share the registry and workers.
@@ -416,9 +420,22 @@ impl Runtime {
         plot: Option<&Arc<PlotTransaction>>,
         call_timeout: Duration,
     ) -> Result<Arc<RegistryHost>, RegistryError> {
+        Ok(self.unshared_host(confirmer, plot, call_timeout)?.shared())
+    }
+
+    fn unshared_host(
+        &self,
+        confirmer: Arc<dyn Confirmer>,
+        plot: Option<&Arc<PlotTransaction>>,
+        call_timeout: Duration,
+    ) -> Result<RegistryHost, RegistryError> {
         let mut host = self
             .surface
-            .policy(RegistryHost::new(self.registry_for(plot)?, confirmer)?)
+            .policy(RegistryHost::new(self.registry_for(plot)?, confirmer)?);
+        for tool in &self.shared.confirm {
+            host = host.confirm_tool(tool.clone());
+        }
+        let mut host = host
             .with_call_timeout(call_timeout)
             .with_surface(self.surface.label())
             .with_active_model(self.active_model.clone())
@@ -433,7 +450,7 @@ impl Runtime {
                     .map(|id| (toolgate_sandbox::python_identifier(id), reason.to_owned())),
             );
         }
-        Ok(host.shared())
+        Ok(host)
     }
 
     /// Run one program. `confirmer` answers for its calls that need a person; with `plot`, its
@@ -450,10 +467,43 @@ impl Runtime {
             Ok(h) => h,
             Err(e) => return setup_failure(&e.to_string()),
         };
-        let host: &dyn ToolHost = host.as_ref();
+        self.run_on(req, host.as_ref()).await
+    }
+
+    async fn run_on(&self, req: ExecRequest, host: &dyn ToolHost) -> Envelope {
         match &self.shared.executor {
             Executor::InProcess => toolgate_sandbox::run(req, host).await,
             Executor::Workers(pool) => pool.run(req, host).await,
+        }
+    }
+
+    /// Start one program on its own task. A call that needs a person's confirmation pauses it
+    /// at that call ([`paused::Progress::Paused`]) until [`paused::Paused::resume`] answers;
+    /// the wait does not count against its wall-clock limit, and a paused program gives its
+    /// worker-pool slot back. Dropping the run stops the program.
+    pub fn start(&self, req: ExecRequest, plot: Option<Arc<PlotTransaction>>) -> paused::Run {
+        let clock = Arc::new(toolgate_sandbox::PauseClock::new());
+        let (confirmer, questions) = paused::Pausing::new(clock.clone());
+        let call_timeout = req.limits.timeout;
+        let host = self
+            .unshared_host(Arc::new(confirmer), plot.as_ref(), call_timeout)
+            .map(|h| h.with_pause_clock(clock).shared());
+        let runtime = self.clone();
+        match host {
+            Ok(host) => {
+                let task_host = host.clone();
+                let task = tokio::spawn(async move {
+                    // The transaction lives as long as the program edits its scratch copy.
+                    let _plot = plot;
+                    runtime.run_on(req, task_host.as_ref()).await
+                });
+                paused::Run::new(questions, task, Some(host))
+            }
+            Err(e) => {
+                let message = e.to_string();
+                let task = tokio::spawn(async move { setup_failure(&message) });
+                paused::Run::new(questions, task, None)
+            }
         }
     }
 
@@ -489,7 +539,7 @@ impl Runtime {
 }
 
 /// The envelope of a program that could not start.
-fn setup_failure(message: &str) -> Envelope {
+pub(crate) fn setup_failure(message: &str) -> Envelope {
     Envelope {
         success: false,
         stdout: String::new(),

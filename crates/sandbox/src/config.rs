@@ -219,6 +219,11 @@ pub struct ToolsTable {
     pub allow: Option<Vec<String>>,
     /// Never these.
     pub deny: Option<Vec<String>>,
+    /// These ask for a person's confirmation before every call, on every surface, even where
+    /// they would otherwise run pre-approved (`confirm = ["create", "edit"]` asks before each
+    /// file write). Every layer adds to the list — asking more only narrows — so a project
+    /// file's list counts without trust.
+    pub confirm: Option<Vec<String>>,
 }
 
 /// `[limits]`: the program's resource limits (see [`Limits`]).
@@ -810,6 +815,8 @@ pub struct CodeactConfig {
     /// Project files that were not read because they are not regular files within the size
     /// cap (a link, a FIFO, a device, a directory, too large), each a sentence naming the file.
     pub unreadable: Vec<String>,
+    /// Tools confirmed before every call (`[tools] confirm`, every layer's list together).
+    pub confirm: Vec<String>,
 }
 
 /// The warning sentence for a project file that is not read.
@@ -928,8 +935,10 @@ impl CodeactConfig {
         // Lists a layer may replace (the user's, a trusted project's).
         let mut allow: Option<Vec<String>> = None;
         let mut deny: Option<Vec<String>> = None;
-        if let Some((path, file)) = user {
+        if let Some((path, mut file)) = user {
             c.sources.push(path);
+            c.confirm
+                .extend(file.tools.confirm.take().unwrap_or_default());
             c.replace_with(file, &mut allow, &mut deny);
         }
         let mut narrowing: Option<ToolsTable> = None;
@@ -942,6 +951,8 @@ impl CodeactConfig {
                 .unwrap_or_default();
             c.project = Some((path.clone(), root));
             c.sources.push(path);
+            c.confirm
+                .extend(file.tools.confirm.take().unwrap_or_default());
             for (key, value) in [
                 (
                     USER_ONLY_WORKSPACE_KEYS[0],
@@ -964,6 +975,8 @@ impl CodeactConfig {
             filter = filter.narrow(t.allow, t.deny.unwrap_or_default());
         }
         c.filter = filter.with_env(env);
+        c.confirm.sort();
+        c.confirm.dedup();
         c
     }
 

@@ -20,6 +20,7 @@ use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::future::{Future, poll_fn};
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -35,6 +36,7 @@ use crate::convert::{json_to_monty, monty_to_json, return_value_to_json};
 use crate::envelope::{Envelope, ExecError};
 use crate::host::{HostError, ToolHost};
 use crate::limits::{ExecRequest, Limits, TRUNCATION_MARKER};
+use crate::pause::PauseClock;
 
 /// How many tool names an error message lists before it says how many more exist.
 const LISTED_TOOLS: usize = 25;
@@ -128,7 +130,9 @@ struct Session<'a> {
     /// Names the host refuses, with the reason (see [`ToolHost::unavailable_tools`]).
     unavailable: HashMap<String, String>,
     limits: Limits,
-    deadline: tokio::time::Instant,
+    /// The wall-clock deadline before any wait for a person ([`Session::deadline`] adds them).
+    base_deadline: tokio::time::Instant,
+    clock: Option<Arc<PauseClock>>,
     out: Output,
     calls: u32,
     pending: Vec<Pending<'a>>,
@@ -180,7 +184,8 @@ impl<'a> Session<'a> {
             tools,
             unavailable,
             limits: req.limits.clone(),
-            deadline: tokio::time::Instant::now() + req.limits.timeout,
+            base_deadline: tokio::time::Instant::now() + req.limits.timeout,
+            clock: host.pause_clock(),
             out: Output::new(req.limits.max_output_bytes),
             calls: 0,
             pending: Vec::new(),
@@ -232,13 +237,45 @@ impl<'a> Session<'a> {
         )
     }
 
+    /// The wall-clock deadline, moved back by the time spent waiting for a person.
+    fn deadline(&self) -> tokio::time::Instant {
+        self.base_deadline + self.clock.as_ref().map_or(Duration::ZERO, |c| c.credit())
+    }
+
+    fn paused(&self) -> bool {
+        self.clock.as_ref().is_some_and(|c| c.is_paused())
+    }
+
     fn remaining(&self) -> Duration {
-        self.deadline
+        self.deadline()
             .saturating_duration_since(tokio::time::Instant::now())
     }
 
     fn past_deadline(&self) -> bool {
-        tokio::time::Instant::now() >= self.deadline
+        !self.paused() && tokio::time::Instant::now() >= self.deadline()
+    }
+
+    /// `fut`'s output, or `None` when the deadline passed first. A wait for a person moves the
+    /// deadline while it lasts, so the deadline is re-read whenever it is reached.
+    async fn within_deadline<F: Future>(
+        clock: Option<&PauseClock>,
+        base: tokio::time::Instant,
+        fut: F,
+    ) -> Option<F::Output> {
+        let deadline = || base + clock.map_or(Duration::ZERO, PauseClock::credit);
+        tokio::pin!(fut);
+        loop {
+            let at = deadline().max(tokio::time::Instant::now() + Duration::from_millis(20));
+            tokio::select! {
+                out = &mut fut => return Some(out),
+                () = tokio::time::sleep_until(at) => {
+                    let paused = clock.is_some_and(PauseClock::is_paused);
+                    if !paused && tokio::time::Instant::now() >= deadline() {
+                        return None;
+                    }
+                }
+            }
+        }
     }
 
     async fn drive(&mut self, req: &ExecRequest) -> Result<MontyObject, MontyException> {
@@ -330,9 +367,14 @@ impl<'a> Session<'a> {
             });
             return call.resume_pending(PrintWriter::Callback(&mut self.out));
         }
-        let result = tokio::time::timeout_at(self.deadline, host.call(&name, args)).await;
+        let result = Self::within_deadline(
+            self.clock.as_deref(),
+            self.base_deadline,
+            host.call(&name, args),
+        )
+        .await;
         // A call that returns past the deadline ends the program like one cut off there.
-        let Some(result) = result.ok().filter(|_| !self.past_deadline()) else {
+        let Some(result) = result.filter(|_| !self.past_deadline()) else {
             let e = self.timeout_exc(&format!(" (waiting for tool '{name}')"));
             return call.abort(e, PrintWriter::Callback(&mut self.out));
         };
@@ -457,11 +499,15 @@ impl<'a> Session<'a> {
             );
             return wait.abort(e, PrintWriter::Callback(&mut self.out));
         }
-        let deadline = self.deadline;
+        let (clock, base) = (self.clock.clone(), self.base_deadline);
         let pending = &mut self.pending;
-        let ready =
-            tokio::time::timeout_at(deadline, poll_fn(|cx| poll_pending(pending, &ids, cx))).await;
-        if ready.is_err() || self.past_deadline() {
+        let ready = Self::within_deadline(
+            clock.as_deref(),
+            base,
+            poll_fn(|cx| poll_pending(pending, &ids, cx)),
+        )
+        .await;
+        if ready.is_none() || self.past_deadline() {
             let e = self.timeout_exc(" (waiting for awaited tool calls)");
             return wait.abort(e, PrintWriter::Callback(&mut self.out));
         }

@@ -99,6 +99,13 @@ pub trait ToolHost: Send + Sync {
         Vec::new()
     }
 
+    /// Where this host records time spent waiting for a person (a call that needs a
+    /// confirmation pauses the program until it is answered); deadlines do not count it. `None`:
+    /// this host never waits for anyone.
+    fn pause_clock(&self) -> Option<std::sync::Arc<crate::pause::PauseClock>> {
+        None
+    }
+
     /// Run one tool. `args` are the keyword arguments as JSON.
     async fn call(&self, name: &str, args: Map<String, Value>) -> Result<Value, HostError>;
 }

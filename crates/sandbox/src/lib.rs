@@ -43,6 +43,7 @@ mod host;
 #[cfg(feature = "hyperlight")]
 pub mod hyperlight;
 mod limits;
+mod pause;
 mod pool;
 pub mod protocol;
 mod registry_host;
@@ -61,8 +62,11 @@ pub use limits::{
     DEFAULT_MAX_MEMORY_BYTES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_RECURSION_DEPTH,
     DEFAULT_MAX_TOOL_CALLS, DEFAULT_TIMEOUT, ExecRequest, Limits, TRUNCATION_MARKER, parse_size,
 };
+pub use pause::{PauseClock, Waiting};
 pub use pool::{PoolConfig, WORKER_SUBCOMMAND, WorkerCommand, WorkerPool};
-pub use registry_host::{RegistryHost, WORKSPACE_PROVIDER, call_error_to_host, calling_host};
+pub use registry_host::{
+    CallLog, RegistryHost, WORKSPACE_PROVIDER, call_error_to_host, calling_host,
+};
 pub use stubs::{
     OUTPUT_SCHEMA, manifest_entry, markdown_reference, plot_functions_reference, python_identifier,
     python_return_type, python_signatures,

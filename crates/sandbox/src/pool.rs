@@ -30,6 +30,8 @@ pub const WORKER_SUBCOMMAND: &str = "__sandbox-worker";
 /// What the RSS watchdog allows beyond the program's memory budget (the worker's own code and
 /// heap). The worker's `RLIMIT_AS` normally stops a program long before this.
 const RSS_HEADROOM: u64 = 128 << 20;
+/// How often a stop that came while the program waited for a person is looked at again.
+const WAIT_RECHECK: Duration = Duration::from_millis(50);
 /// How much of the worker's stderr is kept to explain a crash.
 const STDERR_TAIL: usize = 4096;
 /// Slack beyond the output budget for the traceback a failed program adds to stderr.
@@ -193,9 +195,11 @@ impl WorkerPool {
     /// the program awaits them together.
     pub async fn run(&self, req: ExecRequest, host: &dyn ToolHost) -> Envelope {
         let started = Instant::now();
-        let Ok(_slot) = self.slots.acquire().await else {
+        let Ok(slot) = self.slots.acquire().await else {
             return failure("RuntimeError", "the worker pool is closed", started);
         };
+        // Given back while the program waits for a person (see `drive`).
+        let mut slot = Some(slot);
         let tools: Vec<ToolDecl> = host
             .tool_names()
             .into_iter()
@@ -223,7 +227,15 @@ impl WorkerPool {
                 },
             };
             let (envelope, fate) = self
-                .drive(&mut worker, &req, &tools, host, started, attempt == 0)
+                .drive(
+                    &mut worker,
+                    &req,
+                    &tools,
+                    host,
+                    started,
+                    attempt == 0,
+                    &mut slot,
+                )
                 .await;
             worker.runs += 1;
             match fate {
@@ -252,15 +264,25 @@ impl WorkerPool {
 
     /// One program in one worker. `None` (with `Dead`) means the worker was gone before the
     /// program reached it and `retry` allows another try.
-    async fn drive(
-        &self,
+    ///
+    /// While the program waits for a person (the host's [`crate::PauseClock`]), its deadlines
+    /// move back by the time waited and its `slot` is given back, so a paused program holds its
+    /// worker but never stops other programs from running; it takes a slot again to go on.
+    #[allow(clippy::too_many_arguments)]
+    async fn drive<'s>(
+        &'s self,
         worker: &mut Worker,
         req: &ExecRequest,
         tools: &[ToolDecl],
         host: &dyn ToolHost,
         started: Instant,
         retry: bool,
+        slot: &mut Option<tokio::sync::SemaphorePermit<'s>>,
     ) -> (Option<Envelope>, Fate) {
+        let clock = host.pause_clock();
+        let credit = || clock.as_ref().map_or(Duration::ZERO, |c| c.credit());
+        let paused = || clock.as_ref().is_some_and(|c| c.is_paused());
+        let paused_ms = || u64::try_from(credit().as_millis()).unwrap_or(u64::MAX);
         let limits = &req.limits;
         let deadline = tokio::time::Instant::now() + limits.timeout + self.config.grace;
         let run = ToWorker::Run {
@@ -300,7 +322,8 @@ impl WorkerPool {
         // At the timeout itself, calls still running are answered with TimeoutError, so the
         // worker ends the program with its output and traceback; the hard stop (timeout + grace)
         // kills a worker that does not end.
-        let soft_stop = tokio::time::sleep_until(deadline - self.config.grace);
+        let soft_base = deadline - self.config.grace;
+        let soft_stop = tokio::time::sleep_until(soft_base);
         let hard_stop = tokio::time::sleep_until(deadline);
         tokio::pin!(soft_stop, hard_stop);
         let mut soft_passed = false;
@@ -329,7 +352,7 @@ impl WorkerPool {
                                 limits.max_tool_calls), started, calls - 1)), Fate::Dead);
                         }
                         if soft_passed {
-                            let answer = ToWorker::Result { id, result: Err(late(limits)) };
+                            let answer = ToWorker::Result { id, result: Err(late(limits)), paused_ms: paused_ms() };
                             let _ = tokio::time::timeout_at(deadline, write_frame(&mut worker.stdin, &answer)).await;
                         } else {
                             inflight.push((id, Box::pin(async move { host.call(&name, args).await })));
@@ -355,34 +378,50 @@ impl WorkerPool {
                     }
                 },
                 (id, result) = poll_first(&mut inflight), if !inflight.is_empty() => {
-                    let answer = ToWorker::Result { id, result };
+                    if slot.is_none() && let Ok(permit) = self.slots.acquire().await {
+                        *slot = Some(permit);
+                    }
+                    let answer = ToWorker::Result { id, result, paused_ms: paused_ms() };
                     if let Ok(Err(FrameError::TooLarge(n))) =
                         tokio::time::timeout_at(deadline, write_frame(&mut worker.stdin, &answer)).await
                     {
                         let refused = ToWorker::Result { id, result: Err(HostError::new(
                             crate::host::PyExc::ValueError,
-                            format!("the tool result is too large to pass to the sandbox ({n} bytes)"))) };
+                            format!("the tool result is too large to pass to the sandbox ({n} bytes)"))), paused_ms: paused_ms() };
                         let _ = tokio::time::timeout_at(deadline, write_frame(&mut worker.stdin, &refused)).await;
                     }
                     // Any other write failure: the worker is gone (its exit is read next) or stuck
                     // (the hard stop covers it).
                 }
                 () = &mut soft_stop, if !soft_passed => {
+                    let moved = soft_base + credit();
+                    if paused() || tokio::time::Instant::now() < moved {
+                        soft_stop.as_mut().reset(moved.max(tokio::time::Instant::now() + WAIT_RECHECK));
+                        continue;
+                    }
                     soft_passed = true;
                     for (id, _) in inflight.drain(..) {
-                        let answer = ToWorker::Result { id, result: Err(late(limits)) };
+                        let answer = ToWorker::Result { id, result: Err(late(limits)), paused_ms: paused_ms() };
                         if tokio::time::timeout_at(deadline, write_frame(&mut worker.stdin, &answer)).await.is_err() {
                             break;
                         }
                     }
                 }
                 () = &mut hard_stop => {
+                    let moved = deadline + credit();
+                    if paused() || tokio::time::Instant::now() < moved {
+                        hard_stop.as_mut().reset(moved.max(tokio::time::Instant::now() + WAIT_RECHECK));
+                        continue;
+                    }
                     kill(worker).await;
                     return (Some(failure_with_calls("TimeoutError", &format!(
                         "the program ran past its wall-clock limit of {} and its worker was stopped",
                         human_duration(limits.timeout)), started, calls)), Fate::Dead);
                 }
                 _ = ticker.tick() => {
+                    if paused() && slot.is_some() {
+                        *slot = None;
+                    }
                     if let Some(rss) = worker.pid.and_then(resident_bytes)
                         && rss > rss_limit
                     {

@@ -39,7 +39,15 @@ pub enum ToWorker {
     Result {
         id: u64,
         result: Result<Value, HostError>,
+        /// All the time this run has waited for a person so far, in milliseconds: the worker
+        /// moves its wall-clock deadline back by it ([`crate::PauseClock`]).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        paused_ms: u64,
     },
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Worker → pool.
@@ -147,11 +155,12 @@ mod tests {
         let msg = ToWorker::Result {
             id: 7,
             result: Err(HostError::new(PyExc::KeyError, "k")),
+            paused_ms: 1500,
         };
         write_frame_sync(&mut buf, &msg).unwrap();
         let back: ToWorker = read_frame_sync(&mut buf.as_slice()).unwrap().unwrap();
         assert!(
-            matches!(back, ToWorker::Result { id: 7, result: Err(e) } if e.py_type == PyExc::KeyError)
+            matches!(back, ToWorker::Result { id: 7, result: Err(e), paused_ms: 1500 } if e.py_type == PyExc::KeyError)
         );
         // clean EOF
         assert!(

@@ -6,7 +6,7 @@
 //! the Python exception type; no message text is inspected.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -20,6 +20,7 @@ use toolgate_core::{
 };
 
 use crate::host::{HostError, PyExc, ToolHost};
+use crate::pause::PauseClock;
 use crate::stubs::python_identifier;
 
 /// The provider whose tools a person granted by choosing the workspace (`toolgate exec
@@ -78,6 +79,47 @@ pub struct RegistryHost {
     unavailable: Vec<(String, String)>,
     /// Set by [`RegistryHost::shared`]: lets providers reach this host ([`calling_host`]).
     this: Weak<RegistryHost>,
+    /// Where waits for a person are timed ([`RegistryHost::with_pause_clock`]).
+    pause_clock: Option<Arc<PauseClock>>,
+    /// What the program's calls did so far, for a confirmation's "already done" lines.
+    done: Mutex<CallLog>,
+}
+
+/// The calls a program made so far: how many, and the last [`CallLog::KEPT`] in words.
+#[derive(Debug, Default, Clone)]
+pub struct CallLog {
+    pub count: usize,
+    pub recent: std::collections::VecDeque<String>,
+}
+
+impl CallLog {
+    pub const KEPT: usize = 10;
+
+    fn push(&mut self, line: String) {
+        self.count += 1;
+        if self.recent.len() == Self::KEPT {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(line);
+    }
+
+    /// "2 calls so far: create(a.txt) ok; view(a.txt) ok", or "no calls so far".
+    pub fn describe(&self) -> String {
+        if self.count == 0 {
+            return "no tool calls before this one".to_owned();
+        }
+        let earlier = self.count - self.recent.len();
+        let mut s = format!(
+            "{} tool call{} before this one: ",
+            self.count,
+            if self.count == 1 { "" } else { "s" }
+        );
+        if earlier > 0 {
+            s.push_str(&format!("… {earlier} earlier; "));
+        }
+        s.push_str(&self.recent.iter().cloned().collect::<Vec<_>>().join("; "));
+        s
+    }
 }
 
 impl RegistryHost {
@@ -148,6 +190,8 @@ impl RegistryHost {
             applier: None,
             unavailable,
             this: Weak::new(),
+            pause_clock: None,
+            done: Mutex::new(CallLog::default()),
         })
     }
 
@@ -158,6 +202,19 @@ impl RegistryHost {
             this: this.clone(),
             ..self
         })
+    }
+
+    /// Time this host's waits for a person on `clock`, so the program's deadlines do not count
+    /// them (the confirmer that waits shares the clock; see [`PauseClock`]).
+    #[must_use]
+    pub fn with_pause_clock(mut self, clock: Arc<PauseClock>) -> Self {
+        self.pause_clock = Some(clock);
+        self
+    }
+
+    /// The calls made through this host so far.
+    pub fn calls_so_far(&self) -> CallLog {
+        self.done.lock().map(|d| d.clone()).unwrap_or_default()
     }
 
     /// Where telemetry records go (default: dropped).
@@ -271,6 +328,10 @@ impl ToolHost for RegistryHost {
         self.unavailable.clone()
     }
 
+    fn pause_clock(&self) -> Option<Arc<PauseClock>> {
+        self.pause_clock.clone()
+    }
+
     async fn call(&self, name: &str, args: Map<String, Value>) -> Result<Value, HostError> {
         match self.this.upgrade() {
             Some(me) => {
@@ -375,6 +436,11 @@ impl RegistryHost {
             )),
         };
         let input = Value::Object(params.clone());
+        let said = format!(
+            "{}({})",
+            entry.python,
+            core_clip(&target_said(entry, &params))
+        );
         let ended = gate
             .invoke(
                 &entry.id,
@@ -385,6 +451,9 @@ impl RegistryHost {
                 apply,
             )
             .await;
+        if let Ok(mut done) = self.done.lock() {
+            done.push(format!("{said} {}", ended.status().as_str()));
+        }
         match ended {
             Ended::Done { outcome, .. } => Ok(if outcome.data.is_null() {
                 Value::String(outcome.summary)
@@ -416,6 +485,20 @@ impl RegistryHost {
             }),
         }
     }
+}
+
+/// The target a call names (its path, command, …) for the call log, or nothing.
+fn target_said(entry: &Entry, params: &Map<String, Value>) -> String {
+    entry
+        .target_param
+        .as_ref()
+        .and_then(|p| params.get(p))
+        .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+        .unwrap_or_default()
+}
+
+fn core_clip(s: &str) -> String {
+    toolgate_core::clip::clip(s, 60).into_owned()
 }
 
 /// The Python exception type of a provider failure.

@@ -11,15 +11,17 @@ use std::fs::File;
 use std::future::poll_fn;
 use std::io::{self, BufReader, Write};
 use std::os::fd::AsFd;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::Poll;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
 use crate::engine;
 use crate::host::{HostError, PyExc, ToolHost};
+use crate::pause::PauseClock;
 use crate::protocol::{FromWorker, ToWorker, ToolDecl, read_frame_sync, write_frame_sync};
 
 /// Address space the worker may use beyond its baseline and the program's memory budget
@@ -33,6 +35,8 @@ struct Link {
     /// Answers read while waiting for another call's answer.
     parked: Mutex<HashMap<u64, Result<Value, HostError>>>,
     closed: AtomicBool,
+    /// The time the run waited for a person, as the pool reports it with each answer.
+    clock: Arc<PauseClock>,
 }
 
 impl Link {
@@ -44,6 +48,7 @@ impl Link {
             output: Mutex::new(output),
             parked: Mutex::new(HashMap::new()),
             closed: AtomicBool::new(false),
+            clock: Arc::new(PauseClock::new()),
         })
     }
 
@@ -57,7 +62,12 @@ impl Link {
     fn recv(&self) -> Option<ToWorker> {
         let mut input = self.input.lock().ok()?;
         match read_frame_sync::<ToWorker>(&mut *input) {
-            Ok(Some(frame)) => Some(frame),
+            Ok(Some(frame)) => {
+                if let ToWorker::Result { paused_ms, .. } = &frame {
+                    self.clock.raise_to(Duration::from_millis(*paused_ms));
+                }
+                Some(frame)
+            }
             Ok(None) => None,
             Err(e) => {
                 let _ = writeln!(
@@ -85,8 +95,12 @@ impl Link {
                 return Err(lost());
             }
             match self.recv() {
-                Some(ToWorker::Result { id: got, result }) if got == id => return result,
-                Some(ToWorker::Result { id: got, result }) => {
+                Some(ToWorker::Result {
+                    id: got, result, ..
+                }) if got == id => return result,
+                Some(ToWorker::Result {
+                    id: got, result, ..
+                }) => {
                     self.parked.lock().map_err(|_| lost())?.insert(got, result);
                 }
                 Some(ToWorker::Run { .. }) | None => {
@@ -135,6 +149,10 @@ impl ToolHost for RemoteHost<'_> {
 
     fn unavailable_tools(&self) -> Vec<(String, String)> {
         self.unavailable.clone()
+    }
+
+    fn pause_clock(&self) -> Option<Arc<PauseClock>> {
+        Some(self.link.clock.clone())
     }
 
     async fn call(&self, name: &str, args: Map<String, Value>) -> Result<Value, HostError> {
@@ -258,6 +276,7 @@ pub fn worker_main() -> i32 {
         if let Ok(mut parked) = link.parked.lock() {
             parked.clear();
         }
+        link.clock.reset();
         let host = RemoteHost {
             link: &link,
             tools,
