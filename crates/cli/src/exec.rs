@@ -12,6 +12,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use async_trait::async_trait;
 use serde_json::Value;
+use toolgate_codeact::paused::Progress;
 use toolgate_codeact::{Executor, Surface};
 use toolgate_core::Preview;
 use toolgate_core::flow::{Answer, Confirmer, Fixed};
@@ -168,20 +169,35 @@ struct TerminalConfirmer;
 #[async_trait]
 impl Confirmer for TerminalConfirmer {
     async fn confirm(&self, preview: &Preview) -> Answer {
-        let text = preview.plain_text();
-        tokio::task::spawn_blocking(move || ask_on_tty(&text))
-            .await
-            .unwrap_or(Answer::Decline)
+        match ask(preview.plain_text()).await {
+            Some(answer) => answer,
+            None => {
+                eprintln!(
+                    "toolgate exec: a tool call needs confirmation and there is no terminal to ask; declined (pass --yes to approve such calls)"
+                );
+                Answer::Decline
+            }
+        }
     }
 }
 
-fn ask_on_tty(text: &str) -> Answer {
-    let Ok(mut tty) = OpenOptions::new().read(true).write(true).open("/dev/tty") else {
-        eprintln!(
-            "toolgate exec: a tool call needs confirmation and there is no terminal to ask; declined (pass --yes to approve such calls)"
-        );
-        return Answer::Decline;
-    };
+/// Ask on the controlling terminal; `None` when there is none.
+async fn ask(text: String) -> Option<Answer> {
+    tokio::task::spawn_blocking(move || ask_on_tty(&text))
+        .await
+        .unwrap_or(Some(Answer::Decline))
+}
+
+fn ask_on_tty(text: &str) -> Option<Answer> {
+    let mut tty = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+        .ok()?;
+    Some(answer_from(&mut tty, text))
+}
+
+fn answer_from(tty: &mut std::fs::File, text: &str) -> Answer {
     if write!(tty, "\n{text}\n\nRun it? [y/N] ")
         .and_then(|()| tty.flush())
         .is_err()
@@ -189,7 +205,7 @@ fn ask_on_tty(text: &str) -> Answer {
         return Answer::Decline;
     }
     let mut line = String::new();
-    if BufReader::new(&tty).read_line(&mut line).is_err() {
+    if BufReader::new(&*tty).read_line(&mut line).is_err() {
         return Answer::Decline;
     }
     match line.trim().to_ascii_lowercase().as_str() {
@@ -325,9 +341,36 @@ pub async fn run(args: ExecArgs) -> Result<i32> {
         }
         None => None,
     };
-    let mut envelope = runtime
-        .run(req, confirmer.clone(), transaction.as_ref())
-        .await;
+    let mut envelope = if args.yes {
+        runtime
+            .run(req, confirmer.clone(), transaction.as_ref())
+            .await
+    } else {
+        // A call that needs a person pauses the program there and is asked on the terminal;
+        // with no terminal the run ends at that call (exit 4), nothing of it having run.
+        let mut progress = runtime.start(req, transaction.clone()).next().await;
+        loop {
+            match progress {
+                Progress::Done(envelope) => break envelope,
+                Progress::Paused(paused) => {
+                    let asked = paused.asked();
+                    let text = format!(
+                        "{}\n\nThe program paused here; {}.",
+                        asked.preview.plain_text(),
+                        asked.already.describe()
+                    );
+                    match ask(text).await {
+                        Some(answer) => progress = paused.resume(answer).await,
+                        None => {
+                            let (title, calls) = (asked.preview.title.clone(), asked.already.count);
+                            drop(paused);
+                            return Ok(stopped_unasked(&title, calls, args.raw));
+                        }
+                    }
+                }
+            }
+        }
+    };
     // Loading the workspace's custom tools ran this project's code before the program: it is
     // part of what the program cost (a spinning tool file must not hide behind a 5 ms figure).
     envelope.duration_ms += runtime.custom_load_time().as_secs_f64() * 1000.0;
@@ -356,6 +399,24 @@ pub async fn run(args: ExecArgs) -> Result<i32> {
     } else {
         1
     })
+}
+
+/// The run ended at a call nobody could confirm: say so (naming `--yes`) and exit 4.
+fn stopped_unasked(title: &str, calls: usize, raw: bool) -> i32 {
+    let message = format!(
+        "the program was stopped at a call that needs confirmation ({title}) because there is no terminal to ask on; that call did not run. Pass --yes to approve such calls, or run it from a terminal"
+    );
+    eprintln!("toolgate exec: {message}");
+    if !raw {
+        let mut envelope = Envelope::failure(
+            toolgate_sandbox::ExecError::new("ConfirmationNeeded", &message),
+            0.0,
+        );
+        envelope.tool_calls = u32::try_from(calls).unwrap_or(u32::MAX);
+        let json = toolgate_codeact::envelope_with_plot(&envelope, None);
+        let _ = print_envelope(&envelope, &json, false);
+    }
+    toolgate_core::Status::Declined.exit_code()
 }
 
 /// `toolgate __sandbox-worker`: the worker process's main loop (hidden; started by `exec`).

@@ -685,3 +685,113 @@ fn exit_status_follows_success() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `[tools] confirm` makes `create` ask on `exec` too. With no terminal the first such call
+/// ends the run there — exit 4, a message naming `--yes`, nothing of that call run — instead
+/// of being reported as declined by the user; `--yes` pre-approves.
+#[test]
+fn exec_without_a_terminal_stops_at_the_first_call_that_needs_a_person() {
+    let env = Env::new();
+    env.write(&env.user_config(), "[tools]\nconfirm = [\"create\"]\n");
+    let code =
+        "print(view(path='README.md')[:5])\ncreate(path='new.txt', file_text='x')\nprint('after')";
+    // `setsid`: no controlling terminal, whatever runs the tests.
+    let mut cmd = Command::new("setsid");
+    cmd.arg("-w").arg(env!("CARGO_BIN_EXE_toolgate"));
+    let probe = support::isolated_toolgate(env.dir.path());
+    for (k, v) in probe.get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    let out = cmd
+        .args(["exec", "--workspace"])
+        .arg(env.ws())
+        .args(["--code", code])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("--yes") && err.contains("no terminal") && err.contains("Create File"),
+        "{err}"
+    );
+    assert!(!err.contains("declined by the user"), "{err}");
+    let envelope: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        envelope["error"]["type"], "ConfirmationNeeded",
+        "{envelope:#}"
+    );
+    assert_eq!(
+        envelope["tool_calls"], 1,
+        "the view before it counts: {envelope:#}"
+    );
+    assert!(!env.ws().join("new.txt").exists());
+
+    let (envelope, out) = env.run(code, &["--yes"]);
+    assert!(out.status.success(), "{envelope:#}");
+    assert!(env.ws().join("new.txt").exists());
+}
+
+/// On a terminal, each call that needs a person pauses the program and asks (y/N, with the
+/// preview and what ran before); an answer resumes it from that call, a "no" raises
+/// `PermissionError` the program handles.
+#[test]
+fn exec_on_a_terminal_asks_at_each_call_and_resumes_from_it() {
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: util-linux `script` (a pseudo-terminal) is not installed");
+        return;
+    }
+    let env = Env::new();
+    env.write(&env.user_config(), "[tools]\nconfirm = [\"create\"]\n");
+    let code = "create(path='a.txt', file_text='one')\ntry:\n    create(path='b.txt', file_text='two')\nexcept PermissionError:\n    print('b declined')\nprint(view(path='a.txt'))";
+    let probe = support::isolated_toolgate(env.dir.path());
+    let command = format!(
+        "{} exec --workspace {} --code \"$PROGRAM\"",
+        env!("CARGO_BIN_EXE_toolgate"),
+        env.ws().display()
+    );
+    let mut cmd = Command::new("script");
+    for (k, v) in probe.get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    let mut child = cmd
+        .args(["-qec", &command, "/dev/null"])
+        .env("PROGRAM", code)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"y\nn\n").unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{text}\n{}", stderr(&out));
+    assert_eq!(text.matches("Run it? [y/N]").count(), 2, "{text}");
+    assert!(
+        text.contains("- Target: a.txt") && text.contains("- Target: b.txt"),
+        "{text}"
+    );
+    assert!(
+        text.contains("1 tool call before this one: create(a.txt) ok"),
+        "{text}"
+    );
+    assert!(
+        text.contains("b declined") && text.contains("one"),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.ws().join("a.txt")).unwrap(),
+        "one"
+    );
+    assert!(!env.ws().join("b.txt").exists());
+}

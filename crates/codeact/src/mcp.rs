@@ -7,11 +7,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
-use toolgate_core::flow::Confirmer;
-use toolgate_mcp::{CodeRunner, DirectTools};
+use toolgate_core::flow::{Answer, Confirmer};
+use toolgate_core::{CallDigest, Preview};
+use toolgate_mcp::{CodeProgress, CodeRunner, DirectTools, PausedCode};
 use toolgate_plot::transaction::PlotTransaction;
 use toolgate_sandbox::ExecRequest;
 
+use crate::paused::{Paused, Progress};
 use crate::{Runtime, Surface};
 
 /// Runs `run_code` programs on the runtime (its surface should be [`Surface::RunCode`]).
@@ -63,6 +65,53 @@ impl CodeRunner for McpRunner {
             .with_limits(limits);
         let envelope = self.runtime.run(req, confirmer, plot.as_ref()).await;
         serde_json::to_value(&envelope).unwrap_or(Value::Null)
+    }
+
+    async fn start(
+        &self,
+        code: &str,
+        timeout: Option<Duration>,
+        plot: Option<Arc<PlotTransaction>>,
+    ) -> CodeProgress {
+        let mut limits = self.runtime.limits();
+        if let Some(t) = timeout {
+            limits.timeout = t;
+        }
+        let req = ExecRequest::new(code)
+            .with_script_name("run_code.py")
+            .with_limits(limits);
+        progress(self.runtime.start(req, plot).next().await)
+    }
+}
+
+/// A paused program as the MCP server sees it.
+struct McpPaused(Paused);
+
+fn progress(p: Progress) -> CodeProgress {
+    match p {
+        Progress::Done(envelope) => {
+            CodeProgress::Done(serde_json::to_value(&envelope).unwrap_or(Value::Null))
+        }
+        Progress::Paused(p) => CodeProgress::Paused(Box::new(McpPaused(p))),
+    }
+}
+
+#[async_trait]
+impl PausedCode for McpPaused {
+    fn preview(&self) -> &Preview {
+        &self.0.asked().preview
+    }
+
+    fn digest(&self) -> &CallDigest {
+        &self.0.asked().digest
+    }
+
+    fn already(&self) -> String {
+        self.0.asked().already.describe()
+    }
+
+    async fn resume(self: Box<Self>, answer: Answer) -> CodeProgress {
+        progress(self.0.resume(answer).await)
     }
 }
 

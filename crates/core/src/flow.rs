@@ -16,11 +16,15 @@ use crate::provider::{ChangeSet, ToolCall, ToolOutcome};
 use crate::registry::{Registry, ResolvedTool};
 use crate::telemetry::{Outcome, TelemetryRecord, TelemetrySink, Validation};
 
-/// A person's answer to a preview.
+/// A person's answer to a preview — or that nobody could be asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Answer {
     Approve,
     Decline,
+    /// Nobody was asked: this surface has no way to reach a person for this call (no terminal,
+    /// a client without elicitation). The call is *refused* (`RefusalKind::Confirmation`),
+    /// never reported as declined by the user.
+    Unasked,
 }
 
 /// Asks a person (workbench dialog, MCP elicitation, terminal prompt) about one preview.
@@ -279,6 +283,15 @@ impl Gate<'_> {
                     Answer::Decline => {
                         rec.confirmation = Confirmation::Declined;
                         return Ended::Declined { preview };
+                    }
+                    Answer::Unasked => {
+                        return Ended::Refused(Refusal::new(
+                            RefusalKind::Confirmation,
+                            format!(
+                                "\"{}\" needs a person's confirmation and nobody could be asked here; nothing ran. Run it where the user can confirm it (inside run_code, which pauses for a confirmation, or from a terminal), or have the user pre-approve it",
+                                tool.spec.title
+                            ),
+                        ));
                     }
                 }
             }

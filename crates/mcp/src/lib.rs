@@ -8,6 +8,7 @@
 //!   `server__tool`.
 
 pub mod confirm;
+pub mod paused;
 pub mod pending;
 pub mod server;
 pub mod sessions;
@@ -16,6 +17,7 @@ pub mod surface;
 pub mod transport;
 pub mod upstream;
 
+pub use paused::{CodeProgress, PAUSED_LIMITS, PausedCode};
 pub use pending::PendingLimits;
 pub use server::{
     CodeRunner, DirectTools, McpShared, SESSION_HEADER, STATUS_META, SessionFactory, ToolgateServer,

@@ -123,6 +123,12 @@ impl<T> Pending<T> {
         self.entries.iter().filter(|e| e.owner == owner).count()
     }
 
+    /// Drop what has expired now (a paused program is stopped when dropped, so its worker is
+    /// freed at its time, not at the next insert).
+    pub fn sweep(&mut self) {
+        self.drop_expired(Instant::now());
+    }
+
     fn drop_expired(&mut self, now: Instant) {
         let bytes = &mut self.bytes;
         self.entries.retain(|e| {

@@ -38,10 +38,13 @@ use toolgate_plot::agent::{self, Debrief};
 use toolgate_plot::session::Session;
 use toolgate_plot::transaction::{Commit, CommitGate, Committed, PlotTransaction, attach_report};
 
-use crate::confirm::{ApprovedDigest, ConfirmState, Recording, TokenConfirmer};
+use crate::confirm::{ApprovedDigest, ConfirmRejected, ConfirmState, Recording, TokenConfirmer};
+use crate::paused::{
+    CodeProgress, PAUSED_LIMITS, PausedCode, PausedRun, owner_number, pause_digest,
+};
 use crate::pending::{Pending, PendingLimits, Taken, TooLarge, json_size};
 use crate::sessions::SessionLimits;
-use crate::surface::{CONFIRM_ARG, RUN_CODE, Surface, surface_specs, to_mcp_tool};
+use crate::surface::{CONFIRM_ARG, DECLINE_ARG, RUN_CODE, Surface, surface_specs, to_mcp_tool};
 
 /// The header a stateless HTTP client names its session with.
 pub const SESSION_HEADER: &str = "x-toolgate-session";
@@ -62,6 +65,21 @@ pub trait CodeRunner: Send + Sync {
         confirmer: Arc<dyn Confirmer>,
         plot: Option<Arc<PlotTransaction>>,
     ) -> Value;
+
+    /// Start `code`; a call that needs a person pauses it there ([`CodeProgress::Paused`]) and
+    /// the server asks the way the client can. The default runs it to the end with every such
+    /// call refused as unasked (runners that cannot pause).
+    async fn start(
+        &self,
+        code: &str,
+        timeout: Option<Duration>,
+        plot: Option<Arc<PlotTransaction>>,
+    ) -> CodeProgress {
+        CodeProgress::Done(
+            self.run(code, timeout, Arc::new(Fixed(Answer::Unasked)), plot)
+                .await,
+        )
+    }
 }
 
 /// Tools served directly in `tools/list` next to `run_code` (the workspace tools, when the
@@ -125,6 +143,9 @@ pub struct McpShared {
     /// Program commits waiting for their MRTR answer or token, by call digest; capped per
     /// session and per server by count and bytes, oldest evicted first ([`PendingLimits`]).
     pending: Mutex<Pending<PendingCommit>>,
+    /// Programs paused at a call until their MRTR answer or token, by pause digest
+    /// ([`crate::paused`]; [`PAUSED_LIMITS`]).
+    paused: Mutex<Pending<PausedRun>>,
     pub sink: Arc<dyn TelemetrySink>,
     /// One line per function `run_code` programs can call (in its description).
     pub run_code_functions: String,
@@ -168,6 +189,7 @@ impl McpShared {
             direct_ids: Vec::new(),
             confirm: ConfirmState::new(),
             pending: Mutex::new(Pending::new(PendingLimits::default())),
+            paused: Mutex::new(Pending::new(PAUSED_LIMITS)),
             sink,
             run_code_functions,
             elicit_timeout: Duration::from_secs(600),
@@ -205,6 +227,46 @@ impl McpShared {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .set_limits(limits);
         self
+    }
+
+    /// Hold at most this many paused programs (defaults: [`PAUSED_LIMITS`]).
+    pub fn with_paused_limits(self, limits: PendingLimits) -> Self {
+        self.paused
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .set_limits(limits);
+        self
+    }
+
+    /// How many programs are paused waiting for an answer (tests, diagnostics).
+    pub fn paused_programs(&self) -> usize {
+        let mut paused = self
+            .paused
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        paused.sweep();
+        paused.len()
+    }
+
+    fn keep_paused(&self, key: &str, run: PausedRun, bytes: usize) -> Result<(), TooLarge> {
+        let owner = owner_number(&run.owner);
+        self.paused
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(
+                key,
+                owner,
+                bytes,
+                Instant::now() + crate::confirm::CONFIRM_TTL,
+                run,
+            )
+    }
+
+    fn take_paused(&self, key: &str) -> Taken<PausedRun> {
+        self.paused
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take(key)
     }
 
     pub fn with_elicit_timeout(mut self, timeout: Duration) -> Self {
@@ -516,9 +578,8 @@ impl ToolgateServer {
                 true,
             ));
         };
-        let token = args
-            .remove(CONFIRM_ARG)
-            .and_then(|v| v.as_str().map(str::to_owned));
+        let mut take_str = |key: &str| args.remove(key).and_then(|v| v.as_str().map(str::to_owned));
+        let (confirm_token, decline_token) = (take_str(CONFIRM_ARG), take_str(DECLINE_ARG));
         let Some(code) = args.get("code").and_then(Value::as_str).map(str::to_owned) else {
             return Ok(text_result(
                 "\"code\" is required: the Python program to run, as a string.",
@@ -530,54 +591,222 @@ impl ToolgateServer {
             .surface
             .has_debrief()
             .then(|| self.session_for(ctx));
-        // The second round of an out-of-band confirmation applies the kept change; the
-        // program does not run again.
+        let owner = self.owner_key(ctx, debrief.as_deref());
+        // A later round answers: it resumes a paused program, or applies a finished program's
+        // kept plot change; the program does not run again.
         if let Some(sealed) = request_state {
             return Ok(self
-                .confirm_by_mrtr(&sealed, responses, &code, debrief.as_deref(), ctx)
+                .confirm_by_mrtr(&sealed, responses, &code, &owner, debrief.as_deref(), ctx)
                 .await);
         }
-        if let Some(token) = token {
-            return Ok(self
-                .confirm_by_token(&token, &code, debrief.as_deref(), ctx)
-                .await);
+        match (confirm_token, decline_token) {
+            (Some(_), Some(_)) => {
+                return Ok(text_result(
+                    "give either \"confirm\" (the user approved) or \"decline\" (the user declined), not both; nothing ran",
+                    true,
+                ));
+            }
+            (Some(token), None) => {
+                return Ok(self
+                    .confirm_by_token(
+                        &token,
+                        Answer::Approve,
+                        &code,
+                        &owner,
+                        debrief.as_deref(),
+                        ctx,
+                    )
+                    .await);
+            }
+            (None, Some(token)) => {
+                return Ok(self
+                    .confirm_by_token(
+                        &token,
+                        Answer::Decline,
+                        &code,
+                        &owner,
+                        debrief.as_deref(),
+                        ctx,
+                    )
+                    .await);
+            }
+            (None, None) => {}
         }
         let timeout = args
             .get("timeoutSeconds")
             .and_then(Value::as_f64)
             .filter(|t| t.is_finite() && *t > 0.0)
             .map(|t| Duration::from_secs_f64(t.min(600.0)));
-        // A program's own mutating calls (bash, upstream tools) are confirmed by elicitation
-        // when the client has it (legacy protocol); otherwise they are declined — a program
-        // cannot be paused mid-run for a token. Its plot edits are confirmed once, at the end.
-        let confirmer: Arc<dyn Confirmer> = if !Self::is_modern(ctx) && Self::can_elicit(ctx) {
-            Arc::new(Elicit {
-                peer: ctx.peer.clone(),
-                timeout: self.shared.elicit_timeout,
-            })
-        } else {
-            Arc::new(Fixed(Answer::Decline))
-        };
+        // A program's own calls that need a person pause it there (legacy elicitation asks at
+        // once; otherwise the client gets a token or an MRTR round). Its plot edits are
+        // confirmed once, at the end.
         let tx = debrief.as_ref().and_then(|d| {
             let plot_id = d.session().active_id().map(str::to_owned)?;
             PlotTransaction::begin(d.session_handle(), &plot_id).ok()
         });
-        let envelope = runner.run(&code, timeout, confirmer, tx.clone()).await;
+        let progress = runner.start(&code, timeout, tx.clone()).await;
+        Ok(self
+            .continue_program(progress, code, tx, owner, debrief.as_deref(), ctx)
+            .await)
+    }
+
+    /// Who may answer a paused program: its plot session, the named session, or this
+    /// connection (stdio, a legacy HTTP session); stateless requests without a name share one.
+    fn owner_key(&self, ctx: &RequestContext<RoleServer>, debrief: Option<&Debrief>) -> String {
+        if let Some(d) = debrief {
+            return format!("session:{:p}", Arc::as_ptr(&d.session_handle()));
+        }
+        if let Some(parts) = ctx.extensions.get::<axum::http::request::Parts>() {
+            if let Some(name) = parts
+                .headers
+                .get(SESSION_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .map(str::trim)
+                .filter(|n| !n.is_empty() && n.len() <= 128)
+            {
+                return format!("named:{name}");
+            }
+            if Self::is_modern(ctx) {
+                return "shared".to_owned();
+            }
+        }
+        format!("connection:{:p}", Arc::as_ptr(&self.own))
+    }
+
+    /// Drive a started program on: legacy elicitation answers each pause at once; otherwise the
+    /// first pause is kept and the client asked (token or MRTR). At the end, its plot change
+    /// is confirmed as before.
+    async fn continue_program(
+        &self,
+        mut progress: CodeProgress,
+        code: String,
+        tx: Option<Arc<PlotTransaction>>,
+        owner: String,
+        debrief: Option<&Debrief>,
+        ctx: &RequestContext<RoleServer>,
+    ) -> CallToolResponse {
+        loop {
+            match progress {
+                CodeProgress::Done(envelope) => {
+                    return self.finish_program(envelope, code, tx, debrief, ctx).await;
+                }
+                CodeProgress::Paused(paused) => {
+                    if Self::can_elicit(ctx) && !Self::is_modern(ctx) {
+                        let elicit = Elicit {
+                            peer: ctx.peer.clone(),
+                            timeout: self.shared.elicit_timeout,
+                        };
+                        let preview = with_already(paused.preview(), &paused.already());
+                        let answer = elicit.confirm_call(&preview, paused.digest()).await;
+                        progress = paused.resume(answer).await;
+                        continue;
+                    }
+                    return self.park(paused, code, tx, owner, ctx);
+                }
+            }
+        }
+    }
+
+    /// Keep a paused program for its answering round and ask the client: an MRTR input request
+    /// (2026-07-28 with elicitation) or a single-use token.
+    fn park(
+        &self,
+        paused: Box<dyn PausedCode>,
+        code: String,
+        tx: Option<Arc<PlotTransaction>>,
+        owner: String,
+        ctx: &RequestContext<RoleServer>,
+    ) -> CallToolResponse {
+        let digest = pause_digest(paused.digest(), &owner, &code);
+        let preview = with_already(paused.preview(), &paused.already());
+        let bytes = code.len() + preview.title.len() + preview.body.len();
+        let run = PausedRun {
+            paused,
+            owner,
+            code,
+            tx,
+        };
+        if let Err(too_large) = self.shared.keep_paused(digest.as_str(), run, bytes) {
+            return status_result(
+                format!(
+                    "The program paused at a call that needs the user's confirmation, but it cannot be kept: {too_large}. It was stopped; nothing of that call ran."
+                ),
+                true,
+                "refused",
+                Some("too_large"),
+            );
+        }
+        // Stop it at its time even if nothing else touches the table.
+        let shared = self.shared.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(crate::confirm::CONFIRM_TTL + Duration::from_secs(1)).await;
+            let _ = shared.paused_programs();
+        });
+        let confirm = &self.shared.confirm;
+        if Self::can_elicit(ctx) {
+            let sealed = match confirm.seal(&digest) {
+                Ok(s) => s,
+                Err(e) => return text_result(format!("internal: {e}"), true),
+            };
+            let params = match elicit_params(&preview) {
+                Ok(p) => p,
+                Err(e) => return text_result(e.message.to_string(), true),
+            };
+            let mut requests = InputRequests::new();
+            requests.insert(
+                CONFIRM_KEY.to_owned(),
+                InputRequest::Elicitation(ElicitRequest::new(params)),
+            );
+            return InputRequiredResult::new(Some(requests), Some(sealed)).into();
+        }
+        let token = confirm.mint_token(&digest);
+        let minutes = crate::confirm::CONFIRM_TTL.as_secs() / 60;
+        let body = json!({
+            "status": "waiting",
+            "preview": preview_text(&preview),
+            "confirm": token,
+            "message": format!(
+                "The program is paused at a call that needs the user's confirmation; that call has not run. Show the preview to the user. If they approve, call run_code again with exactly the same code plus \"confirm\": \"{token}\"; if they decline, with \"decline\": \"{token}\". The program then goes on from this call (declined: the call raises PermissionError there); the calls before it are not made again. Single use, valid for {minutes} minutes; after that the program is stopped."
+            ),
+        });
+        status_result(
+            serde_json::to_string_pretty(&body).unwrap_or_default(),
+            false,
+            "waiting",
+            Some("confirmation_needed"),
+        )
+    }
+
+    /// A kept paused program for this answering round: same owner, same program. A mismatch
+    /// stops it (its token is spent).
+    fn paused_for(
+        &self,
+        run: PausedRun,
+        code: &str,
+        owner: &str,
+    ) -> Result<PausedRun, ConfirmRejected> {
+        if run.code != code || run.owner != owner {
+            return Err(ConfirmRejected::Mismatch);
+        }
+        Ok(run)
+    }
+
+    /// A program ended: its plot change (if any) is confirmed the way this client can.
+    async fn finish_program(
+        &self,
+        envelope: Value,
+        code: String,
+        tx: Option<Arc<PlotTransaction>>,
+        debrief: Option<&Debrief>,
+        ctx: &RequestContext<RoleServer>,
+    ) -> CallToolResponse {
         let succeeded = envelope.get("success").and_then(Value::as_bool) == Some(true);
         let commit = tx.as_ref().filter(|_| succeeded).and_then(|t| t.finish());
         let (Some(commit), Some(tx)) = (commit, tx) else {
-            return Ok(envelope_result(envelope));
+            return envelope_result(envelope);
         };
-        Ok(self
-            .commit_program(
-                commit,
-                tx.session().clone(),
-                code,
-                envelope,
-                debrief.as_deref(),
-                ctx,
-            )
-            .await)
+        self.commit_program(commit, tx.session().clone(), code, envelope, debrief, ctx)
+            .await
     }
 
     fn commit_gate<'a>(&self, sink: &'a dyn TelemetrySink, identity: &'a str) -> CommitGate<'a> {
@@ -705,6 +934,7 @@ impl ToolgateServer {
         sealed: &str,
         responses: Option<&rmcp::model::InputResponses>,
         code: &str,
+        owner: &str,
         debrief: Option<&Debrief>,
         ctx: &RequestContext<RoleServer>,
     ) -> CallToolResponse {
@@ -714,17 +944,36 @@ impl ToolgateServer {
             Err(e) => return rejected(&e),
         };
         if !confirm.consume(&state) {
-            return rejected(&crate::confirm::ConfirmRejected::Replayed);
+            return rejected(&ConfirmRejected::Replayed);
         }
-        let pending = match self.pending_for(&state.digest, code, debrief) {
-            Ok(p) => p,
-            Err(e) => return rejected(&e),
-        };
         let approved = responses
             .and_then(|r| r.get(CONFIRM_KEY))
             .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok())
             .as_ref()
             .is_some_and(accepted);
+        match self.shared.take_paused(&state.digest) {
+            Taken::Found(run) => {
+                let run = match self.paused_for(run, code, owner) {
+                    Ok(r) => r,
+                    Err(e) => return rejected(&e),
+                };
+                let answer = if approved {
+                    Answer::Approve
+                } else {
+                    Answer::Decline
+                };
+                let progress = run.paused.resume(answer).await;
+                return self
+                    .continue_program(progress, run.code, run.tx, run.owner, debrief, ctx)
+                    .await;
+            }
+            Taken::Evicted => return rejected(&ConfirmRejected::Evicted),
+            Taken::Gone => {}
+        }
+        let pending = match self.pending_for(&state.digest, code, debrief) {
+            Ok(p) => p,
+            Err(e) => return rejected(&e),
+        };
         let identity = Self::identity(ctx);
         let gate = self.commit_gate(self.shared.sink.as_ref(), &identity);
         let committed = if approved {
@@ -745,7 +994,9 @@ impl ToolgateServer {
     async fn confirm_by_token(
         &self,
         token: &str,
+        answer: Answer,
         code: &str,
+        owner: &str,
         debrief: Option<&Debrief>,
         ctx: &RequestContext<RoleServer>,
     ) -> CallToolResponse {
@@ -754,6 +1005,25 @@ impl ToolgateServer {
             Ok(d) => d,
             Err(e) => return rejected(&e),
         };
+        match self.shared.take_paused(&digest) {
+            Taken::Found(run) => {
+                // Single use, whatever follows.
+                confirm.revoke_token(token);
+                let run = match self.paused_for(run, code, owner) {
+                    Ok(r) => r,
+                    Err(e) => return rejected(&e),
+                };
+                let progress = run.paused.resume(answer).await;
+                return self
+                    .continue_program(progress, run.code, run.tx, run.owner, debrief, ctx)
+                    .await;
+            }
+            Taken::Evicted => {
+                confirm.revoke_token(token);
+                return rejected(&ConfirmRejected::Evicted);
+            }
+            Taken::Gone => {}
+        }
         let pending = match self.pending_for(&digest, code, debrief) {
             Ok(p) => p,
             Err(e) => {
@@ -764,6 +1034,14 @@ impl ToolgateServer {
         };
         let identity = Self::identity(ctx);
         let gate = self.commit_gate(self.shared.sink.as_ref(), &identity);
+        if answer != Answer::Approve {
+            confirm.revoke_token(token);
+            let committed = pending
+                .commit
+                .invoke(&pending.session, &gate, &Fixed(Answer::Decline))
+                .await;
+            return commit_result(pending.envelope, &pending.commit, &committed, debrief);
+        }
         let confirmer = TokenConfirmer::new(confirm, token);
         let committed = pending
             .commit
@@ -837,11 +1115,45 @@ fn commit_result(
 }
 
 /// A confirming call whose token or MRTR state was not accepted: nothing was applied.
-fn rejected(e: &crate::confirm::ConfirmRejected) -> CallToolResponse {
+fn rejected(e: &ConfirmRejected) -> CallToolResponse {
+    if matches!(e, ConfirmRejected::Expired | ConfirmRejected::Evicted) {
+        return status_result(e.to_string(), true, "refused", Some("expired"));
+    }
     reply_result(Reply::refused(Refusal::new(
         RefusalKind::Confirmation,
         e.to_string(),
     )))
+}
+
+/// A result with its typed status in `_meta` ([`STATUS_META`]) spelled out: `waiting` (a
+/// paused program), or a refusal whose reason the [`Status`] type does not name (`expired`).
+fn status_result(
+    text: impl Into<String>,
+    is_error: bool,
+    status: &str,
+    reason: Option<&str>,
+) -> CallToolResponse {
+    let content = vec![ContentBlock::text(text.into())];
+    let mut result = if is_error {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    };
+    let mut meta = rmcp::model::MetaObject::new();
+    meta.0.insert(
+        STATUS_META.to_owned(),
+        json!({"status": status, "reason": reason, "dataset": Value::Null}),
+    );
+    result.meta = Some(meta);
+    result.into()
+}
+
+/// The preview of a paused call with what the program did before it.
+fn with_already(preview: &Preview, already: &str) -> Preview {
+    let mut p = preview.clone();
+    p.body
+        .push_str(&format!("\n\nThe program paused here; {already}."));
+    p
 }
 
 fn accepted(r: &ElicitResult) -> bool {
@@ -1032,7 +1344,9 @@ impl rmcp::ServerHandler for ToolgateServer {
                         timeout: self.shared.elicit_timeout,
                     })
                 } else {
-                    Arc::new(Fixed(Answer::Decline))
+                    // Nobody can be asked inline: the call is refused as unasked, never
+                    // reported as the user's decline (run_code pauses for a token instead).
+                    Arc::new(Fixed(Answer::Unasked))
                 };
             match direct.call(&name, args.clone(), confirmer).await {
                 Ok(v) => Ok(text_result(

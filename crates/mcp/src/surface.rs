@@ -18,6 +18,10 @@ pub const RUN_CODE: &str = "run_code";
 /// confirmation dialog (the token fallback).
 pub const CONFIRM_ARG: &str = "confirm";
 
+/// The argument a `run_code` round declines a paused call's token with (the program goes on
+/// with `PermissionError` raised at that call).
+pub const DECLINE_ARG: &str = "decline";
+
 /// A selectable set of tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Surface {
@@ -85,7 +89,9 @@ pub fn run_code_spec(functions: &str) -> ToolSpec {
             "required": ["code"],
             "properties": {
                 "code": {"type": "string", "description": "The Python program"},
-                "timeoutSeconds": {"type": "number", "minimum": 0.1, "maximum": 600}
+                "timeoutSeconds": {"type": "number", "minimum": 0.1, "maximum": 600},
+                "confirm": {"type": "string", "description": "A token a previous reply gave, once the user approved its preview (same code)"},
+                "decline": {"type": "string", "description": "A paused program's token, when the user declined its preview (same code)"}
             }
         }),
         output_kind: None,
