@@ -629,3 +629,124 @@ fn python_sdk_run_code_edits_the_open_plot_with_one_confirmation() {
         );
     }
 }
+
+/// Records of the workspace tool `tool` that ran (outcome ok).
+fn ran(path: &Path, tool: &str) -> usize {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|r| r["tool"] == tool && r["outcome"] == "ok")
+        .count()
+}
+
+fn run_code_pause_script(
+    env: &Env,
+    vars: &[(&str, &Path)],
+    mode: &str,
+    confirm: &str,
+    ws: &Path,
+    target: &[String],
+) {
+    let mut cmd = env.cmd(&python());
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    let out = cmd
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_clients/py_run_code_pause.py"))
+        .args(["--mode", mode, "--confirm", confirm, "--workspace"])
+        .arg(ws)
+        .args(target)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("\"done\": true"),
+        "python SDK run_code pause ({mode}, {confirm}) failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Issue 33: a program `create(a.txt); bash(echo hi > b.txt); print(view(a.txt))` pauses at
+/// each call that needs a person and resumes from it — inline elicitation (2025-11-25), MRTR
+/// (2026-07-28), the token (no elicitation, either protocol; and over stateless HTTP) — with
+/// `create` run exactly once (counted in the telemetry); a decline raises PermissionError the
+/// program handles; forged, replayed and cross-program tokens run nothing.
+#[test]
+fn python_sdk_run_code_pauses_at_each_confirmation_and_resumes_exactly_once() {
+    let _serial = serial();
+    if !require_or_skip("the MCP Python SDK", &python()) {
+        return;
+    }
+    let env = Env::new();
+    let config = env.data.path().join("config.toml");
+    std::fs::write(&config, "[tools]\nconfirm = [\"create\"]\n").unwrap();
+    let mut n = 0;
+    for (mode, confirm) in [
+        ("legacy", "approve"),
+        ("legacy", "decline"),
+        ("legacy", "token"),
+        ("auto", "approve"),
+        ("auto", "decline"),
+        ("auto", "token"),
+    ] {
+        n += 1;
+        let ws = env.data.path().join(format!("pause-ws-{n}"));
+        std::fs::create_dir_all(&ws).unwrap();
+        let telemetry = env.data.path().join(format!("pause-telemetry-{n}.jsonl"));
+        let stdio = vec![
+            "--".to_owned(),
+            BIN.to_owned(),
+            "mcp".to_owned(),
+            "--surface".to_owned(),
+            "codeact".to_owned(),
+            "--workspace".to_owned(),
+            ws.display().to_string(),
+        ];
+        let vars = [
+            ("TOOLGATE_CONFIG", config.as_path()),
+            ("TOOLGATE_TELEMETRY", telemetry.as_path()),
+        ];
+        run_code_pause_script(&env, &vars, mode, confirm, &ws, &stdio);
+        let expected = usize::from(confirm != "decline");
+        assert_eq!(
+            ran(&telemetry, "create"),
+            expected,
+            "{mode}/{confirm}: create runs once per program, never again on resume"
+        );
+    }
+    // Stateless HTTP (2026-07-28, `toolgate serve`): the token path across requests.
+    let ws = env.data.path().join("pause-ws-http");
+    std::fs::create_dir_all(&ws).unwrap();
+    let telemetry = env.data.path().join("pause-telemetry-http.jsonl");
+    let mut child = env
+        .cmd(Path::new(BIN))
+        .env("TOOLGATE_CONFIG", &config)
+        .env("TOOLGATE_TELEMETRY", &telemetry)
+        .args(["serve", "--port", "0", "--workspace"])
+        .arg(&ws)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let line = BufReader::new(stdout)
+        .lines()
+        .find_map(|l| l.ok().filter(|l| l.contains("/mcp")))
+        .expect("serve printed its MCP URL");
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .to_owned();
+    let server = Server { child, url };
+    run_code_pause_script(
+        &env,
+        &[],
+        "auto",
+        "token",
+        &ws,
+        &["--url".to_owned(), server.url.clone()],
+    );
+    assert_eq!(ran(&telemetry, "create"), 1, "over HTTP too");
+}
