@@ -154,6 +154,11 @@ impl ConfirmState {
         }
     }
 
+    /// How long a token or sealed state lives (a paused program is kept as long).
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
     /// Mint a single-use token for this digest.
     pub fn mint_token(&self, digest: &CallDigest) -> String {
         let token = format!("confirm-{}", &random_hex()[..20]);

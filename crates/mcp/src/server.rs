@@ -253,13 +253,7 @@ impl McpShared {
         self.paused
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(
-                key,
-                owner,
-                bytes,
-                Instant::now() + crate::confirm::CONFIRM_TTL,
-                run,
-            )
+            .insert(key, owner, bytes, Instant::now() + self.confirm.ttl(), run)
     }
 
     fn take_paused(&self, key: &str) -> Taken<PausedRun> {
@@ -739,7 +733,7 @@ impl ToolgateServer {
         // Stop it at its time even if nothing else touches the table.
         let shared = self.shared.clone();
         tokio::spawn(async move {
-            tokio::time::sleep(crate::confirm::CONFIRM_TTL + Duration::from_secs(1)).await;
+            tokio::time::sleep(shared.confirm.ttl() + Duration::from_millis(100)).await;
             let _ = shared.paused_programs();
         });
         let confirm = &self.shared.confirm;
@@ -760,7 +754,7 @@ impl ToolgateServer {
             return InputRequiredResult::new(Some(requests), Some(sealed)).into();
         }
         let token = confirm.mint_token(&digest);
-        let minutes = crate::confirm::CONFIRM_TTL.as_secs() / 60;
+        let minutes = (confirm.ttl().as_secs() / 60).max(1);
         let body = json!({
             "status": "waiting",
             "preview": preview_text(&preview),
