@@ -750,3 +750,54 @@ fn python_sdk_run_code_pauses_at_each_confirmation_and_resumes_exactly_once() {
     );
     assert_eq!(ran(&telemetry, "create"), 1, "over HTTP too");
 }
+
+/// Issue 33: 1,000 programs paused by one client (real workers, token path) — the server keeps
+/// at most its per-session cap of paused programs, each holding one worker, stops the oldest
+/// (its client is told), and the memory of the server and its workers stays flat.
+#[test]
+fn a_thousand_paused_programs_from_one_client_stay_within_the_cap() {
+    let _serial = serial();
+    if !require_or_skip("the MCP Python SDK", &python()) {
+        return;
+    }
+    let env = Env::new();
+    let ws = env.data.path().join("pause-memory-ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let out = env
+        .cmd(&python())
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_clients/py_pause_memory.py"))
+        .arg("--workspace")
+        .arg(&ws)
+        .args([
+            "--count",
+            "1000",
+            "--",
+            BIN,
+            "mcp",
+            "--surface",
+            "codeact",
+            "--workspace",
+        ])
+        .arg(&ws)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("\"done\": true"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let done: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    println!("1,000 paused programs: {done}");
+    let per_session = toolgate_mcp::PAUSED_LIMITS.per_session;
+    // The paused programs' workers, plus at most one idle worker of the pool.
+    assert!(
+        done["workers_max"].as_u64().unwrap() <= per_session as u64 + 1,
+        "{done}"
+    );
+    let growth = done["peak_rss_mib"].as_f64().unwrap() - done["after_50_mib"].as_f64().unwrap();
+    assert!(
+        growth < 64.0,
+        "memory grew {growth} MiB over 1,000 pauses: {done}"
+    );
+}
