@@ -488,23 +488,24 @@ impl Runtime {
         let host = self
             .unshared_host(Arc::new(confirmer), plot.as_ref(), call_timeout)
             .map(|h| h.with_pause_clock(clock).shared());
+        let host = match host {
+            Ok(host) => host,
+            Err(e) => return paused::Run::ended(questions, setup_failure(&e.to_string())),
+        };
+        let Ok(tokio) = tokio::runtime::Handle::try_current() else {
+            return paused::Run::ended(
+                questions,
+                setup_failure("a program can only be started inside a Tokio runtime"),
+            );
+        };
         let runtime = self.clone();
-        match host {
-            Ok(host) => {
-                let task_host = host.clone();
-                let task = tokio::spawn(async move {
-                    // The transaction lives as long as the program edits its scratch copy.
-                    let _plot = plot;
-                    runtime.run_on(req, task_host.as_ref()).await
-                });
-                paused::Run::new(questions, task, Some(host))
-            }
-            Err(e) => {
-                let message = e.to_string();
-                let task = tokio::spawn(async move { setup_failure(&message) });
-                paused::Run::new(questions, task, None)
-            }
-        }
+        let task_host = host.clone();
+        let task = tokio.spawn(async move {
+            // The transaction lives as long as the program edits its scratch copy.
+            let _plot = plot;
+            runtime.run_on(req, task_host.as_ref()).await
+        });
+        paused::Run::new(questions, task, Some(host))
     }
 
     /// One tool called directly (not from a program), through the same host and policy.

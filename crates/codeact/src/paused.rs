@@ -102,7 +102,8 @@ impl Drop for AbortOnDrop {
 /// A started program. [`Run::next`] waits until it ends or asks.
 pub struct Run {
     questions: QuestionsIn,
-    task: AbortOnDrop,
+    /// The program's task, or how it ended before one could start.
+    task: Result<AbortOnDrop, Option<Envelope>>,
     /// The program's host (its call log); `None` when the program could not start.
     host: Option<Arc<RegistryHost>>,
 }
@@ -130,13 +131,30 @@ impl Run {
     ) -> Self {
         Self {
             questions,
-            task: AbortOnDrop(task),
+            task: Ok(AbortOnDrop(task)),
             host,
+        }
+    }
+
+    /// A run that ended before it started.
+    pub(crate) fn ended(questions: QuestionsIn, envelope: Envelope) -> Self {
+        Self {
+            questions,
+            task: Err(Some(envelope)),
+            host: None,
         }
     }
 
     /// Wait until the program ends or asks.
     pub async fn next(mut self) -> Progress {
+        let task = match &mut self.task {
+            Ok(task) => task,
+            Err(ended) => {
+                return Progress::Done(ended.take().unwrap_or_else(|| {
+                    crate::setup_failure("the program's run was already reported")
+                }));
+            }
+        };
         tokio::select! {
             biased;
             Some(q) = self.questions.0.recv() => {
@@ -147,7 +165,7 @@ impl Run {
                 };
                 Progress::Paused(Paused { asked, answer: q.answer, run: self })
             }
-            ended = &mut self.task.0 => Progress::Done(ended.unwrap_or_else(|e| {
+            ended = &mut task.0 => Progress::Done(ended.unwrap_or_else(|e| {
                 crate::setup_failure(&format!("the program's task ended abnormally: {e}"))
             })),
         }
