@@ -321,8 +321,9 @@ fn binary_version(bin: &Path) -> Result<String, String> {
 }
 
 /// One doctor check per recorded install (project and global): the binary its files run exists
-/// and is the version that wrote them.
-fn check_installs(loc: &Locations, report: &mut Report) {
+/// and is the version that wrote them. Returns the hosts with a recorded install, each once.
+fn check_installs(loc: &Locations, report: &mut Report) -> Vec<Host> {
+    let mut hosts = Vec::new();
     for global in [false, true] {
         for host in Host::ALL {
             let lay_receipt = if global {
@@ -336,7 +337,11 @@ fn check_installs(loc: &Locations, report: &mut Report) {
             };
             let scope = if global { "global" } else { "project" };
             let name = format!("install {host} ({scope})");
-            let receipt = match toolgate_hosts::receipt::Receipt::load(&lay_receipt) {
+            let receipt = toolgate_hosts::receipt::Receipt::load(&lay_receipt);
+            if !matches!(receipt, Ok(None)) && !hosts.contains(&host) {
+                hosts.push(host);
+            }
+            let receipt = match receipt {
                 Ok(Some(r)) => r,
                 Ok(None) => continue,
                 Err(e) => {
@@ -396,6 +401,50 @@ fn check_installs(loc: &Locations, report: &mut Report) {
             report.push(check);
         }
     }
+    hosts
+}
+
+/// How to turn the hook on, for the hosts toolgate installs one into (Copilot CLI, Claude Code).
+const ENFORCEMENT: &str = "set mode = \"nudge\" (or \"exclusive\") in the [hook] table of ~/.config/toolgate/config.toml, or TOOLGATE_MODE for one session";
+
+/// toolgate installs no pre-tool-use hook into VS Code (its install is an MCP server entry,
+/// instructions and an agent), so no hook mode reaches it.
+const VSCODE_NO_HOOK: &str = "toolgate installs no pre-tool-use hook into VS Code";
+
+/// `doctor`'s `hook mode` line: the mode and what set it (`off (default)` when nothing did),
+/// and, per recorded install, what it means there: the hosts with toolgate's hook are told how
+/// to turn it on while it is off by default; VS Code, which gets no hook, is never advised to,
+/// and a mode that is on is said not to reach it.
+fn hook_mode_detail(mode: Mode, var: &str, defaulted: bool, installed: &[Host]) -> String {
+    let mut detail = if defaulted {
+        "off (default)".to_owned()
+    } else if hook::MODE_ENV.contains(&var) {
+        format!("{var}={}", mode.as_str())
+    } else {
+        format!("{} (set in the [hook] table of {var})", mode.as_str())
+    };
+    let hooked: Vec<&str> = installed
+        .iter()
+        .filter(|h| matches!(h, Host::Copilot | Host::Claude))
+        .map(|h| h.as_str())
+        .collect();
+    if defaulted && !hooked.is_empty() {
+        let (hooks, allow) = if hooked.len() == 1 {
+            ("hook", "allows")
+        } else {
+            ("hooks", "allow")
+        };
+        detail.push_str(&format!(
+            "; the {} {hooks} {allow} every call: for enforcement {ENFORCEMENT}",
+            hooked.join(" and ")
+        ));
+    }
+    if mode != Mode::Off && installed.contains(&Host::Vscode) {
+        detail.push_str(&format!(
+            "; {VSCODE_NO_HOOK}, so the vscode install is not enforced"
+        ));
+    }
+    detail
 }
 
 /// Run a small program through `toolgate exec` with `backend`: usable means it printed 42.
@@ -565,7 +614,7 @@ pub async fn install(args: InstallArgs) -> Result<i32> {
         opts.surface
     ));
     let mroot = toolgate_hosts::marketplace_root(host, args.global, &loc);
-    let enforcement = "Enforcement: set mode = \"nudge\" (or \"exclusive\") in the [hook] table of ~/.config/toolgate/config.toml, or TOOLGATE_MODE for one session.";
+    let enforcement = format!("Enforcement: {ENFORCEMENT}.");
     match host {
         Host::Copilot => {
             let name = marketplace_name(&mroot.join(".github/plugin/marketplace.json"));
@@ -583,7 +632,7 @@ pub async fn install(args: InstallArgs) -> Result<i32> {
             ));
         }
         Host::Vscode => out(&format!(
-            "Next: reload VS Code; the toolgate MCP server and the codeact agent are available. {enforcement}"
+            "Next: reload VS Code; the toolgate MCP server and the codeact agent are available. ({VSCODE_NO_HOOK}, so the hook mode does not apply there.)"
         )),
     }
     Ok(0)
@@ -867,7 +916,7 @@ pub async fn doctor(args: DoctorArgs) -> Result<i32> {
             "none installed (`toolgate model install qwen2.5-coder-0.5b` for the offline chat panel)",
         ),
     });
-    check_installs(&loc, &mut report);
+    let installed = check_installs(&loc, &mut report);
     for (cli, what) in [
         ("copilot", "Copilot CLI"),
         ("claude", "Claude Code"),
@@ -893,6 +942,11 @@ pub async fn doctor(args: DoctorArgs) -> Result<i32> {
         config_mode.as_ref().map(|(p, m)| (p.as_str(), m.as_str())),
     );
     let warn = warn.or(config_warnings.into_iter().next());
+    // Nothing chose a mode: no variable holds one and the config has none.
+    let defaulted = config_mode.is_none()
+        && !hook::MODE_ENV
+            .iter()
+            .any(|k| std::env::var(k).is_ok_and(|v| !v.trim().is_empty()));
     report.push(Check::new(
         "hook mode",
         if warn.is_some() {
@@ -900,13 +954,7 @@ pub async fn doctor(args: DoctorArgs) -> Result<i32> {
         } else {
             Level::Note
         },
-        warn.unwrap_or_else(|| {
-            if hook::MODE_ENV.contains(&var.as_str()) {
-                format!("{var}={}", mode.as_str())
-            } else {
-                format!("{} (set in the [hook] table of {var})", mode.as_str())
-            }
-        }),
+        warn.unwrap_or_else(|| hook_mode_detail(mode, &var, defaulted, &installed)),
     ));
     out(report.render().trim_end());
     Ok(i32::from(report.has_problems()))

@@ -468,3 +468,186 @@ fn converts_to_gemini_and_kiro() {
     );
     assert!(agent["prompt"].as_str().unwrap().len() > 100);
 }
+
+/// The lines of `stdout` that belong to the agent `name` (its line and the indented lines below).
+fn agent_block<'a>(stdout: &'a str, name: &str) -> Vec<&'a str> {
+    let head = format!("  {name} -> ");
+    let mut lines = stdout.lines().skip_while(|l| !l.starts_with(&head));
+    let mut block: Vec<&str> = lines.next().into_iter().collect();
+    block.extend(lines.take_while(|l| l.starts_with("    ")));
+    block
+}
+
+/// Issue 33 item 6: each loss is printed once per agent (not as "dropped keys: color" and again
+/// as "lost: `color` dropped"), the report closes with a count, and a `Next:` line says how to
+/// install the result, as `toolgate install` does.
+#[test]
+fn each_loss_prints_once_per_agent_with_a_closing_count_and_a_next_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dst = tmp.path().join("out");
+    let out = toolgate(&[
+        "convert",
+        "--to",
+        "copilot",
+        fixtures().to_str().unwrap(),
+        dst.to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let block = agent_block(&stdout, "ce-adversarial-reviewer");
+    assert_eq!(
+        block[1..],
+        ["    lost: `color` dropped: copilot agents have no equivalent"],
+        "{stdout}"
+    );
+    assert!(!stdout.contains("dropped keys:"), "{stdout}");
+    // The closing count agrees with the `lost:` lines above it.
+    let lost = stdout
+        .lines()
+        .filter(|l| l.starts_with("    lost: "))
+        .count();
+    let mut agents_with_losses = 0;
+    let mut in_agent_with_loss = false;
+    for l in stdout.lines() {
+        if l.starts_with("  ") && !l.starts_with("    ") {
+            in_agent_with_loss = false;
+        } else if l.starts_with("    lost: ") && !in_agent_with_loss {
+            in_agent_with_loss = true;
+            agents_with_losses += 1;
+        }
+    }
+    assert!(lost > 0 && agents_with_losses > 0);
+    let closing = format!("Converted 43 agents; {lost} losses in {agents_with_losses} of them");
+    assert!(stdout.contains(&closing), "{closing}\n{stdout}");
+    assert!(
+        stdout.ends_with(&format!(
+            "Next: mkdir -p .github/agents && cp {}/*.agent.md .github/agents/\nthen restart the session.\n",
+            dst.display()
+        )),
+        "{stdout}"
+    );
+
+    // A plugin: the host's own install command, and a marketplace's two.
+    let src = make_plugin(tmp.path());
+    let dst = tmp.path().join("plugin-out");
+    let out = toolgate(&[
+        "convert",
+        "--to",
+        "copilot",
+        src.to_str().unwrap(),
+        dst.to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.ends_with(&format!(
+            "Next: copilot plugin install {}\nthen restart the session.\n",
+            dst.display()
+        )),
+        "{stdout}"
+    );
+    let dst = tmp.path().join("market-out");
+    let out = toolgate(&[
+        "convert",
+        "--to",
+        "claude",
+        "--marketplace",
+        "ce-local",
+        src.to_str().unwrap(),
+        dst.to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.ends_with(&format!(
+            "Next: claude plugin marketplace add {}\n      claude plugin install compound-engineering@ce-local\nthen restart the session.\n",
+            dst.display()
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Converted 43 agents; nothing lost"),
+        "{stdout}"
+    );
+    let dst = tmp.path().join("gemini-out");
+    let out = toolgate(&[
+        "convert",
+        "--to",
+        "gemini",
+        src.to_str().unwrap(),
+        dst.to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.ends_with(&format!(
+            "Next: gemini extensions link {}\nthen restart the session.\n",
+            dst.display()
+        )),
+        "{stdout}"
+    );
+}
+
+/// Issue 33 item 6: a Codex agent TOML has no tool list, so the report names no Codex tools
+/// for it: what the report lists is checked against the TOML actually written.
+#[test]
+fn codex_report_lists_no_tools_the_written_toml_does_not_hold() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("a.md");
+    fs::write(
+        &src,
+        "---\nname: a\ndescription: d\ntools: Read, Grep, WebFetch\n---\nBody\n",
+    )
+    .unwrap();
+    let dst = tmp.path().join("out");
+    let out = toolgate(&[
+        "convert",
+        "--to",
+        "codex",
+        "--json",
+        src.to_str().unwrap(),
+        dst.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report: Json = serde_json::from_slice(&out.stdout).unwrap();
+    let written = fs::read_to_string(dst.join("a.toml")).unwrap();
+    // The TOML's keys: every line `key = …` before the (multi-line) instructions.
+    let keys: Vec<&str> = written
+        .lines()
+        .take_while(|l| !l.starts_with("developer_instructions = "))
+        .filter_map(|l| l.split_once(" = ").map(|(k, _)| k))
+        .collect();
+    assert_eq!(keys, ["name", "description", "sandbox_mode"], "{written}");
+    assert!(
+        written.contains("\nsandbox_mode = \"read-only\"\n"),
+        "{written}"
+    );
+    // Every tool the report lists is in the TOML; the TOML has no tool list, so none is.
+    let agent = &report["agents"][0];
+    assert_eq!(agent["tools_out"], Json::Null, "{agent}");
+    assert_eq!(
+        agent["tools_in"],
+        serde_json::json!(["Read", "Grep", "WebFetch"])
+    );
+
+    let out = toolgate(&[
+        "convert",
+        "--to",
+        "codex",
+        src.to_str().unwrap(),
+        tmp.path().join("out2").to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let block = agent_block(&stdout, "a");
+    assert_eq!(
+        block[0], "  a -> a.toml: [Read, Grep, WebFetch] -> no tool list written",
+        "{stdout}"
+    );
+    assert!(
+        block[1..]
+            .iter()
+            .any(|l| l.starts_with("    lost: `tools` not written: Codex agents have no tool list")),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("[read, search, web]"), "{stdout}");
+}

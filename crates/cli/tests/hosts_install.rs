@@ -773,3 +773,95 @@ fn dry_run_paths_outside_home_have_no_doubled_slash() {
         "{out}"
     );
 }
+
+/// `doctor`'s `hook mode` line, with `TOOLGATE_MODE` set to `mode` (or unset).
+fn doctor_hook_mode(env: &Env, mode: Option<&str>) -> String {
+    let mut c = Command::new(BIN);
+    c.arg("doctor")
+        .current_dir(&env.repo)
+        .env("HOME", &env.home)
+        .env("XDG_CONFIG_HOME", env.home.join(".config"))
+        .env("XDG_DATA_HOME", env.home.join(".local/share"))
+        .env_remove("TOOLGATE_DATA_DIR")
+        .env_remove("TOOLGATE_CONFIG")
+        .env_remove("TOOLGATE_VSCODE_USER_DIR")
+        .env_remove("TOOLGATE_BACKEND")
+        .env_remove("CODEACT_BACKEND")
+        .env_remove("CODEACT_MODE");
+    match mode {
+        Some(m) => c.env("TOOLGATE_MODE", m),
+        None => c.env_remove("TOOLGATE_MODE"),
+    };
+    let o = c.output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    text.lines()
+        .find(|l| l.contains(" hook mode: "))
+        .unwrap_or_else(|| panic!("no hook mode line:\n{text}"))
+        .to_owned()
+}
+
+/// Issue 33 item 6: with nothing setting it, `doctor` says the hook mode is off by default (not
+/// `TOOLGATE_MODE=off`, which nobody set); a variable or the config that sets it is named.
+#[test]
+fn doctor_says_the_hook_mode_is_off_by_default() {
+    let env = Env::new();
+    assert_eq!(
+        doctor_hook_mode(&env, None),
+        "note    hook mode: off (default)"
+    );
+    assert_eq!(
+        doctor_hook_mode(&env, Some("nudge")),
+        "note    hook mode: TOOLGATE_MODE=nudge"
+    );
+    assert_eq!(
+        doctor_hook_mode(&env, Some("off")),
+        "note    hook mode: TOOLGATE_MODE=off"
+    );
+    let config = env.home.join(".config/toolgate/config.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, "[hook]\nmode = \"off\"\n").unwrap();
+    let line = doctor_hook_mode(&env, None);
+    assert!(
+        line.starts_with("note    hook mode: off (set in the [hook] table of ")
+            && line.contains(".config/toolgate/config.toml"),
+        "{line}"
+    );
+}
+
+/// Issue 33 item 6: toolgate installs no pre-tool-use hook into VS Code, so neither
+/// `install vscode` nor `doctor` advises hook enforcement for it; for a host with the hook,
+/// doctor says how to turn it on.
+#[test]
+fn hook_enforcement_is_advised_only_for_hosts_with_a_hook() {
+    let env = Env::new();
+    let out = env.ok(&["install", "vscode"]);
+    let next = &out[out.find("Next:").unwrap()..];
+    assert!(!next.contains("Enforcement"), "{next}");
+    assert!(!next.contains("[hook] table"), "{next}");
+    assert!(
+        next.contains("toolgate installs no pre-tool-use hook into VS Code"),
+        "{next}"
+    );
+    // Only VS Code installed: nothing to enforce, nothing advised.
+    assert_eq!(
+        doctor_hook_mode(&env, None),
+        "note    hook mode: off (default)"
+    );
+    // A strict mode does not reach VS Code: doctor says so.
+    let line = doctor_hook_mode(&env, Some("exclusive"));
+    assert!(
+        line.starts_with("note    hook mode: TOOLGATE_MODE=exclusive; ")
+            && line.contains(
+                "toolgate installs no pre-tool-use hook into VS Code, so the vscode install is not enforced"
+            ),
+        "{line}"
+    );
+    // With Claude Code installed too, off is worth a word, for claude only.
+    env.ok(&["install", "claude"]);
+    let line = doctor_hook_mode(&env, None);
+    assert!(
+        line.starts_with("note    hook mode: off (default); the claude hook allows every call: for enforcement set mode = \"nudge\" (or \"exclusive\") in the [hook] table of ~/.config/toolgate/config.toml"),
+        "{line}"
+    );
+    assert!(!line.contains("vscode"), "{line}");
+}

@@ -42,8 +42,9 @@ pub struct AgentReport {
     /// The source `tools`, as written; absent when the source declares none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tools_in: Option<Vec<String>>,
-    /// The target tools emitted (Copilot, VS Code, Claude) or the capabilities granted (OpenCode,
-    /// Codex); absent when no `tools` were emitted (the agent gets the host's defaults).
+    /// The target tools emitted (Copilot, VS Code, Gemini CLI, Kiro CLI, Claude) or the
+    /// capabilities granted (OpenCode); absent when no `tools` were emitted (the agent gets the
+    /// host's defaults, or, for Codex, whose agent files have no tool list, every Codex tool).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tools_out: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -613,16 +614,24 @@ impl Agent {
                 toml::Value::String(self.description_or_fallback(report)),
             ),
         ];
+        // A Codex agent file has no tool list: the tools are not written (so `tools_out` stays
+        // empty), and the one thing they decide is whether the agent may write files.
         if let Some(caps) = self.effective_tools(target, report) {
-            if !caps.iter().any(|c| c == "edit" || c == "*") {
+            if caps.iter().any(|c| c == "edit" || c == "*") {
+                report.notes.push(
+                    "`tools` not written: Codex agents have no tool list, so the agent can use \
+                     every Codex tool"
+                        .into(),
+                );
+            } else {
                 keys.push(("sandbox_mode", toml::Value::String("read-only".into())));
                 report.notes.push(
-                    "no file-editing tool: `sandbox_mode = \"read-only\"` (Codex agents always \
-                     have the shell; the sandbox keeps it from writing)"
+                    "`tools` not written: Codex agents have no tool list; as none of them edits \
+                     files, `sandbox_mode = \"read-only\"` keeps the agent (which always has the \
+                     shell) from writing"
                         .into(),
                 );
             }
-            report.tools_out = Some(caps);
         }
         self.model_note(
             "Codex runs OpenAI models; the agent uses the session's model",
@@ -993,6 +1002,34 @@ mod tests {
         assert_eq!(t["description"].as_str(), Some("d: \"q\""));
         assert_eq!(t["sandbox_mode"].as_str(), Some("read-only"));
         assert_eq!(t["developer_instructions"].as_str(), Some("Do \"this\""));
+    }
+
+    /// Issue 33 item 6: the report lists no tools for a Codex agent, whose TOML has no tool
+    /// list; that the tools were not written is the agent's one `lost:` line about them.
+    #[test]
+    fn codex_reports_no_tools_it_did_not_write() {
+        for (tools, sandbox) in [("Read, Grep, WebFetch", true), ("Read, Write, Bash", false)] {
+            let c = agent(&format!(
+                "---\nname: a\ndescription: d\ntools: {tools}\n---\nB"
+            ))
+            .convert(Target::Codex)
+            .unwrap();
+            let t: toml::Table = toml::from_str(&c.content).unwrap();
+            let keys: Vec<&str> = t.keys().map(String::as_str).collect();
+            let mut want = vec!["description", "developer_instructions", "name"];
+            if sandbox {
+                want.push("sandbox_mode");
+            }
+            assert_eq!(keys, want);
+            assert_eq!(c.report.tools_out, None);
+            let about_tools: Vec<&String> = c
+                .report
+                .notes
+                .iter()
+                .filter(|n| n.starts_with("`tools` not written: Codex agents have no tool list"))
+                .collect();
+            assert_eq!(about_tools.len(), 1, "{:?}", c.report.notes);
+        }
     }
 
     #[test]

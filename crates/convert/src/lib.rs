@@ -24,6 +24,7 @@
 pub mod agent;
 pub mod error;
 pub mod frontmatter;
+pub mod next;
 pub mod plan;
 pub mod reverse;
 pub mod target;

@@ -100,6 +100,38 @@ impl Report {
         out
     }
 
+    /// The closing line of the text report: agents converted, the expected losses (`lost:`)
+    /// and in how many agents, the plugin's own, and the warnings to look at.
+    #[must_use]
+    pub fn summary(&self) -> String {
+        let agents = self.agents.len();
+        let losses: usize = self.agents.iter().map(|a| a.notes.len()).sum();
+        let losing = self.agents.iter().filter(|a| !a.notes.is_empty()).count();
+        let plugin = self.notes.len();
+        let lost = match (losses, plugin) {
+            (0, 0) => "nothing lost".to_string(),
+            (0, p) => format!(
+                "nothing lost in the agents, {} for the plugin",
+                count(p, "loss")
+            ),
+            (l, p) => {
+                let mut t = count(l, "loss");
+                if agents > 1 {
+                    t.push_str(&format!(" in {losing} of them"));
+                }
+                if p > 0 {
+                    t.push_str(&format!(" and {p} for the plugin"));
+                }
+                t
+            }
+        };
+        let warnings = match self.all_warnings().len() {
+            0 => "no warnings".to_string(),
+            w => format!("{} to look at", count(w, "warning")),
+        };
+        format!("Converted {}; {lost}; {warnings}.", count(agents, "agent"))
+    }
+
     /// A short human-readable summary.
     #[must_use]
     pub fn render_human(&self) -> String {
@@ -142,14 +174,13 @@ impl Report {
             let tools = match (&a.tools_in, &a.tools_out) {
                 (None, None) => "no tools declared (host defaults)".to_string(),
                 (Some(i), Some(o)) => format!("[{}] -> [{}]", i.join(", "), o.join(", ")),
-                (Some(i), None) => format!("[{}] -> (kept)", i.join(", ")),
+                // The target file has no tool list (Codex): its `lost:` line says what that means.
+                (Some(i), None) => format!("[{}] -> no tool list written", i.join(", ")),
                 (None, Some(o)) => format!("-> [{}]", o.join(", ")),
             };
             let _ = writeln!(s, "  {} -> {}: {tools}", a.name, a.output);
-            // Dropped tools are among the warnings below (once).
-            if !a.dropped_keys.is_empty() {
-                let _ = writeln!(s, "    dropped keys: {}", a.dropped_keys.join(", "));
-            }
+            // Each loss once: a dropped key is its `lost:` line (or, when unknown, a warning
+            // below), and dropped tools are among the warnings.
             for n in &a.notes {
                 let _ = writeln!(s, "    lost: {n}");
             }
@@ -158,23 +189,26 @@ impl Report {
             let _ = writeln!(s, "  lost: {n}");
         }
         let warnings = self.all_warnings();
-        let losses = self.notes.len() + self.agents.iter().map(|a| a.notes.len()).sum::<usize>();
-        if warnings.is_empty() {
-            if losses == 0 {
-                let _ = writeln!(s, "Nothing lost, no warnings.");
-            } else {
-                let _ = writeln!(
-                    s,
-                    "No warnings; {losses} expected loss(es) listed above (`lost:`)."
-                );
-            }
-        } else {
+        if !warnings.is_empty() {
             let _ = writeln!(s, "{} warning(s):", warnings.len());
-            for w in warnings {
+            for w in &warnings {
                 let _ = writeln!(s, "  warning: {w}");
             }
         }
+        let _ = writeln!(s, "{}", self.summary());
+        if let Some(next) = crate::next::next_steps(self) {
+            let _ = writeln!(s, "{next}");
+        }
         s
+    }
+}
+
+/// `n` and the noun, plural unless `n` is 1 (`1 agent`, `7 losses`).
+fn count(n: usize, noun: &str) -> String {
+    match (n, noun.ends_with('s')) {
+        (1, _) => format!("1 {noun}"),
+        (_, true) => format!("{n} {noun}es"),
+        (_, false) => format!("{n} {noun}s"),
     }
 }
 
@@ -1459,4 +1493,45 @@ fn copilot_hooks(src: &Json, report: &mut Report) -> Json {
         );
     }
     json!({"version": 1, "hooks": Json::Object(out)})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 33 item 6: the text report's closing line counts the `lost:` lines and the agents
+    /// they are in.
+    #[test]
+    fn summary_counts_losses_and_the_agents_with_them() {
+        let agent = |notes: &[&str], warnings: &[&str]| AgentReport {
+            name: "a".into(),
+            notes: notes.iter().map(|n| (*n).to_string()).collect(),
+            warnings: warnings.iter().map(|w| (*w).to_string()).collect(),
+            ..AgentReport::default()
+        };
+        let mut r = empty_report(Path::new("src"), SourceKind::Plugin, Target::Copilot);
+        r.agents = vec![
+            agent(&["x", "y"], &[]),
+            agent(&[], &["w"]),
+            agent(&["z"], &[]),
+        ];
+        assert_eq!(
+            r.summary(),
+            "Converted 3 agents; 3 losses in 2 of them; 1 warning to look at."
+        );
+        r.notes.push("plugin loss".into());
+        assert!(
+            r.summary()
+                .contains("3 losses in 2 of them and 1 for the plugin")
+        );
+        r.agents = vec![agent(&["x"], &[])];
+        r.notes.clear();
+        assert_eq!(r.summary(), "Converted 1 agent; 1 loss; no warnings.");
+        r.agents = vec![agent(&[], &[])];
+        r.notes.push("p".into());
+        assert_eq!(
+            r.summary(),
+            "Converted 1 agent; nothing lost in the agents, 1 loss for the plugin; no warnings."
+        );
+    }
 }
