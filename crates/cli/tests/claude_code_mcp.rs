@@ -173,8 +173,9 @@ fn claude_code_answers_each_pause_and_the_program_resumes() {
     assert_eq!(bashes[0]["confirmation"], "approved", "{}", bashes[0]);
 }
 
-/// Headless with no hook, Claude Code answers toolgate's question with "cancel": create raises
-/// PermissionError in the program and nothing of it runs.
+/// Headless with no hook, Claude Code answers toolgate's question with "cancel" (dismissed):
+/// nobody decided, so the program stays paused at create and the model gets the preview and a
+/// token to ask the user with — nothing of it runs, and nothing is reported as declined.
 #[test]
 fn claude_code_headless_without_an_answer_runs_nothing() {
     let Some(run) = run("none") else {

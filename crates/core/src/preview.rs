@@ -46,7 +46,12 @@ impl Preview {
         // Sanitise the assembled text, not the parts: concatenation can create `{"` (a key `"`
         // after an object's `{`), which a property test found.
         Self {
-            title: sanitize(&format!("Run {tool} on {plot}")),
+            // "Run Shell Command on …", not "Run Run Shell Command on …".
+            title: sanitize(&if tool.starts_with("Run ") {
+                format!("{tool} on {plot}")
+            } else {
+                format!("Run {tool} on {plot}")
+            }),
             body: sanitize(&body),
         }
     }

@@ -667,6 +667,27 @@ impl ToolgateServer {
         format!("connection:{:p}", Arc::as_ptr(&self.own))
     }
 
+    /// Ask over the open legacy session now; `None` when the person dismissed the question or
+    /// it could not be asked (then nothing was decided).
+    async fn elicit_now(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        preview: &Preview,
+    ) -> Option<Answer> {
+        let params = elicit_params(preview).ok()?;
+        match ctx
+            .peer
+            .create_elicitation_with_timeout(params, Some(self.shared.elicit_timeout))
+            .await
+        {
+            Ok(result) => answer_of(&result),
+            Err(e) => {
+                tracing::warn!(error = %e, "elicitation failed; the program stays paused for a token");
+                None
+            }
+        }
+    }
+
     /// Drive a started program on: legacy elicitation answers each pause at once; otherwise the
     /// first pause is kept and the client asked (token or MRTR). At the end, its plot change
     /// is confirmed as before.
@@ -686,16 +707,17 @@ impl ToolgateServer {
                 }
                 CodeProgress::Paused(paused) => {
                     if Self::can_elicit(ctx) && !Self::is_modern(ctx) {
-                        let elicit = Elicit {
-                            peer: ctx.peer.clone(),
-                            timeout: self.shared.elicit_timeout,
-                        };
                         let preview = with_already(paused.preview(), &paused.already());
-                        let answer = elicit.confirm_call(&preview, paused.digest()).await;
-                        progress = paused.resume(answer).await;
-                        continue;
+                        // A dismissed question (or a failed one) is no answer: the program
+                        // stays paused and the client gets the token instead.
+                        if let Some(answer) = self.elicit_now(ctx, &preview).await {
+                            progress = paused.resume(answer).await;
+                            continue;
+                        }
+                        return self.park(paused, code, tx, owner, ctx, false);
                     }
-                    return self.park(paused, code, tx, owner, ctx);
+                    let by_mrtr = Self::can_elicit(ctx);
+                    return self.park(paused, code, tx, owner, ctx, by_mrtr);
                 }
             }
         }
@@ -710,6 +732,7 @@ impl ToolgateServer {
         tx: Option<Arc<PlotTransaction>>,
         owner: String,
         ctx: &RequestContext<RoleServer>,
+        by_mrtr: bool,
     ) -> CallToolResponse {
         let digest = pause_digest(paused.digest(), &owner, &code);
         let preview = with_already(paused.preview(), &paused.already());
@@ -736,8 +759,9 @@ impl ToolgateServer {
             tokio::time::sleep(shared.confirm.ttl() + Duration::from_millis(100)).await;
             let _ = shared.paused_programs();
         });
+        let _ = ctx;
         let confirm = &self.shared.confirm;
-        if Self::can_elicit(ctx) {
+        if by_mrtr {
             let sealed = match confirm.seal(&digest) {
                 Ok(s) => s,
                 Err(e) => return text_result(format!("internal: {e}"), true),
@@ -940,21 +964,20 @@ impl ToolgateServer {
         if !confirm.consume(&state) {
             return rejected(&ConfirmRejected::Replayed);
         }
-        let approved = responses
+        let response = responses
             .and_then(|r| r.get(CONFIRM_KEY))
-            .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok())
-            .as_ref()
-            .is_some_and(accepted);
+            .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok());
+        let approved = response.as_ref().is_some_and(accepted);
         match self.shared.take_paused(&state.digest) {
             Taken::Found(run) => {
                 let run = match self.paused_for(run, code, owner) {
                     Ok(r) => r,
                     Err(e) => return rejected(&e),
                 };
-                let answer = if approved {
-                    Answer::Approve
-                } else {
-                    Answer::Decline
+                // Dismissed (`cancel`) or unanswered: nobody decided, so nothing is declined —
+                // the program stays paused and the client gets a token to answer later.
+                let Some(answer) = response.as_ref().and_then(answer_of) else {
+                    return self.park(run.paused, run.code, run.tx, run.owner, ctx, false);
                 };
                 let progress = run.paused.resume(answer).await;
                 return self
@@ -1148,6 +1171,15 @@ fn with_already(preview: &Preview, already: &str) -> Preview {
     p.body
         .push_str(&format!("\n\nThe program paused here; {already}."));
     p
+}
+
+/// What an elicitation answer decides: approve, decline, or nothing (`cancel`: dismissed).
+fn answer_of(r: &ElicitResult) -> Option<Answer> {
+    match r.action {
+        ElicitationAction::Accept if accepted(r) => Some(Answer::Approve),
+        ElicitationAction::Accept | ElicitationAction::Decline => Some(Answer::Decline),
+        _ => None,
+    }
 }
 
 fn accepted(r: &ElicitResult) -> bool {

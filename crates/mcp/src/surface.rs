@@ -73,7 +73,7 @@ impl std::str::FromStr for Surface {
 /// what a program can call (kept short: the full reference is `toolgate tools list --markdown`).
 pub fn run_code_spec(functions: &str) -> ToolSpec {
     let mut description = String::from(
-        "Run one Python program in a sandbox; returns output and last expression as JSON. It reaches files, processes and network only via the functions below (keyword arguments; combine many calls). `bash` and command tools run real processes in the workspace. Mutating calls need the user's confirmation unless pre-approved.",
+        "Run one Python program in a sandbox; returns output and last expression as JSON. Files, processes and network only via the functions below (keyword arguments; combine many calls); `bash` and command tools run real processes in the workspace. Calls that need the user's confirmation pause it (status \"waiting\", preview, token): ask the user, then call again with the same code plus \"confirm\" or \"decline\": token.",
     );
     if !functions.trim().is_empty() {
         description.push_str(" Functions: ");
@@ -90,8 +90,8 @@ pub fn run_code_spec(functions: &str) -> ToolSpec {
             "properties": {
                 "code": {"type": "string", "description": "The Python program"},
                 "timeoutSeconds": {"type": "number", "minimum": 0.1, "maximum": 600},
-                "confirm": {"type": "string", "description": "A token a previous reply gave, once the user approved its preview (same code)"},
-                "decline": {"type": "string", "description": "A paused program's token, when the user declined its preview (same code)"}
+                "confirm": {"type": "string"},
+                "decline": {"type": "string"}
             }
         }),
         output_kind: None,
@@ -207,7 +207,10 @@ mod tests {
             // 1000 until debrief_listTools took featureNames/toolIds/all (about 45 tokens): they
             // keep each listTools *reply* within its 2500-token budget on a 70-tool catalogue,
             // which saves far more than they cost here.
-            assert!(tokens <= 1050, "{}: {tokens} tokens", surface.as_str());
+            // 1100 since run_code's programs pause at a call that needs the user (issue 33): its
+            // `confirm`/`decline` arguments and the sentence on answering cost about 40 tokens;
+            // without them a client that cannot elicit has no way to go on.
+            assert!(tokens <= 1100, "{}: {tokens} tokens", surface.as_str());
         }
     }
 

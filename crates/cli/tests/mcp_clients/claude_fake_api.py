@@ -22,7 +22,8 @@ with "cancel" unless an Elicitation hook answers; with --answer accept this scri
 (--settings), accepting {"approve": true} and logging each question to --elicitations.
 The program `create(a.txt); bash(echo hi > b.txt); print(view(a.txt))` then pauses twice
 (create, then bash) inside the model's one run_code call and resumes from each paused call;
-with --answer none nothing of it runs. Prints one JSON line per check; exits non-zero on the
+with --answer none Claude Code dismisses the question ("cancel"), so the program stays paused
+and the model gets the preview and a token (it ends its turn asking the user); nothing runs. Prints one JSON line per check; exits non-zero on the
 first failure; ends with {"done": true, ...} naming what Claude Code requested.
 """
 import argparse
@@ -70,6 +71,10 @@ def is_conversation(body):
     return any(t.get("name") == TOOL for t in body.get("tools") or [])
 
 
+# Whether the scripted model answers a "waiting" result's token itself (set from --answer).
+CONFIRMS_TOKENS = True
+
+
 def next_turn(body):
     """The scripted assistant turn: ("tool_use", input) or ("text", str)."""
     if not is_conversation(body):
@@ -82,6 +87,9 @@ def next_turn(body):
     except ValueError:
         env = None
     if isinstance(env, dict) and env.get("status") == "waiting" and env.get("confirm"):
+        if not CONFIRMS_TOKENS:
+            # A model asks the person in its reply; headless, the turn ends there.
+            return ("text", "waiting for your confirmation")
         return ("tool_use", {"code": PROGRAM, "confirm": env["confirm"]})
     if isinstance(env, dict) and "success" in env:
         return ("text", "done")
@@ -262,6 +270,8 @@ def main():
     ap.add_argument("--timeout", type=float, default=180)
     args = ap.parse_args()
     ws = args.workspace
+    global CONFIRMS_TOKENS
+    CONFIRMS_TOKENS = args.answer == "accept"
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(args.log))
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -274,7 +284,8 @@ def main():
         out = json.loads(p.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
         out = {}
-    check("Claude Code's answer is the scripted 'done'", out.get("result") == "done" and not out.get("is_error"), seen)
+    expected_reply = "done" if args.answer == "accept" else "waiting for your confirmation"
+    check(f"Claude Code's answer is the scripted {expected_reply!r}", out.get("result") == expected_reply and not out.get("is_error"), seen)
 
     with open(args.log) as f:
         requests = [json.loads(line) for line in f]
@@ -302,8 +313,9 @@ def main():
         check("both files written", written == ["a.txt", "b.txt"], written)
     else:
         check("nobody was asked through a hook", not asked, asked)
-        err = env.get("error") or {}
-        check("unanswered, create raised PermissionError in the program", env.get("success") is False and err.get("type") == "PermissionError" and err.get("line") == 1, env)
+        # Claude Code dismissed the question ("cancel"): nobody decided, so nothing is declined;
+        # the program stays paused at create and the model gets the preview and a token.
+        check("dismissed, the program waits at create with a token", env.get("status") == "waiting" and "a.txt" in env.get("preview", "") and str(env.get("confirm", "")).startswith("confirm-"), env)
         check("nothing was written", written == [], written)
 
     kinds = sorted({f"{r['method']} {r['path'].split('?')[0]}" + (" (stream)" if (r.get("body") or {}).get("stream") else "")
