@@ -9,8 +9,8 @@
 //!   resumed at once with an approval.
 //!
 //! The difference between the last two is what a pause and a resume cost. In process always;
-//! through a sandbox worker too when a toolgate binary is built (`target/release/toolgate`,
-//! else `target/debug/toolgate`).
+//! through a sandbox worker too when `TOOLGATE_WORKER_BIN` names a toolgate binary (build the
+//! release one for numbers worth reporting).
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -27,11 +27,9 @@ const PLAIN: &str = "view(path='notes.txt')";
 const HUNDRED_THEN_CREATE: &str = "for i in range(100):\n    view(path='notes.txt')\ncreate(path=f'out-{N}.txt', file_text='x')\n";
 
 fn worker_binary() -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target");
-    ["release", "debug"]
-        .iter()
-        .map(|p| root.join(p).join("toolgate"))
-        .find(|p| p.exists())
+    std::env::var_os("TOOLGATE_WORKER_BIN")
+        .map(PathBuf::from)
+        .filter(|p| p.exists())
 }
 
 fn runtime(rt: &tokio::runtime::Runtime, ws: &Path, confirm: bool, workers: bool) -> Runtime {
