@@ -746,7 +746,11 @@ fn python_sdk_run_code_pauses_at_each_confirmation_and_resumes_exactly_once() {
         "auto",
         "token",
         &ws,
-        &["--url".to_owned(), server.url.clone()],
+        &[
+            "--plot-session".to_owned(),
+            "--url".to_owned(),
+            server.url.clone(),
+        ],
     );
     assert_eq!(ran(&telemetry, "create"), 1, "over HTTP too");
 }

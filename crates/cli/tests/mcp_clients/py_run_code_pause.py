@@ -44,6 +44,8 @@ async def main():
     ap.add_argument("--confirm", required=True, choices=["approve", "decline", "token"])
     ap.add_argument("--url")
     ap.add_argument("--workspace", required=True)
+    ap.add_argument("--plot-session", action="store_true",
+                    help="the server has plot sessions: open a plot first and check the session stays usable while the program is paused")
     ap.add_argument("stdio", nargs="*")
     args = ap.parse_args()
     ws = args.workspace
@@ -77,8 +79,15 @@ async def main():
             check("nothing of the declined call ran", not exists("c.txt"), os.listdir(ws))
 
         else:
+            if args.plot_session:
+                r = await c.call_tool("debrief_searchPlots", {"text": "Alpha — Day 1", "open": True})
+                check("a plot is open", "opened" in text(r), text(r))
             r = await c.call_tool("run_code", {"code": PROGRAM})
             first = json.loads(text(r))
+            if args.plot_session:
+                # A paused program holds no session lock: the session answers meanwhile.
+                s = await asyncio.wait_for(c.call_tool("debrief_summarizeCurrentPlot", {}), 10)
+                check("the plot session answers while the program is paused", not s.is_error and "Alpha" in text(s), text(s)[:300])
             check("paused at create, waiting (not an error)", first.get("status") == "waiting" and not r.is_error and meta_status(r) == "waiting", first)
             check("the preview names the paused call", "a.txt" in first.get("preview", "") and "Create File" in first.get("preview", ""), first)
             check("nothing of it ran yet", not exists("a.txt"), os.listdir(ws))
