@@ -88,6 +88,8 @@ fn bench(c: &mut Criterion) {
                             target: "HMS Nelson",
                             params: &params,
                             consequence: None,
+                            notes: &[],
+                            effect: &[],
                         })
                     },
                 );

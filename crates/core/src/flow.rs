@@ -1,6 +1,7 @@
 //! The flow of one call (DESIGN.md, "the flow of one mutating call"), shared by every surface:
-//! resolve → validate → prepare (domain: targets, subject) → policy → confirm → run → guard →
-//! apply → telemetry. Domain crates supply the prepare and apply steps; surfaces supply the
+//! resolve → normalise + validate → prepare (domain: targets, subject) → check (provider:
+//! values placed against the subject, a dry run's effect) → policy → confirm → run (or the dry
+//! run's outcome) → guard → apply → telemetry. Domain crates supply the prepare and apply steps; surfaces supply the
 //! confirmer.
 
 use std::time::Instant;
@@ -12,8 +13,8 @@ use crate::digest::CallDigest;
 use crate::outcome::{Failure, FailureKind, Refusal, RefusalKind, Status};
 use crate::policy::{self, Approvals, Confirmation, Decision, Mode};
 use crate::preview::{Preview, PreviewInput};
-use crate::provider::{ChangeSet, ToolCall, ToolOutcome};
-use crate::registry::{Registry, ResolvedTool};
+use crate::provider::{ChangeSet, CheckError, ToolCall, ToolOutcome};
+use crate::registry::{Registry, RegistryError, ResolvedTool};
 use crate::telemetry::{Outcome, TelemetryRecord, TelemetrySink, Validation};
 
 /// A person's answer to a preview — or that nobody could be asked.
@@ -232,9 +233,19 @@ impl Gate<'_> {
             }
         };
         rec.latency_ms.resolve = Some(ms(t));
-        // 2. validate
+        // 2. validate, after the provider has read what was written for a person (units, time
+        //    formats) into the form the schema takes
         let t = Instant::now();
-        let params = match tool.validate(params) {
+        let normalised = match tool.normalise(params) {
+            Ok(n) => n,
+            Err(e) => {
+                let message = e.to_string();
+                rec.validation = Validation::rejected(&message);
+                return Ended::Refused(Refusal::new(RefusalKind::InvalidParameters, message));
+            }
+        };
+        let mut notes = normalised.notes;
+        let params = match tool.validate(&normalised.params) {
             Ok(p) => p,
             Err(e) => {
                 let message = e.to_string();
@@ -244,11 +255,41 @@ impl Gate<'_> {
         };
         rec.latency_ms.validate = Some(ms(t));
         // 3. domain preparation: plot, targets, subject
-        let prepared = match prepare(&tool, params) {
+        let mut prepared = match prepare(&tool, params) {
             Ok(p) => p,
             Err(refusal) => return Ended::Refused(refusal),
         };
-        // 4. policy
+        // 4. the provider's check: values placed against the subject (a time of day on the
+        //    plot's day), and for a mutation a dry run whose change set says what it will do —
+        //    a call that would fail stops here, before anyone is asked
+        let t = Instant::now();
+        let dry_run = tool.effect.is_mutating() && self.mode != Mode::ReadOnly;
+        let checked = match tool.check(&prepared.call, dry_run).await {
+            Ok(c) => c,
+            Err(CheckError::Params(problems)) => {
+                let message = RegistryError::InvalidParams {
+                    id: tool.spec.id.clone(),
+                    problems,
+                }
+                .to_string();
+                rec.validation = Validation::rejected(&message);
+                return Ended::Refused(Refusal::new(RefusalKind::InvalidParameters, message));
+            }
+            Err(CheckError::Call(e)) => {
+                rec.latency_ms.run = Some(ms(t));
+                return Ended::Failed(Failure::from_call(e));
+            }
+        };
+        if let Some(p) = checked.params {
+            prepared.call.params = p;
+        }
+        notes.extend(checked.notes);
+        let effect = checked.effect;
+        let dry_run = checked.outcome;
+        if dry_run.is_some() {
+            rec.latency_ms.run = Some(ms(t));
+        }
+        // 5. policy
         let t = Instant::now();
         let digest = CallDigest::of(tool_id, &prepared.call.params, &prepared.context);
         let decision = policy::decide(
@@ -264,6 +305,8 @@ impl Gate<'_> {
                     target: &prepared.target,
                     params: &prepared.call.params,
                     consequence: prepared.consequence.as_deref(),
+                    notes: &notes,
+                    effect: &effect,
                 })
             },
         );
@@ -297,19 +340,24 @@ impl Gate<'_> {
             }
         };
         rec.confirmation = confirmation;
-        // 5. run
-        let t = Instant::now();
-        let result = tool.call(&prepared.call).await;
-        rec.latency_ms.run = Some(ms(t));
-        let outcome = match result {
-            Ok(o) => o,
-            Err(e) => return Ended::Failed(Failure::from_call(e)),
+        // 6. run — or take the dry run's outcome, exactly what the preview described
+        let outcome = match dry_run {
+            Some(outcome) => outcome,
+            None => {
+                let t = Instant::now();
+                let result = tool.call(&prepared.call).await;
+                rec.latency_ms.run = Some(ms(t));
+                match result {
+                    Ok(o) => o,
+                    Err(e) => return Ended::Failed(Failure::from_call(e)),
+                }
+            }
         };
-        // 6. guard
+        // 7. guard
         if let Err(e) = policy::guard(tool_id, confirmation, &outcome) {
             return Ended::Failed(Failure::new(FailureKind::Guard, e.to_string()));
         }
-        // 7. apply
+        // 8. apply
         if let Some(cs) = outcome.change_set.as_ref().filter(|c| !c.is_empty()) {
             let t = Instant::now();
             if let Err(failure) = apply(cs) {

@@ -33,7 +33,10 @@ pub use flow::{Answer, Confirmer, Ended, Gate, Prepared};
 pub use outcome::{Failure, FailureKind, Refusal, RefusalKind, Reply, Status};
 pub use policy::{Approvals, BatchApproval, Decision, Mode};
 pub use preview::{Preview, PreviewInput};
-pub use provider::{CallError, ChangeSet, Edit, Provider, ProviderError, ToolCall, ToolOutcome};
+pub use provider::{
+    CallError, ChangeSet, CheckError, Checked, Edit, Normalised, Provider, ProviderError, ToolCall,
+    ToolOutcome,
+};
 pub use registry::{Registry, RegistryError, ResolvedTool, ToolListing};
 pub use spec::{Effect, OutputKind, ParamInfo, ToolSpec};
 pub use tokens::{Encoding, TokenCounter};

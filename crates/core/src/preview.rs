@@ -16,6 +16,12 @@ pub struct PreviewInput<'a> {
     pub params: &'a Map<String, Value>,
     /// The consequence sentence; `None` uses [`DEFAULT_CONSEQUENCE`].
     pub consequence: Option<&'a str>,
+    /// Values read differently from how they were written (`end_time: "05:00" read as
+    /// 2026-03-01T05:00:00Z`), one line each after the parameters.
+    pub notes: &'a [String],
+    /// What the call will do, in numbers, from a dry run (`remove 240 of 361 positions of HMS
+    /// Nelson (keep 121)`): one `Effect:` line each.
+    pub effect: &'a [String],
 }
 
 pub const DEFAULT_CONSEQUENCE: &str = "The change is applied to the open plot and left unsaved (undo or revert to discard, save to keep).";
@@ -40,6 +46,12 @@ impl Preview {
             for (k, v) in input.params {
                 body.push_str(&format!("- {k}: {}\n", raw_value(v)));
             }
+        }
+        for note in input.notes {
+            body.push_str(&format!("- Note: {note}\n"));
+        }
+        for line in input.effect {
+            body.push_str(&format!("- Effect: {line}\n"));
         }
         body.push('\n');
         body.push_str(input.consequence.unwrap_or(DEFAULT_CONSEQUENCE));
@@ -108,6 +120,8 @@ mod tests {
             target: "HMS Nelson",
             params: params.as_object().unwrap(),
             consequence: None,
+            notes: &[],
+            effect: &[],
         });
         assert_eq!(p.title, "Run Set Track Color on Exercise Alpha — Day 1");
         assert_eq!(
@@ -132,6 +146,8 @@ mod tests {
             target: "x",
             params: &empty,
             consequence: Some("Done."),
+            notes: &[],
+            effect: &[],
         });
         assert!(p.body.contains("- Parameters: (defaults)"));
         assert!(p.title.ends_with("on the current plot"));

@@ -140,6 +140,48 @@ impl CallError {
     }
 }
 
+/// Parameters put into the form a tool's schema takes, before they are validated
+/// ([`Provider::normalise`]): `"90 s"` for a number of seconds, `"12 kn"` for a speed in knots,
+/// `"2026-03-01 05:00"` for an ISO-8601 time.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Normalised {
+    pub params: Map<String, Value>,
+    /// One line per value read differently from how it was written, for the preview, e.g.
+    /// `end_time: "2026-03-01 05:00" read as 2026-03-01T05:00:00Z`.
+    pub notes: Vec<String>,
+}
+
+/// What a provider's check of a prepared call found before anyone is asked
+/// ([`Provider::check`]).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Checked {
+    /// The parameters resolved against the subject (a time of day on the plot's day becomes
+    /// ISO-8601 UTC); the call runs with these and the approval is bound to them. `None`:
+    /// unchanged.
+    pub params: Option<Map<String, Value>>,
+    /// One line per value read differently from how it was written (as [`Normalised::notes`]).
+    pub notes: Vec<String>,
+    /// What the call will do, in numbers, e.g. `remove 240 of 361 positions of HMS Nelson
+    /// (keep 121)`; the preview shows each as an `Effect:` line.
+    pub effect: Vec<String>,
+    /// The dry run's outcome. A provider whose tools are pure functions of (parameters,
+    /// subject) may run the call here; the gate then applies exactly this outcome after the
+    /// approval instead of running the call a second time.
+    pub outcome: Option<ToolOutcome>,
+}
+
+/// Why a call was stopped by its provider's check, before anyone was asked.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CheckError {
+    /// Parameters that cannot be read or placed (every problem, one sentence each); the call is
+    /// refused as having invalid parameters.
+    #[error("{}", .0.join("; "))]
+    Params(Vec<String>),
+    /// The dry run failed: the call would fail if it ran.
+    #[error(transparent)]
+    Call(#[from] CallError),
+}
+
 /// A provider could not list its tools (a broken tool server, an unreachable upstream).
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("provider \"{provider}\" could not list its tools: {message}")]
@@ -165,6 +207,29 @@ pub trait Provider: Send + Sync {
     /// schemas are checked when they are registered.
     fn builtin_specs(&self) -> bool {
         false
+    }
+
+    /// Put parameters written for a person into the form the tool's schema takes, before they
+    /// are validated (units, time formats). No subject is known yet. `Err` lists the values
+    /// that cannot be read; the call is refused. Default: unchanged.
+    fn normalise(
+        &self,
+        _tool_id: &str,
+        params: &Map<String, Value>,
+    ) -> Result<Normalised, Vec<String>> {
+        Ok(Normalised {
+            params: params.clone(),
+            notes: Vec::new(),
+        })
+    }
+
+    /// Resolve and check a prepared call (parameters validated, subject resolved) before the
+    /// policy asks anyone: place values that need the subject (a time of day on the plot's
+    /// day), and — when `dry_run` and the provider's tools are pure functions of the call — run
+    /// it and say what it will change. A call stopped here never reaches a person. Default:
+    /// nothing to resolve, no dry run.
+    async fn check(&self, _call: &ToolCall, _dry_run: bool) -> Result<Checked, CheckError> {
+        Ok(Checked::default())
     }
 
     /// Run one call. Parameters are already validated and the policy already decided; a

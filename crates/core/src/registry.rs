@@ -113,6 +113,29 @@ impl ResolvedTool<'_> {
         self.provider.name()
     }
 
+    /// The provider's reading of parameters written for a person, before validation
+    /// ([`Provider::normalise`]).
+    pub fn normalise(
+        &self,
+        params: &Map<String, Value>,
+    ) -> Result<crate::provider::Normalised, RegistryError> {
+        self.provider
+            .normalise(&self.spec.id, params)
+            .map_err(|problems| RegistryError::InvalidParams {
+                id: self.spec.id.clone(),
+                problems,
+            })
+    }
+
+    /// The provider's check of a prepared call before anyone is asked ([`Provider::check`]).
+    pub async fn check(
+        &self,
+        call: &ToolCall,
+        dry_run: bool,
+    ) -> Result<crate::provider::Checked, crate::provider::CheckError> {
+        self.provider.check(call, dry_run).await
+    }
+
     /// Run the call on the owning provider. Policy must have been decided before this.
     pub async fn call(&self, call: &ToolCall) -> Result<ToolOutcome, CallError> {
         self.provider.call(call).await

@@ -324,3 +324,228 @@ async fn guard_refuses_a_read_that_returns_changes() {
     );
     assert_eq!(applied, 0);
 }
+
+/// A provider whose tool is a pure function of its parameters: it reads `minutes` written with
+/// units before validation, refuses a `when` it cannot place, and dry-runs the edit so the
+/// preview can say what it will do (issue 32 item 1).
+#[derive(Default)]
+struct Checking {
+    calls: AtomicUsize,
+    checks: AtomicUsize,
+}
+
+#[async_trait]
+impl Provider for Checking {
+    fn name(&self) -> &str {
+        "checking"
+    }
+    async fn list_tools(&self) -> Result<Vec<ToolSpec>, ProviderError> {
+        Ok(vec![ToolSpec {
+            id: "trim".into(),
+            title: "Trim".into(),
+            description: String::new(),
+            input_schema: json!({"type": "object", "additionalProperties": false,
+                "properties": {"minutes": {"type": "number"}, "when": {"type": "string"}}}),
+            output_kind: Some(OutputKind::new("mutation/track/trimmed")),
+            category: "track".into(),
+            annotations: Map::new(),
+        }])
+    }
+    fn normalise(
+        &self,
+        _tool_id: &str,
+        params: &Map<String, Value>,
+    ) -> Result<toolgate_core::provider::Normalised, Vec<String>> {
+        let mut out = params.clone();
+        let mut notes = Vec::new();
+        if let Some(Value::String(s)) = params.get("minutes") {
+            let Some(h) = s.strip_suffix(" h").and_then(|n| n.parse::<f64>().ok()) else {
+                return Err(vec![format!(
+                    "parameter \"minutes\" cannot be read: \"{s}\""
+                )]);
+            };
+            out.insert("minutes".into(), json!(h * 60.0));
+            notes.push(format!("minutes: \"{s}\" read as {}", h * 60.0));
+        }
+        Ok(toolgate_core::provider::Normalised { params: out, notes })
+    }
+    async fn check(
+        &self,
+        call: &ToolCall,
+        dry_run: bool,
+    ) -> Result<toolgate_core::provider::Checked, toolgate_core::provider::CheckError> {
+        use toolgate_core::provider::{CheckError, Checked};
+        self.checks.fetch_add(1, Ordering::SeqCst);
+        let mut params = call.params.clone();
+        let mut notes = Vec::new();
+        match params.get("when").and_then(Value::as_str) {
+            Some("yesterday") => {
+                return Err(CheckError::Params(vec![
+                    "parameter \"when\" must be a time; got \"yesterday\"".into(),
+                ]));
+            }
+            Some("late") => {
+                return Err(CheckError::Call(CallError::invalid("nothing is that late")));
+            }
+            Some("05:00") => {
+                params.insert("when".into(), json!("2026-03-01T05:00:00Z"));
+                notes.push("when: \"05:00\" read as 2026-03-01T05:00:00Z".to_owned());
+            }
+            _ => {}
+        }
+        let outcome = dry_run.then(|| ToolOutcome {
+            kind: OutputKind::new("mutation/track/trimmed"),
+            summary: "trimmed".into(),
+            data: Value::Null,
+            change_set: Some(ChangeSet {
+                label: "trim".into(),
+                edits: vec![Edit::Upsert {
+                    id: "track-1".into(),
+                    item: json!({"when": params.get("when")}),
+                }],
+            }),
+        });
+        Ok(Checked {
+            params: Some(params),
+            notes,
+            effect: vec!["remove 240 of 361 positions of HMS Nelson (keep 121)".into()],
+            outcome,
+        })
+    }
+    async fn call(&self, _call: &ToolCall) -> Result<ToolOutcome, CallError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        Err(CallError::failed(
+            "the dry run's outcome should have been applied",
+        ))
+    }
+}
+
+#[tokio::test]
+async fn parameters_are_resolved_and_the_effect_counted_before_anyone_is_asked() {
+    let provider = Arc::new(Checking::default());
+    let mut reg = Registry::new();
+    reg.register(provider.clone()).await.unwrap();
+    let sink = MemorySink::default();
+    let approvals = Approvals::none();
+    let gate = Gate {
+        registry: &reg,
+        mode: Mode::Strict,
+        approvals: &approvals,
+        sink: &sink,
+        surface: "test",
+        active_model: "unknown",
+        priming_enabled: false,
+        record_as: None,
+    };
+    let run = |p: Value| {
+        let gate = &gate;
+        async move {
+            let asked = toolgate_core::flow::Scripted::new([Answer::Approve]);
+            let mut applied = Vec::new();
+            let ended = gate
+                .invoke(
+                    "trim",
+                    &params(p),
+                    json!({}),
+                    |_, p| Ok(prepared(ToolCall::new("trim", p))),
+                    &asked,
+                    |cs| {
+                        applied.push(cs.clone());
+                        Ok(())
+                    },
+                )
+                .await;
+            (ended, asked.asked(), applied)
+        }
+    };
+
+    // A time nobody can place is refused before the question, as an invalid parameter.
+    let (ended, asked, applied) = run(json!({"when": "yesterday"})).await;
+    let Ended::Refused(r) = ended else {
+        panic!("{ended:?}")
+    };
+    assert_eq!(r.kind, RefusalKind::InvalidParameters);
+    assert!(r.message.contains("\"yesterday\""), "{}", r.message);
+    assert!(asked.is_empty() && applied.is_empty());
+
+    // A value written with units the schema cannot take is read before validation.
+    let (ended, asked, _) = run(json!({"minutes": "two"})).await;
+    let Ended::Refused(r) = ended else {
+        panic!("{ended:?}")
+    };
+    assert_eq!(r.kind, RefusalKind::InvalidParameters);
+    assert!(r.message.contains("cannot be read"), "{}", r.message);
+    assert!(asked.is_empty());
+
+    // A call whose dry run fails is not put to a person either.
+    let (ended, asked, applied) = run(json!({"when": "late"})).await;
+    let Ended::Failed(f) = ended else {
+        panic!("{ended:?}")
+    };
+    assert_eq!(f.kind, FailureKind::Tool);
+    assert!(f.message.contains("nothing is that late"), "{}", f.message);
+    assert!(asked.is_empty() && applied.is_empty());
+
+    // A sloppy time is corrected; the preview shows the corrected values, what was read how,
+    // and the effect in numbers; the approved change is the dry run's, not a second run.
+    let (ended, asked, applied) = run(json!({"minutes": "1.5 h", "when": "05:00"})).await;
+    assert!(ended.is_done(), "{ended:?}");
+    assert_eq!(asked.len(), 1);
+    let body = &asked[0].body;
+    assert!(body.contains("- when: 2026-03-01T05:00:00Z\n"), "{body}");
+    assert!(body.contains("- minutes: 90"), "{body}");
+    assert!(
+        body.contains("\"05:00\" read as 2026-03-01T05:00:00Z"),
+        "{body}"
+    );
+    assert!(body.contains("\"1.5 h\" read as 90"), "{body}");
+    assert!(
+        body.contains("- Effect: remove 240 of 361 positions of HMS Nelson (keep 121)\n"),
+        "{body}"
+    );
+    assert_eq!(applied.len(), 1);
+    assert_eq!(
+        applied[0].edits[0],
+        Edit::Upsert {
+            id: "track-1".into(),
+            item: json!({"when": "2026-03-01T05:00:00Z"}),
+        }
+    );
+    assert_eq!(provider.calls.load(Ordering::SeqCst), 0, "no second run");
+
+    // The approval is bound to the resolved call: the digest a confirmer is given is the
+    // digest of the corrected parameters.
+    struct Digests(std::sync::Mutex<Vec<toolgate_core::CallDigest>>);
+    #[async_trait]
+    impl toolgate_core::Confirmer for Digests {
+        async fn confirm(&self, _p: &toolgate_core::Preview) -> Answer {
+            Answer::Decline
+        }
+        async fn confirm_call(
+            &self,
+            _p: &toolgate_core::Preview,
+            d: &toolgate_core::CallDigest,
+        ) -> Answer {
+            self.0.lock().unwrap().push(d.clone());
+            Answer::Decline
+        }
+    }
+    let digests = Digests(std::sync::Mutex::new(Vec::new()));
+    let ended = gate
+        .invoke(
+            "trim",
+            &params(json!({"minutes": "1.5 h", "when": "05:00"})),
+            json!({}),
+            |_, p| Ok(prepared(ToolCall::new("trim", p))),
+            &digests,
+            |_| Ok(()),
+        )
+        .await;
+    assert!(matches!(ended, Ended::Declined { .. }), "{ended:?}");
+    let resolved = toolgate_core::CallDigest::of(
+        "trim",
+        &params(json!({"minutes": 90.0, "when": "2026-03-01T05:00:00Z"})),
+        &json!({"plot": "p", "version": 1}),
+    );
+    assert_eq!(*digests.0.lock().unwrap(), vec![resolved]);
+}

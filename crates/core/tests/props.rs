@@ -161,6 +161,8 @@ proptest! {
             target: &target,
             params: &params,
             consequence: None,
+            notes: std::slice::from_ref(&title),
+            effect: std::slice::from_ref(&target),
         });
         prop_assert!(!p.body.contains("{\""), "{}", p.body);
         prop_assert!(!p.title.contains("{\""), "{}", p.title);

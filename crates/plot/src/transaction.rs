@@ -308,6 +308,8 @@ impl Commit {
             target: &self.target(),
             params: &self.params(),
             consequence: Some(COMMIT_CONSEQUENCE),
+            notes: &[],
+            effect: &[],
         })
     }
 
