@@ -18,7 +18,8 @@
 //!   by any ASCII whitespace; CRLF and a missing final newline are fine.
 //! * `;` lines: `;NARRATIVE:`, `;NARRATIVE2:`, `;TEXT:`, `;TIMETEXT:`, `;PERIODTEXT:`,
 //!   `;CIRCLE:`, `;LINE:`, `;RECT:`, `;POLY:`, `;POLYLINE:`, `;VECTOR:`, `;ELLIPSE:`,
-//!   `;ELLIPSE2:`, `;WHEEL:`, `;BRG:`, `;SENSOR:`, `;SENSOR2:`, `;SENSOR3:`, `;SENSORARC:`,
+//!   `;ELLIPSE2:`, `;WHEEL:`, `;BRG:`, `;SENSOR:`, `;SENSOR2:`, `;SENSOR3:`, `;SENSORARC`
+//!   (with or without its colon, or as `;SENSOR_ARC:` — legacy Debrief writes all three),
 //!   `;DYNAMIC_RECT:`, `;DYNAMIC_CIRCLE:`, `;DYNAMIC_POLY:`, `;TMA_POS:`, `;TMA_RB:`,
 //!   `;FORMAT_FIX:`, `;FORMAT_TRACK_NAME_AT_END:` and `;FORMAT_LAYER_HIDE:` (command names are
 //!   matched case-insensitively). `;;` lines and `;` followed by anything but a letter are
@@ -330,13 +331,49 @@ pub fn decode_rep(bytes: &[u8]) -> (std::borrow::Cow<'_, str>, TextEncoding) {
 /// the offending text and what was expected.
 #[allow(clippy::result_large_err)] // errors are rare; the public type keeps plain fields
 pub fn parse_rep(source_name: &str, text: &str) -> Result<RepImport, RepError> {
+    parse_rep_beside(source_name, text, &[])
+}
+
+/// A track already in the plot that a file's lines are added to (`toolgate import --into`):
+/// lines of the file that name it attach to it as they would to a track of the file itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KnownTrack {
+    /// The track name REP lines use (the TRACK's `platform_id`).
+    pub name: String,
+    /// The TRACK feature's id in the plot.
+    pub id: String,
+    /// Its positions `(time, [lon, lat])`, sorted by time: where a `;TMA_RB:` solution's
+    /// range and bearing are measured from.
+    pub fixes: Vec<(DateTime<Utc>, LonLat)>,
+}
+
+/// [`parse_rep`] for a file added to a plot that already holds `known` tracks. The result is
+/// what `parse_rep` gives, except that every line naming a known track links to it:
+///
+/// * a track of the file with a known name gets the known track's id (its positions belong to
+///   that track; the caller merges them), and no new track takes a known id;
+/// * narratives, sensor arcs and TMA solutions get the known track's id as `track_id`;
+/// * a `;TMA_RB:` solution whose host has no positions in the file is placed from the known
+///   track's positions;
+/// * sensor data for a known track without positions in the file is still a SENSOR feature
+///   (`platform_id` = the track name), for the caller to move onto that track.
+///
+/// # Errors
+///
+/// As [`parse_rep`].
+#[allow(clippy::result_large_err)]
+pub fn parse_rep_beside(
+    source_name: &str,
+    text: &str,
+    known: &[KnownTrack],
+) -> Result<RepImport, RepError> {
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     let pieces = if text.len() < PARALLEL_MIN_BYTES || cores < PARALLEL_MIN_CORES {
         1
     } else {
         cores.min(MAX_THREADS)
     };
-    parse_in_pieces(source_name, text, pieces).map_err(|e| *e)
+    parse_in_pieces_beside(source_name, text, pieces, known).map_err(|e| *e)
 }
 
 /// Inputs at least this large are parsed on several threads…
@@ -353,12 +390,23 @@ const MAX_THREADS: usize = 8;
 
 /// Parses `text` as `pieces` runs of whole lines, each on its own thread, and merges the
 /// results in file order. The output does not depend on `pieces`.
+#[cfg(test)]
 fn parse_in_pieces(source_name: &str, text: &str, pieces: usize) -> error::Res<RepImport> {
+    parse_in_pieces_beside(source_name, text, pieces, &[])
+}
+
+/// [`parse_in_pieces`] beside the `known` tracks of a plot ([`parse_rep_beside`]).
+fn parse_in_pieces_beside(
+    source_name: &str,
+    text: &str,
+    pieces: usize,
+    known: &[KnownTrack],
+) -> error::Res<RepImport> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let runs = split_at_lines(text, pieces);
     if runs.len() <= 1 {
         let (parsed, _) = parse_run(source_name, text);
-        return parsed.map(output::finish);
+        return parsed.map(|p| output::finish(p, known));
     }
     let results = std::thread::scope(|scope| {
         let mut runs = runs.iter();
@@ -393,6 +441,7 @@ fn parse_in_pieces(source_name: &str, text: &str, pieces: usize) -> error::Res<R
     }
     Ok(output::finish(
         merged.unwrap_or_else(|| parser::Parser::new(source_name)),
+        known,
     ))
 }
 

@@ -8,7 +8,7 @@ use super::types::{
     NarrativeFeature, Position, SensorArcFeature, SensorData, SensorFeature, TmaFeature, TmaFix,
     TrackFeature,
 };
-use super::{PlatformRecord, RepImport};
+use super::{KnownTrack, PlatformRecord, RepImport};
 
 /// Mean earth radius (IUGG), for placing the far end of a VECTOR.
 const EARTH_RADIUS_M: f64 = 6_371_008.8;
@@ -34,21 +34,30 @@ pub(super) fn destination(origin: [f64; 2], range: f64, bearing: f64) -> [f64; 2
 /// Where a track was at `t`: linearly between the positions either side of it (positions
 /// sorted by time); `None` outside the track's time span.
 fn position_at(positions: &[Position], t: chrono::DateTime<chrono::Utc>) -> Option<[f64; 2]> {
-    let after = positions.partition_point(|p| p.time < t);
-    let next = positions.get(after)?;
-    if next.time == t {
-        return Some([next.lon, next.lat]);
+    position_at_by(positions, t, |p| (p.time, [p.lon, p.lat]))
+}
+
+/// [`position_at`] over any time-sorted fixes, read through `fix`.
+fn position_at_by<T>(
+    fixes: &[T],
+    t: chrono::DateTime<chrono::Utc>,
+    fix: impl Fn(&T) -> (chrono::DateTime<chrono::Utc>, [f64; 2]),
+) -> Option<[f64; 2]> {
+    let after = fixes.partition_point(|p| fix(p).0 < t);
+    let (next_time, next) = fix(fixes.get(after)?);
+    if next_time == t {
+        return Some(next);
     }
-    let prev = positions.get(after.checked_sub(1)?)?;
-    let span = (next.time - prev.time).num_milliseconds() as f64;
+    let (prev_time, prev) = fix(fixes.get(after.checked_sub(1)?)?);
+    let span = (next_time - prev_time).num_milliseconds() as f64;
     let frac = if span > 0.0 {
-        (t - prev.time).num_milliseconds() as f64 / span
+        (t - prev_time).num_milliseconds() as f64 / span
     } else {
         0.0
     };
     Some([
-        prev.lon + (next.lon - prev.lon) * frac,
-        prev.lat + (next.lat - prev.lat) * frac,
+        prev[0] + (next[0] - prev[0]) * frac,
+        prev[1] + (next[1] - prev[1]) * frac,
     ])
 }
 
@@ -76,8 +85,9 @@ fn sensor_data(s: Sensor<'_>) -> SensorData {
 }
 
 /// Assembles the import: tracks (first-seen order), narratives, annotations, then sensors whose
-/// host track has no positions.
-pub(super) fn finish(parser: Parser<'_>) -> RepImport {
+/// host track has no positions. Lines naming one of the `known` tracks (a plot's, when a file
+/// is added to it) link to it ([`crate::parse_rep_beside`]).
+pub(super) fn finish(parser: Parser<'_>, known: &[KnownTrack]) -> RepImport {
     let Parser {
         mut tracks,
         narratives,
@@ -102,7 +112,9 @@ pub(super) fn finish(parser: Parser<'_>) -> RepImport {
             span = Some((lo.min(first.time), hi.max(last.time)));
         }
     }
-    let mut used = HashSet::new();
+    let mut used: HashSet<String> = known.iter().map(|k| k.id.clone()).collect();
+    let known_by_name: HashMap<&str, &KnownTrack> =
+        known.iter().map(|k| (k.name.as_str(), k)).collect();
 
     // Sensors grouped by host, in first-seen order.
     let mut by_host: Vec<(&str, Vec<SensorData>)> = Vec::new();
@@ -118,10 +130,16 @@ pub(super) fn finish(parser: Parser<'_>) -> RepImport {
     }
 
     let mut platforms = Vec::with_capacity(tracks.len());
-    let mut track_ids: HashMap<&str, String> = HashMap::with_capacity(tracks.len());
+    let mut track_ids: HashMap<&str, String> = known
+        .iter()
+        .map(|k| (k.name.as_str(), k.id.clone()))
+        .collect();
     let mut track_features = Vec::with_capacity(tracks.len());
     for track in tracks {
-        let id = unique_id(format!("track-{}", slug(track.name)), &mut used);
+        let id = match known_by_name.get(track.name) {
+            Some(k) => k.id.clone(),
+            None => unique_id(format!("track-{}", slug(track.name)), &mut used),
+        };
         let sensors = host_index
             .remove(track.name)
             .and_then(|i| by_host.get_mut(i))
@@ -207,7 +225,12 @@ pub(super) fn finish(parser: Parser<'_>) -> RepImport {
             let (origin, at) = match t.fix {
                 TmaFix::Position(at) => (None, Some(at)),
                 TmaFix::RangeBearing { bearing, range } => {
-                    let origin = host.and_then(|h| position_at(&h.positions, t.time));
+                    let origin = match host {
+                        Some(h) => position_at(&h.positions, t.time),
+                        None => known_by_name
+                            .get(t.host)
+                            .and_then(|k| position_at_by(&k.fixes, t.time, |f| *f)),
+                    };
                     (origin, origin.map(|o| destination(o, range, bearing)))
                 }
             };

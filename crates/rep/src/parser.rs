@@ -141,7 +141,13 @@ enum Command {
     FormatLayerHide,
 }
 
-const COMMANDS: [(&str, Command); 27] = [
+/// Each line kind's keyword as legacy Debrief's importers and files spell it. Most end with a
+/// colon; a sensor arc is written three ways: `;SENSORARC` (Debrief's own sample data,
+/// `sensor_arcs.rep`, and `ImportSensorArc`'s type in most of its history), `;SENSORARC:` (that
+/// importer's type at other times) and `;SENSOR_ARC:` (the keyword Debrief's "Paste REP" looks
+/// for), so all of them — and `;SENSOR_ARC` — are read. `docs/rep-features.md` lists every
+/// kind's spellings in legacy Debrief and debrief-future.
+const COMMANDS: [(&str, Command); 30] = [
     (";NARRATIVE:", Command::Narrative),
     (";NARRATIVE2:", Command::Narrative2),
     (";TEXT:", Command::Text),
@@ -158,6 +164,9 @@ const COMMANDS: [(&str, Command); 27] = [
     (";SENSOR2:", Command::Sensor2),
     (";SENSOR3:", Command::Sensor3),
     (";SENSORARC:", Command::SensorArc),
+    (";SENSORARC", Command::SensorArc),
+    (";SENSOR_ARC:", Command::SensorArc),
+    (";SENSOR_ARC", Command::SensorArc),
     (";DYNAMIC_RECT:", Command::DynamicRect),
     (";DYNAMIC_CIRCLE:", Command::DynamicCircle),
     (";DYNAMIC_POLY:", Command::DynamicPoly),

@@ -1809,3 +1809,106 @@ fn new_kinds_come_out_the_same_when_parsed_in_pieces() {
     assert_eq!(one.tma.len(), 80);
     assert_eq!(one.dynamic_shapes.len(), 160);
 }
+
+// ---- issue 32 item 5: legacy Debrief's spellings and files added to a plot ----
+
+/// legacy Debrief's sample data (EPL; see `tests/fixtures/rep/legacy/NOTICE.md`).
+const SENSOR_ARCS: &str = include_str!("../tests/fixtures/rep/legacy/sensor_arcs.rep");
+
+#[test]
+fn a_sensor_arc_is_read_in_every_legacy_spelling() {
+    let body = "951212 050000 951212 060000 NELSON @B -75 35 0 1000 \"fwd dyn\"";
+    let reference = parse_rep("a.rep", &format!(";SENSORARC: {body}\n")).unwrap();
+    for keyword in [";SENSORARC", ";SENSOR_ARC:", ";SENSOR_ARC", ";sensorarc"] {
+        let import = parse_rep("a.rep", &format!("{keyword} {body}\n")).unwrap();
+        assert!(
+            import.unhandled.is_empty(),
+            "{keyword}: {:?}",
+            import.unhandled
+        );
+        assert_eq!(import.features(), reference.features(), "{keyword}");
+    }
+}
+
+#[test]
+fn legacy_debriefs_sensor_arcs_sample_imports_every_line() {
+    let import = parse_rep("sensor_arcs.rep", SENSOR_ARCS).unwrap();
+    assert!(import.unhandled.is_empty(), "{:?}", import.unhandled);
+    assert_eq!(import.sensor_arcs.len(), 46);
+    let nelson = import
+        .sensor_arcs
+        .iter()
+        .filter(|a| a.track_name == "NELSON")
+        .count();
+    assert_eq!(nelson, 43);
+    let first = &import.sensor_arcs[0];
+    assert_eq!(first.sensor_name, "fwd dynamic");
+    assert_eq!(first.arcs.len(), 1);
+    assert_eq!(first.arcs[0].left, -45.0);
+    // The arcs' hosts are in other files: nothing links them yet.
+    assert!(import.sensor_arcs.iter().all(|a| a.track_id.is_none()));
+    let beams = &import.sensor_arcs[45];
+    assert_eq!(beams.sensor_name, "Beams null start & finish");
+    assert_eq!((beams.start, beams.end), (None, None));
+    assert_eq!(beams.arcs.len(), 2);
+}
+
+#[test]
+fn lines_naming_a_known_track_link_to_it() {
+    let t = |s: &str| DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc);
+    let known = [super::KnownTrack {
+        name: "NELSON".to_owned(),
+        id: "track-nelson".to_owned(),
+        fixes: vec![
+            (t("1995-12-12T05:00:00Z"), [-21.0, 22.0]),
+            (t("1995-12-12T06:00:00Z"), [-21.0, 23.0]),
+        ],
+    }];
+    let text = format!(
+        "{ARC}\n\
+         ;NARRATIVE: 951212 051000 NELSON hello\n\
+         ;TMA_RB: 951212 053000 NELSON @A 90 2000 SOL NULL 90 10 0 l\n\
+         ;SENSOR: 951212 051000 NELSON @A NULL 45 NULL SONAR x\n\
+         951212 070000 TRACK_NELSON @A 1 0 0 N 1 0 0 E 0 0 0\n"
+    );
+    let import = super::parse_rep_beside("more.rep", &text, &known).unwrap();
+    assert_eq!(
+        import.sensor_arcs[0].track_id.as_deref(),
+        Some("track-nelson")
+    );
+    assert_eq!(
+        import.narratives[0].track_id.as_deref(),
+        Some("track-nelson")
+    );
+    let tma = &import.tma[0];
+    assert_eq!(tma.track_id.as_deref(), Some("track-nelson"));
+    let origin = tma.origin.unwrap();
+    assert!((origin[1] - 22.5).abs() < 1e-9, "{origin:?}");
+    assert!(tma.at.is_some());
+    // Sensor data for the known track stays a SENSOR feature for the caller to move.
+    assert_eq!(import.sensors.len(), 1);
+    assert_eq!(import.sensors[0].platform_id, "NELSON");
+    // A new track never takes a known id.
+    assert_eq!(import.tracks[0].id, "track-track-nelson");
+    assert_ne!(import.tracks[0].id, "track-nelson");
+    // The same lines alone link to nothing.
+    let alone = parse_rep("more.rep", &text).unwrap();
+    assert!(alone.tma[0].origin.is_none());
+    assert!(alone.narratives[0].track_id.is_none());
+}
+
+#[test]
+fn a_file_track_with_a_known_name_keeps_the_known_id() {
+    let known = [super::KnownTrack {
+        name: "NELSON".to_owned(),
+        id: "track-hms-nelson".to_owned(),
+        fixes: Vec::new(),
+    }];
+    let import = super::parse_rep_beside(
+        "n.rep",
+        "951212 070000 NELSON @A 1 0 0 N 1 0 0 E 0 0 0\n",
+        &known,
+    )
+    .unwrap();
+    assert_eq!(import.tracks[0].id, "track-hms-nelson");
+}
