@@ -24,12 +24,16 @@
 mod analysis;
 pub mod catalogue;
 mod common;
+pub mod params;
 
 #[cfg(test)]
 mod tests;
 
 use async_trait::async_trait;
-use toolgate_core::{CallError, Provider, ProviderError, ToolCall, ToolOutcome, ToolSpec};
+use toolgate_core::{
+    CallError, CheckError, Checked, Normalised, Provider, ProviderError, ToolCall, ToolOutcome,
+    ToolSpec,
+};
 
 /// The provider of the native tools.
 #[derive(Debug, Clone, Copy, Default)]
@@ -135,7 +139,47 @@ impl Provider for NativeTools {
         Ok(specs())
     }
 
+    /// Units and ISO-8601 forms read into what each schema takes ([`params::normalise`]).
+    fn normalise(
+        &self,
+        tool_id: &str,
+        params: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Normalised, Vec<String>> {
+        params::normalise(tool_id, params)
+    }
+
+    /// Times of day placed on the targets' day ([`params::resolve`]); a mutation is run here on
+    /// its subject — every tool is a pure function of the call — and its change set counted
+    /// ([`params::effect`]), so the preview says what it will do and the gate applies exactly
+    /// that.
+    async fn check(&self, call: &ToolCall, dry_run: bool) -> Result<Checked, CheckError> {
+        check(call, dry_run)
+    }
+
     async fn call(&self, call: &ToolCall) -> Result<ToolOutcome, CallError> {
         run(call)
     }
+}
+
+/// [`Provider::check`] of the native tools, synchronously: parameters resolved against the
+/// call's subject, and with `dry_run` the call run and its effect counted.
+pub fn check(call: &ToolCall, dry_run: bool) -> Result<Checked, CheckError> {
+    let subject: Vec<serde_json::Value> = common::subject(call)?.into_iter().cloned().collect();
+    let resolved =
+        params::resolve(&call.tool_id, &call.params, &subject).map_err(CheckError::Params)?;
+    let mut checked = Checked {
+        params: Some(resolved.params.clone()),
+        notes: resolved.notes,
+        ..Checked::default()
+    };
+    if dry_run {
+        let mut resolved_call = call.clone();
+        resolved_call.params = resolved.params;
+        let outcome = run(&resolved_call)?;
+        if let Some(cs) = &outcome.change_set {
+            checked.effect = params::effect(&subject, cs);
+        }
+        checked.outcome = Some(outcome);
+    }
+    Ok(checked)
 }
