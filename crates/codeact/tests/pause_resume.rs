@@ -2,6 +2,8 @@
 //! the calls before the pause are never made again, a decline raises `PermissionError` the
 //! program can handle, and time spent waiting does not count against the wall clock.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::sync::Arc;
 use std::time::Duration;
 
