@@ -77,6 +77,8 @@ pub enum ImportError {
     NeedsName { files: String },
     #[error("no files to import: name at least one REP file")]
     NoFiles,
+    #[error("there is no plot {plot} in the store to add the files to")]
+    NoPlot { plot: String },
     #[error("cannot derive a plot id from \"{0}\": use a name with letters or digits")]
     BadName(String),
     #[error(
@@ -158,7 +160,7 @@ pub struct Written {
 }
 
 /// A lowercase ASCII slug: runs of anything but letters and digits become one `-`.
-fn slug(s: &str) -> String {
+pub(crate) fn slug(s: &str) -> String {
     let mut out = String::new();
     for c in s.chars() {
         if c.is_ascii_alphanumeric() {

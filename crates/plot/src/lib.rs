@@ -12,6 +12,7 @@ pub mod calc_stdio;
 pub mod demo;
 pub mod fsio;
 pub mod import;
+pub mod import_into;
 pub mod journal;
 pub mod model;
 pub mod search;

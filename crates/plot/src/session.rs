@@ -888,6 +888,30 @@ impl Session {
         &self.stores
     }
 
+    /// The plots `reference` names in every store (its id, or its short name:
+    /// [`StacStore::lookup`]) as `(plot id, title)`, reading the stores again first when none
+    /// does. A plot of a STAC API store is named by its id only.
+    pub fn plots_named(&mut self, reference: &str) -> Vec<(String, String)> {
+        let find = |stores: &[StacStore]| -> Vec<(String, String)> {
+            stores
+                .iter()
+                .flat_map(|s| s.lookup(reference))
+                .map(|i| (i.plot_id.clone(), i.title.clone()))
+                .collect()
+        };
+        let found = find(&self.stores);
+        if !found.is_empty() {
+            return found;
+        }
+        self.refresh_stores();
+        let found = find(&self.stores);
+        if found.is_empty() && reference.starts_with("stac://") {
+            // An API store's plot is fetched on opening: its id is taken as it is.
+            return vec![(reference.to_owned(), reference.to_owned())];
+        }
+        found
+    }
+
     pub fn find_item(&self, plot_id: &str) -> Option<(&StacStore, &ItemEntry)> {
         self.stores
             .iter()

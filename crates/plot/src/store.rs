@@ -342,6 +342,17 @@ pub(crate) fn strings(v: Option<&Value>) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// A plot's short name: the folder its item is in (`boat1` for `boat1/item.json`), else the
+/// item file's stem.
+pub fn short_name(item_path: &str) -> &str {
+    let mut parts = item_path.rsplit('/');
+    let file = parts.next().unwrap_or(item_path);
+    match parts.next() {
+        Some(folder) if !folder.is_empty() && folder != "." => folder,
+        _ => file.strip_suffix(".json").unwrap_or(file),
+    }
+}
+
 /// `v` pretty-printed (two-space indent) with a final newline, as the store writes JSON files.
 fn pretty_json(path: &Path, v: &Value) -> Result<Vec<u8>, StoreError> {
     let mut bytes = serde_json::to_vec_pretty(v).map_err(|e| StoreError::Parse {
@@ -545,7 +556,11 @@ impl StacStore {
         }
     }
 
-    fn entry(&self, item_file: &Path, item: &stac_model::Item) -> Result<ItemEntry, StoreError> {
+    pub(crate) fn entry(
+        &self,
+        item_file: &Path,
+        item: &stac_model::Item,
+    ) -> Result<ItemEntry, StoreError> {
         let item_path = rel_path(&self.root, item_file);
         let plot_id = PlotId {
             store: self.id.clone(),
@@ -590,6 +605,31 @@ impl StacStore {
 
     pub fn item(&self, plot_id: &str) -> Option<&ItemEntry> {
         self.items.iter().find(|i| i.plot_id == plot_id)
+    }
+
+    /// The plots `reference` names: its id, else its short name — the item's folder
+    /// (`boat1` for `stac://demo/boat1/item.json`), its title, or a name whose slug is the
+    /// folder (`Saxon Warrior` for `saxon-warrior`), letter case ignored. Empty when none does;
+    /// several when the short name is shared.
+    pub fn lookup(&self, reference: &str) -> Vec<&ItemEntry> {
+        let reference = reference.trim();
+        if let Some(entry) = self.item(reference) {
+            return vec![entry];
+        }
+        if reference.is_empty() || reference.starts_with("stac://") {
+            return Vec::new();
+        }
+        let wanted = reference.to_lowercase();
+        let slug = crate::import::slug(reference);
+        self.items
+            .iter()
+            .filter(|i| {
+                let folder = short_name(&i.item_path);
+                folder.eq_ignore_ascii_case(reference)
+                    || i.title.to_lowercase() == wanted
+                    || (!slug.is_empty() && folder.eq_ignore_ascii_case(&slug))
+            })
+            .collect()
     }
 
     /// Read a plot's features file.
@@ -702,6 +742,12 @@ impl StacStore {
         // This value now holds what it wrote: not stale because of its own write.
         self.read_fingerprint = self.fingerprint();
         Ok(plot_id)
+    }
+
+    /// Notes that this value holds what it has just written, so its own write does not make
+    /// it stale.
+    pub(crate) fn mark_read(&mut self) {
+        self.read_fingerprint = self.fingerprint();
     }
 
     /// Create an empty catalogue at `dir` (for `toolgate import --store DIR` on a new folder).
