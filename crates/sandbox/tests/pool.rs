@@ -266,3 +266,93 @@ async fn a_broken_worker_command_yields_an_error_envelope() {
     assert!(started.elapsed() < Duration::from_secs(4));
     assert_eq!(host.calls(), 0);
 }
+
+/// A host whose `ask()` waits for a person (timed on its pause clock) until `release` fires;
+/// `ident(value)` answers at once.
+struct AskHost {
+    clock: std::sync::Arc<toolgate_sandbox::PauseClock>,
+    release: tokio::sync::Notify,
+}
+
+#[async_trait::async_trait]
+impl toolgate_sandbox::ToolHost for AskHost {
+    fn tool_names(&self) -> Vec<String> {
+        vec!["ask".to_owned(), "ident".to_owned()]
+    }
+
+    fn param_names(&self, tool: &str) -> Option<Vec<String>> {
+        Some(if tool == "ident" {
+            vec!["value".to_owned()]
+        } else {
+            Vec::new()
+        })
+    }
+
+    fn pause_clock(&self) -> Option<std::sync::Arc<toolgate_sandbox::PauseClock>> {
+        Some(self.clock.clone())
+    }
+
+    async fn call(
+        &self,
+        name: &str,
+        mut args: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<serde_json::Value, toolgate_sandbox::HostError> {
+        if name == "ask" {
+            let _waiting = self.clock.waiting();
+            self.release.notified().await;
+            return Ok(json!("approved"));
+        }
+        Ok(args.remove("value").unwrap_or_default())
+    }
+}
+
+/// A program waiting for a person at a call is not stopped by its wall clock (the wait is not
+/// its work), gives its pool slot back meanwhile (another program runs on a pool of one), and
+/// after the answer still stops at its own limit.
+#[tokio::test]
+async fn a_paused_program_keeps_its_worker_frees_its_slot_and_is_not_timed_while_waiting() {
+    let pool = std::sync::Arc::new(pool(1));
+    let host = std::sync::Arc::new(AskHost {
+        clock: std::sync::Arc::new(toolgate_sandbox::PauseClock::new()),
+        release: tokio::sync::Notify::new(),
+    });
+    let limits = Limits {
+        timeout: Duration::from_millis(800),
+        ..Limits::default()
+    };
+    let (p, h) = (pool.clone(), host.clone());
+    let req = ExecRequest::new("a = ident(value=1)\nb = ask()\n[a, b]").with_limits(limits.clone());
+    let paused = tokio::spawn(async move { p.run(req, h.as_ref()).await });
+    while !host.clock.is_paused() {
+        tokio::task::yield_now().await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // Another program runs on the pool of one while the first waits.
+    let other = tokio::time::timeout(
+        Duration::from_secs(10),
+        pool.run(ExecRequest::new("ident(value=7)"), &FakeHost::new()),
+    )
+    .await
+    .expect("the paused program gave its slot back");
+    assert_eq!(other.return_value, json!(7), "{other:?}");
+    // The person takes longer than the program's whole limit.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    host.release.notify_one();
+    let env = paused.await.unwrap();
+    assert!(env.success, "{env:?}");
+    assert_eq!(env.return_value, json!([1, "approved"]));
+
+    // After an answer, the program's own work is still limited.
+    let (p, h) = (pool.clone(), host.clone());
+    let req = ExecRequest::new("ask()\nwhile True:\n    pass").with_limits(limits);
+    let looping = tokio::spawn(async move { p.run(req, h.as_ref()).await });
+    while !host.clock.is_paused() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    host.release.notify_one();
+    let env = tokio::time::timeout(Duration::from_secs(10), looping)
+        .await
+        .expect("stopped at its limit")
+        .unwrap();
+    assert_eq!(error_type(&env), "TimeoutError", "{env:?}");
+}
