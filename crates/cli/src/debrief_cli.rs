@@ -57,22 +57,30 @@ pub enum Surface {
 pub struct StoreArgs {
     /// A STAC catalogue folder (with catalog.json), or a STAC API: `https://host/path/`
     /// (`stac+api://host:port/path` for plain http; `#collection=NAME`, default `debrief`).
-    /// Default: the built-in demo store.
+    /// Default: your own plots (`<data dir>/plots`, where `toolgate import` writes), searched
+    /// and opened beside the built-in demo plots, which imports never touch.
     #[arg(long, env = "TOOLGATE_STORE")]
     pub store: Option<PathBuf>,
 }
 
-/// Exit codes: 0 imported, 1 a file could not be read or parsed (nothing written for it),
-/// 3 refused: a plot of that name exists and `--replace` was not given (nothing changed).
+/// Exit codes: 0 imported, 1 a file could not be read or parsed, or the plot of --into is not
+/// there (nothing written for it), 3 refused: a plot of that name exists and `--replace` was
+/// not given (nothing changed).
 #[derive(Args)]
 pub struct ImportArgs {
-    /// REP files to import: each becomes its own plot, or all of them one plot with --plot.
+    /// REP files to import: each becomes its own plot, or all of them one plot with --plot, or
+    /// they are added to an existing plot with --into.
     #[arg(required = true)]
     files: Vec<PathBuf>,
     /// Import every file into ONE plot with this name (ownship, contacts, narrative and sensor
     /// files together, as an analyst builds a Debrief plot).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", conflicts_with = "into")]
     plot: Option<String>,
+    /// Add the files' layers to this existing plot (its id or short name, e.g. `boat1`):
+    /// positions, sensor contacts, sensor arcs, narratives and TMA solutions attach to the
+    /// tracks they name, whichever file those tracks came from.
+    #[arg(long, value_name = "PLOT", conflicts_with = "replace")]
+    into: Option<String>,
     /// Replace a plot of the same name (without it, such an import is refused and nothing is
     /// changed). Edits saved to the replaced plot are lost; toolgate says when there were any.
     #[arg(long)]
@@ -170,7 +178,8 @@ pub enum ScopeArg {
 pub enum PlotCommand {
     /// Summarise a plot (the same compact inventory an agent reads).
     Summary {
-        /// Plot id (stac://…); default: the first plot in the catalogue.
+        /// The plot: its id (stac://…) or short name (e.g. `boat1`); default: the first plot in
+        /// the catalogue.
         #[arg(long)]
         plot: Option<String>,
         /// Upper bound on the summary's tokens.
@@ -195,7 +204,8 @@ pub enum PlotCommand {
     Run {
         /// Tool id (see `toolgate tools list`).
         tool: String,
-        /// Plot id (stac://…); default: the first plot in the catalogue.
+        /// The plot: its id (stac://…) or short name (e.g. `boat1`); default: the first plot in
+        /// the catalogue.
         #[arg(long)]
         plot: Option<String>,
         /// Parameter as key=value; values that parse as JSON are typed (5, true, [1,2]).
@@ -295,7 +305,8 @@ pub fn api_stores(args: &StoreArgs) -> Result<Vec<ApiStore>> {
         .map(|a| a.into_iter().collect())
 }
 
-/// The session over `--store`: a folder store, or a STAC API store with its mirror.
+/// The session over `--store`: a folder store, or a STAC API store with its mirror; without
+/// `--store`, your own plots (when you have imported any) and the demo plots.
 pub fn open_session(args: &StoreArgs) -> Result<Session> {
     match api_address(args) {
         Some(address) => {
@@ -303,7 +314,60 @@ pub fn open_session(args: &StoreArgs) -> Result<Session> {
             let mirror = mirror_store(&api)?;
             Ok(Session::new(vec![mirror]).with_api_stores(vec![api]))
         }
+        None if args.store.is_none() => {
+            let mut stores = Vec::new();
+            if let Some(mine) = existing_user_store()? {
+                stores.push(mine);
+            }
+            stores.push(open_store(args)?);
+            Ok(Session::new(stores))
+        }
         None => Ok(Session::new(vec![open_store(args)?])),
+    }
+}
+
+/// The id of your own plots' store (`stac://plots/…`).
+pub const USER_STORE_ID: &str = "plots";
+
+/// Your own plots' store, when `toolgate import` has made it.
+fn existing_user_store() -> Result<Option<StacStore>> {
+    let dir = paths::user_store_dir();
+    if !dir.join("catalog.json").exists() {
+        return Ok(None);
+    }
+    StacStore::open(USER_STORE_ID, &dir)
+        .map(Some)
+        .with_context(|| format!("opening your plots in {}", dir.display()))
+}
+
+/// Your own plots' store, made on first use.
+fn user_store() -> Result<StacStore> {
+    let dir = paths::user_store_dir();
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    StacStore::create(USER_STORE_ID, &dir, "Your plots")
+        .with_context(|| format!("opening your plots in {}", dir.display()))
+}
+
+/// The one plot `reference` names (its id or short name) in `session`'s stores, or an error
+/// that lists the plots it could mean or says how to find one.
+pub fn plot_named(session: &mut Session, reference: &str) -> Result<String> {
+    let found = session.plots_named(reference);
+    match found.as_slice() {
+        [(id, _)] => Ok(id.clone()),
+        [] => bail!(
+            "no plot is called \"{}\": give a plot's id (stac://…) or short name (the folder \
+             of its id, e.g. boat1, or its title); `toolgate catalog search` lists them",
+            toolgate_core::clip::quote(reference)
+        ),
+        many => bail!(
+            "\"{}\" could be {} plots: {}; give its id",
+            toolgate_core::clip::quote(reference),
+            many.len(),
+            many.iter()
+                .map(|(id, title)| format!("{title} ({id})"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     }
 }
 
@@ -333,7 +397,7 @@ pub fn open_store(args: &StoreArgs) -> Result<StacStore> {
                 .with_context(|| format!("opening the catalogue in {}", dir.display()))
         }
         None => {
-            let dir = paths::data_dir().join("demo-store");
+            let dir = paths::demo_store_dir();
             demo::ensure_demo_store(&dir)
                 .with_context(|| format!("creating the demo store in {}", dir.display()))
         }
@@ -574,6 +638,13 @@ pub fn import(args: &ImportArgs) -> Result<i32> {
             }
         }
     }
+    if let Some(into) = &args.into {
+        if failed {
+            eprintln!("error: nothing was added: every file added with --into must be readable");
+            return Ok(1);
+        }
+        return import_into(args, into, &sources);
+    }
     // One plot of every file with --plot, else one plot per file.
     let groups: Vec<&[RepSource]> = if args.plot.is_some() {
         if failed {
@@ -652,7 +723,7 @@ pub fn import(args: &ImportArgs) -> Result<i32> {
                 .unwrap_or_else(|| "store".to_owned());
             StacStore::create(&id, dir, &id)?
         }
-        None => open_store(&args.store)?,
+        None => user_store()?,
     };
     let mut refused = false;
     for plot in &prepared {
@@ -720,6 +791,150 @@ pub fn import(args: &ImportArgs) -> Result<i32> {
     } else {
         0
     })
+}
+
+/// `toolgate import --into PLOT FILE…`: the files' layers added to an existing plot of the
+/// store (`--store`, else your own plots).
+fn import_into(
+    args: &ImportArgs,
+    into: &str,
+    sources: &[toolgate_plot::import::RepSource],
+) -> Result<i32> {
+    if api_address(&args.store).is_some() {
+        bail!(
+            "--into adds to a plot in a catalogue folder; for a STAC API, import the files as a \
+             new plot (--plot NAME) or load an edited folder with `toolgate catalog load`"
+        );
+    }
+    let mut store = match &args.store.store {
+        Some(dir) => {
+            let id = dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "store".to_owned());
+            StacStore::open(&id, dir)
+                .with_context(|| format!("opening the catalogue in {}", dir.display()))?
+        }
+        None => match existing_user_store()? {
+            Some(store) => store,
+            None => user_store()?,
+        },
+    };
+    let found: Vec<(String, String)> = store
+        .lookup(into)
+        .iter()
+        .map(|i| (i.plot_id.clone(), i.title.clone()))
+        .collect();
+    let plot_id = match found.as_slice() {
+        [(id, _)] => id.clone(),
+        [] => {
+            let demo_has_it = args.store.store.is_none()
+                && demo::ensure_demo_store(&paths::demo_store_dir())
+                    .is_ok_and(|d| !d.lookup(into).is_empty());
+            if demo_has_it {
+                eprintln!(
+                    "error: \"{into}\" is a demo plot, and imports never change the demo: \
+                     import its files and yours as one plot of your own (--plot NAME), then add \
+                     more with --into NAME"
+                );
+            } else {
+                eprintln!(
+                    "error: no plot called \"{into}\" in {} to add the files to: give a plot's \
+                     id or short name (`toolgate catalog search` lists them), or import the files \
+                     as a new plot with --plot NAME",
+                    store.root.display()
+                );
+            }
+            return Ok(1);
+        }
+        many => {
+            eprintln!(
+                "error: \"{into}\" could be {} plots: {}; give its id",
+                many.len(),
+                many.iter()
+                    .map(|(id, title)| format!("{title} ({id})"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            return Ok(1);
+        }
+    };
+    let added = match store.add_to_plot(&plot_id, sources) {
+        Ok(added) => added,
+        Err(e) => {
+            if let toolgate_plot::import::ImportError::Empty { .. } = e {
+                for f in sources {
+                    let (text, _) = rep::decode_rep(&f.bytes);
+                    if let Ok(parsed) = rep::parse_rep(&f.name, &text) {
+                        for unhandled in &parsed.unhandled {
+                            eprintln!("warning: {}: {unhandled}", f.name);
+                        }
+                    }
+                }
+            }
+            eprintln!("error: {e}; nothing was added to {plot_id}");
+            return Ok(1);
+        }
+    };
+    for f in &added.files {
+        if f.windows_1252 {
+            eprintln!(
+                "note: {} is not UTF-8; read it as Windows-1252 (Latin-1)",
+                f.name
+            );
+        }
+        for unhandled in &f.unhandled {
+            eprintln!("warning: {}: {unhandled}", f.name);
+        }
+    }
+    let files = added
+        .files
+        .iter()
+        .map(|f| f.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut what: Vec<String> = added
+        .kinds
+        .iter()
+        .map(|(k, n)| format!("{n} {k}"))
+        .collect();
+    if added.positions > 0 {
+        what.push(format!(
+            "{} position(s) on existing tracks",
+            added.positions
+        ));
+    }
+    if added.contacts > 0 {
+        what.push(format!("{} sensor contact(s)", added.contacts));
+    }
+    out(&format!(
+        "added {files} → {} (\"{}\"): {}",
+        added.plot_id,
+        added.title,
+        if what.is_empty() {
+            "nothing new".to_owned()
+        } else {
+            what.join(", ")
+        }
+    ));
+    if !added.attached.is_empty() {
+        out(&format!(
+            "  attached to the plot's tracks: {}",
+            added
+                .attached
+                .iter()
+                .map(|(name, n)| format!("{name} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    for (name, n) in &added.unattached {
+        eprintln!(
+            "warning: {n} added feature(s) name the track \"{name}\", which the plot does not \
+             have: they are added unattached (import that track's file --into the plot too)"
+        );
+    }
+    Ok(0)
 }
 
 /// `toolgate import --store <api>`: each prepared plot written through the Transactions
@@ -849,9 +1064,10 @@ pub fn catalog(command: CatalogCommand) -> Result<i32> {
         Some(api) => api.address.canonical(),
         None => session
             .stores()
-            .first()
+            .iter()
             .map(|s| s.root.display().to_string())
-            .unwrap_or_default(),
+            .collect::<Vec<_>>()
+            .join(" and "),
     };
     let query = toolgate_plot::search::SearchQuery {
         text,
@@ -991,13 +1207,15 @@ fn parse_param(s: &str) -> Result<(String, Value)> {
     Ok((k.trim().to_owned(), value))
 }
 
-fn default_plot(session: &Session, plot: Option<String>) -> Result<String> {
+/// The plot `--plot` names (id or short name), else the first plot of the first store that has
+/// any.
+fn default_plot(session: &mut Session, plot: Option<String>) -> Result<String> {
     match plot {
-        Some(p) => Ok(p),
+        Some(p) => plot_named(session, &p),
         None => session
             .stores()
-            .first()
-            .and_then(|s| s.items.first())
+            .iter()
+            .find_map(|s| s.items.first())
             .map(|i| i.plot_id.clone())
             .context("the catalogue has no plots; import some with `toolgate import`"),
     }
@@ -1016,7 +1234,7 @@ pub async fn plot(command: PlotCommand) -> Result<i32> {
                 debrief_registry().await?,
                 toolgate_core::Mode::ReadOnly,
             );
-            let id = default_plot(&d.session(), plot)?;
+            let id = default_plot(&mut d.session(), plot)?;
             d.session().open(&id)?;
             let mut input = json!({});
             if let Some(b) = token_budget {
@@ -1047,7 +1265,7 @@ pub async fn plot(command: PlotCommand) -> Result<i32> {
                 debrief_registry().await?,
                 toolgate_core::Mode::Strict,
             );
-            let id = default_plot(&d.session(), plot)?;
+            let id = default_plot(&mut d.session(), plot)?;
             d.session().open(&id)?;
             let mut p = Map::new();
             for s in &params {

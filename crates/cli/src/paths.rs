@@ -1,5 +1,5 @@
-//! Where toolgate keeps its files: the demo store and telemetry. Every location can be moved by
-//! an environment variable, so tests and CI never touch a real home directory.
+//! Where toolgate keeps its files: your plots, the demo store and telemetry. Every location can
+//! be moved by an environment variable, so tests and CI never touch a real home directory.
 
 use std::path::PathBuf;
 
@@ -12,6 +12,17 @@ pub fn data_dir() -> PathBuf {
         return PathBuf::from(d).join("toolgate");
     }
     home().join(".local/share/toolgate")
+}
+
+/// Your own plots: the folder store `toolgate import` writes to when no `--store` is given,
+/// `<data dir>/plots` — kept apart from the built-in demo plots (`<data dir>/demo-store`).
+pub fn user_store_dir() -> PathBuf {
+    data_dir().join("plots")
+}
+
+/// The built-in demo plots' folder store, `<data dir>/demo-store`.
+pub fn demo_store_dir() -> PathBuf {
+    data_dir().join("demo-store")
 }
 
 /// `TOOLGATE_TELEMETRY` (a file path), else `<data dir>/telemetry.jsonl`.
