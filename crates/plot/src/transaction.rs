@@ -13,9 +13,9 @@ use toolgate_core::flow::{Confirmer, Ended, Gate, Prepared};
 use toolgate_core::policy::{Approvals, Mode};
 use toolgate_core::telemetry::TelemetrySink;
 use toolgate_core::{
-    CallDigest, CallError, ChangeSet, Edit, Failure, FailureKind, OutputKind, Preview,
-    PreviewInput, Provider, ProviderError, Refusal, Registry, Status, ToolCall, ToolOutcome,
-    ToolSpec,
+    CallDigest, CallError, ChangeSet, CheckError, Checked, Edit, Failure, FailureKind, Normalised,
+    OutputKind, Preview, PreviewInput, Provider, ProviderError, Refusal, Registry, Status,
+    ToolCall, ToolOutcome, ToolSpec,
 };
 
 use crate::model;
@@ -237,6 +237,7 @@ impl PlotTransaction {
                     .map_or_else(|| (*id).to_owned(), model::display_name)
             })
             .collect();
+        let effect = tools::params::effect(&self.original, &change);
         Some(Commit {
             plot_id: self.plot_id.clone(),
             plot_title: scratch.title.clone(),
@@ -244,6 +245,7 @@ impl PlotTransaction {
             edits: lock(&self.notes).iter().map(|n| n.text.clone()).collect(),
             features,
             change,
+            effect,
         })
     }
 }
@@ -270,6 +272,9 @@ pub struct Commit {
     /// The display names of the features the net change touches.
     pub features: Vec<String>,
     pub change: ChangeSet,
+    /// What the net change does in numbers (`remove 240 of 361 positions of HMS Nelson (keep
+    /// 121)`), counted against the plot as the program found it.
+    pub effect: Vec<String>,
 }
 
 impl Commit {
@@ -309,7 +314,7 @@ impl Commit {
             params: &self.params(),
             consequence: Some(COMMIT_CONSEQUENCE),
             notes: &[],
-            effect: &[],
+            effect: &self.effect,
         })
     }
 
@@ -324,6 +329,7 @@ impl Commit {
         let mut registry = Registry::new();
         let tool = Arc::new(CommitTool {
             change: self.change.clone(),
+            effect: self.effect.clone(),
         });
         if let Err(e) = registry.register_specs(tool, vec![commit_spec()]) {
             return Committed::Failed(Failure::new(
@@ -406,6 +412,7 @@ fn commit_spec() -> ToolSpec {
 /// The synthetic commit tool: its result is the program's net change.
 struct CommitTool {
     change: ChangeSet,
+    effect: Vec<String>,
 }
 
 #[async_trait]
@@ -420,6 +427,14 @@ impl Provider for CommitTool {
 
     async fn list_tools(&self) -> Result<Vec<ToolSpec>, ProviderError> {
         Ok(vec![commit_spec()])
+    }
+
+    /// The net change is known before anyone is asked: its effect goes into the question.
+    async fn check(&self, _call: &ToolCall, _dry_run: bool) -> Result<Checked, CheckError> {
+        Ok(Checked {
+            effect: self.effect.clone(),
+            ..Checked::default()
+        })
     }
 
     async fn call(&self, _call: &ToolCall) -> Result<ToolOutcome, CallError> {
@@ -484,6 +499,16 @@ impl Provider for ScratchTools {
         Ok(scratch_specs())
     }
 
+    /// Units and ISO-8601 forms read as the native tools read them (the target keys pass
+    /// through untouched).
+    fn normalise(
+        &self,
+        tool_id: &str,
+        params: &Map<String, Value>,
+    ) -> Result<Normalised, Vec<String>> {
+        tools::params::normalise(tool_id, params)
+    }
+
     async fn call(&self, call: &ToolCall) -> Result<ToolOutcome, CallError> {
         let strings = |k: &str| -> Vec<String> {
             call.params
@@ -526,6 +551,11 @@ impl Provider for ScratchTools {
         for k in TARGET_KEYS {
             params.remove(k);
         }
+        // Times of day placed on the targets' day, as for a single call; a time that cannot
+        // be read stops the program's call here, long before its commit is put to anyone.
+        let params = tools::params::resolve(&call.tool_id, &params, &subject)
+            .map_err(|problems| CallError::invalid(problems.join("; ")))?
+            .params;
         let names: Vec<String> = subject.iter().map(model::display_name).collect();
         let shown: Vec<String> = params
             .iter()
