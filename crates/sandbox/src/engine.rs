@@ -53,13 +53,26 @@ pub async fn run(req: ExecRequest, host: &dyn ToolHost) -> Envelope {
     session.finish(result, started, &req.code)
 }
 
-/// Captured stdout/stderr under one byte budget.
+/// How long after the wall-clock deadline monty's own time limit ends a program that caught the
+/// `TimeoutError` the deadline raised (see [`Output::poll_flush`]).
+const TIME_BACKSTOP: Duration = Duration::from_millis(50);
+
+/// The message of the `TimeoutError` the deadline raises; [`Session::finish`] says it in full.
+const DEADLINE_REACHED: &str = "the program's wall-clock limit was reached";
+
+/// Captured stdout/stderr under one byte budget; also the interpreter's periodic checkpoint
+/// (see [`Output::poll_flush`]).
 #[derive(Debug, Default)]
 pub(crate) struct Output {
     pub(crate) stdout: String,
     pub(crate) stderr: String,
     remaining: usize,
     pub(crate) truncated: bool,
+    /// The wall-clock deadline in force (moved back by waits for a person).
+    deadline: Option<std::time::Instant>,
+    /// Set once the deadline raised its `TimeoutError`: the program ends as timed out even if
+    /// it caught that exception.
+    timed_out: bool,
 }
 
 impl Output {
@@ -112,6 +125,22 @@ impl PrintWriterCallback for Output {
 
     fn stderr_push(&mut self, end: char) -> Result<(), MontyException> {
         self.push(PrintStream::Stderr, end.encode_utf8(&mut [0; 4]));
+        Ok(())
+    }
+
+    /// monty calls this every 255 instructions. Past the deadline it raises `TimeoutError`
+    /// here, where the interpreter attaches the running line to it — monty's own time-limit
+    /// error carries no frame, so "stopped after 30 s at line 3: while True:" needs this. The
+    /// exception is catchable, so [`Output::timed_out`] makes the program end as timed out
+    /// anyway, and monty's own limit, [`TIME_BACKSTOP`] later, stops one that goes on.
+    fn poll_flush(&mut self) -> Result<(), MontyException> {
+        if self
+            .deadline
+            .is_some_and(|d| std::time::Instant::now() >= d)
+        {
+            self.timed_out = true;
+            return Err(exc(ExcType::TimeoutError, DEADLINE_REACHED));
+        }
         Ok(())
     }
 }
@@ -286,13 +315,14 @@ impl<'a> Session<'a> {
             CompileOptions::default(),
         )?;
         let limits = ResourceLimits {
-            max_feed_duration: Some(self.limits.timeout),
-            max_turn_duration: Some(self.limits.timeout),
+            max_feed_duration: Some(self.limits.timeout + TIME_BACKSTOP),
+            max_turn_duration: Some(self.limits.timeout + TIME_BACKSTOP),
             max_memory: Some(self.limits.memory_usize()),
             max_recursion_depth: self.limits.max_recursion_depth as usize,
             max_suspensions: self.limits.max_tool_calls as usize,
             ..ResourceLimits::default()
         };
+        self.out.deadline = Some(self.deadline().into_std());
         let mut step = runner.start(
             Vec::new(),
             ResourceTracker::new(limits),
@@ -300,6 +330,8 @@ impl<'a> Session<'a> {
         );
         loop {
             let progress = step?;
+            // Host time passed (a tool call, a wait for a person): the deadline in force now.
+            self.out.deadline = Some(self.deadline().into_std());
             step = match progress {
                 RunProgress::Complete(value) => return Ok(value),
                 RunProgress::NameLookup(lookup) => self.on_lookup(lookup),
@@ -394,9 +426,11 @@ impl<'a> Session<'a> {
 
     /// After host time passed, the next stretch of interpreter time may only use what is left
     /// of the wall clock.
-    fn refresh_turn(&self, call: &mut FunctionCall) {
+    fn refresh_turn(&mut self, call: &mut FunctionCall) {
         let left = self.remaining().max(Duration::from_millis(1));
-        call.tracker_mut().set_max_turn_duration(left);
+        call.tracker_mut()
+            .set_max_turn_duration(left + TIME_BACKSTOP);
+        self.out.deadline = Some(self.deadline().into_std());
     }
 
     fn is_awaited(&mut self, code: &str, script: &str, pos: &SourceRange) -> bool {
@@ -535,8 +569,17 @@ impl<'a> Session<'a> {
             stdout,
             mut stderr,
             truncated,
+            timed_out,
             ..
         } = self.out;
+        // A program that caught the deadline's TimeoutError still timed out.
+        let result = match result {
+            Ok(_) if timed_out => Err(exc(ExcType::TimeoutError, DEADLINE_REACHED)),
+            Err(e) if timed_out && e.exc_type() != ExcType::TimeoutError => {
+                Err(exc(ExcType::TimeoutError, DEADLINE_REACHED))
+            }
+            other => other,
+        };
         match result {
             Ok(value) => {
                 let (return_value, cut) =
@@ -554,9 +597,12 @@ impl<'a> Session<'a> {
             }
             Err(e) => {
                 let mut error = ExecError::from_exception(&e);
+                // The deadline's own error, or monty's time limit (its backstop, or inside one
+                // long native operation) — which says "feed time limit exceeded: 30.0000537s".
+                let monty_limit = error.message.starts_with("feed time limit exceeded")
+                    || error.message.starts_with("turn time limit exceeded");
                 if error.type_ == "TimeoutError"
-                    && (error.message.starts_with("feed time limit exceeded")
-                        || error.message.starts_with("turn time limit exceeded"))
+                    && (error.message == DEADLINE_REACHED || monty_limit)
                 {
                     // Said as a developer reads it: the limit in plain units and the line that
                     // was running, not the interpreter's "feed time limit exceeded: 30.0000537s".

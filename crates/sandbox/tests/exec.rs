@@ -347,6 +347,20 @@ async fn still_alive() {
     assert_eq!(env.return_value, json!(45));
 }
 
+/// Issue 33: a wall-clock stop names the line that was running, in the program's own words.
+#[tokio::test]
+async fn a_timeout_names_the_line_that_was_running() {
+    let (env, _) = exec_with("x = 0\nwhile True:\n    x += 1\n", quick()).await;
+    assert_eq!(error_type(&env), "TimeoutError", "{env:?}");
+    let m = message(&env);
+    assert!(
+        m.starts_with("stopped after 600 ms at line ")
+            && (m.contains("while True:") || m.contains("x += 1")),
+        "{m}"
+    );
+    assert!(env.error.as_ref().and_then(|e| e.line).is_some(), "{env:?}");
+}
+
 #[tokio::test]
 async fn an_infinite_loop_times_out() {
     let started = Instant::now();
@@ -356,8 +370,8 @@ async fn an_infinite_loop_times_out() {
     )
     .await;
     assert_eq!(error_type(&env), "TimeoutError", "uncatchable: {env:?}");
-    // Issue 33: the limit in plain units, not monty's "feed time limit exceeded: 0.6000537s"
-    // (monty's time-limit error carries no frame, so no line is named here yet).
+    // Issue 33: the limit in plain units, not monty's "feed time limit exceeded: 0.6000537s";
+    // caught by the program, it still ends the program as timed out.
     assert!(
         message(&env).starts_with("stopped after 600 ms"),
         "{}",
