@@ -1262,6 +1262,73 @@ async fn the_palette_lists_every_tool_and_runs_them_through_the_agents_gate() {
     );
 }
 
+/// Issue 32 item 1: the Tools tab's run resolves and checks parameters before the Approve
+/// dialog — a time nobody can place is refused with no dialog; a sloppy one is read on the
+/// plot's day — and the dialog says what the edit will do in numbers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_palette_checks_times_before_the_dialog_and_the_dialog_counts_positions() {
+    let dir = tempfile::tempdir().unwrap();
+    let st = common::state(dir.path(), false).await;
+    ok(&st, "/api/plots/open", json!({"plotId": ALPHA})).await;
+    let version = || async { get(&st, "/api/state").await.json()["plots"][0]["version"].clone() };
+    let before = version().await;
+    let trim = |start: &str, end: &str| {
+        json!({"toolId": "trim-track", "featureIds": ["track-nelson"],
+            "params": {"start_time": start, "end_time": end}})
+    };
+
+    for (start, end, status) in [
+        ("yesterday", "2026-03-01 05:00", "refused"),
+        ("13:00", "14:00", "failed"),
+    ] {
+        let res = run_from_palette(&st, trim(start, end)).await;
+        let mut stream = res.into_body().into_data_stream();
+        let mut buf = String::new();
+        let (name, fin) = next_event(&mut stream, &mut buf, |n, _| {
+            n == "toolCallFinished" || n == "confirmationAsked"
+        })
+        .await;
+        assert_eq!(
+            name, "toolCallFinished",
+            "no dialog for {start}–{end}: {fin}"
+        );
+        assert_eq!(fin["status"], status, "{fin}");
+    }
+    assert_eq!(version().await, before, "nothing changed");
+
+    let res = run_from_palette(&st, trim("01:00", "2026-03-01 05:00")).await;
+    let mut stream = res.into_body().into_data_stream();
+    let mut buf = String::new();
+    let (_, asked) = next_event(&mut stream, &mut buf, |n, _| n == "confirmationAsked").await;
+    let body = asked["preview"]["body"].as_str().unwrap();
+    assert!(
+        body.contains("- start_time: 2026-03-01T01:00:00Z\n"),
+        "{body}"
+    );
+    assert!(
+        body.contains("- end_time: 2026-03-01T05:00:00Z\n"),
+        "{body}"
+    );
+    assert!(
+        body.contains("- Effect: remove 240 of 361 positions of HMS Nelson (keep 121)\n"),
+        "{body}"
+    );
+    ok(
+        &st,
+        "/api/chat/confirm",
+        json!({"id": asked["id"], "answer": "approve"}),
+    )
+    .await;
+    let (_, fin) = next_event(&mut stream, &mut buf, |n, _| n == "toolCallFinished").await;
+    assert_eq!(fin["status"], "ok", "{fin}");
+    let p = plot(&st).await;
+    let nelson = feature(&p, "track-nelson");
+    assert_eq!(
+        nelson["properties"]["positions"].as_array().unwrap().len(),
+        121
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_sessions_edits_are_listed_reviewed_and_saved_from_the_page() {
     let dir = tempfile::tempdir().unwrap();
