@@ -391,3 +391,75 @@ fn plot_summary_and_plot_run_speak_to_a_person() {
     assert_eq!(o.status.code(), Some(3));
     assert!(out.starts_with("Not run: "), "{out}");
 }
+
+/// Issue 32 item 1: `plot run` resolves and checks a tool's parameters before it asks — a time
+/// nobody can place is refused with no question, a sloppy one is read on the plot's day — and
+/// the question says what the edit will do in numbers.
+#[test]
+fn plot_run_checks_times_before_asking_and_the_question_counts_positions() {
+    let d = tempfile::tempdir().unwrap();
+    let plot = "stac://demo/alpha-day1/item.json";
+    let trim = |start: &str, end: &str, yes: bool| {
+        let (s, e) = (format!("start_time={start}"), format!("end_time={end}"));
+        let mut args = vec![
+            "plot",
+            "run",
+            "trim-track",
+            "--plot",
+            plot,
+            "--feature",
+            "HMS Nelson",
+            "-p",
+            &s,
+            "-p",
+            &e,
+        ];
+        if yes {
+            args.push("--yes");
+        }
+        let o = toolgate(d.path(), &args);
+        let (out, err) = text(&o);
+        (o.status.code(), out, err)
+    };
+
+    // Refused before any question: exit 3, no preview, the plot's times named.
+    let (code, out, err) = trim("yesterday", "2026-03-01 05:00", true);
+    assert_eq!(code, Some(3), "{out}{err}");
+    assert!(out.starts_with("Not run: "), "{out}");
+    assert!(
+        out.contains("got \"yesterday\"") && out.contains("2026-03-01 00:00–12:00 UTC"),
+        "{out}"
+    );
+    assert!(
+        !err.contains("Run Trim Track") && !err.contains("approved"),
+        "no question: {err}"
+    );
+
+    // A window that keeps nothing fails before the question too.
+    let (code, out, err) = trim("13:00", "14:00", true);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(!err.contains("Run Trim Track"), "no question: {err}");
+
+    // A sloppy time is read on the plot's day; the question (no terminal here: not run, exit 4)
+    // shows the values the tool gets and the positions it removes.
+    let (code, out, err) = trim("01:00", "2026-03-01 05:00", false);
+    assert_eq!(code, Some(4), "{out}{err}");
+    assert!(
+        err.contains("- start_time: 2026-03-01T01:00:00Z\n"),
+        "{err}"
+    );
+    assert!(err.contains("- end_time: 2026-03-01T05:00:00Z\n"), "{err}");
+    assert!(
+        err.contains("- Effect: remove 240 of 361 positions of HMS Nelson (keep 121)\n"),
+        "{err}"
+    );
+
+    // Approved, exactly that is applied.
+    let (code, out, err) = trim("01:00", "2026-03-01 05:00", true);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        err.contains("- Effect: remove 240 of 361 positions"),
+        "{err}"
+    );
+    assert!(out.contains("121"), "{out}");
+}
