@@ -224,3 +224,65 @@ async fn every_refusal_is_is_error_true_with_its_kind_and_successes_are_not() {
     );
     c.peer.cancel().await.unwrap();
 }
+
+/// Issue 32 item 1 over MCP: `debrief_runTool` refuses a time nobody can place before any
+/// confirmation is asked for (no token is minted), reads a sloppy one on the plot's day, shows
+/// the effect in numbers in the preview, and the token approves exactly that resolved call.
+#[tokio::test]
+async fn run_tool_checks_times_before_asking_and_the_preview_counts_positions() {
+    let c = Client::start().await;
+    let r = c
+        .call(
+            "debrief_searchPlots",
+            json!({"text": "Alpha", "open": true}),
+        )
+        .await;
+    assert_eq!(status(&r), ("ok".into(), None), "{}", text(&r));
+    let trim = |start: &str, end: &str| {
+        json!({"toolId": "trim-track", "featureIds": ["track-1"],
+            "params": {"start_time": start, "end_time": end}})
+    };
+
+    let r = c
+        .call("debrief_runTool", trim("yesterday", "2026-03-01 06:00"))
+        .await;
+    let t = text(&r);
+    assert_eq!(r.is_error, Some(true), "{t}");
+    assert_eq!(
+        status(&r),
+        ("refused".into(), Some("invalid_parameters".into())),
+        "{t}"
+    );
+    assert!(t.contains("got \"yesterday\""), "{t}");
+    assert!(
+        !t.contains("\"confirm\""),
+        "no token for a call that would fail: {t}"
+    );
+
+    let r = c
+        .call("debrief_runTool", trim("02:00", "2026-03-01 06:00"))
+        .await;
+    let t = text(&r);
+    assert!(t.contains("- start_time: 2026-03-01T02:00:00Z\n"), "{t}");
+    assert!(
+        t.contains("- Effect: remove 1 of 3 positions of HMS Nelson (keep 2)\n"),
+        "{t}"
+    );
+    let token = t
+        .split("\"confirm\": \"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .unwrap_or_else(|| panic!("a token: {t}"))
+        .to_owned();
+    let mut again = trim("02:00", "2026-03-01 06:00");
+    again["confirm"] = json!(token);
+    let r = c.call("debrief_runTool", again).await;
+    assert_eq!(status(&r), ("ok".into(), None), "{}", text(&r));
+    let r = c.call("debrief_summarizeCurrentPlot", json!({})).await;
+    assert!(
+        text(&r).contains("span 03:00-06:00, points 2"),
+        "{}",
+        text(&r)
+    );
+    c.peer.cancel().await.unwrap();
+}
