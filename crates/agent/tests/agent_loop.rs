@@ -411,13 +411,17 @@ async fn cancellation_stops_a_waiting_run() {
     );
     let mut conv = Conversation::new("c9");
     let token = conv.cancel_token();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    // Cancel once the model has the request (the run is waiting on it), not after a guess.
+    let cancel = async {
+        while mock.chat_requests().is_empty() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
         token.cancel();
-    });
-    let out = agent
-        .run(&mut conv, "x", &Fixed(Answer::Approve), |_| {})
-        .await;
+    };
+    let (out, ()) = tokio::join!(
+        agent.run(&mut conv, "x", &Fixed(Answer::Approve), |_| {}),
+        cancel
+    );
     assert_eq!(out.stop, Stop::Cancelled);
 }
 

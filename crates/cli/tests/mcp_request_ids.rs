@@ -123,7 +123,12 @@ fn a_second_request_with_the_id_of_one_in_flight_gets_an_error_and_the_first_its
         "debrief_runTool",
         json!({"toolId": "stalls__boom", "confirm": token}),
     );
-    std::thread::sleep(Duration::from_millis(200));
+    // The first id 3 is in flight: its call has reached the upstream.
+    support::wait_until(
+        "the stalled call to reach the upstream",
+        Duration::from_secs(20),
+        || support::stalled_calls(p._data.path()) == 1,
+    );
     p.call(3, "debrief_listTools", json!({}));
 
     let first = p

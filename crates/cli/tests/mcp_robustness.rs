@@ -140,6 +140,18 @@ impl Peer {
     }
 }
 
+/// User + system CPU time of a process, in clock ticks (`/proc/PID/stat` fields 14 and 15).
+fn cpu_ticks(pid: u32) -> u64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0;
+    };
+    let after = stat.rsplit(')').next().unwrap_or_default();
+    let f: Vec<&str> = after.split_whitespace().collect();
+    // After the name: state is field 3, so utime (14) and stime (15) are at 11 and 12 here.
+    let n = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    n(11) + n(12)
+}
+
 fn descendants(root: u32) -> Vec<u32> {
     let mut all: Vec<(u32, u32)> = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
@@ -278,8 +290,18 @@ fn a_client_that_disconnects_mid_call_leaves_no_process_behind() {
     p.initialize();
     p.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
         "params": {"name": "run_code", "arguments": {"code": "n = 0\nwhile True:\n    n += 1", "timeoutSeconds": 120}}}));
-    std::thread::sleep(Duration::from_millis(1500));
     let pid = p.child.id();
+    // The program is running: a process below the server has spent CPU time on it.
+    support::wait_until(
+        "the program to run in its worker",
+        Duration::from_secs(30),
+        || {
+            descendants(pid)
+                .into_iter()
+                .filter(|k| *k != pid)
+                .any(|k| cpu_ticks(k) > 10)
+        },
+    );
     let kids = descendants(pid);
     // close stdin: the client is gone
     drop(p.stdin.take());
@@ -320,11 +342,13 @@ fn upstream_servers_that_hang_or_die_give_errors_not_hangs() {
         text.contains("dies__boom") && text.contains("stalls__boom"),
         "{text}"
     );
-    // inside run_code: mutating (unknown effect) and nobody can confirm → refused, not run
+    // inside run_code: mutating (unknown effect) and this client cannot be asked inline → the
+    // program pauses at the call (not run) and the reply carries a token (issue 33)
     let r = p.call(3, "run_code", json!({"code": "stalls__boom()"}));
     let envelope: Value =
         serde_json::from_str(r["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
-    assert_eq!(envelope["success"], false, "{envelope}");
+    assert_eq!(envelope["status"], "waiting", "{envelope}");
+    assert_eq!(r["result"]["isError"], false, "{r}");
     assert!(p.still_running());
     // the whole tree is killed when the client goes
     let pid = p.child.id();

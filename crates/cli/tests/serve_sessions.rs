@@ -204,7 +204,7 @@ fn forty_sessions_viewing_the_bulk_plot_share_one_copy() {
     first.view_bulk();
     let mut warm = LegacySession::open(&server.addr).unwrap();
     warm.view_bulk();
-    std::thread::sleep(Duration::from_millis(300));
+    // Every answer is in: nothing runs in the background to wait for.
     let before = server.rss_kib();
 
     const N: u64 = 40;
@@ -214,7 +214,6 @@ fn forty_sessions_viewing_the_bulk_plot_share_one_copy() {
         s.view_bulk();
         sessions.push(s);
     }
-    std::thread::sleep(Duration::from_millis(300));
     let after = server.rss_kib();
     let per_session_kib = after.saturating_sub(before) / N;
     eprintln!(
@@ -299,7 +298,11 @@ fn busy_sessions_are_kept_and_duplicate_request_ids_are_refused_over_http() {
             )
         })
     };
-    std::thread::sleep(Duration::from_millis(400));
+    support::wait_until(
+        "the stalled call to reach the upstream",
+        Duration::from_secs(20),
+        || support::stalled_calls(dir.path()) == 1,
+    );
 
     let started = Instant::now();
     let dup = legacy_call(
@@ -416,7 +419,26 @@ fn a_fifo_in_the_catalogue_delays_only_the_call_that_reads_it() {
             )
         })
     };
-    std::thread::sleep(Duration::from_millis(700));
+    // Both opens got as far as they go: each has been answered (the FIFO refused — store files
+    // are opened non-blocking and must be regular), or a read is stuck on the FIFO (one of the
+    // server's descriptors names it).
+    let readers = || {
+        std::fs::read_dir(format!("/proc/{}/fd", server.child.id()))
+            .map(|fds| {
+                fds.flatten()
+                    .filter(|fd| std::fs::read_link(fd.path()).is_ok_and(|t| t == fifo))
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    support::wait_until(
+        "both opens to be answered or to block on the FIFO",
+        Duration::from_secs(30),
+        || {
+            let stuck = readers() >= 1;
+            (opener.is_finished() || stuck) && (web_opener.is_finished() || stuck)
+        },
+    );
 
     // Meanwhile every other endpoint answers promptly, the session lock included.
     for round in 0..3 {

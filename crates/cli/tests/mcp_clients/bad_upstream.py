@@ -3,6 +3,7 @@
 mode "hang": never answers anything.
 mode "die": answers initialize and tools/list (one tool, "boom"), then exits on tools/call.
 mode "slow": like "die" but the call sleeps forever instead of exiting.
+Each tools/call appends a line to calls.log in the working directory (when it can).
 """
 import json
 import sys
@@ -27,6 +28,12 @@ for line in sys.stdin:
     elif method == "tools/list":
         result = {"tools": [{"name": "boom", "description": "misbehaves", "inputSchema": {"type": "object"}}]}
     elif method == "tools/call":
+        # The signal tests wait for: a call reached this server (its cwd, when writable).
+        try:
+            with open("calls.log", "a") as log:
+                log.write("call\n")
+        except OSError:
+            pass
         if mode == "die":
             sys.exit(3)
         time.sleep(3600)

@@ -39,16 +39,36 @@ pub fn survivors(marker: &str) -> Vec<String> {
     }
 }
 
+/// Wait until `ready` holds, checking every 10 ms; panics naming `what` after `within`. Tests
+/// wait for a signal this way — never for a fixed time, which passes on a slow machine without
+/// testing anything.
+pub fn wait_until(what: &str, within: Duration, mut ready: impl FnMut() -> bool) {
+    let deadline = Instant::now() + within;
+    while !ready() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// An upstream MCP server whose one tool (`stalls__boom`) never answers; toolgate gives up on it
 /// after `call_timeout` seconds — a request that is reliably slow. Returns the config's path.
 pub fn stalling_upstream(dir: &Path, call_timeout: f64) -> PathBuf {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_clients/bad_upstream.py");
+    // Its working directory is `dir`: it writes `calls.log` there when a call reaches it
+    // ([`stalled_calls`]), the signal a test waits for.
     let config = json!({"mcpServers": {"stalls": {
-        "command": "python3", "args": [script, "slow"],
+        "command": "python3", "args": [script, "slow"], "cwd": dir,
         "toolgate": {"startupTimeoutSecs": 10, "callTimeoutSecs": call_timeout}}}});
     let path = dir.join("stalls.mcp.json");
     std::fs::write(&path, config.to_string()).unwrap();
     path
+}
+
+/// How many calls reached the stalling upstream made by [`stalling_upstream`] in `dir`.
+pub fn stalled_calls(dir: &Path) -> usize {
+    std::fs::read_to_string(dir.join("calls.log"))
+        .map(|s| s.lines().count())
+        .unwrap_or(0)
 }
 
 /// `toolgate ARGS` run to the end with `data` as its data directory (telemetry there too), a
