@@ -2,10 +2,12 @@
 //! under the limits.
 //!
 //! Limits in this path (the worker pool adds a process boundary around the same loop):
-//! - **time**: monty's feed budget (`timeout`, interpreter time only) and, before each resume
-//!   after a tool call, a turn budget of the wall-clock time left; tool calls, sleeps and
-//!   `asyncio.gather` waits are bounded by the wall-clock deadline; the deadline is checked
-//!   before every resume. *Residual risk:* one native operation that monty does not
+//! - **time**: the wall-clock deadline raises `TimeoutError` from monty's periodic checkpoint
+//!   (`Output::poll_flush`, every 255 instructions), so the error names the running line; a
+//!   program that catches it still ends as timed out, and monty's own feed and turn budgets
+//!   (50 ms later) stop one that goes on. Tool calls, sleeps and `asyncio.gather` waits are
+//!   bounded by the same deadline, checked before every resume; time spent waiting for a
+//!   person (`PauseClock`) moves it back. *Residual risk:* one native operation that monty does not
 //!   interrupt (e.g. `7 ** 5_000_000`) can overshoot the deadline, and the caller's future does
 //!   not complete until it ends; use [`crate::WorkerPool`] where that matters.
 //! - **memory**: monty's `max_memory`, which in this path checks single large allocations
