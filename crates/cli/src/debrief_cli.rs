@@ -244,8 +244,18 @@ pub struct DemoArgs {
 
 /// The registry of analysis tools behind `debrief_listTools` / `debrief_runTool`.
 pub async fn debrief_registry() -> Result<Registry> {
+    registry_with_hint("Call debrief_listTools first.").await
+}
+
+/// The same tools for `toolgate plot run`: an unknown id says how a person lists them.
+async fn cli_registry() -> Result<Registry> {
+    registry_with_hint("`toolgate tools list` lists every tool.").await
+}
+
+/// The analysis tools, an unknown id answered with `hint`.
+async fn registry_with_hint(hint: &str) -> Result<Registry> {
     let mut registry = Registry::new()
-        .with_discovery_hint("Call debrief_listTools first.")
+        .with_discovery_hint(hint)
         .with_filter(tool_filter()?);
     registry
         .register(Arc::new(toolgate_plot::tools::NativeTools))
@@ -1262,7 +1272,7 @@ pub async fn plot(command: PlotCommand) -> Result<i32> {
         } => {
             let d = debrief(
                 open_session(&store)?,
-                debrief_registry().await?,
+                cli_registry().await?,
                 toolgate_core::Mode::Strict,
             );
             let id = default_plot(&mut d.session(), plot)?;
@@ -1286,7 +1296,9 @@ pub async fn plot(command: PlotCommand) -> Result<i32> {
                 });
             }
             let confirmer = TerminalConfirmer::new(yes);
-            let reply = d.run_tool(&input, &confirmer).await;
+            let reply = d
+                .run_tool_as(&input, &confirmer, agent::Audience::Cli)
+                .await;
             let (dirty, label) = {
                 let session = d.session();
                 let p = session.plot(&id)?;
@@ -1301,13 +1313,7 @@ pub async fn plot(command: PlotCommand) -> Result<i32> {
                 .resolve(&tool)
                 .map(|t| t.spec.title.clone())
                 .unwrap_or_else(|_| tool.clone());
-            if json {
-                let mut v = serde_json::to_value(&reply)?;
-                if let Some(ds) = &dataset {
-                    v["data"] = ds.data.clone();
-                }
-                out(&serde_json::to_string_pretty(&v)?);
-            } else {
+            if !json {
                 out(&human_run(
                     &reply,
                     &title,
@@ -1315,29 +1321,63 @@ pub async fn plot(command: PlotCommand) -> Result<i32> {
                     confirmer.asked(),
                 ));
             }
-            if !dirty {
-                return Ok(reply.status.exit_code());
-            }
-            if let Some(l) = label.filter(|l| !l.is_empty()) {
-                eprintln!("Change: {l}");
-            }
-            let do_save = if yes {
-                save
+            // Whether the change was saved (none when nothing changed): said after the save,
+            // so what is printed stays true.
+            let saved = if dirty {
+                if let Some(l) = label.filter(|l| !l.is_empty()) {
+                    eprintln!("Change: {l}");
+                }
+                let do_save = if yes {
+                    save
+                } else {
+                    std::io::stdin().is_terminal() && ask("Save the plot to disk? [y/N] ")
+                };
+                if do_save {
+                    d.session().save(&id)?;
+                    eprintln!("Saved {id}.");
+                } else {
+                    eprintln!("{NOT_SAVED}");
+                }
+                Some(do_save)
             } else {
-                std::io::stdin().is_terminal() && ask("Save the plot to disk? [y/N] ")
+                None
             };
-            if do_save {
-                d.session().save(&id)?;
-                eprintln!("Saved {id}.");
-            } else {
-                eprintln!(
-                    "Not saved: the change was discarded (pass --save with --yes, or answer y, to keep it)."
-                );
+            if json {
+                let mut v = serde_json::to_value(&reply)?;
+                if let Some(ds) = &dataset {
+                    v["data"] = ds.data.clone();
+                }
+                if reply.status == toolgate_core::outcome::Status::Declined && !confirmer.asked() {
+                    v["text"] = json!(no_terminal_to_ask(&title));
+                }
+                if let Some(saved) = saved {
+                    v["saved"] = json!(saved);
+                    let said = if saved {
+                        format!("Saved to {id}.")
+                    } else {
+                        NOT_SAVED.to_owned()
+                    };
+                    v["text"] = json!(format!("{} {said}", reply.text));
+                }
+                out(&serde_json::to_string_pretty(&v)?);
             }
-            Ok(0)
+            Ok(if dirty { 0 } else { reply.status.exit_code() })
         }
     }
 }
+
+/// Why a change was not made when nobody could be asked.
+fn no_terminal_to_ask(title: &str) -> String {
+    format!(
+        "Not run: {title} changes the plot and needs your approval, and there is no terminal to \
+         ask on. Nothing was changed. Pass --yes to approve it (and --save to keep the change)."
+    )
+}
+
+/// What `plot run` says when an applied change is not saved (the process ends, so the change
+/// goes with it).
+const NOT_SAVED: &str =
+    "Not saved: the change was discarded (pass --save with --yes, or answer y, to keep it).";
 
 /// A plot summary for a person: the title, the time span, then one table per feature type.
 fn human_summary(reply: &str) -> String {
@@ -1370,6 +1410,7 @@ fn human_summary(reply: &str) -> String {
             "; {listed} listed (the list was cut to fit; pass a larger --token-budget for more)"
         ));
     }
+    let mut out = crate::human::wrap(&out, crate::human::width());
     out.push_str("\n\n");
     out.push_str(&crate::human::summary_features(features));
     out.trim_end().to_owned()
@@ -1383,19 +1424,19 @@ fn human_run(
     asked: bool,
 ) -> String {
     use toolgate_core::outcome::Status;
+    let width = crate::human::width();
+    let line = |text: String| crate::human::wrap(&text, width);
     match reply.status {
-        Status::Declined if asked => format!("You declined {title}: nothing was run or changed."),
-        Status::Declined => format!(
-            "Not run: {title} changes the plot and needs your approval, and there is no terminal \
-             to ask on. Nothing was changed. Pass --yes to approve it (and --save to keep the \
-             change)."
-        ),
-        Status::Refused => format!("Not run: {}", reply.text),
-        Status::Failed => format!("{title} failed: {}", reply.text),
+        Status::Declined if asked => {
+            line(format!("You declined {title}: nothing was run or changed."))
+        }
+        Status::Declined => line(no_terminal_to_ask(title)),
+        Status::Refused => line(format!("Not run: {}", reply.text)),
+        Status::Failed => line(format!("{title} failed: {}", reply.text)),
         Status::Ok => match dataset {
             Some(ds) => {
                 let summary = ds.summary.trim();
-                let mut out = format!("{title}: {summary}");
+                let mut out = line(format!("{title}: {summary}"));
                 let data = crate::human::dataset(&ds.data);
                 if !data.is_empty() {
                     out.push_str("\n\n");
@@ -1403,12 +1444,14 @@ fn human_run(
                 }
                 out
             }
-            None => reply
-                .text
-                .split(" The plot is now dirty")
-                .next()
-                .unwrap_or(&reply.text)
-                .to_owned(),
+            None => line(
+                reply
+                    .text
+                    .split(" The plot is now dirty")
+                    .next()
+                    .unwrap_or(&reply.text)
+                    .to_owned(),
+            ),
         },
     }
 }

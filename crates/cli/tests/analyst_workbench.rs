@@ -145,3 +145,212 @@ fn into_a_plot_that_is_not_there_or_is_the_demos_changes_nothing() {
         "{err}"
     );
 }
+
+/// `toolgate ARGS` as [`toolgate`] does, with `COLUMNS` set (stdout is a pipe, so that is the
+/// width the output fits).
+fn toolgate_columns(data: &Path, columns: usize, args: &[&str]) -> Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(args)
+        .env("TOOLGATE_DATA_DIR", data)
+        .env("TOOLGATE_TELEMETRY", data.join("telemetry.jsonl"))
+        .env_remove("TOOLGATE_STORE")
+        .env_remove("TOOLGATE_TOOLS")
+        .env_remove("TOOLGATE_DISABLE")
+        .env("TOOLGATE_CONFIG", data.join("no-config.toml"))
+        .env("COLUMNS", columns.to_string())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// A plot of your own with the two boats, for the runs below.
+fn boats(data: &Path) {
+    let o = toolgate(
+        data,
+        &[
+            "import",
+            &rep_fixture("valid/boat1.rep"),
+            &rep_fixture("valid/boat2.rep"),
+            "--plot",
+            "Boats",
+        ],
+    );
+    assert!(o.status.success(), "{:?}", text(&o));
+}
+
+/// Item 2: range-bearing's 399-sample series and speed-filter's positions are tables of their
+/// first and last rows with a count, and no line is wider than the terminal; `--json` keeps
+/// every row.
+#[test]
+fn series_and_positions_print_as_tables_that_fit_the_terminal() {
+    let d = tempfile::tempdir().unwrap();
+    let data = d.path();
+    boats(data);
+    for columns in [60, 100] {
+        let o = toolgate_columns(
+            data,
+            columns,
+            &[
+                "plot",
+                "run",
+                "range-bearing",
+                "--plot",
+                "boats",
+                "--feature",
+                "NELSON",
+                "--feature",
+                "COLLINGWOOD",
+            ],
+        );
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{out}{err}");
+        let widest = out.lines().map(|l| l.chars().count()).max().unwrap();
+        assert!(widest <= columns, "{widest} > {columns}:\n{out}");
+        assert!(out.contains("\nseries (399 rows)\ntime"), "{out}");
+        assert!(
+            out.contains("… 387 more rows (of 399; --json for all) …"),
+            "{out}"
+        );
+        assert!(!out.contains('{'), "{out}");
+    }
+    let o = toolgate_columns(
+        data,
+        72,
+        &[
+            "plot",
+            "run",
+            "speed-filter",
+            "--plot",
+            "boats",
+            "-p",
+            "min_knots=3",
+        ],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    assert!(out.lines().all(|l| l.chars().count() <= 72), "{out}");
+    assert!(
+        out.contains("\ntracks[COLLINGWOOD].positions (403 rows)\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("… 391 more rows (of 403; --json for all) …"),
+        "{out}"
+    );
+
+    let o = toolgate_columns(
+        data,
+        60,
+        &[
+            "plot",
+            "run",
+            "range-bearing",
+            "--plot",
+            "boats",
+            "--feature",
+            "NELSON",
+            "--feature",
+            "COLLINGWOOD",
+            "--json",
+        ],
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["data"]["series"].as_array().unwrap().len(), 399);
+    assert!(
+        !v["text"].as_str().unwrap().contains("Results panel"),
+        "the command line has no Results panel: {v}"
+    );
+}
+
+/// Item 4: refusals name the CLI's flags, never the agent's parameters; a decline never tells
+/// the person not to retry; after `--save` the JSON says it was saved.
+#[test]
+fn refusals_and_status_lines_speak_the_command_lines_words() {
+    let d = tempfile::tempdir().unwrap();
+    let data = d.path();
+    boats(data);
+    let agent_words = [
+        "debrief_listTools",
+        "debrief_summarizeCurrentPlot",
+        "featureNames",
+        "featureIds",
+        "scope:\"all\"",
+        "Do not retry",
+        "dirty",
+        "Results panel",
+    ];
+    let spoken = |o: &Output| {
+        let (out, err) = text(o);
+        for w in agent_words {
+            assert!(
+                !out.contains(w) && !err.contains(w),
+                "{w:?} in:\n{out}{err}"
+            );
+        }
+        // The lines are wrapped to the terminal: read them as one text.
+        out.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    let run = |extra: &[&str]| {
+        let mut args = vec!["plot", "run"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--plot", "boats"]);
+        toolgate(data, &args)
+    };
+    let o = run(&["make-it-pretty"]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(spoken(&o).contains("`toolgate tools list` lists every tool"));
+    let o = run(&["set-track-color", "-p", "color=red"]);
+    assert_eq!(o.status.code(), Some(3));
+    let out = spoken(&o);
+    assert!(
+        out.contains("--feature NAME") && out.contains("--scope all"),
+        "{out}"
+    );
+    let o = run(&["set-track-color", "-p", "color=red", "--feature", "NOPE"]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(spoken(&o).contains("no feature named \"NOPE\""));
+    let o = run(&["set-track-color", "-p", "color=red", "--scope", "selection"]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(spoken(&o).contains("--scope all"));
+    for extra in [&["--json"][..], &[]] {
+        let mut args = vec!["set-track-color", "-p", "color=red", "--feature", "NELSON"];
+        args.extend_from_slice(extra);
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(4));
+        assert!(spoken(&o).contains("Pass --yes to approve it"));
+    }
+    // Saved: the JSON says so, and nothing in it says the plot is unsaved.
+    let o = run(&[
+        "set-track-color",
+        "-p",
+        "color=red",
+        "--feature",
+        "NELSON",
+        "--yes",
+        "--save",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    spoken(&o);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["saved"], true);
+    assert!(
+        v["text"]
+            .as_str()
+            .unwrap()
+            .ends_with("Saved to stac://plots/boats/item.json."),
+        "{v}"
+    );
+    let o = run(&[
+        "set-track-color",
+        "-p",
+        "color=blue",
+        "--feature",
+        "NELSON",
+        "--yes",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["saved"], false);
+    assert!(v["text"].as_str().unwrap().contains("Not saved"), "{v}");
+}

@@ -18,6 +18,7 @@ use crate::model;
 use crate::search::SearchQuery;
 use crate::session::{self, Session, SessionError};
 use crate::summary::{self, NoPlot, SummaryRequest};
+pub use crate::targeting::Audience;
 use crate::targeting::{self, Intent, Scope, TargetRequest};
 
 pub const SEARCH: &str = "debrief_searchPlots";
@@ -792,6 +793,18 @@ impl Debrief {
     }
 
     pub async fn run_tool(&self, input: &Value, confirmer: &dyn Confirmer) -> Reply {
+        self.run_tool_as(input, confirmer, Audience::Agent).await
+    }
+
+    /// [`Debrief::run_tool`] with the reply worded for `audience`: a person at the command line
+    /// or on the page reads its own flags or controls, never the agent's parameter names, and
+    /// no state that a later Save, Undo or Revert would make untrue.
+    pub async fn run_tool_as(
+        &self,
+        input: &Value,
+        confirmer: &dyn Confirmer,
+        audience: Audience,
+    ) -> Reply {
         let started = std::time::Instant::now();
         let args = match self.accept(RUN_TOOL, input, "", started) {
             Ok(a) => a,
@@ -900,7 +913,7 @@ impl Debrief {
                             .map_err(|e| Refusal::new(RefusalKind::UnknownPlot, e.to_string()))?,
                     };
                     let intent = if tool.effect.is_mutating() { Intent::Mutate } else { Intent::Analyse };
-                    let targets = targeting::resolve(plot, &targets_req, intent)
+                    let targets = targeting::resolve_for(plot, &targets_req, intent, audience)
                         .map_err(|m| Refusal::new(RefusalKind::Target, m))?;
                     let subject: Vec<Value> = targets
                         .ids
@@ -968,12 +981,28 @@ impl Debrief {
                             what,
                         );
                     }
-                    Reply::ok(format!(
-                        "Applied {title} to {n} feature(s) in \"{plot_title}\". {} The plot is now dirty (unsaved) — undo/revert to discard, or Save to persist.",
-                        if cs.label.is_empty() { String::new() } else { format!("{}.", cs.label.trim_end_matches('.')) }
+                    let state = match audience {
+                        Audience::Agent => {
+                            "The plot is now dirty (unsaved) — undo/revert to discard, or Save to persist."
+                        }
+                        // The command line says itself whether it saved.
+                        Audience::Cli => "",
+                        Audience::Page => "Save keeps it; Undo or Revert discards it.",
+                    };
+                    Reply::ok(
+                        format!(
+                            "Applied {title} to {n} feature(s) in \"{plot_title}\". {} {state}",
+                            if cs.label.is_empty() {
+                                String::new()
+                            } else {
+                                format!("{}.", cs.label.trim_end_matches('.'))
+                            }
+                        )
+                        .replace(". .", ".")
+                        .replace("  ", " ")
+                        .trim_end()
+                        .to_owned(),
                     )
-                    .replace(". .", ".")
-                    .replace("  ", " "))
                 }
                 Some(_) => Reply::ok(format!("{title} ran but produced no editable change.")),
                 None => {
@@ -987,10 +1016,14 @@ impl Debrief {
                     );
                     let summary = outcome.summary.trim();
                     let stop = if summary.ends_with('.') { "" } else { "." };
-                    Reply::ok(format!(
-                        "Ran {title}. {summary}{stop} The full result is in the Results panel as {id}."
-                    ))
-                    .with_dataset(id)
+                    let whereabouts = match audience {
+                        Audience::Agent | Audience::Page => {
+                            format!(" The full result is in the Results panel as {id}.")
+                        }
+                        // The command line prints the result (`--json`: all of it as `data`).
+                        Audience::Cli => String::new(),
+                    };
+                    Reply::ok(format!("Ran {title}. {summary}{stop}{whereabouts}")).with_dataset(id)
                 }
             },
             Ended::Failed(failure) => {
@@ -1003,9 +1036,14 @@ impl Debrief {
                 Reply::failed(failure).with_dataset(id)
             }
             Ended::Refused(refusal) => Reply::refused(refusal),
-            Ended::Declined { .. } => Reply::declined(format!(
-                "The analyst declined {title}; nothing was run or changed. Do not retry unless they ask again."
-            )),
+            Ended::Declined { .. } => Reply::declined(match audience {
+                Audience::Agent => format!(
+                    "The analyst declined {title}; nothing was run or changed. Do not retry unless they ask again."
+                ),
+                Audience::Cli | Audience::Page => {
+                    format!("You declined {title}: nothing was run or changed.")
+                }
+            }),
         }
     }
 }

@@ -27,6 +27,21 @@ pub struct Targets {
 }
 
 pub const NOTHING_SELECTED: &str = "Nothing is selected. Select one or more features in the plot, name them explicitly (featureNames), or run on all features (scope:\"all\"). I will not guess.";
+
+/// Who reads a call's reply, so that it names what that reader can do: an agent the tool
+/// parameters (`featureNames`, `scope:"all"`), a person at the command line its flags
+/// (`--feature NAME`, `--scope all`), a person on the workbench page its controls ("select a
+/// track or pick one").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Audience {
+    #[default]
+    Agent,
+    Cli,
+    Page,
+}
+
+/// Most features a refusal for a person names before "and N more".
+const NAMED_FOR_A_PERSON: usize = 12;
 pub const EMPTY_PLOT: &str = "The plot has no features to run the tool on.";
 
 /// Whether the call changes the plot (then the default target is the selection only).
@@ -36,8 +51,19 @@ pub enum Intent {
     Mutate,
 }
 
-/// Resolve the targets of a call. Any problem fails the whole request, naming candidates.
+/// Resolve the targets of a call. Any problem fails the whole request, naming candidates in
+/// the words an agent acts on.
 pub fn resolve(plot: &OpenPlot, req: &TargetRequest, intent: Intent) -> Result<Targets, String> {
+    resolve_for(plot, req, intent, Audience::Agent)
+}
+
+/// [`resolve`], its refusals worded for `audience`.
+pub fn resolve_for(
+    plot: &OpenPlot,
+    req: &TargetRequest,
+    intent: Intent,
+    audience: Audience,
+) -> Result<Targets, String> {
     let features = plot.doc.features();
     if !req.feature_ids.is_empty() || !req.feature_names.is_empty() {
         let mut ids: Vec<String> = Vec::new();
@@ -96,11 +122,21 @@ pub fn resolve(plot: &OpenPlot, req: &TargetRequest, intent: Intent) -> Result<T
             }
         }
         if !problems.is_empty() {
-            let all = candidates(plot);
-            return Err(format!(
-                "Could not resolve the target features: {}. Features in this plot: {all}. Select them, or pass exact names/ids from debrief_summarizeCurrentPlot.",
-                problems.join("; ")
-            ));
+            let problems = problems.join("; ");
+            return Err(match audience {
+                Audience::Agent => format!(
+                    "Could not resolve the target features: {problems}. Features in this plot: {}. Select them, or pass exact names/ids from debrief_summarizeCurrentPlot.",
+                    candidates(plot)
+                ),
+                Audience::Cli => format!(
+                    "Could not find the features to run on: {problems}. Features in this plot: {}. Name them with --feature NAME or --feature-id ID (`toolgate plot summary` lists them).",
+                    candidates_for_a_person(plot)
+                ),
+                Audience::Page => format!(
+                    "Could not find the features to run on: {problems}. Features in this plot: {}. Select them on the map, or choose Pick features and pick them in the list.",
+                    candidates_for_a_person(plot)
+                ),
+            });
         }
         let description = describe(plot, &ids);
         return Ok(Targets { ids, description });
@@ -111,16 +147,40 @@ pub fn resolve(plot: &OpenPlot, req: &TargetRequest, intent: Intent) -> Result<T
         (None, false, _) => Scope::Selection,
         (None, true, Intent::Analyse) => Scope::All,
         (None, true, Intent::Mutate) => {
-            return Err(format!(
-                "{NOTHING_SELECTED} Features in this plot: {}.",
-                candidates(plot)
-            ));
+            return Err(match audience {
+                Audience::Agent => format!(
+                    "{NOTHING_SELECTED} Features in this plot: {}.",
+                    candidates(plot)
+                ),
+                Audience::Cli => format!(
+                    "This tool changes the plot, and nothing was named: toolgate does not guess \
+                     what to change. Name the features with --feature NAME (or --feature-id ID), \
+                     or pass --scope all to change every feature. Features in this plot: {}.",
+                    candidates_for_a_person(plot)
+                ),
+                Audience::Page => format!(
+                    "Nothing is selected, and toolgate does not guess what to change: select a \
+                     track on the map or pick one (Pick features), or choose Every feature the \
+                     tool accepts. Features in this plot: {}.",
+                    candidates_for_a_person(plot)
+                ),
+            });
         }
     };
     match scope {
         Scope::Selection => {
             if selected.is_empty() {
-                return Err(NOTHING_SELECTED.to_owned());
+                return Err(match audience {
+                    Audience::Agent => NOTHING_SELECTED.to_owned(),
+                    Audience::Cli => "--scope selection is empty: nothing can be selected on \
+                                      the command line. Name the features with --feature NAME, \
+                                      or pass --scope all."
+                        .to_owned(),
+                    Audience::Page => "Nothing is selected: select a track on the map or pick \
+                                       one (Pick features), or choose Every feature the tool \
+                                       accepts."
+                        .to_owned(),
+                });
             }
             let description = describe(plot, &selected);
             Ok(Targets {
@@ -155,6 +215,26 @@ fn candidates(plot: &OpenPlot) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// [`candidates`], at most [`NAMED_FOR_A_PERSON`] of them, then how many more.
+fn candidates_for_a_person(plot: &OpenPlot) -> String {
+    let features = plot.doc.features();
+    if features.is_empty() {
+        return "(none)".to_owned();
+    }
+    let mut named: Vec<String> = features
+        .iter()
+        .take(NAMED_FOR_A_PERSON)
+        .map(|f| {
+            let (id, n) = (model::feature_id(f), model::display_name(f));
+            if n == id { n } else { format!("{n} ({id})") }
+        })
+        .collect();
+    if features.len() > NAMED_FOR_A_PERSON {
+        named.push(format!("and {} more", features.len() - NAMED_FOR_A_PERSON));
+    }
+    named.join(", ")
 }
 
 fn describe(plot: &OpenPlot, ids: &[String]) -> String {

@@ -1238,7 +1238,16 @@ async fn run_tool(
     let debrief = st.debrief.clone();
     let changed = st.changed;
     tokio::spawn(async move {
-        let reply = acting_as(PALETTE_ACTOR, debrief.run_tool(&input, &confirmer)).await;
+        // Worded for the person at the page: its controls, not the agent's parameters.
+        let reply = acting_as(
+            PALETTE_ACTOR,
+            debrief.run_tool_as(
+                &input,
+                &confirmer,
+                toolgate_plot::agent::Audience::Page,
+            ),
+        )
+        .await;
         let _ = tx
             .send(ChatEvent::ToolCallFinished {
                 tool: tool_id,

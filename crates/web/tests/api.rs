@@ -1596,3 +1596,79 @@ async fn an_import_error_quotes_a_clipped_excerpt_of_the_input() {
         assert!(text.contains(expect), "{expect}: {text}");
     }
 }
+
+/// The palette's `toolCallFinished` result for `body`, approving a question when one is asked.
+async fn palette_result(st: &WebState, body: Value) -> Value {
+    let res = run_from_palette(st, body).await;
+    let mut stream = res.into_body().into_data_stream();
+    let mut buf = String::new();
+    loop {
+        let (name, ev) = next_event(&mut stream, &mut buf, |n, _| {
+            n == "toolCallFinished" || n == "confirmationAsked"
+        })
+        .await;
+        if name == "toolCallFinished" {
+            while stream.next().await.is_some() {}
+            return ev;
+        }
+        let id = ev["id"].as_str().unwrap();
+        ok(
+            st,
+            "/api/chat/confirm",
+            json!({"id": id, "answer": "approve"}),
+        )
+        .await;
+    }
+}
+
+/// Issue 32 item 4: the palette's refusals name the page's controls ("select a track or pick
+/// one"), never the agent's parameters, and an applied change says nothing that a later Save
+/// makes untrue (no "now dirty").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_palette_speaks_of_the_pages_controls() {
+    let dir = tempfile::tempdir().unwrap();
+    let st = common::state(dir.path(), false).await;
+    ok(&st, "/api/plots/open", json!({"plotId": ALPHA})).await;
+    ok(&st, "/api/select", json!({"ids": []})).await;
+    let agent_words = [
+        "featureNames",
+        "featureIds",
+        "scope:\"all\"",
+        "debrief_",
+        "Do not retry",
+        "dirty",
+    ];
+    let spoken = |fin: &Value| {
+        let text = fin["result"].as_str().unwrap().to_owned();
+        for w in agent_words {
+            assert!(!text.contains(w), "{w:?} in {text}");
+        }
+        text
+    };
+    let fin = palette_result(
+        &st,
+        json!({"toolId": "set-track-color", "params": {"color": "red"}, "scope": "selection"}),
+    )
+    .await;
+    assert_eq!(fin["reason"], "target");
+    let text = spoken(&fin);
+    assert!(
+        text.contains("select a track") && text.contains("Pick features"),
+        "{text}"
+    );
+    let fin = palette_result(
+        &st,
+        json!({"toolId": "set-track-color", "params": {"color": "red"}, "featureIds": ["nope"]}),
+    )
+    .await;
+    assert_eq!(fin["reason"], "target");
+    spoken(&fin);
+    let fin = palette_result(
+        &st,
+        json!({"toolId": "set-track-color", "params": {"color": "red"}, "featureIds": ["track-contact"]}),
+    )
+    .await;
+    assert_eq!(fin["status"], "ok", "{fin}");
+    let text = spoken(&fin);
+    assert!(text.contains("Save keeps it"), "{text}");
+}
