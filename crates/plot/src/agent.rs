@@ -560,7 +560,7 @@ impl Debrief {
             } else if result.total > 1 {
                 reply["notOpened"] = Value::String(format!(
                     "Nothing was opened: {} plots matched and open:true needs exactly one. Ask the analyst which one, or narrow the search.",
-                    result.total
+                    crate::search::total_phrase(result.total, result.total_is)
                 ));
             }
         }

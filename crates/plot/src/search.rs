@@ -73,11 +73,64 @@ pub struct PlotMatch {
     pub bbox: Option<[f64; 4]>,
 }
 
+/// How exact a search's `total` is. A folder store counts every match; a STAC API catalogue
+/// reads only the page shown and takes the count from its server, which may estimate it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum TotalIs {
+    /// Every match counted.
+    #[default]
+    Exact,
+    /// The catalogue server's estimate (rounded to two significant figures).
+    About,
+    /// A lower bound: at least this many match (the server gave no usable count).
+    AtLeast,
+}
+
+impl TotalIs {
+    pub fn is_exact(&self) -> bool {
+        *self == TotalIs::Exact
+    }
+
+    /// The less exact of two (for a total summed over several catalogues).
+    #[must_use]
+    pub fn and(self, other: TotalIs) -> TotalIs {
+        match (self, other) {
+            (TotalIs::AtLeast, _) | (_, TotalIs::AtLeast) => TotalIs::AtLeast,
+            (TotalIs::About, _) | (_, TotalIs::About) => TotalIs::About,
+            _ => TotalIs::Exact,
+        }
+    }
+}
+
+/// `n` to two significant figures (5,988 → 6,000; 896 → 900); below 100 as it is. For
+/// estimates, which should not look more precise than they are.
+pub fn round_estimate(n: usize) -> usize {
+    let mut unit = 1usize;
+    while n / unit >= 100 {
+        unit = unit.saturating_mul(10);
+    }
+    ((n + unit / 2) / unit).saturating_mul(unit)
+}
+
+/// A total as a person reads it: "48", "about 6000", "more than 50".
+pub fn total_phrase(total: usize, total_is: TotalIs) -> String {
+    match total_is {
+        TotalIs::Exact => total.to_string(),
+        TotalIs::About => format!("about {total}"),
+        TotalIs::AtLeast => format!("more than {}", total.saturating_sub(1)),
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SearchResult {
     pub matches: Vec<PlotMatch>,
     pub total: usize,
+    /// Absent when `total` is exact; `about` for the catalogue server's estimate, `atLeast` for a
+    /// lower bound.
+    #[serde(skip_serializing_if = "TotalIs::is_exact")]
+    pub total_is: TotalIs,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub more: Option<String>,
     pub criteria_applied: Vec<String>,
@@ -425,21 +478,49 @@ pub fn near_matches<'a>(
         .collect()
 }
 
+/// The cap on matches shown for `q`.
+pub fn cap(q: &SearchQuery) -> usize {
+    q.limit.unwrap_or(SEARCH_RESULT_CAP).max(1)
+}
+
 /// The reply for `hits` (every match, in order) under the query's cap.
-pub fn finish(mut hits: Vec<PlotMatch>, q: &SearchQuery) -> SearchResult {
+pub fn finish(hits: Vec<PlotMatch>, q: &SearchQuery) -> SearchResult {
     let total = hits.len();
-    let cap = q.limit.unwrap_or(SEARCH_RESULT_CAP).max(1);
-    let more = (total > cap).then(|| {
-        format!(
-            "{} more not shown; narrow the search (text, time range, platform or bbox).",
-            total - cap
-        )
+    finish_counted(hits, total, TotalIs::Exact, q)
+}
+
+/// The reply for `hits` (the first matches in order: at least the cap's worth when there are
+/// that many) when `total` matches are counted as `total_is` says. The "N more not shown" says
+/// when the count is an estimate or a lower bound.
+pub fn finish_counted(
+    mut hits: Vec<PlotMatch>,
+    total: usize,
+    total_is: TotalIs,
+    q: &SearchQuery,
+) -> SearchResult {
+    let cap = cap(q);
+    let total = total.max(hits.len());
+    const NARROW: &str = "narrow the search (text, time range, platform or bbox).";
+    let more = (total > cap || (total_is != TotalIs::Exact && hits.len() > cap)).then(|| {
+        let n = total - cap.min(total);
+        match total_is {
+            TotalIs::Exact => format!("{n} more not shown; {NARROW}"),
+            TotalIs::About => format!(
+                "about {} more not shown (the catalogue server's estimate); {NARROW}",
+                round_estimate(n)
+            ),
+            TotalIs::AtLeast => format!(
+                "at least {} more not shown (the catalogue server gave no total); {NARROW}",
+                n.max(1)
+            ),
+        }
     });
     hits.truncate(cap);
     SearchResult {
         message: (total == 0).then(|| "No plots matched.".to_owned()),
         matches: hits,
         total,
+        total_is,
         more,
         criteria_applied: describe(q),
     }

@@ -24,16 +24,25 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
-use crate::search::{self, Criteria, PlotMatch, SearchQuery, SearchResult};
+use crate::search::{self, Criteria, PlotMatch, SearchQuery, SearchResult, TotalIs};
 use crate::store::strings;
 use crate::store::{ItemEntry, PlotId, StacStore, StoreError};
 
 /// The collection an API store reads and writes unless its address names another.
 pub const DEFAULT_COLLECTION: &str = "debrief";
-/// Items asked for per search page.
+/// Items asked for per search page at most (the first page asks for one more than the cap).
 pub const PAGE_LIMIT: usize = 1000;
-/// Candidates read for one search at most; past it the total is a lower bound (said so).
+/// Candidates read for one page of matches at most (only a query whose server-side pre-filter is
+/// much wider than the rule reads past the first page); past it the count is the server's.
 pub const MAX_SCANNED: usize = 50_000;
+/// The count a search asks the server for (pgstac's `context: auto` through the request's
+/// `conf`, which stac-fastapi-pgstac passes on and other servers ignore): counted exactly when
+/// the planner expects fewer matches than this, estimated from the plan above it. A
+/// `numberMatched` below it is therefore exact; one at or above it is reported as "about".
+pub const EXACT_COUNT_BELOW: usize = 20_000;
+/// When the server's pre-filter is wider than the rule, a search with at most this many
+/// candidates left after its page reads them to count its matches exactly.
+pub const FINISH_BELOW: usize = 200;
 /// Bytes read from one JSON reply at most (a search page, an item, the conformance).
 pub const MAX_JSON_BYTES: u64 = 64 * 1024 * 1024;
 /// Bytes read from one features asset at most.
@@ -187,10 +196,16 @@ pub struct ApiStore {
     pub filter: bool,
     /// Whether the server takes the fields extension (smaller search pages).
     pub fields: bool,
+    /// Whether the server takes the sort extension: pages come in item-id order (without it, in
+    /// the server's own order).
+    pub sort: bool,
     /// Where opened plots are copied to for the session (see the module doc).
     pub mirror_dir: Option<PathBuf>,
     /// Items asked for per search page (default [`PAGE_LIMIT`]).
     pub page_limit: usize,
+    /// Counts below this are asked of the server exactly, larger ones may be its estimate
+    /// (default [`EXACT_COUNT_BELOW`]).
+    pub exact_count_below: usize,
     agent: ureq::Agent,
 }
 
@@ -249,15 +264,26 @@ fn iso(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
-/// The `datetime` interval for `c`, a second wider on each side (the server's boundary rule
-/// need not be ours; ours is applied after).
+/// The `datetime` interval for `c`: a closed interval, as the STAC API's item search reads it
+/// (an item matches when its span intersects it), which is the folder store's rule. A time
+/// finer than a second is sent widened to whole seconds (ours is applied after).
 fn datetime_interval(c: &Criteria) -> Option<String> {
     if c.start.is_none() && c.end.is_none() {
         return None;
     }
     let second = chrono::Duration::seconds(1);
-    let start = c.start.map_or_else(|| "..".to_owned(), |s| iso(s - second));
-    let end = c.end.map_or_else(|| "..".to_owned(), |e| iso(e + second));
+    // `iso` drops the fraction: the start rounded down, the end rounded up.
+    let start = c.start.map_or_else(|| "..".to_owned(), iso);
+    let end = c.end.map_or_else(
+        || "..".to_owned(),
+        |e| {
+            iso(if e.timestamp_subsec_nanos() > 0 {
+                e + second
+            } else {
+                e
+            })
+        },
+    );
     Some(format!("{start}/{end}"))
 }
 
@@ -279,6 +305,13 @@ fn features_asset(item: &Value) -> Option<&Value> {
                     .is_some_and(|r| r.iter().any(|r| r == "data"))
             })
         })
+}
+
+/// The href of an item's features asset (an asset with role "data" or key "features"/"data").
+pub fn features_href(item: &Value) -> Option<&str> {
+    features_asset(item)
+        .and_then(|a| a.get("href"))
+        .and_then(Value::as_str)
 }
 
 /// What search needs of an item (as the folder store reads it), for store `store`.
@@ -413,6 +446,29 @@ fn clip(s: &str, n: usize) -> String {
     }
 }
 
+/// Where a search is in its pages.
+struct Pager {
+    url: String,
+    /// The body of the next POST (none: the next page is a GET of `url`).
+    post: Option<Value>,
+    limit: usize,
+    requests: usize,
+    scanned: usize,
+}
+
+/// One page of an API store's matches ([`ApiStore::search_page`]).
+#[derive(Debug, Clone)]
+pub struct ApiPage {
+    /// The matching entries read, in item-id order: the page asked for, plus one more when more
+    /// match.
+    pub entries: Vec<ItemEntry>,
+    /// How many match in all, as `total_is` says.
+    pub total: usize,
+    pub total_is: TotalIs,
+    /// The HTTP requests the search made (pages and the count).
+    pub requests: usize,
+}
+
 /// A plot read from the API: its item (as the server has it) and its features bytes.
 #[derive(Debug, Clone)]
 pub struct FetchedPlot {
@@ -441,8 +497,10 @@ impl ApiStore {
             transactions: false,
             filter: false,
             fields: false,
+            sort: false,
             mirror_dir: None,
             page_limit: PAGE_LIMIT,
+            exact_count_below: EXACT_COUNT_BELOW,
             agent,
         };
         let url = format!("{}conformance", store.address.root);
@@ -462,6 +520,7 @@ impl ApiStore {
         store.transactions = has("/extensions/transaction");
         store.filter = has("cql2-json") && (has("item-search#filter") || has("/filter"));
         store.fields = has("item-search#fields");
+        store.sort = has("item-search#sort");
         Ok(store)
     }
 
@@ -566,31 +625,10 @@ impl ApiStore {
             .is_some_and(|rest| rest.starts_with('/'))
     }
 
-    /// Every item of this store that matches `c`, tested with the folder store's rule, in
-    /// item-id order; `true` when [`MAX_SCANNED`] candidates were read before the last page.
-    ///
-    /// # Errors
-    ///
-    /// The server's, as [`ApiError`]s.
-    pub fn matches(&self, c: &Criteria) -> Result<(Vec<PlotMatch>, bool), ApiError> {
-        let (entries, capped) = self.matching_entries(c)?;
-        Ok((
-            entries.iter().filter_map(|e| c.matches(e)).collect(),
-            capped,
-        ))
-    }
-
-    /// The entries [`ApiStore::matches`] makes its matches of (for callers that show more of
-    /// each plot than a match holds, such as its platforms' names), in item-id order.
-    ///
-    /// # Errors
-    ///
-    /// The server's, as [`ApiError`]s.
-    pub fn matching_entries(&self, c: &Criteria) -> Result<(Vec<ItemEntry>, bool), ApiError> {
-        let mut body = json!({
-            "collections": [self.address.collection],
-            "limit": self.page_limit.max(1),
-        });
+    /// The search request body for `c`: collection, bbox, datetime, the CQL2 pre-filter, the
+    /// fields search reads and item-id order.
+    fn search_body(&self, c: &Criteria) -> Value {
+        let mut body = json!({"collections": [self.address.collection]});
         if let Some(b) = c.bbox {
             body["bbox"] = json!(b);
         }
@@ -612,73 +650,205 @@ impl ApiStore {
                 "exclude": ["geometry", "assets", "links"],
             });
         }
-        let mut url = format!("{}search", self.address.root);
-        let mut post = Some(body);
-        let mut hits = Vec::new();
-        let mut scanned = 0usize;
-        for _page in 0..(MAX_SCANNED / self.page_limit.max(1) + 2) {
-            let page = match &post {
-                Some(b) => {
-                    let (status, bytes) = self.send_json("POST", &url, b)?;
-                    self.json_reply(&url, status, &bytes)?
-                }
-                None => self.get_json(&url)?,
-            };
-            let features = page
-                .get("features")
-                .and_then(Value::as_array)
-                .ok_or_else(|| ApiError::Malformed {
-                    url: url.clone(),
-                    message: "a search reply needs a \"features\" array".to_owned(),
-                })?;
-            scanned += features.len();
-            hits.extend(
-                features
-                    .iter()
-                    .filter_map(|f| entry_from_item(&self.id, f))
-                    .filter(|e| c.matches(e).is_some()),
-            );
-            let next = page
-                .get("links")
-                .and_then(Value::as_array)
-                .and_then(|l| l.iter().find(|l| l.get("rel") == Some(&json!("next"))));
-            let Some(next) = next.filter(|_| !features.is_empty()) else {
-                hits.sort_by(|a: &ItemEntry, b| a.plot_id.cmp(&b.plot_id));
-                return Ok((hits, false));
-            };
-            if scanned >= MAX_SCANNED {
-                break;
-            }
-            let href = next
-                .get("href")
-                .and_then(Value::as_str)
-                .map_or_else(|| url.clone(), str::to_owned);
-            if !self.same_origin(&href) {
-                return Err(ApiError::Malformed {
-                    url,
-                    message: format!("its next page {href} is on another origin"),
-                });
-            }
-            let method = next.get("method").and_then(Value::as_str).unwrap_or("GET");
-            post = if method.eq_ignore_ascii_case("POST") {
-                let mut b = if next.get("merge") == Some(&Value::Bool(true)) {
-                    post.take().unwrap_or_else(|| json!({}))
-                } else {
-                    json!({})
-                };
-                if let Some(obj) = next.get("body").and_then(Value::as_object) {
-                    for (k, v) in obj {
-                        b[k.as_str()] = v.clone();
-                    }
-                }
-                Some(b)
-            } else {
-                None
-            };
-            url = href;
+        if self.sort {
+            body["sortby"] = json!([{"field": "id", "direction": "asc"}]);
         }
-        hits.sort_by(|a: &ItemEntry, b| a.plot_id.cmp(&b.plot_id));
-        Ok((hits, true))
+        body
+    }
+
+    /// Whether the server's candidates for `c` are exactly the matches of the folder store's
+    /// rule, so the server's count of them is the count of matches: true unless the text has
+    /// several words (the rule's phrase-or-word-starts test is narrower than the per-word
+    /// `like`), a platform name spans lines, a time is finer than a second (sent widened to
+    /// whole seconds), or the server takes no CQL2 filter. Items are taken to have their bbox as
+    /// their footprint, as the items toolgate writes do.
+    pub fn prefilter_exact(&self, c: &Criteria) -> bool {
+        let text_exact = c.text.as_deref().is_none_or(|t| {
+            let words = search::query_words(t);
+            words.is_empty() || (words.len() == 1 && words[0] == t)
+        });
+        let platforms_exact = c.platforms.iter().all(|p| !p.contains('\n'));
+        let whole_seconds = [c.start, c.end]
+            .iter()
+            .flatten()
+            .all(|t| t.timestamp_subsec_nanos() == 0);
+        let filtered = self.filter || (c.text.is_none() && c.platforms.is_empty());
+        filtered && text_exact && platforms_exact && whole_seconds
+    }
+
+    /// The first `want` matches of `c` in this store (item-id order; one more when there are
+    /// more) and how many match in all. Reads pages only until it has `want + 1` matches, each
+    /// tested with the folder store's rule; when more remain, asks the server for the count
+    /// (`numberMatched`). A count below `exact_count_below` ([`EXACT_COUNT_BELOW`]) is exact, and
+    /// is the count of
+    /// matches when the server's pre-filter is the rule ([`ApiStore::prefilter_exact`]); when it
+    /// is not, the few candidates left (at most [`FINISH_BELOW`]) are read and tested, and past
+    /// that the count is "about" the server's, scaled by the share of candidates the rule kept.
+    /// Without a count from the server, "at least" the matches read.
+    ///
+    /// # Errors
+    ///
+    /// The server's, as [`ApiError`]s.
+    pub fn search_page(&self, c: &Criteria, want: usize) -> Result<ApiPage, ApiError> {
+        let want = want.max(1);
+        let first = self.search_body(c);
+        let mut pager = Pager {
+            url: format!("{}search", self.address.root),
+            post: Some(first.clone()),
+            limit: self.page_limit.max(1).min(want + 1),
+            requests: 0,
+            scanned: 0,
+        };
+        let mut entries: Vec<ItemEntry> = Vec::new();
+        let mut hits = 0usize;
+        let mut more = true;
+        while more && hits <= want && pager.scanned < MAX_SCANNED {
+            more = self.next_page(&mut pager, |e| {
+                if c.matches(&e).is_some() {
+                    hits += 1;
+                    entries.push(e);
+                }
+            })?;
+        }
+        entries.truncate(want + 1);
+        if !more {
+            return Ok(ApiPage {
+                entries,
+                total: hits,
+                total_is: TotalIs::Exact,
+                requests: pager.requests,
+            });
+        }
+        // More candidates remain: the server's count, asked for apart from the page so that a
+        // search whose matches fit in one page never pays for counting.
+        let matched = self.number_matched(&format!("{}search", self.address.root), first);
+        pager.requests += 1;
+        let (total, total_is) = match matched {
+            Some(m) if m >= hits && m < self.exact_count_below && self.prefilter_exact(c) => {
+                (m, TotalIs::Exact)
+            }
+            Some(m)
+                if m >= pager.scanned
+                    && m < self.exact_count_below
+                    && m - pager.scanned <= FINISH_BELOW =>
+            {
+                // A few candidates left: read them and count what the rule keeps.
+                pager.limit = self.page_limit.max(1).min(m - pager.scanned + 1);
+                while more {
+                    more = self.next_page(&mut pager, |e| {
+                        if c.matches(&e).is_some() {
+                            hits += 1;
+                        }
+                    })?;
+                }
+                (hits, TotalIs::Exact)
+            }
+            Some(m) if m >= hits => {
+                // The rule keeps `hits` of the `scanned` candidates read so far.
+                let scaled =
+                    (m as f64 * hits as f64 / pager.scanned.max(1) as f64).round() as usize;
+                (search::round_estimate(scaled.max(hits)), TotalIs::About)
+            }
+            _ => (hits, TotalIs::AtLeast),
+        };
+        Ok(ApiPage {
+            entries,
+            total,
+            total_is,
+            requests: pager.requests,
+        })
+    }
+
+    /// Read the next search page of `pager`, each item's entry to `each`; whether a page follows.
+    fn next_page(
+        &self,
+        pager: &mut Pager,
+        mut each: impl FnMut(ItemEntry),
+    ) -> Result<bool, ApiError> {
+        let url = pager.url.clone();
+        let page = match &mut pager.post {
+            Some(b) => {
+                b["limit"] = pager.limit.into();
+                let (status, bytes) = self.send_json("POST", &url, b)?;
+                self.json_reply(&url, status, &bytes)?
+            }
+            None => self.get_json(&url)?,
+        };
+        pager.requests += 1;
+        let features = page
+            .get("features")
+            .and_then(Value::as_array)
+            .ok_or_else(|| ApiError::Malformed {
+                url: url.clone(),
+                message: "a search reply needs a \"features\" array".to_owned(),
+            })?;
+        pager.scanned += features.len();
+        for f in features {
+            if let Some(e) = entry_from_item(&self.id, f) {
+                each(e);
+            }
+        }
+        let next = page
+            .get("links")
+            .and_then(Value::as_array)
+            .and_then(|l| l.iter().find(|l| l.get("rel") == Some(&json!("next"))));
+        let Some(next) = next.filter(|_| !features.is_empty()) else {
+            return Ok(false);
+        };
+        let href = next
+            .get("href")
+            .and_then(Value::as_str)
+            .map_or_else(|| url.clone(), str::to_owned);
+        if !self.same_origin(&href) {
+            return Err(ApiError::Malformed {
+                url,
+                message: format!("its next page {href} is on another origin"),
+            });
+        }
+        let method = next.get("method").and_then(Value::as_str).unwrap_or("GET");
+        pager.post = if method.eq_ignore_ascii_case("POST") {
+            let mut b = if next.get("merge") == Some(&Value::Bool(true)) {
+                pager.post.take().unwrap_or_else(|| json!({}))
+            } else {
+                json!({})
+            };
+            if let Some(obj) = next.get("body").and_then(Value::as_object) {
+                for (k, v) in obj {
+                    b[k.as_str()] = v.clone();
+                }
+            }
+            // Later pages grow (the rule dropped candidates of the first).
+            pager.limit = (pager.limit * 2).min(self.page_limit.max(1));
+            Some(b)
+        } else {
+            None
+        };
+        pager.url = href;
+        Ok(true)
+    }
+
+    /// The server's `numberMatched` (or the older `context.matched`) for a search, asked with
+    /// pgstac's `context: auto` (exact below [`EXACT_COUNT_BELOW`] expected matches, the
+    /// planner's estimate above, never a cached count); `None` when the server gives none or
+    /// refuses the request (the search itself has succeeded by then).
+    fn number_matched(&self, url: &str, mut body: Value) -> Option<usize> {
+        body["limit"] = 1.into();
+        if self.fields {
+            body["fields"] = json!({"include": ["id"], "exclude": ["geometry", "assets", "links", "properties"]});
+        }
+        body["conf"] = json!({
+            "context": "auto",
+            "context_estimated_count": self.exact_count_below,
+            "context_estimated_cost": 0,
+            "context_stats_ttl": "0",
+        });
+        let (status, bytes) = self.send_json("POST", url, &body).ok()?;
+        let reply = self.json_reply(url, status, &bytes).ok()?;
+        reply
+            .get("numberMatched")
+            .or_else(|| reply.get("context").and_then(|c| c.get("matched")))
+            .and_then(Value::as_u64)
+            .and_then(|n| usize::try_from(n).ok())
     }
 
     fn item_url(&self, id: &str) -> String {
@@ -859,7 +1029,11 @@ impl ApiStore {
     }
 
     /// Create the collection when the server does not have it.
-    fn ensure_collection(&self) -> Result<(), ApiError> {
+    ///
+    /// # Errors
+    ///
+    /// The server's.
+    pub fn ensure_collection(&self) -> Result<(), ApiError> {
         let url = format!(
             "{}collections/{}",
             self.address.root, self.address.collection
@@ -906,7 +1080,23 @@ impl ApiStore {
             })?
             .to_owned();
         self.ensure_collection()?;
-        let asset = self.asset_url(&id);
+        let asset = self.put_asset(&id, features)?;
+        let body = item_for_api(item, &self.address.collection, &asset)?;
+        self.put_item(&id, &body)?;
+        Ok(PlotId {
+            store: self.id.clone(),
+            item_path: format!("{id}/item.json"),
+        }
+        .to_string())
+    }
+
+    /// Write a plot's features to the API's asset store (`PUT`); the asset's URL.
+    ///
+    /// # Errors
+    ///
+    /// The server's.
+    pub fn put_asset(&self, id: &str, features: &[u8]) -> Result<String, ApiError> {
+        let asset = self.asset_url(id);
         let (status, bytes) = self.request(
             "PUT",
             &asset,
@@ -920,24 +1110,29 @@ impl ApiStore {
                 body: clip(String::from_utf8_lossy(&bytes).trim(), 300),
             });
         }
-        let body = item_for_api(item, &self.address.collection, &asset)?;
+        Ok(asset)
+    }
+
+    /// Write an item as the API stores it ([`item_for_api`]): created, or replaced when it
+    /// exists (Transactions extension).
+    ///
+    /// # Errors
+    ///
+    /// The server's.
+    pub fn put_item(&self, id: &str, body: &Value) -> Result<(), ApiError> {
         let post = format!(
             "{}collections/{}/items",
             self.address.root, self.address.collection
         );
-        let (status, bytes) = self.send_json("POST", &post, &body)?;
+        let (status, bytes) = self.send_json("POST", &post, body)?;
         if status == 409 {
-            let put = self.item_url(&id);
-            let (status, bytes) = self.send_json("PUT", &put, &body)?;
+            let put = self.item_url(id);
+            let (status, bytes) = self.send_json("PUT", &put, body)?;
             self.json_reply(&put, status, &bytes)?;
         } else {
             self.json_reply(&post, status, &bytes)?;
         }
-        Ok(PlotId {
-            store: self.id.clone(),
-            item_path: format!("{id}/item.json"),
-        }
-        .to_string())
+        Ok(())
     }
 
     /// Write a plot of a folder store (its item file and features file as they are).
@@ -981,7 +1176,9 @@ pub enum SearchError {
 }
 
 /// Search folder stores and API stores together with one rule, one cap, one "N more not shown".
-/// A folder store with the id of an API store is that store's mirror and is not searched.
+/// A folder store with the id of an API store is that store's mirror and is not searched. An API
+/// store is read only as far as the page shown (see [`ApiStore::search_page`]); its count may be
+/// the server's estimate, which the result's `total_is` and "more" say.
 ///
 /// # Errors
 ///
@@ -994,8 +1191,8 @@ pub fn search_catalogues(
     search_catalogues_with_entries(folders, apis, q).map(|(r, _)| r)
 }
 
-/// [`search_catalogues`], with the entries of the API plots it matched (folder plots are in
-/// their stores), for a caller that shows more of each plot.
+/// [`search_catalogues`], with the entries of the API plots it shows (folder plots are in their
+/// stores), for a caller that shows more of each plot.
 ///
 /// # Errors
 ///
@@ -1012,18 +1209,20 @@ pub fn search_catalogues_with_entries(
         .flat_map(|s| s.items.iter())
         .filter_map(|e| criteria.matches(e))
         .collect();
-    let mut capped = false;
+    let mut total = hits.len();
+    let mut total_is = TotalIs::Exact;
     let mut entries = Vec::new();
+    let cap = search::cap(q);
     for api in apis {
-        let (more, at_limit) = api.matching_entries(&criteria)?;
-        hits.extend(more.iter().filter_map(|e| criteria.matches(e)));
-        entries.extend(more);
-        capped |= at_limit;
+        // Only as many as can still be shown (one more tells that more exist).
+        let want = cap.saturating_sub(hits.len()).max(1);
+        let page = api.search_page(&criteria, want)?;
+        hits.extend(page.entries.iter().filter_map(|e| criteria.matches(e)));
+        entries.extend(page.entries);
+        total += page.total;
+        total_is = total_is.and(page.total_is);
     }
-    let mut result = search::finish(hits, q);
-    if capped && let Some(more) = &mut result.more {
-        *more = format!("at least {more}");
-    }
+    let result = search::finish_counted(hits, total, total_is, q);
     entries.retain(|e| result.matches.iter().any(|m| m.plot_id == e.plot_id));
     Ok((result, entries))
 }

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use toolgate_core::Registry;
 use toolgate_core::telemetry::MemorySink;
 use toolgate_plot::agent::{Debrief, Settings};
-use toolgate_plot::search::{SearchQuery, search};
+use toolgate_plot::search::{Criteria, SearchQuery, TotalIs, search};
 use toolgate_plot::session::Session;
 use toolgate_plot::stac_api::{ApiStore, search_catalogues};
 use toolgate_plot::store::StacStore;
@@ -285,6 +285,49 @@ async fn searches_open_and_saves_match_the_folder_store() {
     }
 
     assert!(matched >= 20, "most queries match something: {matched}");
+
+    // Issue 35: a search reads one page (the cap and one more) and asks pgstac for the count
+    // (`context: auto` through the request's `conf`): exact below the threshold, the planner's
+    // estimate above it, said so.
+    let fresh = pg.api(&work.path().join("mirror4"));
+    let every = Criteria::new(&SearchQuery::default()).unwrap();
+    let page = fresh.search_page(&every, 50).unwrap();
+    assert_eq!(page.requests, 2, "one page and the count");
+    assert_eq!(page.entries.len(), 51);
+    assert_eq!(
+        (page.total, page.total_is),
+        (folder.items.len(), TotalIs::Exact)
+    );
+    // Statistics for the planner's estimate (pgstac counts exactly below the threshold, here 1),
+    // and pgstac's cached estimates dropped (it keeps a query's first estimate for good), as
+    // `toolgate catalog load --pgstac` does after a load.
+    let dsn = std::fs::read_to_string(pg.dir.path().join("env"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("PGSTAC_DSN=").map(str::to_owned))
+        .unwrap();
+    let analyzed = Command::new("psql")
+        .args([
+            dsn.as_str(),
+            "-qc",
+            "ANALYZE pgstac.items; DELETE FROM pgstac.search_wheres",
+        ])
+        .status()
+        .unwrap();
+    assert!(analyzed.success());
+    let mut estimating = fresh.clone();
+    estimating.exact_count_below = 1;
+    let r = search_catalogues(&[], &[estimating], &SearchQuery::default()).unwrap();
+    assert_eq!(r.total_is, TotalIs::About, "{r:?}");
+    assert!(
+        r.more.as_deref().unwrap().starts_with("about ")
+            && r.more
+                .as_deref()
+                .unwrap()
+                .contains("the catalogue server's estimate"),
+        "{:?}",
+        r.more
+    );
 
     // debrief_searchPlots through the agent tool: identical replies (open included).
     for q in &queries {

@@ -1480,7 +1480,10 @@
     try {
       const r = await api('POST', '/api/catalog/search', text ? { text } : {});
       lastResults = r.matches;
-      const info = r.matches.length ? `${r.total} plot${r.total === 1 ? '' : 's'}${r.more ? ` — ${r.more}` : ''}` : r.message || 'No plots matched.';
+      // A STAC API catalogue's count may be its server's estimate (totalIs 'about') or a lower
+      // bound ('atLeast'); the folder store's is exact (no totalIs).
+      const count = r.totalIs === 'about' ? `about ${r.total}` : r.totalIs === 'atLeast' ? `more than ${r.total - 1}` : `${r.total}`;
+      const info = r.matches.length ? `${count} plot${r.total === 1 ? '' : 's'}${r.more ? ` — ${r.more}` : ''}` : r.message || 'No plots matched.';
       $('search-info').textContent = info;
       const ul = $('results');
       const frag = document.createDocumentFragment();
