@@ -16,6 +16,8 @@
     draws: [], // ms per map draw (last 1000)
     renders: 0,
     plotLoads: 0,
+    landLoadedMs: null, // performance.now() when the coastline was read
+    firstRenderWithLandMs: null, // the first plot drawn with its coastline
   };
   const app = {
     config: null,
@@ -46,9 +48,24 @@
     activitySeq: -1,
     review: null, // {session, plotId}: another session's plot shown for review
     details: null, // id of the feature whose details are shown
-    units: { dist: 'nm', speed: 'kn' },
+    // the one unit setting: every distance and speed the page shows (map, readout, details,
+    // results, charts, CSV), kept in this browser
+    units: storedUnits(),
+    // the shown list result: its rows, the page of the table, the row clicked last, and the
+    // positions ringed on the map ({lon, lat} per row, or null)
+    result: { id: null, rows: [], page: 0, row: -1, marks: [], gen: 0 },
   };
   window.__workbench = { stats, app };
+
+  function storedUnits() {
+    const units = { dist: 'nm', speed: 'kn' };
+    try {
+      const saved = JSON.parse(localStorage.getItem('toolgate.units') || '{}');
+      if (['nm', 'yd', 'm', 'km'].includes(saved.dist)) units.dist = saved.dist;
+      if (['kn', 'm/s', 'km/h'].includes(saved.speed)) units.speed = saved.speed;
+    } catch (_) { /* the defaults */ }
+    return units;
+  }
 
   class ApiFailure extends Error {
     constructor(message, status, code) {
@@ -404,6 +421,9 @@
 
   const M_PER_DEG = 111320; // metres per degree of latitude (and of longitude at the equator)
   const M_PER_NM = 1852;
+  // the unit setting's choices, as the server's unit setting names them
+  const M_PER = { nm: M_PER_NM, yd: 0.9144, m: 1, km: 1000 }; // metres per distance unit
+  const MPS_PER = { kn: M_PER_NM / 3600, 'm/s': 1, 'km/h': 1 / 3.6 }; // metres a second per speed unit
   const CONTACT_WINDOW = 15 * 60000; // bearing lines and instant shapes without a trail window
 
   // Index of the last position at or before t (-1 before the first), by binary search.
@@ -472,12 +492,128 @@
 
   const canvas = $('map');
   const mainCtx = canvas.getContext('2d');
-  // What does not change with the controller's time is drawn once per view into this layer and
-  // copied each frame; the time-dependent part is drawn over it.
+  // The chart — sea, land, graticule — is drawn once per view into `base`. What does not change
+  // with the controller's time is drawn over a copy of it, once per view, into `layer`; each
+  // frame copies that and draws the time-dependent part over it.
+  const base = document.createElement('canvas');
+  const baseCtx = base.getContext('2d');
+  let baseKey = null;
   const layer = document.createElement('canvas');
   const layerCtx = layer.getContext('2d');
   let layerKey = null;
   let ctx = mainCtx;
+  const SEA = '#dfe9f3';
+  const LAND = '#ece4cc';
+  const COAST = '#8c7f5c';
+
+  // ---------------------------------------------------------------------------------------------
+  // the coastline: Natural Earth's 1:50m land (public domain; assets/land/NOTICE.md), served by
+  // this server as rings of points (assets/land/make-land.js says how the file is made and laid
+  // out). Each ring: {a: [lon, lat, …], bbox}.
+  const land = { rings: null, gen: 0, failed: null };
+
+  function decodeLand(buf) {
+    const dv = new DataView(buf);
+    const magic = String.fromCharCode(...new Uint8Array(buf, 0, Math.min(8, buf.byteLength)));
+    if (buf.byteLength < 48 || magic !== 'TGLAND01') throw new Error('the coastline file is not readable');
+    const R = dv.getUint32(8, true), P = dv.getUint32(12, true);
+    const sx = dv.getFloat64(16, true), sy = dv.getFloat64(24, true);
+    const tx = dv.getFloat64(32, true), ty = dv.getFloat64(40, true);
+    if (buf.byteLength !== 48 + R * 12 + (P - R) * 4) throw new Error('the coastline file is cut short');
+    const table = new Int32Array(buf, 48, R * 3);
+    const steps = new Int16Array(buf, 48 + R * 12, (P - R) * 2);
+    const rings = [];
+    let k = 0;
+    for (let r = 0; r < R; r++) {
+      const n = table[3 * r];
+      let x = table[3 * r + 1], y = table[3 * r + 2];
+      const a = new Float64Array(2 * n);
+      let w = Infinity, s = Infinity, e = -Infinity, no = -Infinity;
+      for (let i = 0; i < n; i++) {
+        if (i) {
+          x += steps[k++];
+          y += steps[k++];
+        }
+        const lon = x * sx + tx, lat = y * sy + ty;
+        a[2 * i] = lon;
+        a[2 * i + 1] = lat;
+        if (lon < w) w = lon;
+        if (lon > e) e = lon;
+        if (lat < s) s = lat;
+        if (lat > no) no = lat;
+      }
+      rings.push({ a, bbox: [w, s, e, no] });
+    }
+    return rings;
+  }
+
+  async function loadLand() {
+    try {
+      const res = await fetch('/assets/land-50m.bin');
+      if (!res.ok) throw new Error(`the server answered ${res.status}`);
+      land.rings = decodeLand(await res.arrayBuffer());
+      land.gen++;
+      stats.landLoadedMs = performance.now();
+      requestDraw();
+    } catch (e) {
+      land.failed = e.message;
+      $('map-status').textContent = `No coastline: ${e.message}.`;
+    }
+  }
+
+  // The land in view, filled, with its coastline: rings outside the view or smaller than a pixel
+  // are skipped, and points closer than a pixel to the last one drawn are left out.
+  function drawLand() {
+    if (!land.rings || !app.view) return 0;
+    const { cx, cy, s, k } = app.view;
+    const ks = k * s, hw = W / 2, hh = H / 2;
+    const w = LON(0), e = LON(W), n = LAT(0), so = LAT(H);
+    let drawn = 0;
+    ctx.beginPath();
+    for (const r of land.rings) {
+      const b = r.bbox;
+      if (b[2] < w || b[0] > e || b[3] < so || b[1] > n) continue;
+      if ((b[2] - b[0]) * ks < 1 && (b[3] - b[1]) * s < 1) continue;
+      const a = r.a;
+      let px = (a[0] - cx) * ks + hw, py = hh - (a[1] - cy) * s;
+      ctx.moveTo(px, py);
+      for (let i = 2; i < a.length; i += 2) {
+        const x = (a[i] - cx) * ks + hw, y = hh - (a[i + 1] - cy) * s;
+        if ((x - px) * (x - px) + (y - py) * (y - py) < 0.64) continue;
+        ctx.lineTo(x, y);
+        px = x;
+        py = y;
+      }
+      ctx.closePath();
+      drawn++;
+    }
+    ctx.fillStyle = LAND;
+    ctx.fill('evenodd');
+    ctx.strokeStyle = COAST;
+    ctx.lineWidth = 1;
+    ctx.stroke();
+    return drawn;
+  }
+
+  // Sea, land and graticule for the current view, into `base` (kept while the view is the same).
+  function drawBase() {
+    const key = app.view ? [app.view.cx, app.view.cy, app.view.s, app.view.k, W, H, dpr, land.gen].join(',') : `none,${W},${H},${dpr}`;
+    if (key === baseKey && base.width === canvas.width && base.height === canvas.height) return;
+    base.width = canvas.width;
+    base.height = canvas.height;
+    const keep = ctx;
+    ctx = baseCtx;
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.fillStyle = SEA;
+    ctx.fillRect(0, 0, W, H);
+    if (app.view) {
+      const rings = drawLand();
+      canvas.dataset.landRings = String(rings);
+      graticule();
+    }
+    ctx = keep;
+    baseKey = key;
+  }
   let W = 0, H = 0, dpr = 1;
   let frameWanted = false;
 
@@ -490,14 +626,21 @@
     });
   }
 
-  function resize() {
+  // The canvas's size from its box (a layout change — the time controller appearing, a window
+  // resize — changes it).
+  function measureCanvas() {
     const r = canvas.getBoundingClientRect();
     dpr = window.devicePixelRatio || 1;
     W = Math.max(1, Math.round(r.width));
     H = Math.max(1, Math.round(r.height));
-    canvas.width = Math.round(W * dpr);
-    canvas.height = Math.round(H * dpr);
-    if (app.view && !app.view.fitted) fit();
+    if (canvas.width !== Math.round(W * dpr)) canvas.width = Math.round(W * dpr);
+    if (canvas.height !== Math.round(H * dpr)) canvas.height = Math.round(H * dpr);
+  }
+
+  function resize() {
+    measureCanvas();
+    // a view that was fitted (on open, by Fit or 0) and not moved since stays fitted
+    if (app.view && (app.view.auto || !app.view.fitted)) fit(app.view.box);
     draw();
   }
 
@@ -510,14 +653,44 @@
     return b || (app.plot && app.plot.bbox) || [-10, 45, 10, 60];
   }
 
-  function fit(bbox) {
+  // The parts of the map its overlays cover, in CSS px: the legend (top left), the zoom buttons
+  // (top right), the scale bar and the graticule's labels (bottom).
+  function overlays() {
+    const m = canvas.getBoundingClientRect();
+    const out = { legendW: 0, legendH: 0, right: 0, bottom: 26 };
+    const lg = $('legend');
+    if (!lg.hidden) {
+      const g = lg.getBoundingClientRect();
+      if (g.width) {
+        out.legendW = g.right - m.left + 6;
+        out.legendH = g.bottom - m.top + 6;
+      }
+    }
+    const t = document.querySelector('.map-tools').getBoundingClientRect();
+    if (t.width) out.right = m.right - t.left + 6;
+    return out;
+  }
+
+  // Fit `bbox` (default: the plot) into the part of the map no overlay covers: beside the legend
+  // or below it, whichever shows the plot larger.
+  function fit(bbox, auto = true) {
     const b = bbox || plotBbox();
-    const cy = (b[1] + b[3]) / 2;
-    const k = app.plotK || Math.max(0.05, Math.cos((cy * Math.PI) / 180));
+    const bcy = (b[1] + b[3]) / 2;
+    const k = app.plotK || Math.max(0.05, Math.cos((bcy * Math.PI) / 180));
     const dx = Math.max((b[2] - b[0]) * k, 1e-4);
     const dy = Math.max(b[3] - b[1], 1e-4);
-    const s = Math.min((W * 0.9) / dx, (H * 0.9) / dy);
-    app.view = { cx: (b[0] + b[2]) / 2, cy, s, k, fitted: W > 1 && H > 1 };
+    const o = overlays();
+    let best = null;
+    for (const [l, t] of [[o.legendW, 0], [0, o.legendH]]) {
+      const w = Math.max(W - l - o.right, W * 0.3), h = Math.max(H - t - o.bottom, H * 0.3);
+      const s = Math.min((w * 0.92) / dx, (h * 0.92) / dy);
+      if (!best || s > best.s) best = { s, x: l + w / 2, y: t + h / 2 };
+    }
+    const s = best.s;
+    // the box's centre at the middle of the free part
+    const cx = (b[0] + b[2]) / 2 - (best.x - W / 2) / (k * s);
+    const cy = bcy + (best.y - H / 2) / s;
+    app.view = { cx, cy, s, k, fitted: W > 1 && H > 1, auto, box: bbox || null };
   }
 
   const X = (lon) => (lon - app.view.cx) * app.view.k * app.view.s + W / 2;
@@ -527,6 +700,7 @@
 
   function zoomAt(factor, x, y) {
     if (!app.view) return;
+    app.view.auto = false;
     const lon = LON(x), lat = LAT(y);
     app.view.s = Math.min(Math.max(app.view.s * factor, 0.5), 5e6);
     // keep (lon, lat) under (x, y)
@@ -537,6 +711,7 @@
 
   function panBy(dx, dy) {
     if (!app.view) return;
+    app.view.auto = false;
     app.view.cx -= dx / (app.view.k * app.view.s);
     app.view.cy += dy / app.view.s;
     requestDraw();
@@ -560,8 +735,9 @@
   }
 
   function graticule() {
-    const want = 90 / app.view.s; // degrees per ~90 px
+    const want = 90 / app.view.s; // degrees per ~90 px: finer lines as the map zooms in
     const step = STEPS.find((x) => x >= want) || 90;
+    canvas.dataset.graticule = String(step);
     const w = LON(0), e = LON(W), n = LAT(0), s = LAT(H);
     ctx.save();
     ctx.strokeStyle = 'rgba(40, 70, 110, 0.25)';
@@ -779,17 +955,21 @@
     if (b) to(b.lon, b.lat);
   }
 
-  // A scale bar in nautical miles, bottom left above the graticule labels.
+  // A scale bar in the chosen distance unit, bottom left above the graticule labels.
   function scaleBar() {
-    const pxPerNm = (M_PER_NM / M_PER_DEG) * app.view.s;
-    const nice = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000];
+    const unit = app.units.dist;
+    const pxPerUnit = (M_PER[unit] / M_PER_DEG) * app.view.s;
+    const nice = [];
+    for (let e = -2; e <= 7; e++) for (const m of [1, 2, 5]) nice.push(m * 10 ** e);
     let nm = nice[0];
-    for (const v of nice) if (v * pxPerNm <= 160) nm = v;
-    const w = nm * pxPerNm;
+    for (const v of nice) if (v * pxPerUnit <= 160) nm = v;
+    const w = nm * pxPerUnit;
     const x = 12, y = H - 22;
+    const label = `${Number(nm.toPrecision(3))} ${unit}`;
     ctx.save();
+    ctx.font = '600 11px system-ui, sans-serif';
     ctx.fillStyle = 'rgba(255,255,255,0.85)';
-    ctx.fillRect(x - 4, y - 16, w + 8 + 44, 22);
+    ctx.fillRect(x - 4, y - 16, w + 14 + ctx.measureText(label).width, 22);
     ctx.strokeStyle = '#1b2430';
     ctx.lineWidth = 2;
     ctx.beginPath();
@@ -801,19 +981,21 @@
     ctx.fillStyle = '#1b2430';
     ctx.font = '600 11px system-ui, sans-serif';
     ctx.textBaseline = 'bottom';
-    ctx.fillText(`${nm} nm`, x + w + 6, y + 2);
+    ctx.fillText(label, x + w + 6, y + 2);
     ctx.restore();
-    canvas.dataset.scaleNm = String(nm);
+    canvas.dataset.scale = label;
     canvas.dataset.scalePx = String(Math.round(w));
   }
 
   function draw() {
     const t0 = performance.now();
     ctx = mainCtx;
+    drawBase();
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    ctx.drawImage(base, 0, 0);
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    ctx.fillStyle = '#dfe9f3';
-    ctx.fillRect(0, 0, W, H);
     if (!app.view || !app.drawables.length) {
+      if (app.view) scaleBar();
       return;
     }
     const shown = app.drawables.filter((d) => visible(d, 40) && inTime(d));
@@ -825,17 +1007,19 @@
     // tracks are drawn whole (their markers move); other time-bounded features come and go
     const timed = (d) => d.kind !== 'TRACK' && (d.t0 !== null || d.t1 !== null || d.tAt !== null);
     if (app.time.trail && app.time.now !== null) {
-      // trails move with the time: nothing is static
+      // trails move with the time: nothing is static but the chart
+      resultMarks();
       scene(shown, true, true);
     } else {
-      const key = [app.view.cx, app.view.cy, app.view.s, W, H, dpr, app.drawGen, [...app.selected].join('|')].join(',');
+      const key = [baseKey, app.drawGen, [...app.selected].join('|'), app.result.gen].join(',');
       if (key !== layerKey || layer.width !== canvas.width || layer.height !== canvas.height) {
         layer.width = canvas.width;
         layer.height = canvas.height;
         ctx = layerCtx;
+        ctx.setTransform(1, 0, 0, 1, 0, 0);
+        ctx.drawImage(base, 0, 0);
         ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-        ctx.fillStyle = '#dfe9f3';
-        ctx.fillRect(0, 0, W, H);
+        resultMarks();
         scene(shown.filter((d) => !timed(d)), true, false);
         ctx = mainCtx;
         layerKey = key;
@@ -845,6 +1029,8 @@
       ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
       if (!app.probeNoDynamic) scene(shown.filter((d) => timed(d) || d.kind === 'TRACK'), false, true);
     }
+    // the first plot drawn over the coastline (what a person first sees whole)
+    if (land.rings && stats.firstRenderWithLandMs === null) stats.firstRenderWithLandMs = performance.now();
     const dt = performance.now() - t0;
     stats.draws.push(dt);
     if (stats.draws.length > 1000) stats.draws.shift();
@@ -856,6 +1042,7 @@
         stats.firstRenderMs = now;
         stats.loadedAt = now;
       }
+      canvas.dataset.fitted = String(!!app.view.auto);
       if (app.openRequestedAt !== null) {
         stats.openToRenderMs = now - app.openRequestedAt;
         app.openRequestedAt = null;
@@ -869,7 +1056,6 @@
   // shapes) and/or the parts that move with the time (`dyn`: markers, bearing lines, arcs, the
   // scale bar).
   function scene(shown, stat, dyn) {
-    if (stat) graticule();
     ctx.lineJoin = 'round';
     ctx.lineCap = 'round';
     const labelledLater = [];
@@ -1230,24 +1416,36 @@
         app.plot = view;
         app.selected = new Set(view.selectedIds);
         stats.plotLoads++;
+        app.firstDrawPending = true;
+        $('empty').hidden = true;
+        // The map first — what the person waits for — then, once it is on the screen, the
+        // panels (a long feature list takes as long to lay out as the map to draw).
+        setupTime(samePlot);
+        renderLegend();
+        renderHeader();
+        if (!samePlot) renderDatasetList(false);
         if (!samePlot || !app.view) {
+          // fitted to the map as it is laid out now, with the time controller and the legend
+          // shown: the whole plot in view on open, clear of the overlays
+          measureCanvas();
           const b = plotBbox();
           app.plotK = Math.max(0.05, Math.cos((((b[1] + b[3]) / 2) * Math.PI) / 180));
           fit();
         }
-        app.firstDrawPending = true;
-        $('empty').hidden = true;
-        setupTime(samePlot);
-        if (!samePlot) renderDatasetList(false);
-        renderNarrative();
-        renderLegend();
-        if (app.details && !app.byId.has(app.details)) hideDetails();
-        else if (app.details) showDetails(app.byId.get(app.details));
-        renderFeatures();
-        renderToolTargets();
-        warmSprites();
-        renderHeader();
+        const t3 = performance.now();
         draw();
+        stats.lastLoad.drawMs = performance.now() - t3;
+        const panels = () => {
+          renderNarrative();
+          if (app.details && !app.byId.has(app.details)) hideDetails();
+          else if (app.details) showDetails(app.byId.get(app.details));
+          renderFeatures();
+          renderToolTargets();
+          renderReadout();
+          warmSprites();
+        };
+        if (samePlot) panels();
+        else requestAnimationFrame(() => setTimeout(panels, 0));
       } catch (e) {
         report(e);
       } finally {
@@ -1264,6 +1462,8 @@
 
   function clearPlot() {
     app.plot = null;
+    app.plotK = null;
+    worldView();
     app.drawGen = (app.drawGen || 0) + 1;
     app.drawables = [];
     app.byId = new Map();
@@ -1425,6 +1625,7 @@
 
   function markRows() {
     for (const tr of $('feature-rows').children) tr.setAttribute('aria-selected', String(app.selected.has(tr.dataset.id)));
+    renderReadout();
   }
 
   function rowEvents() {
@@ -1632,54 +1833,233 @@
     return Object.keys(v).map((k) => `${k}: ${cell(v[k])}`).join('; ');
   }
 
+  const isRecords = (v) => Array.isArray(v) && v.length > 0 && v.every((x) => x && typeof x === 'object' && !Array.isArray(x));
+
+  // The records of a list result, one per row: the first list of records at the top (series,
+  // rows, samples, positions, tracks, …), else the longest list of records anywhere in the data
+  // (a time series' data points, a detector's events). A record holding a list of records (a
+  // track and its filtered positions) gives one row per inner record, with the outer record's
+  // names beside it (`track_name`); `groups` counts the outer records that gave rows.
   function findSeries(data) {
     if (!data || typeof data !== 'object') return null;
+    let list = null, key = '';
     for (const k of ['series', 'rows', 'samples', 'positions', 'tracks', 'features', 'classifications']) {
-      if (Array.isArray(data[k]) && data[k].length && typeof data[k][0] === 'object') return data[k];
+      if (isRecords(data[k])) {
+        list = data[k];
+        key = k;
+        break;
+      }
     }
-    if (Array.isArray(data) && data.length && typeof data[0] === 'object') return data;
+    if (!list && isRecords(data)) list = data;
+    if (!list) {
+      const walk = (v, k, depth) => {
+        if (!v || typeof v !== 'object' || depth > 4) return;
+        if (isRecords(v)) {
+          if (!list || v.length > list.length) {
+            list = v;
+            key = k;
+          }
+          return;
+        }
+        if (!Array.isArray(v)) for (const kk of Object.keys(v)) walk(v[kk], kk, depth + 1);
+      };
+      walk(data, '', 0);
+    }
+    return list ? expand(list, key, 0) : null;
+  }
+
+  function expand(list, key, depth) {
+    const inner = (r) => {
+      let best = null;
+      for (const k of Object.keys(r)) if (isRecords(r[k]) && (!best || r[k].length > r[best].length)) best = k;
+      return best;
+    };
+    if (depth > 2 || !list.some(inner)) return list;
+    const singular = key.endsWith('s') ? key.slice(0, -1) : key || 'item';
+    const rows = [];
+    let groups = 0;
+    for (const r of list) {
+      const k = inner(r);
+      if (!k) continue; // an outer record with nothing in it (a track none of whose positions matched)
+      groups++;
+      const names = {};
+      for (const [kk, v] of Object.entries(r)) if (typeof v === 'string') names[`${singular}_${kk}`] = v;
+      for (const child of expand(r[k], k, depth + 1)) rows.push({ ...names, ...child });
+    }
+    if (!rows.length) return list;
+    rows.groups = groups;
+    return rows;
+  }
+
+  // A row's time (ms) and position ([lon, lat]), where it has them: what a click on the row
+  // goes to, and what the map rings.
+  const TIME_KEYS = ['time', 'start_time', 'time_start', 'timestamp'];
+  function rowTime(r) {
+    for (const k of TIME_KEYS) {
+      if (typeof r[k] !== 'string') continue;
+      const t = isoMs(r[k]);
+      if (t === t) return t;
+    }
     return null;
   }
 
-  // The shown result as {head, rows} of text, in the chosen units, nested values flattened.
+  function rowPlace(r) {
+    const lon = pick(r.lon, r.longitude), lat = pick(r.lat, r.latitude);
+    if (typeof lon === 'number' && typeof lat === 'number') return [lon, lat];
+    for (const k of Object.keys(r)) {
+      const v = r[k];
+      if (/position|coord|location|point|centroid|centre|center/i.test(k) && Array.isArray(v) && v.length >= 2
+        && typeof v[0] === 'number' && typeof v[1] === 'number' && Math.abs(v[0]) <= 180 && Math.abs(v[1]) <= 90) return [v[0], v[1]];
+    }
+    return null;
+  }
+
+  // The shown result as {series, head, rows} of text, in the chosen units, nested values
+  // flattened; every row (the table pages through them, the CSV has them all).
   function datasetTable(d) {
     const series = findSeries(d.data);
-    const conv = (k, v) => {
-      const u = unitOf(k);
+    const conv = (k, v, rowUnits) => {
+      const u = unitOf(k, rowUnits);
       return typeof v === 'number' && u.conv ? cell(Math.round(u.conv(v) * 1000) / 1000) : cell(v);
     };
     if (series) {
-      const flat = series.slice(0, 5000).map((r) => flatten(r, '', {}));
+      const flat = series.slice(0, 100000).map((r) => flatten(r, '', {}));
       const cols = [];
       for (const r of flat.slice(0, 50)) for (const k of Object.keys(r)) if (!cols.includes(k)) cols.push(k);
-      return { series, head: cols.map((c) => unitOf(c).label), rows: flat.map((r) => cols.map((c) => conv(c, r[c]))) };
+      const units = typeof series[0].units === 'string' ? series[0].units : typeof d.data.units === 'string' ? d.data.units : null;
+      return { series, units, head: cols.map((c) => unitOf(c, units).label), rows: flat.map((r) => cols.map((c) => conv(c, r[c], typeof r.units === 'string' ? r.units : units))) };
     }
     const flat = flatten(d.data || {}, '', {});
-    return { series: null, head: ['field', 'value'], rows: Object.keys(flat).map((k) => [unitOf(k).label, conv(k, flat[k])]) };
+    // a measurement's `value` is in its `units` (yds, nm, kts…): shown in the chosen ones
+    const units = typeof flat.units === 'string' ? flat.units : null;
+    const keys = Object.keys(flat).filter((k) => !(k === 'units' && unitOf('value', units).conv));
+    return { series: null, head: ['field', 'value'], rows: keys.map((k) => [unitOf(k, units).label, conv(k, flat[k], units)]) };
   }
 
+  const PAGE_ROWS = 50;
+
   function renderDataset(d) {
+    const same = d && app.result.id === d.id;
     app.datasetShown = d ? d.id : null;
     const table = $('dataset-table');
     const chart = $('dataset-chart');
     chart.replaceChildren();
     $('dataset-csv').disabled = !d || d.kind === 'error';
-    if (!d) {
-      $('dataset-summary').classList.remove('is-error');
-      $('dataset-summary').textContent = 'Analytical tools (e.g. range-bearing, track-stats) put their results for this plot here.';
+    const failed = d && d.kind === 'error';
+    if (!d || failed) {
+      $('dataset-summary').classList.toggle('is-error', !!failed);
+      $('dataset-summary').textContent = failed ? `${d.toolId} failed: ${d.summary}` : 'Analytical tools (e.g. range-bearing, track-stats) put their results for this plot here.';
       table.replaceChildren();
+      app.resultTable = null;
+      app.result = { id: null, rows: [], page: 0, row: -1, marks: [], gen: app.result.gen + 1 };
+      $('dataset-pager').hidden = true;
+      $('results-split').classList.add('no-chart');
+      renderResultMarks();
       return;
     }
-    const failed = d.kind === 'error';
-    $('dataset-summary').classList.toggle('is-error', failed);
-    $('dataset-summary').textContent = failed ? `${d.toolId} failed: ${d.summary}` : `${d.toolId}: ${d.summary}`;
-    if (failed) {
-      table.replaceChildren();
-      return;
+    $('dataset-summary').classList.remove('is-error');
+    $('dataset-summary').textContent = `${d.toolId}: ${d.summary}`;
+    const t = datasetTable(d);
+    app.resultTable = t;
+    if (!same) app.result = { id: d.id, rows: t.series || [], page: 0, row: -1, marks: [], gen: app.result.gen + 1 };
+    renderResultPage();
+    const charted = t.series && !(t.series.groups > 1) && chartSeries(chart, t.series, t.units);
+    $('results-split').classList.toggle('no-chart', !charted);
+    if (!same) renderResultMarks();
+  }
+
+  // One page of the shown result's table; a row with a time goes there when clicked.
+  function renderResultPage() {
+    const t = app.resultTable;
+    const table = $('dataset-table');
+    if (!t) return;
+    const res = app.result;
+    const pages = Math.max(1, Math.ceil(t.rows.length / PAGE_ROWS));
+    res.page = Math.min(Math.max(res.page, 0), pages - 1);
+    const start = res.page * PAGE_ROWS;
+    const rows = t.rows.slice(start, start + PAGE_ROWS);
+    // one row of the page is in the Tab order (the chosen one, else the first); arrows move
+    const focusAt = res.row >= start && res.row < start + rows.length ? res.row : start;
+    const body = rows.map((r, i) => {
+      const n = start + i;
+      const rec = res.rows[n];
+      const go = rec && (rowTime(rec) !== null || rowPlace(rec));
+      const attrs = go ? ` data-row="${n}" tabindex="${n === focusAt ? 0 : -1}" class="go" title="Go to this row's time${rowPlace(rec) ? ' and place' : ''}" aria-selected="${n === res.row}"` : '';
+      return `<tr${attrs}>${r.map((c) => `<td>${esc(c)}</td>`).join('')}</tr>`;
+    }).join('');
+    table.innerHTML = `<thead><tr>${t.head.map((h) => `<th scope="col">${esc(h)}</th>`).join('')}</tr></thead><tbody>${body}</tbody>`;
+    const pager = $('dataset-pager');
+    pager.hidden = !res.rows.length;
+    $('page-info').textContent = t.rows.length > PAGE_ROWS ? `Rows ${start + 1}–${start + rows.length} of ${t.rows.length}` : `${t.rows.length} row${t.rows.length === 1 ? '' : 's'}`;
+    $('page-prev').disabled = res.page === 0;
+    $('page-next').disabled = res.page >= pages - 1;
+    $('page-prev').hidden = $('page-next').hidden = pages === 1;
+  }
+
+  function goToRow(n) {
+    const rec = app.result.rows[n];
+    if (!rec) return;
+    app.result.row = n;
+    app.result.gen++;
+    for (const tr of $('dataset-table').querySelectorAll('tr[data-row]')) {
+      tr.setAttribute('aria-selected', String(Number(tr.dataset.row) === n));
+      tr.tabIndex = Number(tr.dataset.row) === n ? 0 : -1;
     }
-    const { series, head, rows } = datasetTable(d);
-    table.innerHTML = `<thead><tr>${head.map((h) => `<th scope="col">${esc(h)}</th>`).join('')}</tr></thead><tbody>${rows.slice(0, 1000).map((r) => `<tr>${r.map((c) => `<td>${esc(c)}</td>`).join('')}</tr>`).join('')}</tbody>`;
-    if (series) chartSeries(chart, series);
+    $('dataset-table').dataset.row = String(n);
+    const t = rowTime(rec);
+    if (t !== null) {
+      stopPlay();
+      setTime(t);
+    }
+    const p = rowPlace(rec);
+    if (p && app.view) {
+      const x = X(p[0]), y = Y(p[1]);
+      if (x < 30 || x > W - 30 || y < 30 || y > H - 30) {
+        app.view.cx = p[0];
+        app.view.cy = p[1];
+        app.view.auto = false;
+      }
+    }
+    requestDraw();
+  }
+
+  // The positions of the shown result's rows, ringed on the map.
+  function renderResultMarks() {
+    const rows = app.plot ? app.result.rows : [];
+    app.result.marks = rows.slice(0, 20000).map(rowPlace);
+    app.result.gen++;
+    canvas.dataset.resultMarks = String(app.result.marks.filter(Boolean).length);
+    requestDraw();
+  }
+
+  const MARK = 'rgba(255, 200, 0, 0.9)';
+
+  function resultMarks() {
+    const marks = app.result.marks;
+    if (!marks.length) return;
+    const on = (x, y) => x > -10 && y > -10 && x < W + 10 && y < H + 10;
+    ctx.beginPath();
+    for (const p of marks) {
+      if (!p) continue;
+      const x = X(p[0]), y = Y(p[1]);
+      if (!on(x, y)) continue;
+      ctx.moveTo(x + 6, y);
+      ctx.arc(x, y, 6, 0, Math.PI * 2);
+    }
+    // the outline under the fill, so touching rings read as one highlighted stretch
+    ctx.strokeStyle = '#7a5200';
+    ctx.lineWidth = 2;
+    ctx.stroke();
+    ctx.fillStyle = MARK;
+    ctx.fill();
+    const p = app.result.row >= 0 ? marks[app.result.row] : null;
+    if (p) {
+      ctx.beginPath();
+      ctx.arc(X(p[0]), Y(p[1]), 11, 0, Math.PI * 2);
+      ctx.strokeStyle = '#1b2430';
+      ctx.lineWidth = 2.5;
+      ctx.stroke();
+    }
   }
 
   function csvOf(head, rows) {
@@ -1711,21 +2091,23 @@
     if (d) renderDataset(d);
   }).observe($('dataset-chart'));
 
-  function chartSeries(el, series) {
-    const times = series.map((r) => Date.parse(r.time));
-    if (!times.every((t) => isFinite(t)) || series.length < 2) return;
-    const numeric = Object.keys(series[0]).filter((k) => k !== 'time' && typeof series[0][k] === 'number');
-    if (!numeric.length) return;
+  // A chart of a result's values over time, in the chosen units; false when there is none to draw.
+  function chartSeries(el, series, units) {
+    const times = series.map((r) => isoMs(r.time));
+    if (!times.every((t) => isFinite(t)) || series.length < 2) return false;
+    // positions and row numbers are not quantities to chart
+    const numeric = Object.keys(series[0]).filter((k) => k !== 'time' && typeof series[0][k] === 'number' && !/^(lon|lat|longitude|latitude|index)$|_index$/.test(k));
+    if (!numeric.length) return false;
     // The measured quantity first (a rate tool's `rate`, a reading's `value`), then the rest.
     const lead = ['value', 'rate'];
     numeric.sort((a, b) => (lead.includes(b) ? 1 : 0) - (lead.includes(a) ? 1 : 0));
     // A measured quantity is charted alone: its readings in other units only crowd it.
     const keys = lead.includes(numeric[0]) ? numeric.slice(0, 1) : numeric.slice(0, 2);
-    const conv = (k) => unitOf(k).conv || ((v) => v);
     // A key without a unit suffix takes the rows' own `units` (e.g. `kts/sec`), when they say.
-    const rowUnits = typeof series[0].units === 'string' ? series[0].units : '';
+    const rowUnits = typeof series[0].units === 'string' ? series[0].units : units || '';
+    const conv = (k) => unitOf(k, rowUnits).conv || ((v) => v);
     const label = (k) => {
-      const u = unitOf(k);
+      const u = unitOf(k, rowUnits);
       return !u.conv && rowUnits && lead.includes(k) ? `${u.label} (${rowUnits})` : u.label;
     };
     const w = Math.max(200, el.clientWidth || 400), h = Math.max(100, el.clientHeight || 160);
@@ -1736,7 +2118,9 @@
       const t = v.toFixed(dp);
       return /^-0(\.0*)?$/.test(t) ? t.slice(1) : t;
     };
-    const t0 = Math.min(...times), t1 = Math.max(...times);
+    const least = (xs) => xs.reduce((a, b) => (b < a ? b : a), Infinity);
+    const most = (xs) => xs.reduce((a, b) => (b > a ? b : a), -Infinity);
+    const t0 = least(times), t1 = most(times);
     const x = (t) => m.l + ((t - t0) / Math.max(t1 - t0, 1)) * (w - m.l - m.r);
     const svg = document.createElementNS(NS, 'svg');
     svg.setAttribute('viewBox', `0 0 ${w} ${h}`);
@@ -1752,7 +2136,7 @@
     keys.forEach((k, n) => {
       const f = conv(k);
       const vals = series.map((r) => f(r[k]));
-      let lo = Math.min(...vals), hi = Math.max(...vals);
+      let lo = least(vals), hi = most(vals);
       if (k === 'bearing_deg') { lo = 0; hi = 360; }
       if (hi - lo < 1e-9) { hi = lo + 1; }
       const y = (v) => h - m.b - ((v - lo) / (hi - lo)) * (h - m.t - m.b);
@@ -1778,6 +2162,7 @@
       add('text', { x: x(t), y: h - 6, 'text-anchor': 'middle' }, new Date(t).toISOString().slice(11, 16));
     }
     el.replaceChildren(svg);
+    return true;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -2041,6 +2426,7 @@
     $('time-now').textContent = fmtClock(tm.now);
     $('map').dataset.time = tm.now === null ? '' : new Date(tm.now).toISOString();
     markNarrative();
+    renderReadout();
     if (app.details && app.byId.has(app.details)) showDetails(app.byId.get(app.details));
   }
 
@@ -2123,6 +2509,111 @@
   }
 
   // ---------------------------------------------------------------------------------------------
+  // the readout at the time cursor: each track's course and speed, and the range and bearing
+  // from the first selected track to each other selected one
+
+  const R_EARTH = 6371008.8; // metres: the mean radius of the analysis tools' haversine
+
+  // Great-circle range (m) and initial bearing (° true) from A to B, computed as the
+  // range-bearing tool computes them, so the readout and its result agree.
+  function rangeBearing(lonA, latA, lonB, latB) {
+    const r = Math.PI / 180;
+    const p1 = latA * r, p2 = latB * r, dl = (lonB - lonA) * r;
+    const h = Math.sin(((latB - latA) * r) / 2) ** 2 + Math.cos(p1) * Math.cos(p2) * Math.sin(dl / 2) ** 2;
+    const range = 2 * R_EARTH * Math.asin(Math.min(1, Math.sqrt(h)));
+    const y = Math.sin(dl) * Math.cos(p2);
+    const x = Math.cos(p1) * Math.sin(p2) - Math.sin(p1) * Math.cos(p2) * Math.cos(dl);
+    return { range, bearing: ((Math.atan2(y, x) / r) + 360) % 360 };
+  }
+
+  function fmtDist(m, bare) {
+    const u = app.units.dist;
+    const v = m / M_PER[u];
+    const text = u === 'nm' || u === 'km' ? v.toFixed(2) : Math.round(v).toLocaleString('en-GB');
+    return bare ? text : `${text} ${u}`;
+  }
+
+  function fmtSpeed(kn) {
+    const u = app.units.speed;
+    return `${((kn * MPS_PER.kn) / MPS_PER[u]).toFixed(1)} ${u}`;
+  }
+
+  function fmtBearing(b) {
+    return `${(Math.round(b * 10) / 10).toFixed(1).padStart(5, '0')}°`;
+  }
+
+  // The tracks the readout shows: the selected ones, else every track of a plot of a few.
+  function readoutTracks() {
+    const tracks = app.drawables.filter((d) => d.kind === 'TRACK' && d.n);
+    const sel = [...app.selected].map((id) => app.byId.get(id)).filter((d) => d && d.kind === 'TRACK' && d.n);
+    if (sel.length) return { rows: sel.slice(0, 8), pairs: sel.length >= 2 ? sel.slice(1, 4).map((b) => [sel[0], b]) : [] };
+    return { rows: tracks.length <= 6 ? tracks : [], pairs: [], hint: tracks.length > 6 };
+  }
+
+  let readoutKey = null;
+  function renderReadout() {
+    const el = $('readout');
+    const { rows, pairs, hint } = readoutTracks();
+    const key = `${rows.map((d) => `${d.id}:${d.color}:${d.name}`).join('|')}#${pairs.map(([a, b]) => `${a.id}>${b.id}`).join('|')}#${hint ? 1 : 0}`;
+    if (key !== readoutKey) {
+      readoutKey = key;
+      const frag = document.createDocumentFragment();
+      const span = (cls, text) => {
+        const e = document.createElement('span');
+        e.className = cls;
+        if (text !== undefined) e.textContent = text;
+        return e;
+      };
+      for (const d of rows) {
+        const r = span('rd');
+        r.dataset.id = d.id;
+        const sw = span('sw');
+        sw.style.background = d.color; // CSSOM, which the CSP allows
+        r.append(sw, span('rn', d.name), span('rv'));
+        frag.appendChild(r);
+      }
+      for (const [a, b] of pairs) {
+        const r = span('rp');
+        r.dataset.from = a.id;
+        r.dataset.to = b.id;
+        r.append(span('rn', `${a.name} → ${b.name}`), span('rv'));
+        frag.appendChild(r);
+      }
+      if (hint) frag.appendChild(span('muted', 'Select tracks (on the map or in the list) to read their course, speed, range and bearing at this time.'));
+      el.replaceChildren(frag);
+    }
+    const t = app.time.now;
+    for (const r of el.querySelectorAll('.rd')) {
+      const m = trackAt(app.byId.get(r.dataset.id), t);
+      const v = r.querySelector('.rv');
+      if (!m) {
+        v.textContent = 'no position at this time';
+        delete r.dataset.course;
+        delete r.dataset.speedKn;
+        continue;
+      }
+      const c = Number(m.course), sp = Number(m.speed);
+      v.textContent = `course ${isFinite(c) ? fmtBearing(c) : '—'}, ${isFinite(sp) ? fmtSpeed(sp) : 'speed —'}`;
+      r.dataset.course = isFinite(c) ? String(c) : '';
+      r.dataset.speedKn = isFinite(sp) ? String(sp) : '';
+    }
+    for (const r of el.querySelectorAll('.rp')) {
+      const a = trackAt(app.byId.get(r.dataset.from), t), b = trackAt(app.byId.get(r.dataset.to), t);
+      const v = r.querySelector('.rv');
+      if (!a || !b) {
+        v.textContent = 'not both at this time';
+        delete r.dataset.rangeM;
+        continue;
+      }
+      const rb = rangeBearing(a.lon, a.lat, b.lon, b.lat);
+      v.textContent = `range ${fmtDist(rb.range)}, bearing ${fmtBearing(rb.bearing)}`;
+      r.dataset.rangeM = String(rb.range);
+      r.dataset.bearing = String(rb.bearing);
+    }
+    el.hidden = !el.children.length;
+  }
+
+  // ---------------------------------------------------------------------------------------------
   // narrative panel
 
   function renderNarrative() {
@@ -2199,7 +2690,21 @@
     if (kinds.has('POINT')) item('◆ reference point');
     if (app.narrative.length) item(`${app.narrative.length} narrative entries (Narrative tab)`);
     ul.replaceChildren(frag);
-    $('legend').hidden = !ul.children.length;
+    const lg = $('legend');
+    lg.hidden = !ul.children.length;
+    $('legend-count').textContent = tracks.length > 12 ? `(${tracks.length} tracks)` : '';
+    // A long legend starts folded (its summary says how many tracks), unless the person opened
+    // or closed it themselves; the fit keeps the plot clear of it either way.
+    const want = tracks.length <= 12;
+    if (app.legendChosen === undefined && lg.open !== want) {
+      app.legendSetting = true;
+      lg.open = want;
+    }
+  }
+
+  function worldView() {
+    app.plotK = null;
+    fit([-180, -60, 180, 75]);
   }
 
   function fmtLatLon(lat, lon) {
@@ -2227,15 +2732,15 @@
         row('Time', fmtClock(app.time.now === null ? m.t : app.time.now));
         row('Position', fmtLatLon(m.lat, m.lon));
         if (isFinite(Number(m.course))) row('Course', `${Number(m.course).toFixed(1)}°`);
-        if (isFinite(Number(m.speed))) row('Speed', `${Number(m.speed).toFixed(1)} kn`);
+        if (isFinite(Number(m.speed))) row('Speed', fmtSpeed(Number(m.speed)));
       } else row('Time', `${fmtClock(app.time.now)} (outside the track: ${fmtSpan(p.start_time, p.end_time)})`);
       row('Positions', d.n);
     } else {
       if (d.circle) {
         row('Centre', fmtLatLon(d.circle.lat, d.circle.lon));
-        if (d.kind === 'CIRCLE') row('Radius', `${(d.circle.a / M_PER_NM).toFixed(2)} nm (${Math.round(d.circle.a)} m)`);
+        if (d.kind === 'CIRCLE') row('Radius', `${fmtDist(d.circle.a)}${app.units.dist === 'm' ? '' : ` (${Math.round(d.circle.a)} m)`}`);
         else {
-          row('Semi-axes', `${(d.circle.a / M_PER_NM).toFixed(2)} × ${(d.circle.b / M_PER_NM).toFixed(2)} nm`);
+          row('Semi-axes', `${fmtDist(d.circle.a, true)} × ${fmtDist(d.circle.b)}`);
           row('Orientation', `${d.circle.rot}°`);
         }
       } else if (d.points.length === 1) row('Position', fmtLatLon(d.points[0][1], d.points[0][0]));
@@ -2704,26 +3209,35 @@
   // ---------------------------------------------------------------------------------------------
   // result units
 
-  const DIST = { nm: 1 / M_PER_NM, km: 1 / 1000, m: 1 }; // from metres
-  const SPEED = { kn: 1852 / 3600, 'km/h': 3.6, 'm/s': 1 }; // kn: from m/s, inverted below
+  // Units the tools write, in metres or metres a second.
+  const DIST_OF = { m: 1, metres: 1, meters: 1, km: 1000, nm: M_PER_NM, yd: 0.9144, yds: 0.9144, yards: 0.9144 };
+  const SPEED_OF = { kn: M_PER_NM / 3600, kts: M_PER_NM / 3600, knots: M_PER_NM / 3600, mps: 1, 'm/s': 1, 'km/h': 1 / 3.6 };
+  // Keys without a unit of their own that take their record's `units` (range-calc's `value` in
+  // yds, a range-time plot's `range`).
+  const MEASURED = ['value', 'range', 'distance', 'speed'];
 
   // The unit a result column's name declares (`range_m`, `average_speed_kn`, `width_nm`,
-  // `bearing_deg`, `bbox_area_sq_nm`), as {label, conv} in the chosen units.
-  function unitOf(key) {
+  // `range_yards`, `bearing_deg`, `bbox_area_sq_nm`), or, for a measured value, its record's
+  // `units`; as {label, conv} in the chosen units.
+  function unitOf(key, units) {
     const leaf = String(key).split('.').pop();
-    const m = /^(.*?)_(sq_nm|m|km|nm|kn|kts|mps|deg|hours|s)$/.exec(leaf);
+    const du = app.units.dist, su = app.units.speed;
+    const toDist = (metres) => metres / M_PER[du];
+    const toSpeed = (mps) => mps / MPS_PER[su];
+    if (MEASURED.includes(leaf) && units) {
+      const u = String(units).toLowerCase();
+      if (DIST_OF[u]) return { label: `${humanise(key)} (${du})`, conv: (v) => toDist(v * DIST_OF[u]) };
+      if (SPEED_OF[u]) return { label: `${humanise(key)} (${su})`, conv: (v) => toSpeed(v * SPEED_OF[u]) };
+    }
+    const m = /^(.*?)_(sq_nm|m|km|nm|yd|yds|yards|kn|kts|knots|mps|deg|degs|hours|s|secs|seconds)$/.exec(leaf);
     if (!m) return { label: humanise(key), conv: null };
     const base = humanise(String(key).slice(0, String(key).length - leaf.length) + m[1]);
-    const du = app.units.dist, su = app.units.speed;
-    const toSpeed = (mps) => (su === 'kn' ? mps / SPEED.kn : su === 'km/h' ? mps * 3.6 : mps);
-    switch (m[2]) {
-      case 'm': return { label: `${base} (${du})`, conv: (v) => v * DIST[du] };
-      case 'km': return { label: `${base} (${du})`, conv: (v) => v * 1000 * DIST[du] };
-      case 'nm': return { label: `${base} (${du})`, conv: (v) => v * M_PER_NM * DIST[du] };
-      case 'sq_nm': return { label: `${base} (${du}²)`, conv: (v) => v * (M_PER_NM * DIST[du]) ** 2 };
-      case 'kn': case 'kts': return { label: `${base} (${su})`, conv: (v) => toSpeed(v * SPEED.kn) };
-      case 'mps': return { label: `${base} (${su})`, conv: (v) => toSpeed(v) };
-      case 'deg': return { label: `${base} (°)`, conv: (v) => v };
+    const u = m[2];
+    if (DIST_OF[u]) return { label: `${base} (${du})`, conv: (v) => toDist(v * DIST_OF[u]) };
+    if (SPEED_OF[u]) return { label: `${base} (${su})`, conv: (v) => toSpeed(v * SPEED_OF[u]) };
+    switch (u) {
+      case 'sq_nm': return { label: `${base} (${du}²)`, conv: (v) => v * (M_PER_NM / M_PER[du]) ** 2 };
+      case 'deg': case 'degs': return { label: `${base} (°)`, conv: (v) => v };
       case 'hours': return { label: `${base} (h)`, conv: (v) => v };
       default: return { label: `${base} (s)`, conv: (v) => v };
     }
@@ -2742,8 +3256,24 @@
   // ---------------------------------------------------------------------------------------------
   // live updates
 
+  // A plain headless Chromium taking a picture (`chromium --headless --screenshot
+  // --virtual-time-budget=…`) lets its virtual time run only while no request is open, and a
+  // live stream never ends: there the state is polled instead, so the picture is taken. Driven
+  // browsers (navigator.webdriver: Playwright, Puppeteer, WebDriver) and people get the stream.
+  const PICTURE = /HeadlessChrome/.test(navigator.userAgent) && !navigator.webdriver;
+
   function connectLive() {
     const live = $('live');
+    if (PICTURE) {
+      live.textContent = 'live: polled (headless picture)';
+      live.className = 'live';
+      const poll = async () => {
+        await refreshState();
+        setTimeout(poll, 2000);
+      };
+      setTimeout(poll, 2000);
+      return;
+    }
     const es = new EventSource('/api/events');
     es.addEventListener('state', (ev) => {
       live.textContent = 'live';
@@ -2763,6 +3293,49 @@
       live.className = 'live down';
     };
     app.events = es;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // the unit setting and the result table's events
+
+  function unitsChanged() {
+    const d = app.datasets.find((x) => x.id === app.datasetShown);
+    renderDataset(d || null);
+    readoutKey = null;
+    renderReadout();
+    if (app.details && app.byId.has(app.details)) showDetails(app.byId.get(app.details));
+    requestDraw();
+  }
+
+  function resultEvents() {
+    const table = $('dataset-table');
+    table.addEventListener('click', (ev) => {
+      const tr = ev.target.closest('tr[data-row]');
+      if (tr) goToRow(Number(tr.dataset.row));
+    });
+    table.addEventListener('keydown', (ev) => {
+      const tr = ev.target.closest('tr[data-row]');
+      if (!tr) return;
+      if (ev.key === 'Enter' || ev.key === ' ') {
+        ev.preventDefault();
+        goToRow(Number(tr.dataset.row));
+      } else if (ev.key === 'ArrowDown' || ev.key === 'ArrowUp') {
+        ev.preventDefault();
+        const next = ev.key === 'ArrowDown' ? tr.nextElementSibling : tr.previousElementSibling;
+        if (next && next.dataset.row) {
+          tr.tabIndex = -1;
+          next.tabIndex = 0;
+          next.focus();
+        }
+      }
+    });
+    const turn = (by) => {
+      app.result.page += by;
+      renderResultPage();
+      $('table-scroll').scrollTop = 0;
+    };
+    $('page-prev').addEventListener('click', () => turn(-1));
+    $('page-next').addEventListener('click', () => turn(1));
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -2829,6 +3402,15 @@
     $('zoom-in').addEventListener('click', () => zoomAt(1.4, W / 2, H / 2));
     $('zoom-out').addEventListener('click', () => zoomAt(1 / 1.4, W / 2, H / 2));
     $('zoom-fit').addEventListener('click', () => { fit(); requestDraw(); });
+    $('legend').addEventListener('toggle', () => {
+      if (app.legendSetting) app.legendSetting = false;
+      else app.legendChosen = $('legend').open;
+      // a fitted view stays clear of the legend as it opens or folds
+      if (app.view && app.view.auto && app.plot) {
+        fit(app.view.box);
+        requestDraw();
+      }
+    });
     new ResizeObserver(() => resize()).observe(canvas.parentElement);
   }
 
@@ -2914,12 +3496,20 @@
     $('details-close').addEventListener('click', hideDetails);
     $('dataset-csv').addEventListener('click', downloadCsv);
     for (const [id, key] of [['unit-dist', 'dist'], ['unit-speed', 'speed']]) {
+      $(id).value = app.units[key];
       $(id).addEventListener('change', () => {
         app.units[key] = $(id).value;
-        const d = app.datasets.find((x) => x.id === app.datasetShown);
-        renderDataset(d || null);
+        try {
+          localStorage.setItem('toolgate.units', JSON.stringify(app.units));
+        } catch (_) { /* kept for this page only */ }
+        unitsChanged();
       });
     }
+    resultEvents();
+    // the chart of the world until a plot is open; the coastline is read meanwhile
+    measureCanvas();
+    worldView();
+    loadLand();
     resize();
     // The page arrives with the session state and the config embedded, so an open plot is asked
     // for at once; without them (an old page, a proxy) they are fetched.

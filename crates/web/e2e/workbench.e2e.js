@@ -171,6 +171,270 @@ async function magentaNear(page, x, y, tol = 2) {
   }, { x, y, tol });
 }
 
+// E2E_SOFT=1: the chart, readout, result and picture steps (`step`) report every failure and go
+// on, so a run against an older page shows each check that fails there; the run still fails.
+const SOFT = process.env.E2E_SOFT === '1';
+const softFailures = [];
+async function step(name, fn) {
+  if (!SOFT) return fn();
+  try {
+    await fn();
+    log('step passed:', name);
+  } catch (e) {
+    softFailures.push(`${name}: ${e.message}`);
+    log('STEP FAILED:', name, '—', e.message);
+  }
+  return undefined;
+}
+
+// Where every vertex of the plot's features lands on the map (CSS px), and which lie outside
+// the map or under its legend or zoom buttons.
+async function fitReport(page) {
+  return page.evaluate(() => {
+    const wb = window.__workbench;
+    const m = document.getElementById('map').getBoundingClientRect();
+    const rel = (id) => {
+      const el = document.getElementById(id) || document.querySelector(id);
+      if (!el || el.hidden) return null;
+      const r = el.getBoundingClientRect();
+      return r.width ? { l: r.left - m.left, t: r.top - m.top, r: r.right - m.left, b: r.bottom - m.top } : null;
+    };
+    const covers = [['legend', rel('legend')], ['zoom buttons', rel('.map-tools')]].filter(([, r]) => r);
+    const outside = [], covered = [];
+    let n = 0;
+    for (const d of wb.app.drawables) {
+      const pts = [];
+      for (const l of d.lines) for (let i = 0; i < l.length; i += 2) pts.push([l[i], l[i + 1]]);
+      for (const p of d.points) pts.push(p);
+      for (const poly of d.polys) for (const r of poly) for (let i = 0; i < r.length; i += 2) pts.push([r[i], r[i + 1]]);
+      if (d.circle) pts.push([d.bbox[0], d.bbox[1]], [d.bbox[2], d.bbox[3]]);
+      for (const [lon, lat] of pts) {
+        n++;
+        const { x, y } = wb.screenOf(lon, lat);
+        if (x < 0 || y < 0 || x > m.width || y > m.height) outside.push(`${d.id}@${x.toFixed(0)},${y.toFixed(0)}`);
+        for (const [what, r] of covers) if (x >= r.l && x <= r.r && y >= r.t && y <= r.b) covered.push(`${d.id} under the ${what}`);
+      }
+    }
+    return { n, outside: outside.slice(0, 5), outsideCount: outside.length, covered: [...new Set(covered)].slice(0, 5), coveredCount: covered.length, w: m.width, h: m.height };
+  });
+}
+
+// The share of the pixels in a 9×9 block at (lon, lat) that are the chart's land colour.
+async function landShare(page, lon, lat) {
+  return page.evaluate(({ lon, lat }) => {
+    const wb = window.__workbench;
+    const { x, y } = wb.screenOf(lon, lat);
+    let land = 0, n = 0;
+    for (let dx = -4; dx <= 4; dx++) {
+      for (let dy = -4; dy <= 4; dy++) {
+        const [r, g, b] = wb.pixel(x + dx, y + dy);
+        n++;
+        // #ece4cc, the page's LAND
+        if (Math.abs(r - 236) < 8 && Math.abs(g - 228) < 8 && Math.abs(b - 204) < 8) land++;
+      }
+    }
+    return land / n;
+  }, { lon, lat });
+}
+
+// The analyst's chart on opening Exercise Alpha: fitted clear of the overlays, the coastline
+// drawn (west Cornwall and Exmoor are land, the sea south of the Lizard is sea), a graticule that
+// gets finer as the map zooms in, and a legend that folds away.
+async function chartChecks(page) {
+  log('the chart: fitted on open, coastline, graticule, legend');
+  await step('open fits the whole plot into the map, clear of the legend and the zoom buttons', async () => {
+    await page.waitForTimeout(150); // a layout change after the open (the time controller) must not undo the fit
+    const f = await fitReport(page);
+    assert.ok(f.n > 100, `the plot has vertices: ${f.n}`);
+    assert.equal(f.outsideCount, 0, `${f.outsideCount} vertices off the ${f.w}×${f.h} map, e.g. ${f.outside.join(' ')}`);
+    assert.equal(f.coveredCount, 0, `vertices under an overlay: ${f.covered.join(', ')}`);
+  });
+  await step('the coastline: land drawn as land, sea as sea', async () => {
+    await waitFor(page, () => Number(document.getElementById('map').dataset.landRings) > 0, null, 'the coastline drawn');
+    for (const [name, lon, lat] of [['west Cornwall', -5.15, 50.2], ['Exmoor', -3.7, 51.12]]) {
+      const share = await landShare(page, lon, lat);
+      assert.ok(share > 0.6, `${name} (${lon}, ${lat}) is land on the map: ${Math.round(share * 100)}% land pixels`);
+    }
+    const sea = await landShare(page, -5.0, 49.8);
+    assert.ok(sea < 0.05, `the sea south of the Lizard is sea: ${Math.round(sea * 100)}% land pixels`);
+  });
+  await screenshot(page, 'chart-alpha-fitted');
+  await step('the graticule gets finer as the map zooms in', async () => {
+    const g0 = await page.evaluate(() => Number(document.getElementById('map').dataset.graticule));
+    await page.evaluate(() => { const wb = window.__workbench; const r = document.getElementById('map').getBoundingClientRect(); wb.zoomAt(10, r.width / 2, r.height / 2); wb.draw(); });
+    const g1 = await page.evaluate(() => Number(document.getElementById('map').dataset.graticule));
+    assert.ok(g0 > 0 && g1 > 0 && g1 < g0, `graticule step ${g0}° → ${g1}° after zooming ×10`);
+    await screenshot(page, 'chart-zoomed-graticule');
+    await page.click('#zoom-fit');
+  });
+  await step('the legend folds and unfolds; the fitted plot stays clear of it', async () => {
+    assert.equal(await page.evaluate(() => document.getElementById('legend').open), true, 'a short legend starts open');
+    await page.click('#legend summary');
+    await waitFor(page, () => !document.getElementById('legend').open, null, 'the legend folded');
+    await page.click('#legend summary');
+    await waitFor(page, () => document.getElementById('legend').open, null, 'the legend open again');
+    await page.waitForTimeout(100);
+    const f = await fitReport(page);
+    assert.equal(f.coveredCount, 0, `vertices under an overlay after the legend reopened: ${f.covered.join(', ')}`);
+  });
+}
+
+// The readout at the time cursor: each track's course and speed, and the range and bearing
+// between two selected tracks — the range-bearing tool's numbers at the same time.
+async function readoutChecks(page) {
+  log('readout at the time cursor');
+  const feat = noChatFile().features.find((f) => f.id === 'track-nelson');
+  const k = feat.properties.positions.findIndex((q) => Date.parse(q.time) === Date.parse('2026-03-01T05:00:00Z'));
+  await step('each track\'s course and speed at the cursor', async () => {
+    await page.evaluate(() => window.__workbench.setTime(Date.parse('2026-03-01T05:00:00Z')));
+    const row = page.locator('#readout .rd[data-id="track-nelson"]');
+    await row.waitFor({ timeout: 3000 });
+    assert.equal(Number(await row.getAttribute('data-course')), feat.properties.positions[k].course, 'Nelson\'s course at 05:00');
+    const text = await row.innerText();
+    assert.match(text, /HMS Nelson/);
+    assert.match(text, new RegExp(`${feat.properties.positions[k].speed.toFixed(1)} kn`), `Nelson's speed in knots: ${text}`);
+    assert.equal(await page.locator('#readout .rd').count(), 3, 'the three tracks of the plot');
+  });
+  await step('range and bearing between the selected tracks agree with the range-bearing tool', async () => {
+    await page.click('#feature-rows tr[data-id="track-nelson"]');
+    await page.click('#feature-rows tr[data-id="track-contact"]', { modifiers: ['Shift'] });
+    await waitFor(page, () => window.__workbench.app.selected.size === 2, null, 'two tracks selected');
+    await page.click('#tab-tools');
+    await page.click('#tool-list li[data-tool="range-bearing"]');
+    await page.check('input[name="tool-target"][value="selection"]');
+    await page.click('#tool-run');
+    await waitFor(page, () => /^range-bearing: /.test(document.getElementById('dataset-summary').textContent), null, 'the range-bearing result');
+    const ds = await page.evaluate(() => fetch('/api/datasets').then((r) => r.json()));
+    const rb = ds.datasets.filter((d) => d.toolId === 'range-bearing').pop();
+    const sample = rb.data.series.find((x) => Date.parse(x.time) === Date.parse(rb.data.min.time));
+    // the tool's range in whatever unit it was asked for (range_m, range_nm, range_yd, …)
+    const key = Object.keys(sample).find((x) => /^range_/.test(x));
+    sample.range_m = sample[key] * { m: 1, nm: 1852, yd: 0.9144, km: 1000 }[key.slice(6)];
+    await page.evaluate((t) => window.__workbench.setTime(Date.parse(t)), sample.time);
+    const pair = page.locator('#readout .rp[data-from="track-nelson"][data-to="track-contact"]');
+    await pair.waitFor({ timeout: 3000 });
+    const rangeM = Number(await pair.getAttribute('data-range-m'));
+    const bearing = Number(await pair.getAttribute('data-bearing'));
+    assert.ok(Math.abs(rangeM - sample.range_m) < 5, `readout range ${rangeM} m vs the tool's ${sample.range_m} m at ${sample.time}`);
+    assert.ok(Math.abs(bearing - sample.bearing_deg) < 0.1, `readout bearing ${bearing}° vs the tool's ${sample.bearing_deg}°`);
+    const text = await pair.innerText();
+    assert.match(text, new RegExp(`${(sample.range_m / 1852).toFixed(2)} nm`), `the range in nm: ${text}`);
+    await screenshot(page, 'readout-two-tracks');
+    // play: the readout follows the cursor
+    const before = await pair.innerText();
+    await page.click('#time-play');
+    await page.waitForTimeout(700);
+    await page.click('#time-play');
+    const after = await pair.innerText();
+    assert.notEqual(after, before, 'the readout moved with the time while playing');
+  });
+  await step('one unit setting: yards on the readout, the scale bar, the results and the CSV', async () => {
+    await page.selectOption('#unit-dist', 'yd');
+    const pair = page.locator('#readout .rp').first();
+    const rangeM = Number(await pair.getAttribute('data-range-m'));
+    const yd = Math.round(rangeM / 0.9144).toLocaleString('en-GB');
+    assert.match(await pair.innerText(), new RegExp(`${yd} yd`), 'the readout in yards');
+    await page.evaluate(() => window.__workbench.draw());
+    assert.match(await page.getAttribute('#map', 'data-scale'), / yd$/, 'the scale bar in yards');
+    const headers = await page.locator('#dataset-table th').allTextContents();
+    assert.ok(headers.includes('range (yd)'), `the result's range in yards: ${headers.join()}`);
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('#dataset-csv')]);
+    const csvPath = path.join(OUT, 'range-bearing-yd.csv');
+    await download.saveAs(csvPath);
+    assert.match(fs.readFileSync(csvPath, 'utf8').split('\r\n')[0], /range \(yd\)/, 'the CSV in yards');
+    await screenshot(page, 'units-yards');
+    await page.selectOption('#unit-dist', 'nm');
+    assert.match(await page.getAttribute('#map', 'data-scale') || '', / nm$/);
+  });
+  await page.evaluate(() => window.__workbench.app.selected.size && document.getElementById('map').focus());
+  await page.keyboard.press('Escape');
+}
+
+// Speed Filter's positions: a table with pages, the positions ringed on the map, and a click on
+// a row moves the time cursor to it; the wide table scrolls inside the Results panel.
+async function speedFilterChecks(page) {
+  log('speed filter: table with pages, highlighted on the map, row → time');
+  await page.click('#tab-tools');
+  await page.click('#tool-list li[data-tool="speed-filter"]');
+  await page.locator('#tool-fields [data-param="min_knots"]').fill('12.5');
+  await page.locator('#tool-fields [data-param="max_knots"]').fill('');
+  await page.check('input[name="tool-target"][value="pick"]');
+  await page.selectOption('#tool-targets', 'track-nelson');
+  await page.click('#tool-run');
+  await waitFor(page, () => /^speed-filter: /.test(document.getElementById('dataset-summary').textContent), null, 'the speed-filter result');
+  const ds = await page.evaluate(() => fetch('/api/datasets').then((r) => r.json()));
+  const sf = ds.datasets.filter((d) => d.toolId === 'speed-filter').pop();
+  const positions = sf.data.tracks[0].positions;
+  assert.ok(positions.length > 60, `Nelson has ${positions.length} positions at 12.5 kn or more`);
+  await step('the filtered positions are rows of a table, in pages', async () => {
+    assert.equal(await page.locator('#dataset-table tbody tr').count(), 50, 'the first page shows 50 rows');
+    assert.equal(await page.textContent('#page-info'), `Rows 1–50 of ${positions.length}`);
+    const head = await page.locator('#dataset-table thead th').allTextContents();
+    for (const h of ['track name', 'time', 'speed (kn)']) assert.ok(head.includes(h), `column ${h}: ${head.join()}`);
+    await page.click('#page-next');
+    assert.equal(await page.textContent('#page-info'), `Rows 51–100 of ${positions.length}`);
+    assert.match(await page.innerText('#dataset-table tbody tr:first-child'), new RegExp(positions[50].time.slice(11, 16)));
+  });
+  await step('the wide table scrolls inside the Results panel', async () => {
+    const box = await page.evaluate(() => {
+      const sc = document.getElementById('dataset-table').closest('.table-scroll');
+      const panel = document.querySelector('.results-panel').getBoundingClientRect();
+      const r = sc.getBoundingClientRect();
+      return { right: r.right, panelRight: panel.right, overflowX: getComputedStyle(sc).overflowX, scrollW: sc.scrollWidth, clientW: sc.clientWidth, tableW: document.getElementById('dataset-table').getBoundingClientRect().width };
+    });
+    assert.ok(box.right <= box.panelRight + 1, `the table's box ends inside the panel: ${JSON.stringify(box)}`);
+    assert.ok(box.overflowX === 'auto' || box.overflowX === 'scroll', `it scrolls sideways: ${JSON.stringify(box)}`);
+    assert.ok(box.scrollW <= box.clientW || box.tableW > box.clientW, `a table wider than its box scrolls: ${JSON.stringify(box)}`);
+  });
+  await step('the filtered positions are ringed on the map', async () => {
+    await page.click('#zoom-fit');
+    await waitFor(page, (n) => Number(document.getElementById('map').dataset.resultMarks) === n, positions.length, `${positions.length} positions marked`);
+    await page.evaluate(() => window.__workbench.draw());
+    // a marked position, a few pixels off the track line: the highlight's yellow
+    const p = positions[Math.floor(positions.length / 2)];
+    const yellow = await page.evaluate(({ lon, lat }) => {
+      const wb = window.__workbench;
+      const { x, y } = wb.screenOf(lon, lat);
+      let n = 0;
+      for (const [dx, dy] of [[4, 0], [-4, 0], [0, 4], [0, -4], [3, 3], [-3, -3], [3, -3], [-3, 3]]) {
+        const [r, g, b] = wb.pixel(x + dx, y + dy);
+        if (r > 200 && g > 150 && b < 110) n++;
+      }
+      return n;
+    }, p);
+    assert.ok(yellow >= 3, `the position at ${p.time} is ringed in yellow (${yellow} of 8 probes)`);
+  });
+  await step('a click on a row moves the time cursor to it', async () => {
+    const row = page.locator('#dataset-table tbody tr').nth(2);
+    await row.click();
+    const want = positions[52].time.replace('T', ' ').replace(/Z$/, 'Z');
+    assert.equal(await page.textContent('#time-now'), want, 'the cursor at the row\'s time');
+    assert.equal(await row.getAttribute('aria-selected'), 'true', 'the row is marked');
+    await page.evaluate(() => window.__workbench.draw());
+    await screenshot(page, 'speed-filter-highlighted');
+  });
+}
+
+// Issue 32 item 6: the plain way to take a picture of a page — headless Chromium with a virtual
+// time budget — finishes on the workbench (the live stream must not keep it waiting).
+async function plainScreenshotCheck(base) {
+  log('a picture with plain headless Chromium');
+  await step('chromium --headless --screenshot --virtual-time-budget finishes', async () => {
+    const file = path.join(OUT, 'plain-headless-screenshot.png');
+    const profile = fs.mkdtempSync(path.join(OUT, 'chromium-profile-'));
+    const t0 = Date.now();
+    await new Promise((resolve, reject) => {
+      execFile(EXE, ['--headless', '--no-sandbox', '--disable-gpu', `--user-data-dir=${profile}`, `--screenshot=${file}`,
+        '--virtual-time-budget=5000', '--window-size=1400,900', `${base}/?token=${TOKEN}`],
+      { timeout: 45000 }, (err, stdout, stderr) => (err ? reject(new Error(`chromium did not finish: ${err.message}\n${stderr.slice(-500)}`)) : resolve()));
+    });
+    metrics.plainScreenshotMs = Date.now() - t0;
+    fs.rmSync(profile, { recursive: true, force: true });
+    assert.ok(fs.statSync(file).size > 20000, 'a picture was written');
+    log('plain headless screenshot in', metrics.plainScreenshotMs, 'ms:', file);
+  });
+}
+
 function runPython(args, env) {
   return new Promise((resolve, reject) => {
     execFile(MCP_PYTHON, args, { cwd: __dirname, env: { ...process.env, ...env }, timeout: 60000 }, (err, stdout, stderr) => {
@@ -213,6 +477,7 @@ async function analystChecks(page) {
   await page.locator('#pane-tools:not([hidden])').waitFor();
   assert.equal(await page.getAttribute('#tab-tools', 'aria-selected'), 'true', 'without a model the palette is shown first');
   await openFromSearch(page, 'alpha', 'Exercise Alpha — Day 1', ALPHA);
+  await chartChecks(page);
 
   // --- the tool palette: every registry tool, with its description -----------------------
   log('palette: track-stats with no model');
@@ -253,8 +518,8 @@ async function analystChecks(page) {
   assert.match(csv.split('\r\n')[0], /^field,value$/);
   assert.match(csv, /distance \(nm\),/);
   // switch the distance unit: the table follows
-  await page.selectOption('#unit-dist', 'km');
-  assert.match(await page.innerText('#dataset-table'), /distance \(km\)/);
+  await page.selectOption('#unit-dist', 'yd');
+  assert.match(await page.innerText('#dataset-table'), /distance \(yd\)/);
   await page.selectOption('#unit-dist', 'nm');
   await screenshot(page, 'palette-results-track-stats');
 
@@ -390,6 +655,9 @@ async function analystChecks(page) {
   assert.ok(await magentaNear(page, dyn.x, dyn.y - dyn.ry), 'the dynamic circle is shown at 07:00');
   await at('2026-03-01T09:00:00Z');
   assert.ok(!(await magentaNear(page, dyn.x, dyn.y - dyn.ry)), 'and hidden at 09:00');
+
+  await readoutChecks(page);
+  await speedFilterChecks(page);
 
   // --- a circle drawn with its real radius, at two zoom levels -----------------------------
   log('circle to scale');
@@ -583,22 +851,32 @@ async function main() {
   // Reload with the plot open: first render measured from the start of navigation.
   await page.reload({ waitUntil: 'load' });
   await waitFor(page, () => window.__workbench.stats.firstRenderMs !== null, null, 'first render after reload');
+  // The plot drawn over its coastline (the chart a person first sees whole).
+  await waitFor(page, () => window.__workbench.stats.firstRenderWithLandMs != null, null, 'the first render with the coastline', 5000).catch(() => {});
   const first = await page.evaluate(() => {
     const nav = performance.getEntriesByType('navigation')[0];
-    return { fromNavigation: window.__workbench.stats.firstRenderMs, loadEventEnd: nav ? nav.loadEventEnd : null, last: window.__workbench.stats.lastLoad, startAt: window.__workbench.stats.startAt, stateAt: window.__workbench.stats.stateAt, dcl: nav ? nav.domContentLoadedEventEnd : null, draw: window.__workbench.stats.draws.slice(-1)[0] };
+    return { withLand: window.__workbench.stats.firstRenderWithLandMs, landLoaded: window.__workbench.stats.landLoadedMs, fromNavigation: window.__workbench.stats.firstRenderMs, loadEventEnd: nav ? nav.loadEventEnd : null, last: window.__workbench.stats.lastLoad, startAt: window.__workbench.stats.startAt, stateAt: window.__workbench.stats.stateAt, dcl: nav ? nav.domContentLoadedEventEnd : null, draw: window.__workbench.stats.draws.slice(-1)[0] };
   });
   log('plot load breakdown', JSON.stringify(first));
   metrics.firstRenderFromNavigationMs = Math.round(first.fromNavigation);
   metrics.firstRenderAfterLoadEventMs = first.loadEventEnd ? Math.round(first.fromNavigation - first.loadEventEnd) : null;
+  metrics.firstRenderWithCoastFromNavigationMs = first.withLand != null ? Math.round(first.withLand) : null;
+  metrics.firstRenderWithCoastAfterLoadEventMs = first.withLand != null && first.loadEventEnd ? Math.round(first.withLand - first.loadEventEnd) : null;
+  metrics.loadEventEndMs = first.loadEventEnd ? Math.round(first.loadEventEnd) : null;
   log('first render after reload', metrics.firstRenderFromNavigationMs, 'ms from navigation start;', metrics.firstRenderAfterLoadEventMs, 'ms after the load event');
   metrics.plotLoad = first.last;
-  // The target: the open plot drawn within 500 ms of the page's load event. Opening a plot that
-  // is not open yet also parses its file on the server (seconds in an unoptimised test build),
-  // so that number is reported and only bounded loosely.
-  // 500 ms is the target; E2E_FIRST_RENDER_MS lets a machine known to be overloaded (shared
-  // build hosts) report the number without failing here. browser.rs checks the same bound.
-  const firstBound = Number(process.env.E2E_FIRST_RENDER_MS || 500);
+  // The target: the open plot drawn, over its coastline, within 300 ms of the page's load event
+  // (issue 32). Opening a plot that is not open yet also parses its file on the server (seconds
+  // in an unoptimised test build), so that number is reported and only bounded loosely.
+  // E2E_FIRST_RENDER_MS lets a machine known to be overloaded (shared build hosts) report the
+  // number without failing here. browser.rs checks the same bound.
+  const firstBound = Number(process.env.E2E_FIRST_RENDER_MS || 300);
   assert.ok(metrics.firstRenderAfterLoadEventMs <= firstBound, `first render ${metrics.firstRenderAfterLoadEventMs} ms after the load event > ${firstBound} ms`);
+  await step('the first render includes the coastline, within the same bound', async () => {
+    assert.ok(metrics.firstRenderWithCoastAfterLoadEventMs !== null, 'the plot was drawn with its coastline');
+    assert.ok(metrics.firstRenderWithCoastAfterLoadEventMs <= firstBound, `first render with the coastline ${metrics.firstRenderWithCoastAfterLoadEventMs} ms after the load event > ${firstBound} ms`);
+    assert.ok(Number(await page.getAttribute('#map', 'data-land-rings')) > 0, 'the bulk plot\'s chart has land');
+  });
   assert.ok(metrics.openToRenderMs <= 15000, `open → first render ${metrics.openToRenderMs} ms`);
 
   log('pan/zoom');
@@ -909,6 +1187,7 @@ async function main() {
   await analystChecks(page2);
   await importChecks(page2);
   await page2.close();
+  await plainScreenshotCheck(BASE_NO_CHAT);
 
   await page.close();
   await context.close();
@@ -922,6 +1201,10 @@ async function main() {
   assert.deepEqual(external, [], 'no request left this machine');
   assert.deepEqual(pageErrors, [], 'no uncaught errors in the page');
   assert.deepEqual(consoleErrors, [], 'no console errors');
+  if (softFailures.length) {
+    console.error(`[e2e] ${softFailures.length} step(s) failed:\n  ${softFailures.join('\n  ')}`);
+    process.exit(1);
+  }
   log('all browser checks passed');
 }
 

@@ -17,6 +17,7 @@
 //! | `POST /api/select` | `{plotId?, ids}` sets the selection the agent tools use |
 //! | `POST /api/undo`, `/api/redo`, `/api/revert`, `/api/save` | `{plotId?}`; save is a person's action only |
 //! | `GET /api/datasets` | analytical results for the Results panel |
+//! | `GET /api/settings`, `POST /api/settings` | `{"units": {"distance": "nm"\|"yd"\|"m"\|"km", "speed": "kn"\|"m/s"\|"km/h"}}`: the one unit setting (nautical miles and knots unless changed) filled into every tool run that leaves its unit out; POST changes it and answers the settings in force |
 //! | `POST /api/chat` | `{utterance}` → server-sent [`ChatEvent`]s of one turn |
 //! | `POST /api/chat/confirm` | `{id, answer: "approve" \| "decline"}` answers a confirmation (the chat's and the palette's) |
 //! | `GET /api/tools` | the registry's tools for the palette: id, title, description, JSON Schema, whether it modifies the plot |
@@ -84,6 +85,10 @@ pub const DEFAULT_CHAT_HINT: &str = "No chat model is configured, so the chat pa
 const INDEX_HTML: &str = include_str!("../assets/index.html");
 const APP_JS: &str = include_str!("../assets/app.js");
 const APP_CSS: &str = include_str!("../assets/app.css");
+/// Natural Earth's 1:50m land (public domain), converted by `assets/land/make-land.js`; the map
+/// draws the coastline from it. Its notice is served beside it.
+const LAND_50M: &[u8] = include_bytes!("../assets/land/land-50m.bin");
+const LAND_NOTICE: &str = include_str!("../assets/land/NOTICE.md");
 const CSP: &str = "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'";
 
 /// The workbench's shared state: the session (through [`Debrief`]), the optional chat backend
@@ -262,6 +267,8 @@ pub fn router(state: WebState) -> Router {
         .route("/index.html", get(index))
         .route("/assets/app.js", get(app_js))
         .route("/assets/app.css", get(app_css))
+        .route("/assets/land-50m.bin", get(land_50m))
+        .route("/assets/land-NOTICE.md", get(land_notice))
         .route("/api/config", get(config))
         .route("/api/state", get(get_state))
         .route("/api/events", get(events))
@@ -274,6 +281,7 @@ pub fn router(state: WebState) -> Router {
         .route("/api/revert", post(revert))
         .route("/api/save", post(save))
         .route("/api/datasets", get(datasets))
+        .route("/api/settings", get(get_settings).post(set_settings))
         .route("/api/chat", post(chat))
         .route("/api/chat/confirm", post(confirm))
         .route("/api/tools", get(tools))
@@ -613,11 +621,37 @@ fn page_with_boot(boot: &Value) -> String {
     let json = serde_json::to_string(boot)
         .unwrap_or_else(|_| "{}".to_owned())
         .replace('<', "\\u003c");
+    // The open plot's features are asked for while the page is still being read, not once its
+    // script has run: the URL is the one the page's `loadPlot` fetches, byte for byte, so the
+    // browser hands that fetch this response.
+    let preload = boot["state"]["activePlot"]
+        .as_str()
+        .map(|id| {
+            format!(
+                "<link rel=\"preload\" as=\"fetch\" crossorigin=\"anonymous\" href=\"/api/plot?view=map&amp;plotId={}\">\n",
+                uri_component(id)
+            )
+        })
+        .unwrap_or_default();
     INDEX_HTML.replacen(
         "<!--BOOT-->",
-        &format!("<script type=\"application/json\" id=\"boot\">{json}</script>"),
+        &format!("{preload}<script type=\"application/json\" id=\"boot\">{json}</script>"),
         1,
     )
+}
+
+/// `s` as JavaScript's `encodeURIComponent` writes it (every byte but `A-Z a-z 0-9 - _ . ! ~ * '
+/// ( )` percent-encoded, UTF-8), so a URL built here equals the one the page builds.
+fn uri_component(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.!~*'()".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 async fn app_js() -> Response {
@@ -626,6 +660,16 @@ async fn app_js() -> Response {
 
 async fn app_css() -> Response {
     asset(APP_CSS, "text/css; charset=utf-8")
+}
+
+async fn land_50m() -> Response {
+    let mut res = asset("", "application/octet-stream");
+    *res.body_mut() = axum::body::Body::from(LAND_50M);
+    res
+}
+
+async fn land_notice() -> Response {
+    asset(LAND_NOTICE, "text/markdown; charset=utf-8")
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -1055,6 +1099,40 @@ async fn datasets(State(st): State<WebState>) -> Json<Value> {
     Json(json!({"datasets": st.debrief.datasets()}))
 }
 
+/// `{"units": {"distance": "nm" | "yd" | "m" | "km", "speed": "kn" | "m/s" | "km/h"}}`.
+fn settings_json(st: &WebState) -> Value {
+    json!({"units": st.debrief.units().to_json()})
+}
+
+/// The workbench's settings: the one unit setting every tool run from the page, the chat or an
+/// attached agent uses where the call leaves its unit out (nautical miles and knots unless
+/// changed), and that the page shows results, charts and CSV in.
+async fn get_settings(State(st): State<WebState>) -> Json<Value> {
+    Json(settings_json(&st))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SettingsBody {
+    units: Value,
+}
+
+impl Shape for SettingsBody {
+    const SHAPE: &'static str = r#"{"units": {"distance": "nm" | "yd" | "m" | "km", "speed": "kn" | "m/s" | "km/h"}} (either unit may be left out: it goes back to nm or kn)"#;
+}
+
+/// Change the unit setting; answers the settings now in force.
+async fn set_settings(
+    State(st): State<WebState>,
+    ApiJson(body): ApiJson<SettingsBody>,
+) -> Result<Json<Value>, ApiError> {
+    let units = toolgate_plot::tools::units::Units::from_json(&body.units)
+        .map_err(ApiError::bad_request)?;
+    st.debrief.set_units(units);
+    st.changed.notify_waiters();
+    Ok(Json(settings_json(&st)))
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ChatBody {
@@ -1241,11 +1319,7 @@ async fn run_tool(
         // Worded for the person at the page: its controls, not the agent's parameters.
         let reply = acting_as(
             PALETTE_ACTOR,
-            debrief.run_tool_as(
-                &input,
-                &confirmer,
-                toolgate_plot::agent::Audience::Page,
-            ),
+            debrief.run_tool_as(&input, &confirmer, toolgate_plot::agent::Audience::Page),
         )
         .await;
         let _ = tx
@@ -1477,6 +1551,17 @@ mod tests {
         let end = start + html[start..].find("</script>").unwrap();
         let back: Value = serde_json::from_str(&html[start..end]).unwrap();
         assert_eq!(back, boot);
+    }
+
+    #[test]
+    fn the_open_plot_is_preloaded_at_the_url_the_page_fetches() {
+        let boot = json!({"state": {"activePlot": "stac://demo/a b/it'em.json"}});
+        let html = page_with_boot(&boot);
+        // encodeURIComponent("stac://demo/a b/it'em.json"), as app.js's loadPlot writes it
+        assert!(html.contains(
+            "<link rel=\"preload\" as=\"fetch\" crossorigin=\"anonymous\" href=\"/api/plot?view=map&amp;plotId=stac%3A%2F%2Fdemo%2Fa%20b%2Fit'em.json\">"
+        ), "{html}");
+        assert!(!page_with_boot(&json!({"state": {"activePlot": null}})).contains("/api/plot?"));
     }
 
     #[test]

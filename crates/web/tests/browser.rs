@@ -225,23 +225,37 @@ async fn the_workbench_in_headless_chromium() {
         artifacts.display()
     );
     assert!(metrics["bulkFeatures"].as_u64().unwrap() >= 250);
+    // The 260-feature plot drawn over its coastline within 300 ms of the page's load event
+    // (issue 32; E2E_FIRST_RENDER_MS raises the bar on a machine known to be overloaded).
     let first_bound: u64 = std::env::var("E2E_FIRST_RENDER_MS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(500);
+        .unwrap_or(300);
     assert!(
         metrics["firstRenderAfterLoadEventMs"].as_u64().unwrap() <= first_bound,
         "{metrics}"
     );
+    assert!(
+        metrics["firstRenderWithCoastAfterLoadEventMs"]
+            .as_u64()
+            .unwrap()
+            <= first_bound,
+        "{metrics}"
+    );
+    // Issue 32 item 6: plain `chromium --headless --screenshot --virtual-time-budget` finishes.
+    assert!(
+        metrics["plainScreenshotMs"].as_u64().unwrap() < 30_000,
+        "{metrics}"
+    );
     assert_eq!(metrics["externalRequests"], 0);
     assert_eq!(metrics["consoleErrors"], 0);
-    // The time controller while playing on the 260-feature plot: at least 50 frames a second
+    // The time controller while playing on the 260-feature plot: at least 55 frames a second
     // (E2E_MIN_PLAY_FPS lowers the bar on a machine known to be overloaded; the number is
     // printed either way).
     let min_fps: f64 = std::env::var("E2E_MIN_PLAY_FPS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(50.0);
+        .unwrap_or(55.0);
     assert!(
         metrics["playFps"].as_f64().unwrap() >= min_fps,
         "playing at {} fps < {min_fps}: {metrics}",
@@ -264,6 +278,12 @@ async fn the_workbench_in_headless_chromium() {
         "mcp-session-listed",
         "mcp-session-saved",
         "play-bulk",
+        "chart-alpha-fitted",
+        "chart-zoomed-graticule",
+        "readout-two-tracks",
+        "units-yards",
+        "speed-filter-highlighted",
+        "plain-headless-screenshot",
     ] {
         let found = std::fs::read_dir(&artifacts)
             .unwrap()
