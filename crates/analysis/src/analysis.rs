@@ -60,7 +60,7 @@ pub(crate) fn track_stats_spec() -> ToolSpec {
 pub(crate) fn range_bearing_spec() -> ToolSpec {
     Def {
         id: RANGE_BEARING,
-        description: "Compute the range (metres) and true bearing from the first selected feature to the second over time: two TRACKs at the first track's times within their common period, or a TRACK and a fixed POINT or shape.",
+        description: "Compute the range and true bearing (degrees) from the first selected feature to the second over time: two TRACKs at the first track's times within their common period, or a TRACK and a fixed POINT or shape. Ranges are in `units` (nm, yd, m or km; nautical miles by default — toolgate passes the analyst's unit setting), keyed range_<unit>.",
         output_kind: RANGE_SERIES,
         category: "analysis",
         requirements: Value::Array(
@@ -69,7 +69,14 @@ pub(crate) fn range_bearing_spec() -> ToolSpec {
                 .map(|k| json!({"kind": k, "min": 1, "max": 2}))
                 .collect(),
         ),
-        properties: json!({}),
+        properties: json!({
+            "units": {
+                "type": "string",
+                "enum": ["nm", "yd", "m", "km"],
+                "default": "nm",
+                "description": "Distance unit of the ranges: nm (nautical miles, the default), yd, m or km.",
+            },
+        }),
         required: &[],
     }
     .build()
@@ -260,6 +267,19 @@ fn position_at(timed: &[(i64, Coord)], t: i64) -> Option<Coord> {
 
 pub(crate) fn range_bearing(call: &ToolCall) -> Result<ToolOutcome, CallError> {
     let title = humanise(RANGE_BEARING);
+    let unit = str_or(call, "units", "nm")?;
+    let (per_unit, places) = match unit {
+        "nm" => (METRES_PER_NM, 3),
+        "yd" => (0.9144, 0),
+        "m" => (1.0, 1),
+        "km" => (1000.0, 3),
+        other => {
+            return Err(CallError::invalid(format!(
+                "{title}: unknown distance unit \"{other}\"; use nm, yd, m or km"
+            )));
+        }
+    };
+    let range_key = format!("range_{unit}");
     let features = subject(call)?;
     let pair = select_exactly(&title, &features, RANGE_KINDS, 2)?;
     let (Some(a), Some(b)) = (pair.first(), pair.get(1)) else {
@@ -330,21 +350,27 @@ pub(crate) fn range_bearing(call: &ToolCall) -> Result<ToolOutcome, CallError> {
         if max.is_none_or(|(m, _)| range > m) {
             max = Some((range, *t));
         }
-        series.push(json!({
-            "time": t.map(format_time),
-            "range_m": round_to(range, 1),
-            "bearing_deg": round_to(bearing, 2),
-        }));
+        let mut row = Map::new();
+        row.insert("time".into(), json!(t.map(format_time)));
+        row.insert(range_key.clone(), json!(round_to(range / per_unit, places)));
+        row.insert("bearing_deg".into(), json!(round_to(bearing, 2)));
+        series.push(Value::Object(row));
     }
     let at = |x: Option<(f64, Option<i64>)>| {
-        x.map(|(r, t)| json!({"range_m": round_to(r, 1), "time": t.map(format_time)}))
+        x.map(|(r, t)| {
+            let mut m = Map::new();
+            m.insert(range_key.clone(), json!(round_to(r / per_unit, places)));
+            m.insert("time".into(), json!(t.map(format_time)));
+            Value::Object(m)
+        })
     };
     let describe_extreme = |x: Option<(f64, Option<i64>)>| {
         x.map(|(r, t)| {
             let when = t
                 .map(|t| format!(" at {}", format_time(t)))
                 .unwrap_or_default();
-            format!("{:.2} nm{when}", r / METRES_PER_NM)
+            let shown = if places == 0 { 0 } else { 2 };
+            format!("{:.*} {unit}{when}", shown, r / per_unit)
         })
         .unwrap_or_default()
     };
@@ -646,7 +672,7 @@ mod tests {
         b["properties"]["positions"][1]["time"] = json!("2026-03-01T00:03:00Z");
         let subject = json!([a, b]);
         let before = subject.clone();
-        let out = range_bearing(&call(RANGE_BEARING, json!({}), &subject)).unwrap();
+        let out = range_bearing(&call(RANGE_BEARING, json!({"units": "m"}), &subject)).unwrap();
         assert_eq!(subject, before);
         assert_eq!(out.kind.as_str(), RANGE_SERIES);
         let series = out.data["series"].as_array().unwrap();
@@ -668,10 +694,25 @@ mod tests {
         assert_eq!(out.data["min"]["time"], "2026-03-01T00:01:00Z");
         assert!(
             out.summary
-                .starts_with("ALPHA to BRAVO: 3 samples, closest 6.00 nm"),
+                .starts_with("ALPHA to BRAVO: 3 samples, closest 11119.51 m"),
             "{}",
             out.summary
         );
+        // Nautical miles by default, keyed by the unit; yards too.
+        let nm = range_bearing(&call(RANGE_BEARING, json!({}), &subject)).unwrap();
+        let first = &nm.data["series"][0];
+        assert!(first.get("range_m").is_none(), "{first}");
+        assert!((first["range_nm"].as_f64().unwrap() - north / 1852.0).abs() < 0.001);
+        assert!(nm.summary.contains("closest 6.00 nm"), "{}", nm.summary);
+        assert!(nm.data["min"]["range_nm"].is_number(), "{}", nm.data);
+        let yd = range_bearing(&call(RANGE_BEARING, json!({"units": "yd"}), &subject)).unwrap();
+        assert!(
+            (yd.data["series"][0]["range_yd"].as_f64().unwrap() - (north / 0.9144).round()).abs()
+                < 1.0
+        );
+        assert!(yd.summary.contains("closest 12160 yd"), "{}", yd.summary);
+        let bad = range_bearing(&call(RANGE_BEARING, json!({"units": "ft"}), &subject));
+        assert!(bad.unwrap_err().to_string().contains("nm, yd, m or km"));
     }
 
     #[test]

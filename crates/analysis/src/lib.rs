@@ -25,6 +25,7 @@ mod analysis;
 pub mod catalogue;
 mod common;
 pub mod params;
+pub mod units;
 
 #[cfg(test)]
 mod tests;

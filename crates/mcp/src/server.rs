@@ -636,7 +636,9 @@ impl ToolgateServer {
         // confirmed once, at the end.
         let tx = debrief.as_ref().and_then(|d| {
             let plot_id = d.session().active_id().map(str::to_owned)?;
-            PlotTransaction::begin(d.session_handle(), &plot_id).ok()
+            let tx = PlotTransaction::begin(d.session_handle(), &plot_id).ok()?;
+            tx.set_units(d.units());
+            Some(tx)
         });
         let progress = runner.start(&code, timeout, tx.clone()).await;
         Ok(self

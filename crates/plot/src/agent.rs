@@ -20,6 +20,7 @@ use crate::session::{self, Session, SessionError};
 use crate::summary::{self, NoPlot, SummaryRequest};
 pub use crate::targeting::Audience;
 use crate::targeting::{self, Intent, Scope, TargetRequest};
+use crate::tools::units::Units;
 
 pub const SEARCH: &str = "debrief_searchPlots";
 pub const SUMMARIZE: &str = "debrief_summarizeCurrentPlot";
@@ -147,6 +148,8 @@ pub struct Debrief {
     saving: tokio::sync::Mutex<()>,
     /// Where applied changes are logged (set when the session is listed in a directory).
     activity: std::sync::OnceLock<crate::activity::ActivityHook>,
+    /// The analyst's unit setting, filled into a tool call that leaves its unit out.
+    units: std::sync::RwLock<Units>,
 }
 
 fn refused_outcome(r: &Refusal) -> Outcome {
@@ -188,7 +191,34 @@ impl Debrief {
             store_read_timeout: session::STORE_READ_TIMEOUT,
             saving: tokio::sync::Mutex::new(()),
             activity: std::sync::OnceLock::new(),
+            units: std::sync::RwLock::new(Units::default()),
         }
+    }
+
+    /// Start with this unit setting instead of nautical miles and knots.
+    #[must_use]
+    pub fn with_units(self, units: Units) -> Self {
+        self.set_units(units);
+        self
+    }
+
+    /// The unit setting (nautical miles and knots unless changed): every tool run through
+    /// [`Debrief::run_tool`] that leaves its unit parameter out gets it
+    /// ([`Units::fill`](crate::tools::units::Units::fill)), so previews, results and undo
+    /// labels speak one unit.
+    pub fn units(&self) -> Units {
+        *self
+            .units
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Change the unit setting (the workbench's Distance/Speed choice).
+    pub fn set_units(&self, units: Units) {
+        *self
+            .units
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = units;
     }
 
     /// Log this session's applied changes through `hook` (the first hook attached stays).
@@ -830,11 +860,18 @@ impl Debrief {
             );
             return Reply::refused(refusal);
         }
-        let params = args
+        let mut params = args
             .get("params")
             .and_then(Value::as_object)
             .cloned()
             .unwrap_or_default();
+        // The unit setting for a plot tool that leaves its unit out (shown in the preview and
+        // bound by the digest like any parameter); an upstream MCP tool is not a plot tool.
+        if let Ok(tool) = self.registry.resolve(&tool_id)
+            && !tool.spec.category.starts_with("mcp:")
+        {
+            self.units().fill(tool.spec, &mut params);
+        }
         let strings = |k: &str| -> Vec<String> {
             args.get(k)
                 .and_then(Value::as_array)

@@ -22,6 +22,7 @@ use crate::model;
 use crate::session::{OpenPlot, Session, SessionError};
 use crate::targeting::{self, Scope, TargetRequest};
 use crate::tools;
+use crate::tools::units::Units;
 
 /// The provider name of the scratch plot tools; sandbox hosts pre-approve it (its edits only
 /// touch the scratch copy; the commit is what a person confirms).
@@ -143,6 +144,8 @@ pub struct PlotTransaction {
     original: Vec<Value>,
     scratch: Mutex<OpenPlot>,
     notes: Mutex<Vec<Note>>,
+    /// The unit setting, filled into a plot function's call that leaves its unit out.
+    units: Mutex<Units>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -163,8 +166,16 @@ impl PlotTransaction {
             original: plot.doc.features().to_vec(),
             scratch: Mutex::new(plot),
             notes: Mutex::new(Vec::new()),
+            units: Mutex::new(Units::default()),
             session,
         }))
+    }
+
+    /// The unit setting the program's plot functions use where a call leaves its unit out
+    /// (nautical miles and knots unless set; a surface passes its own, e.g.
+    /// [`Debrief::units`](crate::agent::Debrief::units)).
+    pub fn set_units(&self, units: Units) {
+        *lock(&self.units) = units;
     }
 
     /// The plot this transaction edits a copy of.
@@ -550,6 +561,10 @@ impl Provider for ScratchTools {
         let mut params = call.params.clone();
         for k in TARGET_KEYS {
             params.remove(k);
+        }
+        if let Some(spec) = tools::spec(&call.tool_id) {
+            let units = *lock(&self.tx.units);
+            units.fill(&spec, &mut params);
         }
         // Times of day placed on the targets' day, as for a single call; a time that cannot
         // be read stops the program's call here, long before its commit is put to anyone.

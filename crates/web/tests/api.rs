@@ -831,7 +831,11 @@ async fn datasets_for_the_results_panel() {
     assert_eq!(d["plotId"], ALPHA);
     let series = d["data"]["series"].as_array().unwrap();
     assert!(series.len() > 100);
-    assert!(series[0]["range_m"].is_number() && series[0]["bearing_deg"].is_number());
+    assert!(
+        series[0]["range_nm"].is_number() && series[0]["bearing_deg"].is_number(),
+        "ranges in the unit setting, nautical miles by default: {}",
+        series[0]
+    );
     assert!(series[0]["time"].is_string());
     assert_eq!(get(&st, "/api/state").await.json()["datasets"], 1);
 }
@@ -1671,4 +1675,59 @@ async fn the_palette_speaks_of_the_pages_controls() {
     assert_eq!(fin["status"], "ok", "{fin}");
     let text = spoken(&fin);
     assert!(text.contains("Save keeps it"), "{text}");
+}
+
+/// Issue 32 item 3 (units): the workbench has one unit setting, nautical miles and knots unless
+/// changed; the page reads and changes it at `/api/settings`, and every tool run from the page,
+/// the chat or an attached agent that leaves its unit out speaks it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_unit_setting_for_every_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let st = common::state(dir.path(), false).await;
+    let s = get(&st, "/api/settings").await;
+    assert_eq!(s.status, StatusCode::OK, "{}", s.text());
+    assert_eq!(
+        s.json(),
+        json!({"units": {"distance": "nm", "speed": "kn"}})
+    );
+    ok(&st, "/api/plots/open", json!({"plotId": ALPHA})).await;
+    let range = |st: WebState| async move {
+        let reply = st
+            .debrief()
+            .run_tool(
+                &json!({"toolId": "range-calc", "featureIds": ["track-nelson", "track-contact"]}),
+                &Fixed(Answer::Decline),
+            )
+            .await;
+        let ds = get(&st, "/api/datasets").await.json();
+        let id = reply.dataset.unwrap();
+        ds["datasets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["id"] == id.as_str())
+            .unwrap()["data"]
+            .clone()
+    };
+    assert_eq!(range(st.clone()).await["units"], "nm");
+
+    let set = ok(
+        &st,
+        "/api/settings",
+        json!({"units": {"distance": "yd", "speed": "m/s"}}),
+    )
+    .await;
+    assert_eq!(set, json!({"units": {"distance": "yd", "speed": "m/s"}}));
+    assert_eq!(get(&st, "/api/settings").await.json(), set);
+    assert_eq!(range(st.clone()).await["units"], "yds");
+
+    let bad = post(
+        &st,
+        "/api/settings",
+        json!({"units": {"distance": "furlong"}}),
+    )
+    .await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST, "{}", bad.text());
+    assert!(bad.text().contains("nm, yd, m or km"), "{}", bad.text());
+    assert_eq!(get(&st, "/api/settings").await.json(), set, "unchanged");
 }

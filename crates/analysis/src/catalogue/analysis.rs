@@ -27,7 +27,7 @@ pub(crate) const TOOLS: &[Entry] = &[
         id: "range-time-plot",
         spec_category: "track/analysis",
         spec_version: "1.0",
-        description: "Range between exactly two tracks at every time step of their overlap (sampled at the union of both tracks' times, or either's), in yds, km, nm or m (default yds), with min/max/mean/std-dev and the CPA time and range. Use it to see how a separation changes over time.",
+        description: "Range between exactly two tracks at every time step of their overlap (sampled at the union of both tracks' times, or either's), in `units`: nm, yds, km or m (toolgate passes the analyst's unit setting, nautical miles unless changed; Debrief's default is yds), with min/max/mean/std-dev and the CPA time and range. Use it to see how a separation changes over time.",
         output_kind: "artifact/dataset/range_time_series",
         requirements: two_tracks,
         params: range_time_params,
