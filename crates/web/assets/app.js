@@ -562,36 +562,45 @@
   }
 
   // The land in view, filled, with its coastline: rings outside the view or smaller than a pixel
-  // are skipped, and points closer than a pixel to the last one drawn are left out.
+  // are skipped, and points closer than a pixel to the last one drawn are left out. The ring
+  // edges that run along the map's edge (where a ring is led round the antimeridian) are filled
+  // but not drawn as coast.
   function drawLand() {
     if (!land.rings || !app.view) return 0;
     const { cx, cy, s, k } = app.view;
     const ks = k * s, hw = W / 2, hh = H / 2;
     const w = LON(0), e = LON(W), n = LAT(0), so = LAT(H);
+    const edge = (lon, lat) => lon <= -179.999 || lon >= 179.999 || lat <= -89.99 || lat >= 89.99;
+    const fill = new Path2D(), coast = new Path2D();
     let drawn = 0;
-    ctx.beginPath();
     for (const r of land.rings) {
       const b = r.bbox;
       if (b[2] < w || b[0] > e || b[3] < so || b[1] > n) continue;
       if ((b[2] - b[0]) * ks < 1 && (b[3] - b[1]) * s < 1) continue;
       const a = r.a;
       let px = (a[0] - cx) * ks + hw, py = hh - (a[1] - cy) * s;
-      ctx.moveTo(px, py);
+      let onEdge = edge(a[0], a[1]);
+      fill.moveTo(px, py);
+      coast.moveTo(px, py);
       for (let i = 2; i < a.length; i += 2) {
         const x = (a[i] - cx) * ks + hw, y = hh - (a[i + 1] - cy) * s;
-        if ((x - px) * (x - px) + (y - py) * (y - py) < 0.64) continue;
-        ctx.lineTo(x, y);
+        const here = edge(a[i], a[i + 1]);
+        if (!(here && onEdge) && (x - px) * (x - px) + (y - py) * (y - py) < 0.64) continue;
+        fill.lineTo(x, y);
+        if (here && onEdge) coast.moveTo(x, y);
+        else coast.lineTo(x, y);
         px = x;
         py = y;
+        onEdge = here;
       }
-      ctx.closePath();
+      fill.closePath();
       drawn++;
     }
     ctx.fillStyle = LAND;
-    ctx.fill('evenodd');
+    ctx.fill(fill, 'evenodd');
     ctx.strokeStyle = COAST;
     ctx.lineWidth = 1;
-    ctx.stroke();
+    ctx.stroke(coast);
     return drawn;
   }
 
@@ -965,7 +974,7 @@
     for (const v of nice) if (v * pxPerUnit <= 160) nm = v;
     const w = nm * pxPerUnit;
     const x = 12, y = H - 22;
-    const label = `${Number(nm.toPrecision(3))} ${unit}`;
+    const label = `${Number(nm.toPrecision(3)).toLocaleString('en-GB')} ${unit}`;
     ctx.save();
     ctx.font = '600 11px system-ui, sans-serif';
     ctx.fillStyle = 'rgba(255,255,255,0.85)';
@@ -2847,6 +2856,18 @@
     ul.replaceChildren(frag);
   }
 
+  // How tools spell the units of the setting (Debrief's catalogue writes `yds`, `kts`).
+  const UNIT_SPELLINGS = { nm: ['nm', 'nmi'], yd: ['yd', 'yds', 'yards'], m: ['m', 'metres', 'meters'], km: ['km'], kn: ['kn', 'kts', 'knots'], 'm/s': ['m/s', 'mps'], 'km/h': ['km/h', 'kph'] };
+
+  // The choice of a unit parameter (`units`, `distance_unit`, `speed_units`) that is the unit
+  // setting's, or null.
+  function unitChoice(name, choices) {
+    if (!/(^|_)units?$/.test(name)) return null;
+    const want = UNIT_SPELLINGS[/speed/.test(name) ? app.units.speed : app.units.dist];
+    const c = choices.find((x) => want.includes(String(x).toLowerCase()));
+    return c === undefined ? null : c;
+  }
+
   function humanise(name) {
     return String(name).replace(/([a-z])([A-Z])/g, '$1 $2').replace(/[_-]+/g, ' ');
   }
@@ -2886,11 +2907,14 @@
         o.textContent = sch.default !== undefined ? `(default: ${sch.default})` : '(choose)';
         input.appendChild(o);
       }
+      // a tool's unit parameter starts at the analyst's unit setting, where it offers it
+      const preset = type === 'array' ? null : unitChoice(name, choices);
+      if (preset !== null) input.dataset.unitParam = name;
       for (const c of choices) {
         const o = document.createElement('option');
         o.value = String(c);
         o.textContent = String(c);
-        if (sch.default !== undefined && String(sch.default) === String(c)) o.selected = true;
+        if (preset !== null ? String(preset) === String(c) : sch.default !== undefined && String(sch.default) === String(c)) o.selected = true;
         input.appendChild(o);
       }
     } else if (type === 'boolean') {
@@ -3304,6 +3328,10 @@
     readoutKey = null;
     renderReadout();
     if (app.details && app.byId.has(app.details)) showDetails(app.byId.get(app.details));
+    for (const el of $('tool-fields').querySelectorAll('select[data-unit-param]')) {
+      const c = unitChoice(el.dataset.unitParam, [...el.options].map((o) => o.value));
+      if (c !== null) el.value = c;
+    }
     requestDraw();
   }
 

@@ -261,7 +261,8 @@ async function chartChecks(page) {
   await screenshot(page, 'chart-alpha-fitted');
   await step('the graticule gets finer as the map zooms in', async () => {
     const g0 = await page.evaluate(() => Number(document.getElementById('map').dataset.graticule));
-    await page.evaluate(() => { const wb = window.__workbench; const r = document.getElementById('map').getBoundingClientRect(); wb.zoomAt(10, r.width / 2, r.height / 2); wb.draw(); });
+    // ×10 about the exercise area
+    await page.evaluate(() => { const wb = window.__workbench; const c = wb.screenOf(-4.1, 50.4); wb.zoomAt(10, c.x, c.y); wb.draw(); });
     const g1 = await page.evaluate(() => Number(document.getElementById('map').dataset.graticule));
     assert.ok(g0 > 0 && g1 > 0 && g1 < g0, `graticule step ${g0}° → ${g1}° after zooming ×10`);
     await screenshot(page, 'chart-zoomed-graticule');
@@ -343,7 +344,13 @@ async function readoutChecks(page) {
     await download.saveAs(csvPath);
     assert.match(fs.readFileSync(csvPath, 'utf8').split('\r\n')[0], /range \(yd\)/, 'the CSV in yards');
     await screenshot(page, 'units-yards');
+    // a tool's unit parameter starts at the setting, and follows it (track-stats offers nm, km, mi)
+    await page.selectOption('#unit-dist', 'km');
+    await page.click('#tool-list li[data-tool="track-stats"]');
+    const unitParam = page.locator('#tool-fields select[data-param="distance_unit"]');
+    assert.equal(await unitParam.inputValue(), 'km', 'track-stats asks for the setting\'s km');
     await page.selectOption('#unit-dist', 'nm');
+    assert.equal(await unitParam.inputValue(), 'nm', 'and follows the setting back to nm');
     assert.match(await page.getAttribute('#map', 'data-scale') || '', / nm$/);
   });
   await page.evaluate(() => window.__workbench.app.selected.size && document.getElementById('map').focus());
