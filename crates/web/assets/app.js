@@ -48,24 +48,16 @@
     activitySeq: -1,
     review: null, // {session, plotId}: another session's plot shown for review
     details: null, // id of the feature whose details are shown
-    // the one unit setting: every distance and speed the page shows (map, readout, details,
-    // results, charts, CSV), kept in this browser
-    units: storedUnits(),
+    // the one unit setting (the server's, `/api/settings`, which tool runs without a unit of
+    // their own also take): every distance and speed the page shows — map, readout, details,
+    // results, charts, CSV
+    units: { dist: 'nm', speed: 'kn' },
     // the shown list result: its rows, the page of the table, the row clicked last, and the
     // positions ringed on the map ({lon, lat} per row, or null)
     result: { id: null, rows: [], page: 0, row: -1, marks: [], gen: 0 },
   };
   window.__workbench = { stats, app };
 
-  function storedUnits() {
-    const units = { dist: 'nm', speed: 'kn' };
-    try {
-      const saved = JSON.parse(localStorage.getItem('toolgate.units') || '{}');
-      if (['nm', 'yd', 'm', 'km'].includes(saved.dist)) units.dist = saved.dist;
-      if (['kn', 'm/s', 'km/h'].includes(saved.speed)) units.speed = saved.speed;
-    } catch (_) { /* the defaults */ }
-    return units;
-  }
 
   class ApiFailure extends Error {
     constructor(message, status, code) {
@@ -3322,6 +3314,27 @@
   // ---------------------------------------------------------------------------------------------
   // the unit setting and the result table's events
 
+  // The server's unit setting ({distance, speed}) shown and used here.
+  function applyUnits(u) {
+    if (u && M_PER[u.distance]) app.units.dist = u.distance;
+    if (u && MPS_PER[u.speed]) app.units.speed = u.speed;
+    $('unit-dist').value = app.units.dist;
+    $('unit-speed').value = app.units.speed;
+  }
+
+  // The page's choice becomes the server's setting, which tool runs from the page, the chat and
+  // attached agents take where they leave their unit out.
+  async function saveUnits() {
+    try {
+      const r = await api('POST', '/api/settings', { units: { distance: app.units.dist, speed: app.units.speed } });
+      const was = `${app.units.dist} ${app.units.speed}`;
+      applyUnits(r.units);
+      if (`${app.units.dist} ${app.units.speed}` !== was) unitsChanged();
+    } catch (e) {
+      report(e);
+    }
+  }
+
   function unitsChanged() {
     const d = app.datasets.find((x) => x.id === app.datasetShown);
     renderDataset(d || null);
@@ -3524,13 +3537,10 @@
     $('details-close').addEventListener('click', hideDetails);
     $('dataset-csv').addEventListener('click', downloadCsv);
     for (const [id, key] of [['unit-dist', 'dist'], ['unit-speed', 'speed']]) {
-      $(id).value = app.units[key];
       $(id).addEventListener('change', () => {
         app.units[key] = $(id).value;
-        try {
-          localStorage.setItem('toolgate.units', JSON.stringify(app.units));
-        } catch (_) { /* kept for this page only */ }
         unitsChanged();
+        saveUnits();
       });
     }
     resultEvents();
@@ -3549,6 +3559,8 @@
     } catch (_) {
       boot = null;
     }
+    if (boot && boot.settings) applyUnits(boot.settings.units);
+    else api('GET', '/api/settings').then((r) => { applyUnits(r.units); unitsChanged(); }).catch(() => { /* an older server: nm and kn */ });
     if (boot && boot.state) onState(boot.state);
     else {
       try {

@@ -331,6 +331,8 @@ async function readoutChecks(page) {
   });
   await step('one unit setting: yards on the readout, the scale bar, the results and the CSV', async () => {
     await page.selectOption('#unit-dist', 'yd');
+    // the page's choice is the server's one setting (tool runs without a unit take it)
+    await waitFor(page, () => fetch('/api/settings').then((r) => r.json()).then((s) => s.units.distance === 'yd'), null, 'the setting saved on the server');
     const pair = page.locator('#readout .rp').first();
     const rangeM = Number(await pair.getAttribute('data-range-m'));
     const yd = Math.round(rangeM / 0.9144).toLocaleString('en-GB');

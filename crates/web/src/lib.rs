@@ -609,7 +609,7 @@ fn asset(body: &'static str, content_type: &'static str) -> Response {
 /// The page, with the session state and the config embedded as a JSON data block (not a
 /// script: the CSP allows none inline), so an open plot's features are asked for at once.
 async fn index(State(st): State<WebState>) -> Response {
-    let boot = json!({"config": config_value(&st), "state": st.snapshot()});
+    let boot = json!({"config": config_value(&st), "state": st.snapshot(), "settings": settings_json(&st)});
     let mut res = asset("", "text/html; charset=utf-8");
     *res.body_mut() = axum::body::Body::from(page_with_boot(&boot));
     res
