@@ -245,16 +245,28 @@ impl Units {
             Value::Array(a) => Value::Array(a.iter().map(|x| self.present(x)).collect()),
             Value::Object(m) => {
                 let mut out = Map::new();
-                let measured = m.get("units").and_then(Value::as_str).and_then(|u| {
-                    let u = u.to_ascii_lowercase();
-                    Distance::parse(&u)
-                        .map(|d| (d.metres() / self.distance.metres(), self.distance.as_str()))
-                        .or_else(|| {
-                            Speed::parse(&u)
-                                .map(|s| (s.knots() / self.speed.knots(), self.speed.as_str()))
-                        })
-                });
+                let measured = m
+                    .get("units")
+                    .and_then(Value::as_str)
+                    .and_then(|u| self.factor(u));
+                // `{"distance": 67.4, "distance_unit": "nm"}`: a value beside its unit's name.
+                let beside = |k: &str| {
+                    m.get(&format!("{k}_unit"))
+                        .and_then(Value::as_str)
+                        .and_then(|u| self.factor(u))
+                };
                 for (k, v) in m {
+                    if let (Some((scale, _)), Some(x)) = (beside(k), v.as_f64()) {
+                        out.insert(k.clone(), json!(round(x * scale)));
+                        continue;
+                    }
+                    if let Some(base) = k.strip_suffix("_unit")
+                        && m.get(base).is_some_and(Value::is_number)
+                        && let Some((_, unit)) = v.as_str().and_then(|u| self.factor(u))
+                    {
+                        out.insert(k.clone(), json!(unit));
+                        continue;
+                    }
                     match (k.as_str(), measured, v.as_f64()) {
                         ("value", Some((scale, _)), Some(x)) => {
                             out.insert(k.clone(), json!(round(x * scale)));
@@ -279,6 +291,19 @@ impl Units {
             }
             other => other.clone(),
         }
+    }
+
+    /// The factor from a unit named in a result (`yds`, `kts`) to the setting's, and the
+    /// setting's unit name; `None` when the result is in the setting's unit already (its own
+    /// spelling, `yds`, stays).
+    fn factor(self, unit: &str) -> Option<(f64, &'static str)> {
+        let u = unit.to_ascii_lowercase();
+        if let Some(d) = Distance::parse(&u) {
+            return (d != self.distance)
+                .then(|| (d.metres() / self.distance.metres(), self.distance.as_str()));
+        }
+        let s = Speed::parse(&u)?;
+        (s != self.speed).then(|| (s.knots() / self.speed.knots(), self.speed.as_str()))
     }
 
     /// The key in the setting's unit and the factor to it, for a key that names a unit.
@@ -393,6 +418,12 @@ mod tests {
         assert_eq!(nm["bbox_area_sq_nm"], 4.0);
         assert_eq!(nm["units"], "nm");
         assert_eq!(nm["value"], 0.987);
+        let stats = json!({"distance": 1.0, "distance_unit": "nm", "distance_m": 1852.0});
+        let yd = Units::parse("yd").unwrap().present(&stats);
+        assert_eq!(
+            yd,
+            json!({"distance": 2025.372, "distance_unit": "yd", "distance_yd": 2025.372})
+        );
         let metric = Units::parse("m m/s").unwrap().present(&data);
         assert_eq!(metric["min"]["range_m"], 1852.0);
         assert_eq!(metric["average_speed_mps"], 5.144);

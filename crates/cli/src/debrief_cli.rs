@@ -15,6 +15,7 @@ use toolgate_plot::agent::{self, Debrief, Settings};
 use toolgate_plot::session::Session;
 use toolgate_plot::stac_api::{self, ApiStore};
 use toolgate_plot::store::StacStore;
+use toolgate_plot::tools::units::Units;
 use toolgate_plot::{demo, rep};
 
 use crate::paths;
@@ -231,9 +232,18 @@ pub enum PlotCommand {
         /// instead of lines and tables.
         #[arg(long)]
         json: bool,
+        /// The unit setting: a distance unit (nm, yd, m or km) and/or a speed unit (kn, m/s or
+        /// km/h), e.g. `yd` or `m,m/s`. Filled into the tool's unit parameter when -p does not
+        /// give it, and the unit results are printed in. Default: nautical miles and knots.
+        #[arg(long, env = "TOOLGATE_UNITS", value_parser = parse_units)]
+        units: Option<Units>,
         #[command(flatten)]
         store: StoreArgs,
     },
+}
+
+fn parse_units(text: &str) -> Result<Units, String> {
+    Units::parse(text)
 }
 
 #[derive(Args)]
@@ -1268,13 +1278,16 @@ pub async fn plot(command: PlotCommand) -> Result<i32> {
             yes,
             save,
             json,
+            units,
             store,
         } => {
+            let units = units.unwrap_or_default();
             let d = debrief(
                 open_session(&store)?,
                 cli_registry().await?,
                 toolgate_core::Mode::Strict,
-            );
+            )
+            .with_units(units);
             let id = default_plot(&mut d.session(), plot)?;
             d.session().open(&id)?;
             let mut p = Map::new();
@@ -1319,6 +1332,7 @@ pub async fn plot(command: PlotCommand) -> Result<i32> {
                     &title,
                     dataset.as_ref(),
                     confirmer.asked(),
+                    units,
                 ));
             }
             // Whether the change was saved (none when nothing changed): said after the save,
@@ -1422,6 +1436,7 @@ fn human_run(
     title: &str,
     dataset: Option<&agent::Dataset>,
     asked: bool,
+    units: Units,
 ) -> String {
     use toolgate_core::outcome::Status;
     let width = crate::human::width();
@@ -1437,7 +1452,7 @@ fn human_run(
             Some(ds) => {
                 let summary = ds.summary.trim();
                 let mut out = line(format!("{title}: {summary}"));
-                let data = crate::human::dataset(&ds.data);
+                let data = crate::human::dataset(&units.present(&ds.data));
                 if !data.is_empty() {
                     out.push_str("\n\n");
                     out.push_str(&data);

@@ -463,3 +463,93 @@ fn plot_run_checks_times_before_asking_and_the_question_counts_positions() {
     );
     assert!(out.contains("121"), "{out}");
 }
+
+/// Issue 32 item 3 (units): `plot run` speaks one unit setting — nautical miles and knots
+/// unless `--units` (or TOOLGATE_UNITS) says otherwise — in the tool's own unit parameter and in
+/// the results it prints; a unit given with -p stays.
+#[test]
+fn plot_run_speaks_one_unit_setting() {
+    let d = tempfile::tempdir().unwrap();
+    let plot = "stac://demo/alpha-day1/item.json";
+    let run = |tool: &str, extra: &[&str]| {
+        let mut args = vec![
+            "plot",
+            "run",
+            tool,
+            "--plot",
+            plot,
+            "--feature",
+            "HMS Nelson",
+            "--feature",
+            "Contact",
+        ];
+        args.extend_from_slice(extra);
+        let o = toolgate(d.path(), &args);
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{tool} {extra:?}: {out}{err}");
+        out
+    };
+    let field = |out: &str, key: &str| -> String {
+        out.lines()
+            .find(|l| l.starts_with(&format!("{key}:")))
+            .unwrap_or_else(|| panic!("no {key}: {out}"))
+            .split_once(':')
+            .unwrap()
+            .1
+            .trim()
+            .to_owned()
+    };
+    // Nautical miles by default — not the yards Debrief's range-calc defaults to.
+    let out = run("range-calc", &[]);
+    assert!(out.starts_with("Range Calc: Calculated range: "), "{out}");
+    assert_eq!(field(&out, "units"), "nm", "{out}");
+    let nm: f64 = field(&out, "value").parse().unwrap();
+    let out = run("range-calc", &["--units", "yd"]);
+    assert_eq!(field(&out, "units"), "yds", "{out}");
+    let yd: f64 = field(&out, "value").parse().unwrap();
+    assert!(
+        (yd / nm - 1852.0 / 0.9144).abs() < 0.1,
+        "{nm} nm vs {yd} yd"
+    );
+    let out = run("range-calc", &["--units", "yd", "-p", "units=km"]);
+    assert!(
+        out.lines().next().unwrap().ends_with(" km"),
+        "a unit given with -p is the tool's: {out}"
+    );
+    // Results printed in the setting: range-bearing's ranges, track-stats' speed.
+    let out = run("range-bearing", &["--units", "m"]);
+    assert!(out.contains("range_m"), "{out}");
+    assert!(out.contains(" m at "), "the summary says metres: {out}");
+    let o = toolgate(
+        d.path(),
+        &[
+            "plot",
+            "run",
+            "track-stats",
+            "--plot",
+            plot,
+            "--feature",
+            "HMS Nelson",
+            "--units",
+            "m,m/s",
+        ],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    assert!(out.contains("average_speed_mps:"), "{out}");
+    assert!(!out.contains("average_speed_kn"), "{out}");
+    let o = toolgate(
+        d.path(),
+        &[
+            "plot",
+            "run",
+            "range-calc",
+            "--plot",
+            plot,
+            "--units",
+            "furlongs",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "a bad unit is a usage error");
+    assert!(text(&o).1.contains("nm, yd, m or km"), "{}", text(&o).1);
+}
