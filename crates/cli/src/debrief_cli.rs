@@ -1146,9 +1146,10 @@ pub fn catalog(command: CatalogCommand) -> Result<i32> {
             })
             .collect();
         out("");
-        out(&crate::human::table(
+        out(&crate::human::table_keeping(
             &["TITLE", "TIME (UTC)", "PLATFORMS", "PLOT ID"],
             &rows,
+            &[3],
         ));
     }
     if let Some(more) = &result.more {

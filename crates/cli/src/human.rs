@@ -3,8 +3,9 @@
 
 use serde_json::Value;
 
-/// The width the output for a person fits: the terminal's (stdout's), else `COLUMNS`, else 80;
-/// never under 40.
+/// The width the output for a person fits: the terminal's (stdout's), else `COLUMNS`; never
+/// under 40. Output that goes to no terminal with no `COLUMNS` (a file, a pipe) is not cut:
+/// there is no width to fit.
 pub fn width() -> usize {
     static WIDTH: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *WIDTH.get_or_init(|| {
@@ -16,9 +17,12 @@ pub fn width() -> usize {
                 .ok()
                 .and_then(|c| c.trim().parse::<usize>().ok())
         };
-        terminal.or_else(from_env).unwrap_or(80).max(40)
+        terminal.or_else(from_env).map_or(UNLIMITED, |w| w.max(40))
     })
 }
+
+/// The "width" of output that goes to no terminal.
+const UNLIMITED: usize = usize::MAX / 4;
 
 /// Tables with more rows than this show their first and last rows and say how many were left
 /// out (`--json` has them all).
@@ -91,7 +95,13 @@ pub fn wrap(text: &str, width: usize) -> String {
 /// header; trailing spaces trimmed. The table fits [`width`]: the widest columns are narrowed
 /// (their cells cut with `…`), and columns that still do not fit are left out with a note.
 pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
-    table_within(headers, rows, width())
+    table_within(headers, rows, width(), &[])
+}
+
+/// [`table`] that never cuts the columns numbered in `whole` (an id a person copies): the
+/// others are narrowed first.
+pub fn table_keeping(headers: &[&str], rows: &[Vec<String>], whole: &[usize]) -> String {
+    table_within(headers, rows, width(), whole)
 }
 
 /// [`table`] that shows only the first and last rows of a table longer than [`LONG_TABLE`],
@@ -102,12 +112,12 @@ pub fn long_table(headers: &[&str], rows: &[Vec<String>]) -> String {
 
 fn long_table_within(headers: &[&str], rows: &[Vec<String>], width: usize) -> String {
     if rows.len() <= LONG_TABLE {
-        return table_within(headers, rows, width);
+        return table_within(headers, rows, width, &[]);
     }
     let left_out = rows.len() - HEAD_ROWS - TAIL_ROWS;
     let mut shown: Vec<Vec<String>> = rows.iter().take(HEAD_ROWS).cloned().collect();
     shown.extend(rows.iter().skip(rows.len() - TAIL_ROWS).cloned());
-    let text = table_within(headers, &shown, width);
+    let text = table_within(headers, &shown, width, &[]);
     let mut lines: Vec<&str> = text.lines().collect();
     let note = clip(
         &format!(
@@ -121,7 +131,7 @@ fn long_table_within(headers: &[&str], rows: &[Vec<String>], width: usize) -> St
     lines.join("\n")
 }
 
-fn table_within(headers: &[&str], rows: &[Vec<String>], width: usize) -> String {
+fn table_within(headers: &[&str], rows: &[Vec<String>], width: usize, whole: &[usize]) -> String {
     let natural = |i: usize| -> usize {
         rows.iter()
             .filter_map(|r| r.get(i))
@@ -133,6 +143,9 @@ fn table_within(headers: &[&str], rows: &[Vec<String>], width: usize) -> String 
     // The narrowest a column gets: its header's width, clamped to 3..=8, or less when its
     // widest cell is narrower.
     let floor = |i: usize| {
+        if whole.contains(&i) {
+            return natural(i);
+        }
         headers
             .get(i)
             .map_or(3, |h| chars(h).clamp(3, 8))
@@ -489,13 +502,17 @@ mod tests {
             "x".repeat(50),
             "stac://plots/somewhere/item.json".to_owned(),
         ]];
-        let t = table_within(&["TITLE", "PLATFORMS", "PLOT ID"], &rows, 60);
+        let t = table_within(&["TITLE", "PLATFORMS", "PLOT ID"], &rows, 60, &[]);
         assert!(t.lines().all(|l| l.chars().count() <= 60), "{t}");
         assert!(t.contains('…'), "{t}");
         // Too narrow for every column: the last ones go, and the table says so.
-        let t = table_within(&["TITLE", "PLATFORMS", "PLOT ID"], &rows, 20);
+        let t = table_within(&["TITLE", "PLATFORMS", "PLOT ID"], &rows, 20, &[]);
         assert!(t.lines().all(|l| l.chars().count() <= 20), "{t}");
         assert!(t.contains("not shown: PLOT ID"), "{t}");
+        // An id a person copies is kept whole; the other columns give way.
+        let t = table_within(&["TITLE", "PLATFORMS", "PLOT ID"], &rows, 60, &[2]);
+        assert!(t.lines().all(|l| l.chars().count() <= 60), "{t}");
+        assert!(t.ends_with("stac://plots/somewhere/item.json"), "{t}");
     }
 
     #[test]

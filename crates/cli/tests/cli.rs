@@ -198,9 +198,10 @@ fn plot_run_saves_only_when_a_person_says_so() {
     // refusals exit 3, typed (not from the wording); nothing written
     for (args, needle) in [
         (
-            // a mutation with no target named and nothing selected is not guessed
+            // a mutation with no target named and nothing selected is not guessed (the
+            // refusal names the command line's flags, issue 32 item 4)
             vec!["-p", "color=red"],
-            "I will not guess",
+            "toolgate does not guess",
         ),
         (
             vec!["-p", "colour=red", "--scope", "all"],
@@ -208,7 +209,7 @@ fn plot_run_saves_only_when_a_person_says_so() {
         ),
         (
             vec!["-p", "color=red", "--feature", "Nobody"],
-            "Could not resolve the target",
+            "Could not find the features",
         ),
     ] {
         let mut full = vec!["plot", "run", "set-track-color", "--plot", plot, "--yes"];
