@@ -337,7 +337,14 @@ pub async fn run(args: ExecArgs) -> Result<i32> {
                 .lock()
                 .map_err(|_| anyhow::anyhow!("the plot session is unavailable"))?
                 .open(plot_id)?;
-            Some(PlotTransaction::begin(session, plot_id)?)
+            let tx = PlotTransaction::begin(session, plot_id)?;
+            // The unit setting `plot run --units` reads, for the program's plot functions.
+            if let Ok(text) = std::env::var("TOOLGATE_UNITS") {
+                let units = toolgate_plot::tools::units::Units::parse(&text)
+                    .map_err(|e| anyhow::anyhow!("TOOLGATE_UNITS: {e}"))?;
+                tx.set_units(units);
+            }
+            Some(tx)
         }
         None => None,
     };

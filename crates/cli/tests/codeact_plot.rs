@@ -297,3 +297,56 @@ fn exec_with_a_plot_confirms_once_and_saves_only_when_asked() {
         "{all}"
     );
 }
+
+/// Issue 32 items 1 and 3 through `toolgate exec --plot`: a program's plot functions speak the
+/// unit setting (TOOLGATE_UNITS, as `plot run --units`; nautical miles unless set) and read a
+/// time as a single call does — a time of day on the plot's day, "yesterday" refused where it
+/// is written, long before the commit.
+#[test]
+fn exec_plot_functions_speak_the_unit_setting_and_read_times_on_the_plot_s_day() {
+    let d = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let run = |code: &str, units: Option<&str>| {
+        let mut cmd = support::isolated_toolgate(d.path());
+        cmd.args([
+            "exec",
+            "--workspace",
+            ws.path().to_str().unwrap(),
+            "--plot",
+            PLOT,
+            "--code",
+            code,
+        ]);
+        if let Some(u) = units {
+            cmd.env("TOOLGATE_UNITS", u);
+        }
+        let o = cmd.output().unwrap();
+        let env: serde_json::Value = serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
+        (env, String::from_utf8_lossy(&o.stderr).into_owned())
+    };
+    let code = "print(range_calc(feature_names=[\"HMS Nelson\", \"Contact\"])[\"units\"])";
+    assert_eq!(run(code, None).0["stdout"], "nm\n");
+    assert_eq!(run(code, Some("yd")).0["stdout"], "yds\n");
+
+    let (env, _) = run(
+        "try:\n    trim_track(start_time=\"yesterday\", end_time=\"05:00\", feature_names=[\"HMS Nelson\"])\nexcept ValueError as e:\n    print(\"refused:\", e)",
+        None,
+    );
+    let out = env["stdout"].as_str().unwrap();
+    assert!(
+        out.starts_with("refused:") && out.contains("got \"yesterday\""),
+        "{env}"
+    );
+    assert_eq!(env["plot"]["status"], "unchanged", "{env}");
+
+    let (env, err) = run(
+        "r = trim_track(start_time=\"01:00\", end_time=\"2026-03-01 05:00\", feature_names=[\"HMS Nelson\"])\nprint(r)",
+        None,
+    );
+    // The times were read: the program ran to its commit (no terminal here: put to nobody;
+    // the commit's question and its count are checked in the plot crate's tests).
+    assert_eq!(env["success"], false, "{env}");
+    assert_eq!(env["stdout"], "{'modified': ['track-nelson']}\n", "{env}");
+    assert_eq!(env["plot"]["status"], "declined", "{env}{err}");
+}

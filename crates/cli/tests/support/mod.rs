@@ -82,6 +82,7 @@ pub fn toolgate_with_data(data: &Path, args: &[&str]) -> std::process::Output {
         .env_remove("TOOLGATE_STORE")
         .env_remove("TOOLGATE_TOOLS")
         .env_remove("TOOLGATE_DISABLE")
+        .env_remove("TOOLGATE_UNITS")
         .env("TOOLGATE_CONFIG", data.join("no-config.toml"))
         .stdin(std::process::Stdio::null())
         .output()
@@ -107,6 +108,7 @@ pub fn isolated_toolgate(dir: &Path) -> std::process::Command {
         "CODEACT_TOOLS",
         "CODEACT_DISABLE",
         "TOOLGATE_CONFINEMENT",
+        "TOOLGATE_UNITS",
     ] {
         cmd.env_remove(k);
     }
