@@ -1726,17 +1726,35 @@
       info.textContent = 'Choose one or more REP files first.';
       return;
     }
+    // Added to the open plot (its tracks get the files' sensors, arcs and notes), or a new plot.
+    const into = $('import-into').checked ? activeState() : null;
+    if ($('import-into').checked && !into) {
+      info.textContent = 'Open the plot to add the files to first.';
+      return;
+    }
     $('import-run').disabled = true;
     info.textContent = `Importing ${files.length} file${files.length === 1 ? '' : 's'}…`;
     try {
       const payload = [];
       for (const f of files) payload.push({ name: f.name, contentBase64: bytesToBase64(await f.arrayBuffer()) });
-      const body = { files: payload, replace: $('import-replace').checked };
-      const name = $('import-plot').value.trim();
-      if (name) body.plot = name;
+      const body = { files: payload };
+      if (into) body.into = into.plotId;
+      else {
+        body.replace = $('import-replace').checked;
+        const name = $('import-plot').value.trim();
+        if (name) body.plot = name;
+      }
       const r = await api('POST', '/api/import', body);
       const kinds = r.kinds.map((k) => `${k.count} ${k.kind.toLowerCase()}`).join(', ');
       const skipped = r.files.flatMap((f) => f.notImported.map((u) => `${f.name}: ${u.count}× ${u.keyword} not imported (first at line ${u.first_line})`));
+      if (r.added) {
+        const on = r.attached.map((a) => `${a.track} ${a.count}`).join(', ');
+        const loose = r.unattached.map((a) => `${a.count} name ${a.track}, which this plot has no track for`).join('; ');
+        info.textContent = `Added to "${r.title}": ${kinds || 'nothing new'}${on ? ` (on ${on})` : ''}.${loose ? ' ' + loose + '.' : ''}${skipped.length ? ' ' + skipped.join('; ') + '.' : ''}`;
+        input.value = '';
+        await openPlot(r.plotId);
+        return;
+      }
       info.textContent = `Imported "${r.title}"${r.replaced ? ' (replaced)' : ''}: ${kinds}.${r.undated ? ' The files have no times.' : ''}${skipped.length ? ' ' + skipped.join('; ') + '.' : ''}`;
       input.value = '';
       // Show the new plot in the catalogue list (whatever was searched before may hide it).

@@ -1364,6 +1364,9 @@ struct ImportBody {
     plot: Option<String>,
     #[serde(default)]
     replace: bool,
+    /// Add the files' layers to this existing plot (its id or short name) instead of making a
+    /// new one (`toolgate import --into`).
+    into: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -1374,7 +1377,7 @@ struct ImportFile {
 }
 
 impl Shape for ImportBody {
-    const SHAPE: &'static str = r#"{"files": [{"name": "ownship.rep", "contentBase64": "..."}, {"name": "contacts.rep", "contentBase64": "..."}], "plot": "Exercise Bravo", "replace": false}"#;
+    const SHAPE: &'static str = r#"{"files": [{"name": "ownship.rep", "contentBase64": "..."}, {"name": "contacts.rep", "contentBase64": "..."}], "plot": "Exercise Bravo", "replace": false} or, to add the files to a plot, {"files": [...], "into": "stac://…/item.json"}"#;
 }
 
 /// The import's messages name the CLI's flags; the page has a field and a checkbox instead.
@@ -1432,6 +1435,15 @@ async fn import_rep(
             bytes,
             path: None,
         });
+    }
+    if let Some(into) = body.into.filter(|p| !p.trim().is_empty()) {
+        if body.plot.as_deref().is_some_and(|p| !p.trim().is_empty()) || body.replace {
+            return Err(ApiError::bad_request(
+                "Adding files to a plot takes no plot name and replaces nothing: send \"into\" \
+                 alone, or \"plot\"/\"replace\" without it.",
+            ));
+        }
+        return add_to_plot(&st, &into, sources).await;
     }
     let plot_name = body.plot.filter(|p| !p.trim().is_empty());
     let prepared = {
@@ -1526,6 +1538,123 @@ async fn import_rep(
         "discardedSavedEdits": written.discarded_saved_edits,
         "undated": prepared.undated,
         "kinds": prepared.kinds.iter().map(|(k, n)| json!({"kind": k, "count": n})).collect::<Vec<_>>(),
+        "files": files,
+    })))
+}
+
+/// The files' layers added to an existing plot of this workbench's catalogues (`into`: its id
+/// or short name): what names its tracks attaches to them. A plot open here with unsaved edits
+/// is not changed under the person's feet; an open plot without them shows the addition.
+async fn add_to_plot(
+    st: &WebState,
+    into: &str,
+    sources: Vec<toolgate_plot::import::RepSource>,
+) -> Result<Json<Value>, ApiError> {
+    use toolgate_core::clip::quote;
+    let (plot_id, mut store) = {
+        let mut session = st.session();
+        let found = session.plots_named(into);
+        let plot_id = match found.as_slice() {
+            [(id, _)] => id.clone(),
+            [] => {
+                return Err(ApiError::bad_request(format!(
+                    "There is no plot \"{}\" to add the files to. Open the plot and tick \"Add \
+                     to the open plot\", or import the files as a new plot.",
+                    quote(into)
+                )));
+            }
+            many => {
+                return Err(ApiError::bad_request(format!(
+                    "\"{}\" could be {} plots ({}); open the one you mean and add the files to it.",
+                    quote(into),
+                    many.len(),
+                    many.iter()
+                        .map(|(_, title)| title.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+        };
+        if session
+            .open_plots()
+            .iter()
+            .any(|p| p.id == plot_id && p.doc.is_dirty())
+        {
+            return Err(ApiError::conflict(
+                "That plot is open with unsaved edits; save or revert them before adding files \
+                 to it. Nothing was added.",
+            ));
+        }
+        let Some((store, _)) = session.find_item(&plot_id) else {
+            return Err(ApiError::conflict(
+                "That plot is in a catalogue files cannot be added to here (a STAC API); import \
+                 the files as a new plot instead.",
+            ));
+        };
+        (plot_id, store.clone())
+    };
+    let added = {
+        let plot_id = plot_id.clone();
+        tokio::task::spawn_blocking(move || store.add_to_plot(&plot_id, &sources))
+            .await
+            .map_err(import_stopped)?
+            .map_err(|e| ApiError::bad_request(for_the_page(&e.to_string())))?
+    };
+    {
+        let mut session = st.session();
+        session.refresh_stores();
+        let open_clean = session
+            .open_plots()
+            .iter()
+            .any(|p| p.id == plot_id && !p.doc.is_dirty());
+        if open_clean && let Err(e) = session.revert(&plot_id) {
+            tracing::warn!("could not show the files added to {plot_id}: {e}");
+        }
+    }
+    st.directory
+        .log()
+        .push(toolgate_plot::activity::ActivityEntry {
+            seq: 0,
+            at: String::new(),
+            who: PERSON.to_owned(),
+            session: WORKBENCH_SESSION.to_owned(),
+            action: Action::Import,
+            plot_id: added.plot_id.clone(),
+            plot_title: added.title.clone(),
+            what: format!("import: {} file(s) added to the plot", added.files.len()),
+        });
+    st.notify_changed();
+    let count = |list: &[(String, usize)]| -> Vec<Value> {
+        list.iter()
+            .map(|(name, n)| json!({"track": name, "count": n}))
+            .collect()
+    };
+    let files: Vec<Value> = added
+        .files
+        .iter()
+        .map(|f| {
+            json!({
+                "name": f.name,
+                "windows1252": f.windows_1252,
+                "kinds": f.kinds.iter().map(|(k, n)| json!({"kind": k, "count": n})).collect::<Vec<_>>(),
+                "positions": f.positions,
+                "contacts": f.contacts,
+                "notImported": f.unhandled,
+                "undated": f.undated,
+            })
+        })
+        .collect();
+    Ok(Json(json!({
+        "plotId": added.plot_id,
+        "title": added.title,
+        "added": true,
+        "replaced": false,
+        "undated": false,
+        "kinds": added.kinds.iter().map(|(k, n)| json!({"kind": k, "count": n})).collect::<Vec<_>>(),
+        "positions": added.positions,
+        "contacts": added.contacts,
+        "attached": count(&added.attached),
+        "unattached": count(&added.unattached),
         "files": files,
     })))
 }

@@ -1731,3 +1731,76 @@ async fn one_unit_setting_for_every_run() {
     assert!(bad.text().contains("nm, yd, m or km"), "{}", bad.text());
     assert_eq!(get(&st, "/api/settings").await.json(), set, "unchanged");
 }
+
+/// Issue 32 item 5 from the page: legacy Debrief's `sensor_arcs.rep` (EPL, its notice beside it)
+/// added to the open plot that holds NELSON and COLLINGWOOD: every arc attaches to its track,
+/// the open plot shows them at once, and a plot with unsaved edits is not changed.
+#[tokio::test]
+async fn the_page_adds_a_files_layers_to_the_open_plot() {
+    use base64::Engine as _;
+    let dir = tempfile::tempdir().unwrap();
+    let st = common::state(dir.path(), false).await;
+    let fixtures =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../rep/tests/fixtures/rep");
+    let file = |name: &str| json!({"name": std::path::Path::new(name).file_name().unwrap().to_str().unwrap(), "contentBase64": base64::engine::general_purpose::STANDARD.encode(std::fs::read(fixtures.join(name)).unwrap())});
+    let reply = ok(
+        &st,
+        "/api/import",
+        json!({"files": [file("valid/boat1.rep"), file("valid/boat2.rep")], "plot": "Boats"}),
+    )
+    .await;
+    let plot_id = reply["plotId"].as_str().unwrap().to_owned();
+    ok(&st, "/api/plots/open", json!({"plotId": plot_id})).await;
+    let arcs = json!({"files": [file("legacy/sensor_arcs.rep")], "into": plot_id});
+    let added = ok(&st, "/api/import", arcs.clone()).await;
+    assert_eq!(added["added"], true, "{added}");
+    assert_eq!(added["kinds"], json!([{"kind": "SENSOR_ARC", "count": 46}]));
+    assert_eq!(
+        added["attached"],
+        json!([{"track": "NELSON", "count": 43}, {"track": "COLLINGWOOD", "count": 3}])
+    );
+    // The open plot shows them: each arc names its host track, so the map draws it there.
+    let features = plot(&st).await;
+    let arcs_on = |track: &str| {
+        features["featureCollection"]["features"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| {
+                f["properties"]["kind"] == "SENSOR_ARC" && f["properties"]["track_id"] == track
+            })
+            .count()
+    };
+    assert_eq!(
+        (arcs_on("track-nelson"), arcs_on("track-collingwood")),
+        (43, 3)
+    );
+    // A short name works too; several at once with a plot name does not.
+    let bad = post(
+        &st,
+        "/api/import",
+        json!({"files": [file("legacy/sensor_arcs.rep")], "into": "boats", "plot": "x"}),
+    )
+    .await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST, "{}", bad.text());
+    // Unsaved edits on the open plot: nothing is added.
+    ok(&st, "/api/select", json!({"ids": ["track-nelson"]})).await;
+    let fin = palette_result(
+        &st,
+        json!({"toolId": "set-track-color", "params": {"color": "red"}, "featureIds": ["track-nelson"]}),
+    )
+    .await;
+    assert_eq!(fin["status"], "ok", "{fin}");
+    let refused = post(
+        &st,
+        "/api/import",
+        json!({"files": [file("legacy/sensor_arcs.rep")], "into": "boats"}),
+    )
+    .await;
+    assert_eq!(refused.status, StatusCode::CONFLICT, "{}", refused.text());
+    assert!(
+        refused.text().contains("unsaved edits"),
+        "{}",
+        refused.text()
+    );
+}
