@@ -284,6 +284,19 @@ impl Gate<'_> {
             prepared.call.params = p;
         }
         notes.extend(checked.notes);
+        // In the order the parameters are listed, whichever step read them.
+        let order = |note: &String| {
+            prepared
+                .call
+                .params
+                .keys()
+                .position(|k| {
+                    note.strip_prefix(k.as_str())
+                        .is_some_and(|rest| rest.starts_with([':', '.', '[']))
+                })
+                .unwrap_or(usize::MAX)
+        };
+        notes.sort_by_key(order);
         let effect = checked.effect;
         let dry_run = checked.outcome;
         if dry_run.is_some() {

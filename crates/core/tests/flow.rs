@@ -500,6 +500,10 @@ async fn parameters_are_resolved_and_the_effect_counted_before_anyone_is_asked()
     );
     assert!(body.contains("\"1.5 h\" read as 90"), "{body}");
     assert!(
+        body.find("- Note: minutes:") < body.find("- Note: when:"),
+        "notes in the parameters' order: {body}"
+    );
+    assert!(
         body.contains("- Effect: remove 240 of 361 positions of HMS Nelson (keep 121)\n"),
         "{body}"
     );

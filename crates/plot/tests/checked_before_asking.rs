@@ -120,6 +120,10 @@ async fn a_sloppy_time_is_refused_or_corrected_before_the_question_and_the_quest
         361 - kept
     );
     assert!(body.contains(&effect), "{body}");
+    assert!(
+        body.find("- Note: start_time:") < body.find("- Note: end_time:"),
+        "notes in the parameters' order: {body}"
+    );
     assert_eq!(nelson(&d).0, version, "declined: nothing changed");
 
     // Approved, the change is exactly what was counted.
