@@ -346,6 +346,15 @@ pub fn open_session(args: &StoreArgs) -> Result<Session> {
     }
 }
 
+/// The folder stores a long-running server serves: `--store`'s (a STAC API's mirror), else
+/// your own plots first — where the workbench's import writes — and the demo plots.
+pub fn open_stores(args: &StoreArgs) -> Result<Vec<StacStore>> {
+    if args.store.is_some() {
+        return Ok(vec![open_store(args)?]);
+    }
+    Ok(vec![user_store()?, open_store(args)?])
+}
+
 /// The id of your own plots' store (`stac://plots/…`).
 pub const USER_STORE_ID: &str = "plots";
 

@@ -93,18 +93,13 @@ pub fn wrap(text: &str, width: usize) -> String {
 
 /// Columns padded to their widest cell (by characters), two spaces apart, a rule under the
 /// header; trailing spaces trimmed. The table fits [`width`]: the widest columns are narrowed
-/// (their cells cut with `…`), and columns that still do not fit are left out with a note.
-pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
-    table_within(headers, rows, width(), &[])
-}
-
-/// [`table`] that never cuts the columns numbered in `whole` (an id a person copies): the
-/// others are narrowed first.
+/// (their cells cut with `…`), and columns that still do not fit are left out with a note —
+/// except the columns numbered in `whole` (an id a person copies), which are never cut.
 pub fn table_keeping(headers: &[&str], rows: &[Vec<String>], whole: &[usize]) -> String {
     table_within(headers, rows, width(), whole)
 }
 
-/// [`table`] that shows only the first and last rows of a table longer than [`LONG_TABLE`],
+/// A table that shows only the first and last rows of a table longer than [`LONG_TABLE`],
 /// with a line saying how many rows are not shown.
 pub fn long_table(headers: &[&str], rows: &[Vec<String>]) -> String {
     long_table_within(headers, rows, width())
@@ -430,12 +425,14 @@ mod tests {
 
     #[test]
     fn tables_align_by_characters() {
-        let t = table(
+        let t = table_within(
             &["name", "n"],
             &[
                 vec!["café".into(), "1".into()],
                 vec!["x".into(), "22".into()],
             ],
+            80,
+            &[],
         );
         assert_eq!(t, "name  n\n----  --\ncafé  1\nx     22");
     }

@@ -94,8 +94,9 @@ pub struct McpSetup {
     pub upstreams: Vec<Arc<Upstream>>,
     /// The analysis registry behind the Debrief tools (with the upstream tools).
     pub registry: Arc<Registry>,
-    pub store: StacStore,
-    /// The STAC API catalogue `--store` names, if any (`store` is then its mirror).
+    /// The catalogues served: `--store`'s, else your plots and the demo's.
+    pub stores: Vec<StacStore>,
+    /// The STAC API catalogue `--store` names, if any (`stores` is then its mirror).
     pub api: Vec<toolgate_plot::stac_api::ApiStore>,
     pub sink: Arc<dyn TelemetrySink>,
 }
@@ -125,29 +126,35 @@ pub async fn setup(args: &SurfaceArgs, surface_label: &str) -> Result<McpSetup> 
             .with_context(|| format!("registering the tools of upstream server {}", u.name()))?;
     }
     let registry = Arc::new(registry);
-    let store: StacStore = debrief_cli::open_store(&args.store)?;
+    // Without --store: your plots first (where the page's import writes), then the demo's.
+    let stores: Vec<StacStore> = debrief_cli::open_stores(&args.store)?;
     let api = debrief_cli::api_stores(&args.store)?;
     let factory_api = api.clone();
     let label = surface_label.to_owned();
     let factory_sink = sink.clone();
-    let (factory_store, factory_registry) = (Arc::new(Mutex::new(store.clone())), registry.clone());
+    let (factory_stores, factory_registry) =
+        (Arc::new(Mutex::new(stores.clone())), registry.clone());
     let new_session = Arc::new(move |identity: &str| {
         // A session starts on the catalogue as it is now: plots imported (or replaced) while
         // the server runs are there, without a restart.
-        let current = match factory_store.lock() {
-            Ok(mut s) => {
-                match s.reread_if_changed() {
-                    Ok(Some(fresh)) => *s = fresh,
-                    Ok(None) => {}
-                    Err(e) => tracing::warn!("the catalogue changed but could not be read: {e}"),
+        let current = match factory_stores.lock() {
+            Ok(mut stores) => {
+                for s in stores.iter_mut() {
+                    match s.reread_if_changed() {
+                        Ok(Some(fresh)) => *s = fresh,
+                        Ok(None) => {}
+                        Err(e) => {
+                            tracing::warn!("the catalogue changed but could not be read: {e}");
+                        }
+                    }
                 }
-                s.clone()
+                stores.clone()
             }
             Err(poisoned) => poisoned.into_inner().clone(),
         };
         Arc::new(Debrief::new(
             Arc::new(Mutex::new(
-                Session::new(vec![current]).with_api_stores(factory_api.clone()),
+                Session::new(current).with_api_stores(factory_api.clone()),
             )),
             factory_registry.clone(),
             factory_sink.clone(),
@@ -194,7 +201,7 @@ pub async fn setup(args: &SurfaceArgs, surface_label: &str) -> Result<McpSetup> 
         shared: Arc::new(shared),
         upstreams,
         registry,
-        store,
+        stores,
         api,
         sink,
     })
@@ -252,11 +259,11 @@ const STATE_SESSION: &str = "workbench";
 /// journaled too, as `named:NAME`, so every instance serves them and one made again after it
 /// expired here comes back as it was.
 fn named_sessions_journaled(setup: &McpSetup, journal: &Arc<toolgate_state::PgJournal>) {
-    let (store, api) = (setup.store.clone(), setup.api.clone());
+    let (stores, api) = (setup.stores.clone(), setup.api.clone());
     let (registry, sink) = (setup.registry.clone(), setup.sink.clone());
     let journal = journal.clone();
     let make = move |name: &str, identity: &str| {
-        let session = Session::new(vec![store.clone()])
+        let session = Session::new(stores.clone())
             .with_api_stores(api.clone())
             .journaled(journal.session_journal(&format!("named:{name}")));
         Arc::new(Debrief::new(
@@ -290,7 +297,7 @@ pub async fn serve(args: ServeArgs) -> Result<i32> {
         })
         .unwrap_or_else(|| "none".to_owned());
     let priming = !args.no_priming;
-    let mut session = Session::new(vec![setup.store.clone()]).with_api_stores(setup.api.clone());
+    let mut session = Session::new(setup.stores.clone()).with_api_stores(setup.api.clone());
     if let Some(dsn) = &args.state {
         let journal = toolgate_state::PgJournal::connect(dsn, STATE_SESSION)?;
         named_sessions_journaled(&setup, &journal);

@@ -354,3 +354,72 @@ fn refusals_and_status_lines_speak_the_command_lines_words() {
     assert_eq!(v["saved"], false);
     assert!(v["text"].as_str().unwrap().contains("Not saved"), "{v}");
 }
+
+/// Standard base64 (the page sends files so).
+fn base64(bytes: &[u8]) -> String {
+    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ABC[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// `toolgate serve` with no --store: the page's import writes to your plots (never the demo
+/// store), and its "Add to the open plot" adds legacy Debrief's arcs to the plot with NELSON.
+#[test]
+fn the_served_workbench_imports_into_your_plots_and_adds_to_them() {
+    const TOKEN: &str = "analyst-workbench-token";
+    let server = support::serve(&[], TOKEN);
+    let file = |rel: &str| {
+        let path = rep_fixture(rel);
+        serde_json::json!({
+            "name": Path::new(&path).file_name().unwrap().to_str().unwrap(),
+            "contentBase64": base64(&std::fs::read(&path).unwrap()),
+        })
+    };
+    let body = serde_json::json!({"files": [file("valid/boat1.rep")]});
+    let r = support::http_request(&server.addr, "POST", "/api/import", TOKEN, Some(&body));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let reply: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(reply["plotId"], "stac://plots/boat1/item.json", "{reply}");
+    let body = serde_json::json!({"files": [file("legacy/sensor_arcs.rep")], "into": "boat1"});
+    let r = support::http_request(&server.addr, "POST", "/api/import", TOKEN, Some(&body));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let reply: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(
+        reply["attached"],
+        serde_json::json!([{"track": "NELSON", "count": 43}])
+    );
+    assert_eq!(
+        reply["unattached"],
+        serde_json::json!([{"track": "COLLINGWOOD", "count": 3}])
+    );
+    // The demo plots are still there beside yours.
+    let body = serde_json::json!({"text": "Alpha"});
+    let r = support::http_request(
+        &server.addr,
+        "POST",
+        "/api/catalog/search",
+        TOKEN,
+        Some(&body),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(
+        r.body.contains("stac://demo/alpha-day1/item.json"),
+        "{}",
+        r.body
+    );
+}
