@@ -73,12 +73,13 @@ pub struct ExecArgs {
     #[arg(long)]
     pub yes: bool,
 
-    /// Open this plot (stac://…) so the program can call the Debrief plot tools (with
-    /// `feature_names` / `feature_ids` / `scope`). Their edits land on a scratch copy; when the
-    /// program succeeds the net change is previewed once and applied as one undo step on
-    /// approval (`--yes` or the terminal), or dropped (then `success` is false, `plot.status`
-    /// says why, and the exit code is 4 for a decline, 3 for a refusal, 1 for a failure).
-    #[arg(long, value_name = "PLOT_ID")]
+    /// Open this plot (its id, stac://…, or short name, e.g. `boat1`) so the program can call
+    /// the Debrief plot tools (with `feature_names` / `feature_ids` / `scope`). Their edits land
+    /// on a scratch copy; when the program succeeds the net change is previewed once and
+    /// applied as one undo step on approval (`--yes` or the terminal), or dropped (then
+    /// `success` is false, `plot.status` says why, and the exit code is 4 for a decline, 3 for
+    /// a refusal, 1 for a failure).
+    #[arg(long, value_name = "PLOT")]
     pub plot: Option<String>,
 
     /// Save the plot after an approved program edit (a person's choice, like `plot run --save`).
@@ -328,16 +329,13 @@ pub async fn run(args: ExecArgs) -> Result<i32> {
     let runtime = tools.runtime(Surface::Exec, sink, executor);
     // A plot for the program: its tools edit a scratch copy (one confirmation at the end).
     let transaction = match &args.plot {
-        Some(plot_id) => {
-            let store = crate::debrief_cli::open_store(&args.store)?;
-            let session = Arc::new(std::sync::Mutex::new(toolgate_plot::session::Session::new(
-                vec![store],
-            )));
-            session
-                .lock()
-                .map_err(|_| anyhow::anyhow!("the plot session is unavailable"))?
-                .open(plot_id)?;
-            let tx = PlotTransaction::begin(session, plot_id)?;
+        Some(reference) => {
+            // The plot by its id or short name, in your plots or the demo's (or --store's).
+            let mut session = crate::debrief_cli::open_session(&args.store)?;
+            let plot_id = crate::debrief_cli::plot_named(&mut session, reference)?;
+            session.open(&plot_id)?;
+            let session = Arc::new(std::sync::Mutex::new(session));
+            let tx = PlotTransaction::begin(session, &plot_id)?;
             // The unit setting `plot run --units` reads, for the program's plot functions.
             if let Ok(text) = std::env::var("TOOLGATE_UNITS") {
                 let units = toolgate_plot::tools::units::Units::parse(&text)

@@ -423,3 +423,41 @@ fn the_served_workbench_imports_into_your_plots_and_adds_to_them() {
         r.body
     );
 }
+
+/// A CodeAct program's plot is named by its short name too (`exec --plot alpha-day1`).
+#[test]
+fn exec_opens_a_plot_by_its_short_name() {
+    let d = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let o = support::isolated_toolgate(d.path())
+        .args([
+            "exec",
+            "--workspace",
+            ws.path().to_str().unwrap(),
+            "--plot",
+            "alpha-day1",
+            "--code",
+            "set_track_color(color=\"red\", feature_names=[\"Contact\"])",
+            "--yes",
+        ])
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    assert!(err.contains("stac://demo/alpha-day1/item.json"), "{err}");
+    let o = support::isolated_toolgate(d.path())
+        .args([
+            "exec",
+            "--workspace",
+            ws.path().to_str().unwrap(),
+            "--plot",
+            "nowhere",
+            "--code",
+            "print(1)",
+        ])
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert!(!o.status.success(), "{out}{err}");
+    assert!(err.contains("no plot is called \"nowhere\""), "{err}");
+}
