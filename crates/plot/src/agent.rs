@@ -1024,7 +1024,9 @@ impl Debrief {
                         }
                         // The command line says itself whether it saved.
                         Audience::Cli => "",
-                        Audience::Page => "Save keeps it; Undo or Revert discards it.",
+                        Audience::Page => {
+                            "It is one undoable step; Save writes it to the plot's file."
+                        }
                     };
                     Reply::ok(
                         format!(

@@ -1674,7 +1674,7 @@ async fn the_palette_speaks_of_the_pages_controls() {
     .await;
     assert_eq!(fin["status"], "ok", "{fin}");
     let text = spoken(&fin);
-    assert!(text.contains("Save keeps it"), "{text}");
+    assert!(text.contains("one undoable step; Save writes it"), "{text}");
 }
 
 /// Issue 32 item 3 (units): the workbench has one unit setting, nautical miles and knots unless
