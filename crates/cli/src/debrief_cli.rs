@@ -1117,12 +1117,14 @@ pub fn catalog(command: CatalogCommand) -> Result<i32> {
     } else {
         result.criteria_applied.join("; ")
     };
-    out(&format!(
+    let line = |text: &str| out(&crate::human::wrap(text, crate::human::width()));
+    line(&format!(
         "{} plot(s) in {} match ({criteria}).",
-        result.total, where_
+        toolgate_plot::search::total_phrase(result.total, result.total_is),
+        where_
     ));
     if let Some(m) = &result.message {
-        out(m);
+        line(m);
     }
     if !result.matches.is_empty() {
         let rows: Vec<Vec<String>> = result
@@ -1162,7 +1164,7 @@ pub fn catalog(command: CatalogCommand) -> Result<i32> {
         ));
     }
     if let Some(more) = &result.more {
-        out(more);
+        line(more);
     }
     Ok(0)
 }

@@ -213,6 +213,16 @@ fn series_and_positions_print_as_tables_that_fit_the_terminal() {
         );
         assert!(!out.contains('{'), "{out}");
     }
+    // The catalogue's table too: narrowed, its plot ids kept whole.
+    let o = toolgate_columns(data, 60, &["catalog", "search"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    assert!(out.lines().all(|l| l.chars().count() <= 60), "{out}");
+    assert!(
+        out.contains("stac://plots/boats/item.json")
+            && out.contains("stac://demo/alpha-day1/item.json"),
+        "{out}"
+    );
     let o = toolgate_columns(
         data,
         72,
