@@ -436,7 +436,7 @@ fn a_fifo_in_the_catalogue_delays_only_the_call_that_reads_it() {
         Duration::from_secs(30),
         || {
             let stuck = readers() >= 1;
-            (opener.is_finished() || stuck) && (web_opener.is_finished() || stuck)
+            stuck || (opener.is_finished() && web_opener.is_finished())
         },
     );
 
