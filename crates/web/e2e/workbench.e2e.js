@@ -481,6 +481,103 @@ async function importChecks(page) {
   expectedConsole = null;
 }
 
+// Issue 32, done means: the analyst's day on a plot of Debrief's own files — boat1.rep and
+// boat2.rep imported from the page as one plot, legacy Debrief's sensor_arcs.rep added to it
+// (`;SENSORARC` without the colon; its arcs join NELSON and COLLINGWOOD): opened fitted over the
+// chart with its arcs drawn, played, the cursor readout read, Speed Filter's positions
+// highlighted, a trim written sloppily read on the plot's day and counted in the question (a
+// time nobody can place refused before any dialog), approved, undone, redone and saved.
+async function analystDayChecks(page) {
+  log("the analyst's day on boat1 + boat2 + sensor_arcs.rep");
+  const rep = path.join(__dirname, '../../rep/tests/fixtures/rep');
+  const t0 = Date.parse('1995-12-12T05:00:00Z');
+  if (await page.isHidden('#import-form')) await page.click('#import-box summary');
+  await page.setInputFiles('#import-files', [path.join(rep, 'valid/boat1.rep'), path.join(rep, 'valid/boat2.rep')]);
+  await page.fill('#import-plot', 'E2E Boats');
+  await page.uncheck('#import-into');
+  await page.click('#import-run');
+  await waitFor(page, () => document.getElementById('plot-title').textContent === 'E2E Boats', null, 'the boats plot opens', 30000);
+  await page.setInputFiles('#import-files', [path.join(rep, 'legacy/sensor_arcs.rep')]);
+  await page.fill('#import-plot', '');
+  await page.check('#import-into');
+  await page.click('#import-run');
+  await waitFor(page, () => (window.__workbench.app.drawables || []).filter((d) => d.kind === 'SENSOR_ARC').length >= 46, null, "sensor_arcs.rep's 46 arcs drawn in the open plot", 30000);
+  await page.uncheck('#import-into');
+  const hosts = await page.evaluate(() => {
+    const arcs = window.__workbench.app.drawables.filter((d) => d.kind === 'SENSOR_ARC');
+    const hostName = (a) => { const h = a.track || a.host; return h && typeof h === 'object' ? h.name : h; };
+    return [...new Set(arcs.map(hostName))].sort();
+  });
+  assert.deepEqual(hosts, ['COLLINGWOOD', 'NELSON'], `the arcs are drawn on the tracks they name: ${hosts}`);
+  await step('the boats plot opens fitted, clear of the legend and the zoom buttons', async () => {
+    await page.click('#zoom-fit');
+    await page.waitForTimeout(150);
+    const f = await fitReport(page);
+    assert.equal(f.outsideCount, 0, `${f.outsideCount} vertices off the map, e.g. ${f.outside.join(' ')}`);
+  });
+  await page.evaluate((t) => window.__workbench.setTime(t), t0 + 20 * 60000);
+  await screenshot(page, 'day-boats-arcs');
+  await step('playing moves the time cursor and the readout names each track', async () => {
+    const before = await page.innerText('#time-now');
+    await page.click('#time-play');
+    await page.waitForFunction((b) => document.getElementById('time-now').textContent !== b, before, { timeout: 10000 });
+    await page.click('#time-play');
+    const readout = await page.innerText('#readout');
+    assert.match(readout, /NELSON.*course \d{3}\.\d°, [\d.]+ kn/s, `the readout: ${readout}`);
+    assert.match(readout, /COLLINGWOOD/, `the readout: ${readout}`);
+  });
+
+  await step("Speed Filter's positions on the boats plot are ringed on the map", async () => {
+    await page.click('#tab-tools');
+    await page.click('#tool-list li[data-tool="speed-filter"]');
+    await page.locator('#tool-fields [data-param="min_knots"]').fill('2.5');
+    await page.locator('#tool-fields [data-param="max_knots"]').fill('');
+    await page.check('input[name="tool-target"][value="pick"]');
+    await page.selectOption('#tool-targets', { label: await page.evaluate(() => [...document.querySelectorAll('#tool-targets option')].find((o) => /^COLLINGWOOD\b/.test(o.textContent)).textContent) });
+    await page.click('#tool-run');
+    await waitFor(page, () => /^speed-filter: /.test(document.getElementById('dataset-summary').textContent), null, 'the speed-filter result');
+    const ds = await page.evaluate(() => fetch('/api/datasets').then((r) => r.json()));
+    const sf = ds.datasets.filter((d) => d.toolId === 'speed-filter').pop();
+    const n = sf.data.tracks[0].positions.length;
+    assert.ok(n > 0, 'COLLINGWOOD has positions at 2.5 kn or more');
+    await page.click('#zoom-fit');
+    await waitFor(page, (k) => Number(document.getElementById('map').dataset.resultMarks) === k, n, `${n} positions marked`);
+    await screenshot(page, 'day-speed-filter');
+  });
+  await step('a time nobody can place is refused before any dialog', async () => {
+    await page.click('#tab-tools');
+    await page.click('#tool-list li[data-tool="trim-track"]');
+    await page.locator('#tool-fields [data-param="start_time"]').waitFor();
+    await page.fill('#tool-fields [data-param="start_time"]', 'yesterday');
+    await page.fill('#tool-fields [data-param="end_time"]', '1995-12-12 10:00');
+    await page.check('input[name="tool-target"][value="pick"]');
+    await page.selectOption('#tool-targets', { label: await page.evaluate(() => [...document.querySelectorAll('#tool-targets option')].find((o) => /^NELSON\b/.test(o.textContent)).textContent) });
+    await page.click('#tool-run');
+    await waitFor(page, () => { const r = document.getElementById('tool-result'); return !r.hidden && /yesterday/.test(r.textContent); }, null, 'the refusal naming "yesterday"');
+    assert.equal(await page.isVisible('#confirm-dialog[open]'), false, 'no dialog for a time nobody can place');
+    assert.equal(await page.getAttribute('#tool-result', 'data-status'), 'refused');
+  });
+  await step('a sloppy time is read on the plot\'s day and the question counts the positions', async () => {
+    await page.fill('#tool-fields [data-param="start_time"]', '06:00');
+    await page.click('#tool-run');
+    const dlg = await waitDialog(page);
+    assert.match(dlg.body, /Note: start_time: "06:00" read as 1995-12-12T06:00:00Z/, dlg.body);
+    assert.match(dlg.body, /Effect: remove (\d+) of (\d+) positions of NELSON \(keep \d+\)/, dlg.body);
+    await screenshot(page, 'day-trim-question');
+    await page.click('#confirm-approve');
+    await waitFor(page, () => document.getElementById('dirty').dataset.dirty === 'true', null, 'the trim applied, unsaved');
+  });
+  await step('undo, redo and save', async () => {
+    await page.click('#btn-undo');
+    await waitFor(page, () => document.getElementById('dirty').dataset.dirty === 'false' || /^Redo/.test(document.getElementById('btn-redo').textContent), null, 'undone');
+    await page.click('#btn-redo');
+    await waitFor(page, () => document.getElementById('dirty').dataset.dirty === 'true', null, 'redone');
+    await page.click('#btn-save');
+    await waitFor(page, () => document.getElementById('dirty').dataset.dirty === 'false', null, 'saved');
+  });
+  await screenshot(page, 'day-saved');
+}
+
 async function analystChecks(page) {
   const ALPHA_T0 = Date.parse('2026-03-01T00:00:00Z');
   await page.locator('#pane-tools:not([hidden])').waitFor();
@@ -1195,6 +1292,7 @@ async function main() {
   await screenshot(page2, 'no-chat-backend');
   await analystChecks(page2);
   await importChecks(page2);
+  await analystDayChecks(page2);
   await page2.close();
   await plainScreenshotCheck(BASE_NO_CHAT);
 
