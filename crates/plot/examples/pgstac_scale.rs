@@ -1,6 +1,7 @@
 //! `debrief_searchPlots` latency on a STAC API catalogue, for `benches/pgstac-scale.sh`:
 //! `cargo run -p toolgate-plot --example pgstac_scale -- URL QUERIES SEED`. Prints one JSON line
-//! per query kind with p50/p99/max in milliseconds and the mean match count.
+//! per query kind with p50/p99/max in milliseconds, the mean match count and how many of the
+//! counts were the server's estimates (`about`) or lower bounds (`at_least`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::sync::{Arc, Mutex};
@@ -103,6 +104,7 @@ async fn main() {
         }
         let mut times = Vec::with_capacity(n);
         let mut totals = 0u64;
+        let (mut about, mut at_least) = (0usize, 0usize);
         for _ in 0..n {
             let q = make(&mut rng);
             let t = Instant::now();
@@ -111,13 +113,18 @@ async fn main() {
             let v: Value = serde_json::from_str(&r.text).unwrap_or(Value::Null);
             assert!(v.get("total").is_some(), "query {q}: {}", r.text);
             totals += v["total"].as_u64().unwrap_or(0);
+            match v["totalIs"].as_str() {
+                Some("about") => about += 1,
+                Some("atLeast") => at_least += 1,
+                _ => {}
+            }
         }
         times.sort();
         println!(
             "{}",
             json!({"query": name, "n": n, "p50_ms": percentile(&times, 0.5),
                    "p99_ms": percentile(&times, 0.99), "max_ms": percentile(&times, 1.0),
-                   "mean_total": totals as f64 / n as f64})
+                   "mean_total": totals as f64 / n as f64, "about": about, "at_least": at_least})
         );
     }
 }

@@ -5,7 +5,16 @@
 //! Semantics are the folder store's: the server narrows the candidates (every condition it is
 //! sent is implied by the folder store's rule, so it never drops a real match), then each
 //! candidate is tested with the same [`Criteria::matches`] the folder store uses, so both give
-//! the same matches, totals, caps and "N more not shown". Matches come in item-id order.
+//! the same first page. Matches come in item-id order (the sort extension; the server's order
+//! without it).
+//!
+//! A search never reads every match (issue 35): it reads pages, keyset-paged by the server's
+//! `next` token, only until it has the cap's worth and one more, then asks the server for the
+//! count (`numberMatched`, with pgstac's `context: auto` in the request's `conf`: exact below
+//! [`EXACT_COUNT_BELOW`] expected matches, the planner's estimate above). The reply says how
+//! exact its total is ([`TotalIs`]): exact when the server counted and its pre-filter is the rule
+//! (or the few candidates left were read), "about" for an estimate, "at least" when the server
+//! gave no count. Small catalogues therefore answer exactly as the folder store does.
 //!
 //! One API store is one collection of the server (default [`DEFAULT_COLLECTION`]); its plot ids
 //! are `stac://<store>/<itemId>/item.json`, the ids a folder store written by `toolgate import`
@@ -40,6 +49,9 @@ pub const MAX_SCANNED: usize = 50_000;
 /// the planner expects fewer matches than this, estimated from the plan above it. A
 /// `numberMatched` below it is therefore exact; one at or above it is reported as "about".
 pub const EXACT_COUNT_BELOW: usize = 20_000;
+/// A first page that takes longer than this is of a broad search: its count is asked for at the
+/// same time rather than after it (a narrow search's page comes sooner and needs no count).
+pub const COUNT_AFTER: Duration = Duration::from_millis(20);
 /// When the server's pre-filter is wider than the rule, a search with at most this many
 /// candidates left after its page reads them to count its matches exactly.
 pub const FINISH_BELOW: usize = 200;
@@ -206,6 +218,9 @@ pub struct ApiStore {
     /// Counts below this are asked of the server exactly, larger ones may be its estimate
     /// (default [`EXACT_COUNT_BELOW`]).
     pub exact_count_below: usize,
+    /// A first page slower than this has the count asked for at the same time (default
+    /// [`COUNT_AFTER`]).
+    pub count_after: Duration,
     agent: ureq::Agent,
 }
 
@@ -501,6 +516,7 @@ impl ApiStore {
             mirror_dir: None,
             page_limit: PAGE_LIMIT,
             exact_count_below: EXACT_COUNT_BELOW,
+            count_after: COUNT_AFTER,
             agent,
         };
         let url = format!("{}conformance", store.address.root);
@@ -701,7 +717,41 @@ impl ApiStore {
         };
         let mut entries: Vec<ItemEntry> = Vec::new();
         let mut hits = 0usize;
-        let mut more = true;
+        let search_url = format!("{}search", self.address.root);
+        // The first page, and the count at the same time when the page is slow to come (a
+        // broad search, which will want it): the reply then waits for the slower of the two,
+        // not for both in turn.
+        let (first_page, mut matched) = std::thread::scope(|scope| {
+            let (done, wait) = std::sync::mpsc::channel();
+            let (pager, entries, hits) = (&mut pager, &mut entries, &mut hits);
+            let page = scope.spawn(move || {
+                let more = self.next_page(pager, |e| {
+                    if c.matches(&e).is_some() {
+                        *hits += 1;
+                        entries.push(e);
+                    }
+                });
+                let _ = done.send(());
+                more
+            });
+            let matched = match wait.recv_timeout(self.count_after) {
+                Ok(()) => None,
+                Err(_) => Some(self.number_matched(&search_url, first.clone())),
+            };
+            (
+                page.join().unwrap_or_else(|_| {
+                    Err(ApiError::Malformed {
+                        url: search_url.clone(),
+                        message: "internal: the page reader stopped".to_owned(),
+                    })
+                }),
+                matched,
+            )
+        });
+        if matched.is_some() {
+            pager.requests += 1;
+        }
+        let mut more = first_page?;
         while more && hits <= want && pager.scanned < MAX_SCANNED {
             more = self.next_page(&mut pager, |e| {
                 if c.matches(&e).is_some() {
@@ -721,8 +771,13 @@ impl ApiStore {
         }
         // More candidates remain: the server's count, asked for apart from the page so that a
         // search whose matches fit in one page never pays for counting.
-        let matched = self.number_matched(&format!("{}search", self.address.root), first);
-        pager.requests += 1;
+        let matched = match matched.take() {
+            Some(m) => m,
+            None => {
+                pager.requests += 1;
+                self.number_matched(&search_url, first)
+            }
+        };
         let (total, total_is) = match matched {
             Some(m) if m >= hits && m < self.exact_count_below && self.prefilter_exact(c) => {
                 (m, TotalIs::Exact)
@@ -828,11 +883,18 @@ impl ApiStore {
     }
 
     /// The server's `numberMatched` (or the older `context.matched`) for a search, asked with
-    /// pgstac's `context: auto` (exact below [`EXACT_COUNT_BELOW`] expected matches, the
-    /// planner's estimate above, never a cached count); `None` when the server gives none or
-    /// refuses the request (the search itself has succeeded by then).
+    /// pgstac's `context: auto` (exact below `exact_count_below` expected matches, the planner's
+    /// estimate above; an exact count is never a cached one, while pgstac keeps a query's first
+    /// estimate until its `search_wheres` row goes, which `toolgate catalog load --pgstac` does);
+    /// `None` when the server gives none or refuses the request (the page has been read by
+    /// then).
     fn number_matched(&self, url: &str, mut body: Value) -> Option<usize> {
+        // The one item it returns is not read: in the server's own order (pgstac's newest
+        // first reads one partition), not item-id order, which sorts every match.
         body["limit"] = 1.into();
+        if let Some(obj) = body.as_object_mut() {
+            obj.remove("sortby");
+        }
         if self.fields {
             body["fields"] = json!({"include": ["id"], "exclude": ["geometry", "assets", "links", "properties"]});
         }

@@ -42,6 +42,12 @@ struct Seen {
 /// Alpha N" for odd N, in item-id order, paged by `next` links with a POST body (as
 /// stac-fastapi-pgstac pages). It ignores filters: every item is a candidate.
 fn fake_api(n: usize, count: Count) -> (String, Arc<Seen>) {
+    fake_api_slow(n, count, Duration::ZERO)
+}
+
+/// [`fake_api`] whose every search takes `delay` to answer; connections are served at once, each
+/// on a thread of its own (as a real server serves them).
+fn fake_api_slow(n: usize, count: Count, delay: Duration) -> (String, Arc<Seen>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/", listener.local_addr().unwrap());
     let seen = Arc::new(Seen::default());
@@ -49,11 +55,28 @@ fn fake_api(n: usize, count: Count) -> (String, Arc<Seen>) {
     let root = url.clone();
     std::thread::spawn(move || {
         for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { return };
+            let Ok(stream) = stream else { return };
+            let (s, root) = (s.clone(), root.clone());
+            std::thread::spawn(move || serve(stream, &root, n, count, delay, &s));
+        }
+    });
+    (url, seen)
+}
+
+fn serve(
+    mut stream: std::net::TcpStream,
+    root: &str,
+    n: usize,
+    count: Count,
+    delay: Duration,
+    s: &Seen,
+) {
+    {
+        {
             let mut reader = BufReader::new(stream.try_clone().unwrap());
             let mut line = String::new();
             if reader.read_line(&mut line).is_err() {
-                continue;
+                return;
             }
             let mut length = 0usize;
             loop {
@@ -79,7 +102,8 @@ fn fake_api(n: usize, count: Count) -> (String, Arc<Seen>) {
                 ]})
             } else if line.starts_with("POST /search") {
                 let req: Value = serde_json::from_slice(&body).unwrap();
-                search_reply(&root, n, count, &req, &s)
+                std::thread::sleep(delay);
+                search_reply(root, n, count, &req, s)
             } else {
                 json!({"code": "NotFound"})
             };
@@ -90,8 +114,7 @@ fn fake_api(n: usize, count: Count) -> (String, Arc<Seen>) {
                 text.len()
             );
         }
-    });
-    (url, seen)
+    }
 }
 
 fn search_reply(root: &str, n: usize, count: Count, req: &Value, seen: &Seen) -> Value {
@@ -142,8 +165,12 @@ fn search_reply(root: &str, n: usize, count: Count, req: &Value, seen: &Seen) ->
     reply
 }
 
+/// The store, its count asked for only after the page (so the requests come in a fixed order
+/// whatever the machine's load; `a_slow_first_page_…` tests the other way).
 fn api(url: &str) -> ApiStore {
-    ApiStore::connect(None, url, Duration::from_secs(10)).unwrap()
+    let mut api = ApiStore::connect(None, url, Duration::from_secs(10)).unwrap();
+    api.count_after = Duration::from_secs(3600);
+    api
 }
 
 fn debrief(api: ApiStore) -> Debrief {
@@ -189,6 +216,19 @@ fn a_broad_search_reads_one_page_and_asks_the_server_for_the_count() {
         json.get("totalIs").is_none(),
         "an exact total says nothing more"
     );
+}
+
+#[test]
+fn a_slow_first_page_has_its_count_asked_for_at_the_same_time() {
+    // Every search takes 600 ms: asked in turn, the page and the count would take 1.2 s.
+    let (url, seen) = fake_api_slow(5000, Count::Pgstac, Duration::from_millis(600));
+    let store = ApiStore::connect(None, &url, Duration::from_secs(10)).unwrap();
+    let started = std::time::Instant::now();
+    let r = search_catalogues(&[], &[store], &SearchQuery::default()).unwrap();
+    let took = started.elapsed();
+    assert_eq!(seen.searches.load(Ordering::SeqCst), 2);
+    assert_eq!((r.total, r.total_is), (5000, TotalIs::Exact));
+    assert!(took < Duration::from_millis(1100), "{took:?}");
 }
 
 #[test]
