@@ -118,15 +118,29 @@ pub enum CatalogCommand {
         #[command(flatten)]
         store: StoreArgs,
     },
-    /// Load plots into a STAC API catalogue (`--store https://…`) through its Transactions
-    /// extension: every plot of the given catalogue folders (e.g. written by `toolgate import`),
-    /// or with `--demo` the built-in demo plots. A plot already there is replaced.
+    /// Load plots into a STAC API catalogue (`--store https://…`): every plot of the given
+    /// catalogue folders (e.g. written by `toolgate import`), the STAC items of `--items` NDJSON
+    /// files (their features assets already where their hrefs say), or with `--demo` the
+    /// built-in demo plots. A plot already there is replaced. Through the API's Transactions
+    /// extension, one request per plot; with `--pgstac DSN` (the pgstac database behind the API)
+    /// through pgstac's bulk path instead — rows copied into the collection's partitions,
+    /// several at once — then toolgate's search indexes built: for large catalogues.
     Load {
         /// Catalogue folders (with catalog.json) whose plots are loaded.
         folders: Vec<PathBuf>,
         /// Load the built-in demo plots too.
         #[arg(long)]
         demo: bool,
+        /// An NDJSON file of STAC items, one a line (repeatable).
+        #[arg(long = "items", value_name = "FILE.ndjson")]
+        items: Vec<PathBuf>,
+        /// The pgstac database behind the API (postgresql://user@host:port/db): load through
+        /// pgstac's bulk path and build toolgate's search indexes.
+        #[arg(long, value_name = "DSN", env = "TOOLGATE_PGSTAC_DSN")]
+        pgstac: Option<String>,
+        /// Partitions copied at once on the bulk path (default: the CPUs, at most 4).
+        #[arg(long, value_name = "N")]
+        jobs: Option<usize>,
         #[command(flatten)]
         store: StoreArgs,
     },
@@ -1007,9 +1021,19 @@ fn import_into_api(
     })
 }
 
-/// `toolgate catalog load --store <api> [FOLDER…] [--demo]`.
-fn catalog_load(folders: &[PathBuf], demo_plots: bool, store: &StoreArgs) -> Result<i32> {
-    let Some(address) = api_address(store) else {
+/// What `toolgate catalog load` was asked.
+struct LoadArgs<'a> {
+    folders: &'a [PathBuf],
+    demo_plots: bool,
+    items: &'a [PathBuf],
+    pgstac: Option<&'a str>,
+    jobs: Option<usize>,
+    store: &'a StoreArgs,
+}
+
+/// `toolgate catalog load --store <api> [FOLDER…] [--demo] [--items FILE…] [--pgstac DSN]`.
+fn catalog_load(args: &LoadArgs) -> Result<i32> {
+    let Some(address) = api_address(args.store) else {
         bail!(
             "catalog load writes into a STAC API: give --store https://host/path/ (or stac+api://host:port/path); a folder store is written with `toolgate import --store DIR`"
         );
@@ -1017,7 +1041,7 @@ fn catalog_load(folders: &[PathBuf], demo_plots: bool, store: &StoreArgs) -> Res
     let api = open_api_store(address)?;
     api.writable("loaded plots")?;
     let mut sources = Vec::new();
-    for dir in folders {
+    for dir in args.folders {
         let id = dir
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -1027,17 +1051,53 @@ fn catalog_load(folders: &[PathBuf], demo_plots: bool, store: &StoreArgs) -> Res
                 .with_context(|| format!("opening the catalogue in {}", dir.display()))?,
         );
     }
-    if demo_plots {
+    if args.demo_plots {
         let dir = paths::data_dir().join("demo-store");
         sources.push(
             demo::ensure_demo_store(&dir)
                 .with_context(|| format!("creating the demo store in {}", dir.display()))?,
         );
     }
-    if sources.is_empty() {
-        bail!("nothing to load: name catalogue folders, or pass --demo");
+    if sources.is_empty() && args.items.is_empty() {
+        bail!("nothing to load: name catalogue folders or --items files, or pass --demo");
+    }
+    for source in &sources {
+        for u in &source.unavailable {
+            eprintln!(
+                "note: {} skipped in {}: {}",
+                u.href,
+                source.root.display(),
+                u.reason
+            );
+        }
     }
     let started = std::time::Instant::now();
+    if let Some(dsn) = args.pgstac {
+        let jobs = args
+            .jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get().min(4)));
+        let r = crate::pgstac_load::load(&api, dsn, &sources, args.items, jobs)?;
+        out(&format!(
+            "loaded {} plot(s) into {} in {:.1} s through pgstac's bulk path ({} partition(s); rows {:.1} s, search indexes {:.1} s){}{}",
+            r.loaded,
+            api.address.canonical(),
+            started.elapsed().as_secs_f64(),
+            r.partitions,
+            r.rows_secs,
+            r.index_secs,
+            if r.replaced > 0 {
+                format!("; {} replaced", r.replaced)
+            } else {
+                String::new()
+            },
+            if r.failed > 0 {
+                format!("; {} failed", r.failed)
+            } else {
+                String::new()
+            },
+        ));
+        return Ok(i32::from(r.failed > 0));
+    }
     let (mut loaded, mut failed) = (0usize, 0usize);
     for source in &sources {
         for entry in &source.items {
@@ -1049,17 +1109,49 @@ fn catalog_load(folders: &[PathBuf], demo_plots: bool, store: &StoreArgs) -> Res
                 }
             }
         }
-        for u in &source.unavailable {
-            eprintln!(
-                "note: {} skipped in {}: {}",
-                u.href,
-                source.root.display(),
-                u.reason
-            );
+    }
+    if !args.items.is_empty() {
+        api.ensure_collection()?;
+    }
+    for file in args.items {
+        let text =
+            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+        for (n, line) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            let put = serde_json::from_str::<serde_json::Value>(line)
+                .map_err(anyhow::Error::from)
+                .and_then(|item| {
+                    let id = item
+                        .get("id")
+                        .and_then(serde_json::Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned();
+                    let href = stac_api::features_href(&item)
+                        .unwrap_or_default()
+                        .to_owned();
+                    let body = stac_api::item_for_api(&item, &api.address.collection, &href)?;
+                    api.put_item(&id, &body)?;
+                    Ok(())
+                });
+            match put {
+                Ok(()) => loaded += 1,
+                Err(e) => {
+                    failed += 1;
+                    eprintln!("error: {} line {}: {e:#}", file.display(), n + 1);
+                }
+            }
         }
     }
+    let hint = if loaded + failed >= 1000 {
+        " (for large catalogues, --pgstac DSN loads through pgstac's bulk path)"
+    } else {
+        ""
+    };
     out(&format!(
-        "loaded {loaded} plot(s) into {} in {:.1} s{}",
+        "loaded {loaded} plot(s) into {} in {:.1} s{}{hint}",
         api.address.canonical(),
         started.elapsed().as_secs_f64(),
         if failed > 0 {
@@ -1076,8 +1168,20 @@ pub fn catalog(command: CatalogCommand) -> Result<i32> {
         CatalogCommand::Load {
             folders,
             demo,
+            items,
+            pgstac,
+            jobs,
             store,
-        } => return catalog_load(&folders, demo, &store),
+        } => {
+            return catalog_load(&LoadArgs {
+                folders: &folders,
+                demo_plots: demo,
+                items: &items,
+                pgstac: pgstac.as_deref(),
+                jobs,
+                store: &store,
+            });
+        }
         CatalogCommand::Search {
             text,
             start,

@@ -10,6 +10,7 @@ mod human;
 mod mcp_cli;
 mod model_cli;
 mod paths;
+mod pgstac_load;
 mod trust_cli;
 mod workbench_chat;
 
