@@ -240,17 +240,30 @@ pub fn plain_words(result: &str) -> String {
         .get("total")
         .and_then(serde_json::Value::as_u64)
         .unwrap_or(titles.len() as u64);
+    // A STAC API catalogue's count may be its server's estimate or a lower bound (issue 35).
+    let total_is = v.get("totalIs").and_then(serde_json::Value::as_str);
     match titles.as_slice() {
         [] => {}
-        [one] if total <= 1 => return format!("One plot matches: {one}."),
+        [one] if total <= 1 && total_is.is_none() => return format!("One plot matches: {one}."),
         many => {
-            let more = if total > many.len() as u64 {
-                format!(" ({} more not shown)", total - many.len() as u64)
-            } else {
-                String::new()
+            let shown = many.len() as u64;
+            let (count, more) = match total_is {
+                Some("about") => (
+                    format!("About {total}"),
+                    format!(" (about {} more not shown)", total.saturating_sub(shown)),
+                ),
+                Some(_) => (
+                    format!("More than {}", total.saturating_sub(1)),
+                    " (more not shown)".to_owned(),
+                ),
+                None if total > shown => (
+                    total.to_string(),
+                    format!(" ({} more not shown)", total - shown),
+                ),
+                None => (total.to_string(), String::new()),
             };
             return format!(
-                "{total} plots match: {}{more}. Say which one to open.",
+                "{count} plots match: {}{more}. Say which one to open.",
                 many.join(", ")
             );
         }
@@ -409,6 +422,18 @@ mod tests {
         let reply = grounded_reply(&[call("debrief_searchPlots", Status::Ok, none)], false);
         assert!(!reply.contains('{'), "{reply}");
         assert_eq!(plain_words("Ran Speed Calc."), "Ran Speed Calc.");
+        // A STAC API catalogue's estimated count, or a lower bound, is said to be one.
+        let about = r#"{"matches":[{"plotId":"a","title":"Exercise w001"},{"plotId":"b","title":"Exercise w002"}],"total":6000,"totalIs":"about"}"#;
+        assert_eq!(
+            plain_words(about),
+            "About 6000 plots match: \"Exercise w001\", \"Exercise w002\" (about 5998 more not shown). Say which one to open."
+        );
+        let at_least =
+            r#"{"matches":[{"plotId":"a","title":"Exercise w001"}],"total":2,"totalIs":"atLeast"}"#;
+        assert_eq!(
+            plain_words(at_least),
+            "More than 1 plots match: \"Exercise w001\" (more not shown). Say which one to open."
+        );
         let opened = r#"{"matches":[{"plotId":"b","title":"Exercise Alpha — Day 2"}],"total":1,"opened":"b"}"#;
         assert_eq!(
             plain_words(opened),

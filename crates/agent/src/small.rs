@@ -970,7 +970,15 @@ fn compact_search(v: &Value) -> Option<String> {
             "No plot matches all of these words and filters. Search again with fewer, distinctive words (a name, an exercise, a platform) and no dates unless the analyst gave them."
         );
     }
-    for k in ["more", "message", "opened", "notOpened", "openError"] {
+    // `totalIs`: a STAC API catalogue's count may be its server's estimate (issue 35).
+    for k in [
+        "totalIs",
+        "more",
+        "message",
+        "opened",
+        "notOpened",
+        "openError",
+    ] {
         if let Some(x) = v.get(k) {
             out[k] = x.clone();
         }
