@@ -936,8 +936,14 @@ impl Debrief {
                             return Err(Refusal::new(RefusalKind::NoPlot, "No plot is open, so there is nothing to run a tool against. Search the catalog and open a plot first."));
                         }
                         (Some(id), _) if session.plot(id).is_err() => {
+                            // Each reader is told what works where they are.
+                            let what_works = match audience {
+                                Audience::Agent => "Ask to summarise the current plot to see the open plots.",
+                                Audience::Cli => "Name an open plot with --plot (its id or short name).",
+                                Audience::Page => "Open it from the Catalogue first.",
+                            };
                             return Err(Refusal::new(RefusalKind::UnknownPlot, format!(
-                                "No open plot matches \"{id}\". Ask to summarise the current plot to see the open plots."
+                                "No open plot matches \"{id}\". {what_works}"
                             )));
                         }
                         (Some(id), Some(a)) if id != a => {

@@ -1675,6 +1675,18 @@ async fn the_palette_speaks_of_the_pages_controls() {
     assert_eq!(fin["status"], "ok", "{fin}");
     let text = spoken(&fin);
     assert!(text.contains("one undoable step; Save writes it"), "{text}");
+    // A plot that is not open: the page's own control, not "ask to summarise".
+    let fin = palette_result(
+        &st,
+        json!({"toolId": "track-stats", "plotId": "stac://demo/nope/item.json", "featureIds": ["track-contact"]}),
+    )
+    .await;
+    assert_eq!(fin["reason"], "unknown_plot", "{fin}");
+    let text = spoken(&fin);
+    assert!(
+        text.contains("Open it from the Catalogue") && !text.contains("summarise"),
+        "{text}"
+    );
 }
 
 /// Issue 32 item 3 (units): the workbench has one unit setting, nautical miles and knots unless
