@@ -225,42 +225,7 @@ pub fn prepare_plot_with(
     if dir.is_empty() {
         return Err(ImportError::BadName(quote(&title).into_owned()));
     }
-    let mut files = Vec::with_capacity(sources.len());
-    let mut combined = String::new();
-    // One file is parsed once; several are each parsed for their own report, then together.
-    let mut only = None;
-    for source in sources {
-        let (text, encoding) = rep::decode_rep(&source.bytes);
-        let parsed = rep::parse_rep(&source.name, &text).map_err(Box::new)?;
-        files.push(FileReport {
-            name: source.name.clone(),
-            windows_1252: encoding == rep::TextEncoding::Windows1252,
-            kinds: parsed.kind_counts(),
-            positions: parsed.position_count,
-            contacts: parsed.contact_count(),
-            unhandled: parsed.unhandled.clone(),
-            undated: parsed.time_span.is_none(),
-        });
-        if sources.len() == 1 {
-            only = Some(parsed);
-            continue;
-        }
-        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-        combined.push_str(text);
-        if !combined.ends_with('\n') {
-            combined.push('\n');
-        }
-    }
-    // Each file parsed on its own, so the lines of all of them parse together.
-    let label = files
-        .iter()
-        .map(|f| f.name.as_str())
-        .collect::<Vec<_>>()
-        .join("+");
-    let parsed = match only {
-        Some(parsed) => parsed,
-        None => rep::parse_rep(&label, &combined).map_err(Box::new)?,
-    };
+    let (parsed, files, label) = parse_sources(sources, &[])?;
     if parsed.feature_count() == 0 {
         let skipped: usize = parsed.unhandled.iter().map(|u| u.count).sum();
         let why = if skipped == 0 {
@@ -421,6 +386,51 @@ pub fn import_rep_files(
     let plot = prepare_plot(sources, name)?;
     let written = store.add_prepared(&plot, replace)?;
     Ok((plot, written))
+}
+
+/// Parse `sources` beside `known` tracks (none for a new plot): one file once; several each on
+/// their own for its report, then all of them together (the lines of every file parse as one),
+/// labelled `a.rep+b.rep` (returned too). The one reading of REP files for `import` and
+/// `import --into`.
+pub(crate) fn parse_sources(
+    sources: &[RepSource],
+    known: &[rep::KnownTrack],
+) -> Result<(rep::RepImport, Vec<FileReport>, String), Box<rep::RepError>> {
+    let mut files = Vec::with_capacity(sources.len());
+    let mut combined = String::new();
+    let mut only = None;
+    for source in sources {
+        let (text, encoding) = rep::decode_rep(&source.bytes);
+        let parsed = rep::parse_rep_beside(&source.name, &text, known)?;
+        files.push(FileReport {
+            name: source.name.clone(),
+            windows_1252: encoding == rep::TextEncoding::Windows1252,
+            kinds: parsed.kind_counts(),
+            positions: parsed.position_count,
+            contacts: parsed.contact_count(),
+            unhandled: parsed.unhandled.clone(),
+            undated: parsed.time_span.is_none(),
+        });
+        if sources.len() == 1 {
+            only = Some(parsed);
+            continue;
+        }
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+        combined.push_str(text);
+        if !combined.ends_with('\n') {
+            combined.push('\n');
+        }
+    }
+    let label = files
+        .iter()
+        .map(|f| f.name.as_str())
+        .collect::<Vec<_>>()
+        .join("+");
+    let parsed = match only {
+        Some(parsed) => parsed,
+        None => rep::parse_rep_beside(&label, &combined, known)?,
+    };
+    Ok((parsed, files, label))
 }
 
 #[cfg(test)]

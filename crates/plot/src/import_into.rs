@@ -402,40 +402,7 @@ impl StacStore {
 
         // Every file parsed on its own for its report, then all of them together beside the
         // plot's tracks.
-        let mut files = Vec::with_capacity(sources.len());
-        let mut combined = String::new();
-        let mut only = None;
-        for source in sources {
-            let (text, encoding) = rep::decode_rep(&source.bytes);
-            let parsed = rep::parse_rep_beside(&source.name, &text, &known).map_err(Box::new)?;
-            files.push(FileReport {
-                name: source.name.clone(),
-                windows_1252: encoding == rep::TextEncoding::Windows1252,
-                kinds: parsed.kind_counts(),
-                positions: parsed.position_count,
-                contacts: parsed.contact_count(),
-                unhandled: parsed.unhandled.clone(),
-                undated: parsed.time_span.is_none(),
-            });
-            if sources.len() == 1 {
-                only = Some(parsed);
-                continue;
-            }
-            let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-            combined.push_str(text);
-            if !combined.ends_with('\n') {
-                combined.push('\n');
-            }
-        }
-        let label = files
-            .iter()
-            .map(|f| f.name.as_str())
-            .collect::<Vec<_>>()
-            .join("+");
-        let parsed = match only {
-            Some(parsed) => parsed,
-            None => rep::parse_rep_beside(&label, &combined, &known).map_err(Box::new)?,
-        };
+        let (parsed, files, label) = crate::import::parse_sources(sources, &known)?;
         if parsed.feature_count() == 0 {
             let skipped: usize = parsed.unhandled.iter().map(|u| u.count).sum();
             let why = if skipped == 0 {
