@@ -168,18 +168,23 @@ impl Drop for Server {
 }
 
 fn serve(env: &Env, extra: &[&str]) -> Server {
-    let mut child = env
-        .cmd(Path::new(BIN))
-        .args([
-            "serve",
-            "--port",
-            "0",
-            "--workspace",
-            &env.workspace,
-            "--upstream",
-        ])
-        .arg(&env.upstream)
-        .args(extra)
+    let mut cmd = env.cmd(Path::new(BIN));
+    cmd.args([
+        "serve",
+        "--port",
+        "0",
+        "--workspace",
+        &env.workspace,
+        "--upstream",
+    ])
+    .arg(&env.upstream)
+    .args(extra);
+    spawn_serve(cmd)
+}
+
+/// Start `cmd` (a `toolgate serve --port 0 …`) and wait for the MCP URL its banner prints.
+fn spawn_serve(mut cmd: Command) -> Server {
+    let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -592,28 +597,15 @@ fn python_sdk_run_code_edits_the_open_plot_with_one_confirmation() {
     // Stateless HTTP drives the workbench's session: the undo step is checked there.
     for confirm in ["approve", "token"] {
         let t = telemetry();
-        let mut server = {
-            let mut c = env.cmd(Path::new(BIN));
-            c.env("TOOLGATE_TELEMETRY", &t);
-            c
-        };
-        let mut child = server
-            .args(["serve", "--port", "0", "--workspace", &env.workspace])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let line = BufReader::new(stdout)
-            .lines()
-            .find_map(|l| l.ok().filter(|l| l.contains("/mcp")))
-            .expect("serve printed its MCP URL");
-        let url = line
-            .split_whitespace()
-            .find(|w| w.starts_with("http://"))
-            .unwrap()
-            .to_owned();
-        let server = Server { child, url };
+        let mut c = env.cmd(Path::new(BIN));
+        c.env("TOOLGATE_TELEMETRY", &t).args([
+            "serve",
+            "--port",
+            "0",
+            "--workspace",
+            &env.workspace,
+        ]);
+        let server = spawn_serve(c);
         let workbench = server.url.trim_end_matches("/mcp").to_owned();
         run_code_plot_script(
             &env,
@@ -719,27 +711,12 @@ fn python_sdk_run_code_pauses_at_each_confirmation_and_resumes_exactly_once() {
     let ws = env.data.path().join("pause-ws-http");
     std::fs::create_dir_all(&ws).unwrap();
     let telemetry = env.data.path().join("pause-telemetry-http.jsonl");
-    let mut child = env
-        .cmd(Path::new(BIN))
-        .env("TOOLGATE_CONFIG", &config)
+    let mut c = env.cmd(Path::new(BIN));
+    c.env("TOOLGATE_CONFIG", &config)
         .env("TOOLGATE_TELEMETRY", &telemetry)
         .args(["serve", "--port", "0", "--workspace"])
-        .arg(&ws)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let line = BufReader::new(stdout)
-        .lines()
-        .find_map(|l| l.ok().filter(|l| l.contains("/mcp")))
-        .expect("serve printed its MCP URL");
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap()
-        .to_owned();
-    let server = Server { child, url };
+        .arg(&ws);
+    let server = spawn_serve(c);
     run_code_pause_script(
         &env,
         &[],
