@@ -20,30 +20,16 @@
 //! and journal by path; the `ignore` walker lists directories by path). Callers re-open every
 //! file such code finds through this guard before reading it; see `sql.rs` for what remains.
 
-use std::collections::VecDeque;
 use std::ffi::{OsStr, OsString};
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::fd::{BorrowedFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use rustix::fs::{
-    AtFlags, FileType, Mode, OFlags, RenameFlags, ResolveFlags, Stat, fstat, fsync, linkat,
-    mkdirat, openat, openat2, readlinkat, renameat, renameat_with, statat, unlinkat,
-};
+use rustix::fs::{AtFlags, FileType, OFlags, Stat, fstat, statat};
 use rustix::io::Errno;
 use toolgate_core::CallError;
-
-/// Symbolic links followed in one resolution at most (the kernel's own limit is 40).
-const MAX_LINKS: usize = 40;
-/// Retries when a path changes under an open (EAGAIN from openat2, a name that turned into a
-/// link between two steps).
-const RETRIES: usize = 8;
-
-/// Set once `openat2` answered ENOSYS: every later open walks instead.
-static NO_OPENAT2: AtomicBool = AtomicBool::new(false);
+use toolgate_fs::{FsError, Links, Root, Walked, WriteOptions};
 
 /// Why a path was refused.
 #[derive(Debug, thiserror::Error)]
@@ -122,19 +108,11 @@ pub struct Slot {
     pub exists: bool,
 }
 
-/// Where a walk ended: a directory descriptor and, unless the target is that directory, the
-/// last name in it.
-struct Walked {
-    dir: OwnedFd,
-    name: Option<OsString>,
-    exists: bool,
-}
-
 /// Confines paths to one canonical workspace root, held open as a descriptor.
 #[derive(Debug, Clone)]
 pub struct PathGuard {
     root: PathBuf,
-    root_fd: Arc<OwnedFd>,
+    root_fd: Arc<Root>,
 }
 
 fn errno_io(e: Errno) -> io::Error {
@@ -144,22 +122,18 @@ fn errno_io(e: Errno) -> io::Error {
 impl PathGuard {
     /// `root` is canonicalized here and opened; it must be an existing directory.
     pub fn new(root: impl AsRef<Path>) -> io::Result<Self> {
-        let root = root.as_ref().canonicalize()?;
-        let fd = rustix::fs::open(
-            &root,
-            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| match e {
-            Errno::NOTDIR => io::Error::new(
-                io::ErrorKind::NotADirectory,
-                format!("workspace root {} is not a directory", root.display()),
-            ),
-            other => errno_io(other),
+        let opened = Root::new(root.as_ref()).map_err(|e| match e {
+            FsError::Io { path, source } if source.kind() == io::ErrorKind::NotADirectory => {
+                io::Error::new(
+                    io::ErrorKind::NotADirectory,
+                    format!("workspace root {} is not a directory", path.display()),
+                )
+            }
+            other => other.into_io(),
         })?;
         Ok(Self {
-            root,
-            root_fd: Arc::new(fd),
+            root: opened.path().to_path_buf(),
+            root_fd: Arc::new(opened),
         })
     }
 
@@ -167,7 +141,7 @@ impl PathGuard {
     /// `openat2`, as on a kernel without it. For tests of the fallback only.
     #[doc(hidden)]
     pub fn disable_openat2_for_tests() {
-        NO_OPENAT2.store(true, Ordering::Relaxed);
+        toolgate_fs::disable_openat2_for_tests();
     }
 
     /// The canonical workspace root.
@@ -178,7 +152,7 @@ impl PathGuard {
     /// The `O_PATH` descriptor of the workspace root every open is made beneath (for a
     /// Landlock rule that confines a thread to the same directory; see `sql`).
     pub fn root_fd(&self) -> BorrowedFd<'_> {
-        self.root_fd.as_fd()
+        self.root_fd.fd()
     }
 
     /// The workspace-relative form of a path under the root ("." for the root itself). Paths
@@ -310,201 +284,51 @@ impl PathGuard {
         }
     }
 
-    /// Make every missing directory of `rel` (relative to the root), each one with `mkdirat`
-    /// inside the confined descriptor of its parent, and return the last one's descriptor.
+    /// Make every missing directory of `rel` (relative to the root), each one inside the
+    /// confined descriptor of its parent ([`Root::mkdir_all`]), and return the last one's.
     fn mkdir_all(&self, user_path: &str, rel: &Path) -> Result<OwnedFd, GuardError> {
-        let dir_flags = OFlags::PATH | OFlags::DIRECTORY;
-        match self.open_rel(user_path, rel, dir_flags) {
-            Err(GuardError::NotFound { .. }) => {}
-            other => return other,
-        }
-        let mut sofar = PathBuf::new();
-        let mut dir = self.open_rel(user_path, &sofar, dir_flags)?;
-        for comp in rel.components() {
-            let Component::Normal(name) = comp else {
-                continue;
-            };
-            sofar.push(name);
-            match self.open_rel(user_path, &sofar, dir_flags) {
-                Ok(next) => dir = next,
-                Err(GuardError::NotFound { .. }) => {
-                    match mkdirat(&dir, name, Mode::from_raw_mode(0o777)) {
-                        Ok(()) | Err(Errno::EXIST) => {}
-                        Err(e) => return Err(self.io(user_path, e)),
-                    }
-                    // Re-open by the whole path beneath the root: if something else appeared
-                    // at that name meanwhile (a link out), this refuses it.
-                    dir = self.open_rel(user_path, &sofar, dir_flags)?;
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(dir)
+        self.root_fd
+            .mkdir_all(rel, Links::Inside)
+            .map_err(|e| self.refused(user_path, e))
     }
 
-    /// Open `rel` (relative to the root) beneath the root. The kernel does it in one step where
-    /// it can (`openat2`); otherwise, and for absolute links that stay inside, the guard walks.
+    /// Open `rel` (relative to the root) beneath the root ([`Root::open`]: `openat2`, or the
+    /// walk where it is missing and for absolute links that stay inside).
     fn open_rel(&self, user_path: &str, rel: &Path, flags: OFlags) -> Result<OwnedFd, GuardError> {
-        let flags = flags | OFlags::CLOEXEC;
-        let target: &Path = if rel.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            rel
-        };
-        if !NO_OPENAT2.load(Ordering::Relaxed) {
-            for _ in 0..RETRIES {
-                match openat2(
-                    &*self.root_fd,
-                    target,
-                    flags,
-                    Mode::empty(),
-                    ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
-                ) {
-                    Ok(fd) => return Ok(fd),
-                    // A rename raced a `..` step; the kernel asks to retry.
-                    Err(Errno::AGAIN) => continue,
-                    Err(Errno::NOSYS) => {
-                        NO_OPENAT2.store(true, Ordering::Relaxed);
-                        break;
-                    }
-                    // Leaving the root, an absolute link (which may still name a place
-                    // inside), or a magic link: the walk decides which, and says why.
-                    Err(Errno::XDEV | Errno::LOOP) => break,
-                    Err(e) => return Err(self.map_errno(user_path, e)),
-                }
-            }
-        }
-        for _ in 0..RETRIES {
-            let walked = self.walk(user_path, rel, true)?;
-            let result = match &walked.name {
-                None => openat(&walked.dir, ".", flags, Mode::empty()),
-                Some(_) if !walked.exists => {
-                    return Err(self.not_found(user_path));
-                }
-                Some(name) => openat(&walked.dir, name, flags | OFlags::NOFOLLOW, Mode::empty()),
-            };
-            match result {
-                Ok(fd) => return Ok(fd),
-                // The last name became a symbolic link after the walk looked at it: walk again.
-                Err(Errno::LOOP) => continue,
-                Err(e) => return Err(self.map_errno(user_path, e)),
-            }
-        }
-        Err(GuardError::Io {
-            path: user_path.to_owned(),
-            source: io::Error::other("the path kept changing while it was opened; try again"),
-        })
+        self.root_fd
+            .open(rel, flags, Links::Inside)
+            .map_err(|e| self.refused(user_path, e))
     }
 
-    /// Resolve `rel` one component at a time from the root's descriptor with
-    /// `O_PATH | O_NOFOLLOW`. A symbolic link is read through the descriptor that was opened
-    /// for it; a relative target continues from the link's directory, an absolute one must name
-    /// a place under the root (it continues from the root). `..` returns to the directory the
-    /// walk came from and never above the root. With `follow_final`, a link in the last
-    /// component is followed too. A missing last component is not an error (`exists: false`).
+    /// Resolve `rel` one component at a time from the root's descriptor ([`Root::walk`]).
     fn walk(&self, user_path: &str, rel: &Path, follow_final: bool) -> Result<Walked, GuardError> {
-        let mut stack: Vec<OwnedFd> = vec![
-            openat(
-                &*self.root_fd,
-                ".",
-                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-                Mode::empty(),
-            )
-            .map_err(|e| self.io(user_path, e))?,
-        ];
-        let mut pending: VecDeque<OsString> = components(rel);
-        let mut links = 0usize;
-        while let Some(comp) = pending.pop_front() {
-            if comp.as_bytes() == b"." {
-                continue;
-            }
-            if comp.as_bytes() == b".." {
-                if stack.len() == 1 {
-                    return Err(self.outside(
-                        user_path,
-                        "resolves through a symbolic link to a place outside the workspace",
-                    ));
-                }
-                stack.pop();
-                continue;
-            }
-            let last = pending.is_empty();
-            let cur = stack.last().map(AsFd::as_fd).ok_or_else(|| {
-                self.io(user_path, Errno::INVAL) // unreachable: the root is never popped
-            })?;
-            let fd = match openat(
-                cur,
-                &comp,
-                OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::empty(),
-            ) {
-                Ok(fd) => fd,
-                Err(Errno::NOENT) if last => {
-                    return Ok(Walked {
-                        dir: dup_dir(cur).map_err(|e| self.io(user_path, e))?,
-                        name: Some(comp),
-                        exists: false,
-                    });
-                }
-                Err(e) => return Err(self.map_errno(user_path, e)),
-            };
-            let st = fstat(&fd).map_err(|e| self.io(user_path, e))?;
-            match FileType::from_raw_mode(st.st_mode) {
-                FileType::Symlink if last && !follow_final => {
-                    return Ok(Walked {
-                        dir: dup_dir(cur).map_err(|e| self.io(user_path, e))?,
-                        name: Some(comp),
-                        exists: true,
-                    });
-                }
-                FileType::Symlink => {
-                    links += 1;
-                    if links > MAX_LINKS {
-                        return Err(GuardError::Io {
-                            path: user_path.to_owned(),
-                            source: errno_io(Errno::LOOP),
-                        });
-                    }
-                    // Read the link through the descriptor just opened: it is the link that was
-                    // looked at, whatever has been renamed since.
-                    let target =
-                        readlinkat(&fd, "", Vec::new()).map_err(|e| self.io(user_path, e))?;
-                    let target = PathBuf::from(OsString::from_vec(target.into_bytes()));
-                    let mut next = if target.is_absolute() {
-                        let Ok(inside) = target.strip_prefix(&self.root) else {
-                            return Err(self.outside(
-                                user_path,
-                                "resolves through a symbolic link to a place outside the workspace",
-                            ));
-                        };
-                        stack.truncate(1);
-                        components(inside)
-                    } else {
-                        components(&target)
-                    };
-                    next.extend(pending);
-                    pending = next;
-                }
-                FileType::Directory => stack.push(fd),
-                _ if last => {
-                    return Ok(Walked {
-                        dir: dup_dir(cur).map_err(|e| self.io(user_path, e))?,
-                        name: Some(comp),
-                        exists: true,
-                    });
-                }
-                // A file in the middle of a path: like the kernel, "not a directory".
-                _ => return Err(self.not_found(user_path)),
-            }
+        self.root_fd
+            .walk(rel, follow_final, Links::Inside)
+            .map_err(|e| self.refused(user_path, e))
+    }
+
+    /// The guard's wording for a refusal of the file module.
+    fn refused(&self, user_path: &str, e: FsError) -> GuardError {
+        match e {
+            FsError::Escapes { reason, .. } => self.outside(user_path, reason),
+            FsError::ThroughSymlink { .. } => self.outside(
+                user_path,
+                "resolves through a symbolic link to a place outside the workspace",
+            ),
+            FsError::NotFound { .. } => self.not_found(user_path),
+            FsError::MultiLink { links, .. } => GuardError::HardLinked {
+                path: user_path.to_owned(),
+                links,
+            },
+            FsError::Io { source, .. } => GuardError::Io {
+                path: user_path.to_owned(),
+                source,
+            },
+            other => GuardError::Io {
+                path: user_path.to_owned(),
+                source: io::Error::other(other.to_string()),
+            },
         }
-        let dir = stack
-            .pop()
-            .ok_or_else(|| self.io(user_path, Errno::INVAL))?;
-        Ok(Walked {
-            dir,
-            name: None,
-            exists: true,
-        })
     }
 
     fn outside(&self, user_path: &str, reason: &'static str) -> GuardError {
@@ -526,17 +350,6 @@ impl PathGuard {
         GuardError::Io {
             path: user_path.to_owned(),
             source: errno_io(e),
-        }
-    }
-
-    fn map_errno(&self, user_path: &str, e: Errno) -> GuardError {
-        match e {
-            Errno::NOENT | Errno::NOTDIR => self.not_found(user_path),
-            Errno::XDEV => self.outside(
-                user_path,
-                "resolves through a symbolic link to a place outside the workspace",
-            ),
-            other => self.io(user_path, other),
         }
     }
 
@@ -591,16 +404,13 @@ impl PathGuard {
 
 /// A regular file with more than one hard link is not read (see the module comment).
 fn refuse_hard_links(opened: &Opened) -> Result<(), GuardError> {
-    // `st_nlink` is u64 on x86_64 but u32 on other targets.
-    #[allow(clippy::useless_conversion)]
-    let links = u64::from(opened.stat.st_nlink);
-    if opened.file_type() == FileType::RegularFile && links > 1 {
-        return Err(GuardError::HardLinked {
+    match toolgate_fs::refuse_multi_link(Path::new(&opened.rel), &opened.stat) {
+        Err(FsError::MultiLink { links, .. }) => Err(GuardError::HardLinked {
             path: opened.rel.clone(),
             links,
-        });
+        }),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 /// Check that a file opened some other way (by `edit` through a [`Slot`]) may be read.
@@ -616,44 +426,10 @@ fn show(rel: &Path) -> String {
     }
 }
 
-/// The names of a path, `.` and `..` kept (a link target's `..` is resolved by the walk).
-fn components(p: &Path) -> VecDeque<OsString> {
-    p.components()
-        .filter_map(|c| match c {
-            Component::Normal(n) => Some(n.to_owned()),
-            Component::ParentDir => Some(OsString::from("..")),
-            Component::CurDir | Component::RootDir | Component::Prefix(_) => None,
-        })
-        .collect()
-}
-
-fn dup_dir(fd: BorrowedFd<'_>) -> Result<OwnedFd, Errno> {
-    openat(
-        fd,
-        ".",
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-}
-
-/// A fresh temp-file name for this process.
-fn temp_name() -> OsString {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    OsString::from(format!(
-        ".toolgate-{}-{}-{nanos:08x}.tmp",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ))
-}
-
-/// Write `bytes` as `name` in the directory `dir` atomically: a temp file created in that same
-/// directory descriptor (`O_CREAT | O_EXCL | O_NOFOLLOW`, so it can only be a new file there),
-/// synced, then renamed within the descriptor. With `noclobber` the rename fails with
-/// `AlreadyExists` when `name` exists. The temp file is removed on any failure.
+/// Write `bytes` as `name` in the directory `dir` atomically ([`toolgate_fs::write_in`]: an
+/// exclusive temp file in that same descriptor, synced, renamed within it). With `noclobber`
+/// the rename fails with `AlreadyExists` when `name` exists. The temp file is removed on any
+/// failure.
 pub(crate) fn write_in(
     dir: BorrowedFd<'_>,
     name: &OsStr,
@@ -661,69 +437,21 @@ pub(crate) fn write_in(
     mode: u32,
     noclobber: bool,
 ) -> io::Result<()> {
-    use std::io::Write;
-    let mut tmp = None;
-    for _ in 0..RETRIES {
-        let candidate = temp_name();
-        match openat(
-            dir,
-            &candidate,
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o600),
-        ) {
-            Ok(fd) => {
-                tmp = Some((candidate, fd));
-                break;
-            }
-            Err(Errno::EXIST) => continue,
-            Err(e) => return Err(errno_io(e)),
-        }
-    }
-    let Some((tmp_name, fd)) = tmp else {
-        return Err(io::Error::new(
-            io::ErrorKind::AlreadyExists,
-            "could not pick a temporary file name",
-        ));
-    };
-    let result = (|| -> io::Result<()> {
-        let mut file = std::fs::File::from(fd);
-        file.write_all(bytes)?;
-        rustix::fs::fchmod(&file, Mode::from_raw_mode(mode & 0o7777)).map_err(errno_io)?;
-        file.sync_all()?;
-        drop(file);
-        if noclobber {
-            match renameat_with(dir, &tmp_name, dir, name, RenameFlags::NOREPLACE) {
-                Ok(()) => {}
-                // A file system without RENAME_NOREPLACE: a hard link is just as exclusive.
-                Err(Errno::INVAL | Errno::NOSYS) => {
-                    linkat(dir, &tmp_name, dir, name, AtFlags::empty()).map_err(errno_io)?;
-                    let _ = unlinkat(dir, &tmp_name, AtFlags::empty());
-                }
-                Err(e) => return Err(errno_io(e)),
-            }
-        } else {
-            renameat(dir, &tmp_name, dir, name).map_err(errno_io)?;
-        }
-        // Persist the rename itself; a directory that cannot be synced is not an error.
-        if let Ok(d) = openat(
-            dir,
-            ".",
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        ) {
-            let _ = fsync(&d);
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = unlinkat(dir, &tmp_name, AtFlags::empty());
-    }
-    result
+    toolgate_fs::write_in(
+        dir,
+        name,
+        bytes,
+        WriteOptions {
+            mode: Some(mode),
+            noclobber,
+        },
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::fd::AsFd;
 
     fn ws() -> (tempfile::TempDir, PathGuard) {
         let dir = tempfile::tempdir().unwrap();
