@@ -48,7 +48,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use crate::fsutil::sha256_hex;
-use crate::shell::{Dialect, exclusive_exec, is_exec_of, is_toolgate_exec, quote};
+use crate::shell::{Dialect, NotAllowed, exclusive_exec, is_exec_of, is_toolgate_exec, quote};
 
 /// Environment variables that set the mode, in order.
 pub const MODE_ENV: [&str; 2] = ["TOOLGATE_MODE", "CODEACT_MODE"];
@@ -101,6 +101,8 @@ impl Mode {
         config: Option<(&str, &str)>,
     ) -> (Mode, String, Option<String>) {
         let mut warnings = Vec::new();
+        // Whether a value that is not a mode was ignored: then an `off` result is worth saying.
+        let mut ignored_value = false;
         let from_env = MODE_ENV.iter().find_map(|var| {
             env(var)
                 .filter(|v| !v.trim().is_empty())
@@ -114,6 +116,7 @@ impl Mode {
                     warnings.push(format!(
                         "{var}={value} is not a mode (use off, nudge or exclusive); it is ignored"
                     ));
+                    ignored_value = true;
                     None
                 }
             });
@@ -123,6 +126,7 @@ impl Mode {
                 warnings.push(format!(
                     "mode = {value:?} in the [hook] table of {src} is not a mode (use off, nudge or exclusive); it is ignored"
                 ));
+                ignored_value = true;
                 None
             }
         });
@@ -149,7 +153,7 @@ impl Mode {
             }
         };
         let warning = (!warnings.is_empty()).then(|| {
-            if mode == Mode::Off && warnings.iter().any(|w| w.contains("is not a mode")) {
+            if mode == Mode::Off && ignored_value {
                 format!("{}; enforcement is off", warnings.join("; "))
             } else {
                 warnings.join("; ")
@@ -324,23 +328,38 @@ fn scan_json(input: &str) -> Scan<'_> {
     }
 }
 
+/// Why a hook payload could not be read (the hook then fails as its mode says: open in nudge,
+/// closed in exclusive).
+#[derive(Debug, thiserror::Error)]
+pub enum PayloadError {
+    #[error(
+        "the hook payload could not be read: it nests arrays and objects {depth} deep, more than the {MAX_DEPTH} the hook reads"
+    )]
+    TooDeep { depth: usize },
+    #[error("the hook payload could not be read: it is not JSON ({0})")]
+    NotJson(#[source] serde_json::Error),
+    #[error("the hook payload could not be read: it is not a JSON object")]
+    NotObject,
+}
+
 /// JSON as Node writes it: lone surrogates read as U+FFFD, nesting limited to [`MAX_DEPTH`].
-fn read_json(input: &str) -> Result<Value, String> {
+fn read_json(input: &str) -> Result<Value, PayloadError> {
     let scan = scan_json(input);
     if scan.depth > MAX_DEPTH {
-        return Err(format!(
-            "it nests arrays and objects {} deep, more than the {MAX_DEPTH} the hook reads",
-            scan.depth
-        ));
+        return Err(PayloadError::TooDeep { depth: scan.depth });
     }
-    serde_json::from_str(scan.text.trim()).map_err(|e| format!("it is not JSON ({e})"))
+    serde_json::from_str(scan.text.trim()).map_err(PayloadError::NotJson)
 }
 
 /// Parse a payload of either host.
-pub fn parse_payload(input: &str) -> Result<Payload, String> {
-    let v = read_json(input).map_err(|e| format!("the hook payload could not be read: {e}"))?;
+///
+/// # Errors
+///
+/// [`PayloadError`] when the input is not a JSON object the hook can read.
+pub fn parse_payload(input: &str) -> Result<Payload, PayloadError> {
+    let v = read_json(input)?;
     if !v.is_object() {
-        return Err("the hook payload could not be read: it is not a JSON object".to_owned());
+        return Err(PayloadError::NotObject);
     }
     let event = str_field(&v, &["hook_event_name", "hookEventName"]).map(str::to_owned);
     let shape = if event.is_some() {
@@ -501,7 +520,7 @@ pub fn is_own_mcp_tool(name: &str) -> bool {
 
 /// The command lines of a shell tool call: the whole argument when it is a string, else every
 /// `command`/`cmd`/`script` field (each must be a string, and there must be one).
-fn shell_commands(args: &Value) -> Result<Vec<&str>, String> {
+fn shell_commands(args: &Value) -> Result<Vec<&str>, NotAllowed> {
     match args {
         Value::String(s) => Ok(vec![s.as_str()]),
         Value::Object(m) => {
@@ -509,40 +528,58 @@ fn shell_commands(args: &Value) -> Result<Vec<&str>, String> {
                 .keys()
                 .find(|k| SHELL_CONTEXT_ARGS.contains(&k.to_ascii_lowercase().as_str()))
             {
-                return Err(format!(
-                    "its argument `{k}` would run it in another directory or environment"
-                ));
+                return Err(NotAllowed::ContextArgument { key: k.clone() });
             }
             let mut out = Vec::new();
             for key in ["command", "cmd", "script"] {
                 match m.get(key) {
                     None => {}
                     Some(Value::String(s)) => out.push(s.as_str()),
-                    Some(_) => return Err(format!("its `{key}` is not a string")),
+                    Some(_) => {
+                        return Err(NotAllowed::CommandNotString {
+                            key: key.to_owned(),
+                        });
+                    }
                 }
             }
             if out.is_empty() {
-                return Err("it has no command".to_owned());
+                return Err(NotAllowed::NoCommand);
             }
             Ok(out)
         }
-        _ => Err("it has no command".to_owned()),
+        _ => Err(NotAllowed::NoCommand),
     }
+}
+
+/// Why exclusive mode denied a call (the deny reason's first sentence).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Blocked {
+    /// A tool that is not a shell.
+    #[error("exclusive mode runs only `toolgate exec` programs, so `{tool}` was blocked")]
+    NotShell { tool: String },
+    /// A shell call that is not one exact `toolgate exec` of this project.
+    #[error(
+        "exclusive mode runs only `toolgate exec` on this project, so this `{tool}` call was blocked: {why}"
+    )]
+    NotExec { tool: String, why: NotAllowed },
 }
 
 /// Exclusive mode's decision for one parsed PreToolUse payload: `Ok` to allow, else why it is
 /// denied. See the module documentation for exactly what passes.
-pub fn exclusive_verdict(payload: &Payload, cfg: &HookConfig) -> Result<(), String> {
+///
+/// # Errors
+///
+/// [`Blocked`] for a call exclusive mode denies.
+pub fn exclusive_verdict(payload: &Payload, cfg: &HookConfig) -> Result<(), Blocked> {
     // No trimming: a name with spaces is not the tool it resembles.
     let name = payload.tool_name.to_ascii_lowercase();
     if BOOKKEEPING_TOOLS.contains(&name.as_str()) || is_own_mcp_tool(&name) {
         return Ok(());
     }
     if !SHELL_TOOLS.contains(&name.as_str()) {
-        return Err(format!(
-            "exclusive mode runs only `toolgate exec` programs, so `{}` was blocked",
-            payload.tool_name
-        ));
+        return Err(Blocked::NotShell {
+            tool: payload.tool_name.clone(),
+        });
     }
     let dialect = if POSIX_SHELL_TOOLS.contains(&name.as_str()) {
         Dialect::Posix
@@ -554,11 +591,9 @@ pub fn exclusive_verdict(payload: &Payload, cfg: &HookConfig) -> Result<(), Stri
         spellings.push(&cfg.exe);
     }
     spellings.extend(cfg.aliases.iter().map(String::as_str));
-    let blocked = |e: String| {
-        format!(
-            "exclusive mode runs only `toolgate exec` on this project, so this `{}` call was blocked: {e}",
-            payload.tool_name
-        )
+    let blocked = |why: NotAllowed| Blocked::NotExec {
+        tool: payload.tool_name.clone(),
+        why,
     };
     for command in shell_commands(&payload.args).map_err(blocked)? {
         exclusive_exec(command, &spellings, payload.cwd.as_deref(), dialect).map_err(blocked)?;
@@ -638,7 +673,7 @@ pub fn answer(input: &str, cfg: &HookConfig) -> Answer {
     }
     let payload = match parse_payload(input) {
         Ok(p) => p,
-        Err(e) => return unreadable(&e, input, cfg),
+        Err(e) => return unreadable(&e.to_string(), input, cfg),
     };
     let mut ans = Answer::default();
     if let Some(ev) = &payload.event
@@ -648,7 +683,9 @@ pub fn answer(input: &str, cfg: &HookConfig) -> Answer {
     }
     let deny_reason = match cfg.mode {
         Mode::Off => None,
-        Mode::Exclusive => exclusive_verdict(&payload, cfg).err(),
+        Mode::Exclusive => exclusive_verdict(&payload, cfg)
+            .err()
+            .map(|b| b.to_string()),
         Mode::Nudge => match classify_cfg(&payload, cfg) {
             Kind::Exempt => None,
             kind => nudge(&payload, kind, cfg, &mut ans.warnings),
@@ -908,10 +945,15 @@ mod tests {
         let nested = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
         assert!(read_json(&nested(MAX_DEPTH)).is_ok());
         let e = read_json(&nested(MAX_DEPTH + 1)).unwrap_err();
-        assert!(e.contains("101 deep"), "{e}");
+        assert!(e.to_string().contains("101 deep"), "{e}");
         assert!(read_json(&format!("\"{}\"", "[".repeat(500))).is_ok());
         // Unbalanced text is deep too: refused before serde_json's own limit is reached.
-        assert!(read_json(&"[".repeat(200)).unwrap_err().contains("deep"));
+        assert!(
+            read_json(&"[".repeat(200))
+                .unwrap_err()
+                .to_string()
+                .contains("deep")
+        );
     }
 
     #[test]
@@ -922,6 +964,27 @@ mod tests {
         assert!(!scan_json(r#"{"a": "hook_event_name"}"#).event_key);
         assert!(!scan_json(r#"["hook_event_name", 1]"#).event_key);
         assert!(!scan_json(r#"{"a": "\"hook_event_name\":"}"#).event_key);
+    }
+
+    /// An ignored value that leaves the mode off says so; one that another setting overrides
+    /// does not (the decision is made from which value was ignored, not from the warning text).
+    #[test]
+    fn an_ignored_mode_value_says_enforcement_is_off_only_when_it_is() {
+        let env = |v: &'static str| move |k: &str| (k == MODE_ENV[0]).then(|| v.to_owned());
+        let (mode, _, warning) = Mode::resolve(env("bogus"), None);
+        assert_eq!(mode, Mode::Off);
+        let warning = warning.unwrap();
+        assert!(warning.ends_with("; enforcement is off"), "{warning}");
+        let (mode, _, warning) = Mode::resolve(env("bogus"), Some(("config.toml", "exclusive")));
+        assert_eq!(mode, Mode::Exclusive);
+        let warning = warning.unwrap();
+        assert!(!warning.contains("enforcement is off"), "{warning}");
+        let (mode, _, warning) = Mode::resolve(env("off"), Some(("config.toml", "nudge")));
+        assert_eq!(mode, Mode::Nudge);
+        assert!(!warning.unwrap().contains("enforcement is off"));
+        let (mode, _, warning) = Mode::resolve(env(""), Some(("config.toml", "bogus")));
+        assert_eq!(mode, Mode::Off);
+        assert!(warning.unwrap().ends_with("; enforcement is off"));
     }
 
     #[test]

@@ -187,6 +187,69 @@ fn typographic_quote(c: char) -> bool {
     matches!(c, '\u{2018}'..='\u{201E}')
 }
 
+/// Why a shell tool call is not one exact `toolgate exec` that exclusive mode allows (the deny
+/// reason the model reads after "was blocked: ").
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotAllowed {
+    #[error("the command holds a NUL character")]
+    Nul,
+    #[error(
+        "`{word}` joins quoted and unquoted text in one word, which shells other than bash and zsh split differently"
+    )]
+    MixedQuoting { word: String },
+    #[error(
+        "a single-quoted string holds `{ch}`, which this tool's shell may read differently from bash (use toolgate's MCP run_code tool, or write the program without it)"
+    )]
+    SingleQuoted { ch: char },
+    #[error("a double-quoted string holds `{ch}`, which the shell expands; use single quotes")]
+    DoubleQuoted { ch: char },
+    #[error("a quote is left open")]
+    OpenQuote,
+    #[error(
+        "the here-document is not one literal program ending the command (use <<'EOF' … EOF and nothing after it)"
+    )]
+    HereDocument,
+    #[error("the command has more than one line outside quotes")]
+    SeveralLines,
+    #[error(
+        "`{}` outside quotes is shell syntax (a second command, a redirection, an expansion, a glob or an escape)",
+        .ch.escape_debug()
+    )]
+    Syntax { ch: char },
+    #[error("it is not `toolgate exec`")]
+    NotExec,
+    #[error(
+        "`{program}` is not the installed toolgate binary{}",
+        .installed.as_ref().map(|s| format!(" ({s})")).unwrap_or_default()
+    )]
+    OtherProgram {
+        program: String,
+        installed: Option<String>,
+    },
+    #[error("it runs `toolgate {subcommand}`, not `toolgate exec`")]
+    OtherSubcommand { subcommand: String },
+    #[error("`{word}` is not allowed in exclusive mode (allowed: {EXCLUSIVE_EXEC_OPTIONS})")]
+    Option { word: String },
+    #[error("`{option}` has no value")]
+    NoValue { option: String },
+    #[error(
+        "`--workspace {value}` is not this project ({project}); exclusive mode runs programs on the project only"
+    )]
+    OtherWorkspace { value: String, project: String },
+    #[error(
+        "`{option} {value}` reads a file outside the sandbox; pass the program with --code or on stdin (-f -)"
+    )]
+    ProgramFile { option: String, value: String },
+    #[error("`{option} {value}` is not a value exclusive mode allows")]
+    Value { option: String, value: String },
+    #[error("its argument `{key}` would run it in another directory or environment")]
+    ContextArgument { key: String },
+    #[error("its `{key}` is not a string")]
+    CommandNotString { key: String },
+    #[error("it has no command")]
+    NoCommand,
+}
+
 /// Split a command line into words for exclusive mode, refusing everything a shell would
 /// expand or treat as syntax: outside quotes only [`bare_char`]s and blanks; single-quoted text
 /// as it is; double-quoted text without `$`, `` ` ``, `\\` or `!`; in [`Dialect::Posix`] also
@@ -194,9 +257,13 @@ fn typographic_quote(c: char) -> bool {
 /// literal. Stricter than
 /// [`simple_command`] on purpose: what is left has one reading in every shell, so the words
 /// checked here are exactly the arguments `toolgate exec` gets.
-pub fn strict_words(line: &str, dialect: Dialect) -> Result<Vec<String>, String> {
+///
+/// # Errors
+///
+/// [`NotAllowed`]: what in `line` a shell would expand or treat as syntax.
+pub fn strict_words(line: &str, dialect: Dialect) -> Result<Vec<String>, NotAllowed> {
     if line.contains('\0') {
-        return Err("the command holds a NUL character".to_owned());
+        return Err(NotAllowed::Nul);
     }
     let neutral = dialect == Dialect::Neutral;
     let mut words = Vec::new();
@@ -206,9 +273,7 @@ pub fn strict_words(line: &str, dialect: Dialect) -> Result<Vec<String>, String>
     let mut chars = line.char_indices().peekable();
     let end_word = |words: &mut Vec<String>, cur: &mut String, bare: bool, quoted: u32| {
         if neutral && (quoted > 1 || (quoted == 1 && bare)) {
-            return Err(format!(
-                "`{cur}` joins quoted and unquoted text in one word, which shells other than bash and zsh split differently"
-            ));
+            return Err(NotAllowed::MixedQuoting { word: cur.clone() });
         }
         words.push(std::mem::take(cur));
         Ok(())
@@ -227,12 +292,10 @@ pub fn strict_words(line: &str, dialect: Dialect) -> Result<Vec<String>, String>
                     match chars.next() {
                         Some((_, '\'')) => break,
                         Some((_, ch)) if neutral && (ch == '\\' || typographic_quote(ch)) => {
-                            return Err(format!(
-                                "a single-quoted string holds `{ch}`, which this tool's shell may read differently from bash (use toolgate's MCP run_code tool, or write the program without it)"
-                            ));
+                            return Err(NotAllowed::SingleQuoted { ch });
                         }
                         Some((_, ch)) => cur.push(ch),
-                        None => return Err("a quote is left open".to_owned()),
+                        None => return Err(NotAllowed::OpenQuote),
                     }
                 }
             }
@@ -245,12 +308,10 @@ pub fn strict_words(line: &str, dialect: Dialect) -> Result<Vec<String>, String>
                             if matches!(ch, '$' | '`' | '\\' | '!')
                                 || (neutral && typographic_quote(ch)) =>
                         {
-                            return Err(format!(
-                                "a double-quoted string holds `{ch}`, which the shell expands; use single quotes"
-                            ));
+                            return Err(NotAllowed::DoubleQuoted { ch });
                         }
                         Some((_, ch)) => cur.push(ch),
-                        None => return Err("a quote is left open".to_owned()),
+                        None => return Err(NotAllowed::OpenQuote),
                     }
                 }
             }
@@ -260,10 +321,7 @@ pub fn strict_words(line: &str, dialect: Dialect) -> Result<Vec<String>, String>
                 }
                 return match heredoc(&line[i + 2..]) {
                     Some(()) => Ok(words),
-                    None => Err(
-                        "the here-document is not one literal program ending the command (use <<'EOF' … EOF and nothing after it)"
-                            .to_owned(),
-                    ),
+                    None => Err(NotAllowed::HereDocument),
                 };
             }
             // bash and zsh take the next character literally (`'\\''` puts a quote in a
@@ -279,13 +337,10 @@ pub fn strict_words(line: &str, dialect: Dialect) -> Result<Vec<String>, String>
                 cur.push(c);
             }
             '\n' => {
-                return Err("the command has more than one line outside quotes".to_owned());
+                return Err(NotAllowed::SeveralLines);
             }
             other => {
-                return Err(format!(
-                    "`{}` outside quotes is shell syntax (a second command, a redirection, an expansion, a glob or an escape)",
-                    other.escape_debug()
-                ));
+                return Err(NotAllowed::Syntax { ch: other });
             }
         }
     }
@@ -329,22 +384,21 @@ pub fn exclusive_exec(
     spellings: &[&str],
     project: Option<&str>,
     dialect: Dialect,
-) -> Result<(), String> {
+) -> Result<(), NotAllowed> {
     let words = strict_words(command.trim_matches([' ', '\t']), dialect)?;
     let [prog, sub, rest @ ..] = words.as_slice() else {
-        return Err("it is not `toolgate exec`".to_owned());
+        return Err(NotAllowed::NotExec);
     };
     if !spellings.iter().any(|s| !s.is_empty() && s == prog) {
-        return Err(format!(
-            "`{prog}` is not the installed toolgate binary{}",
-            spellings
-                .first()
-                .map(|s| format!(" ({s})"))
-                .unwrap_or_default()
-        ));
+        return Err(NotAllowed::OtherProgram {
+            program: prog.clone(),
+            installed: spellings.first().map(|s| (*s).to_owned()),
+        });
     }
     if sub != "exec" {
-        return Err(format!("it runs `toolgate {sub}`, not `toolgate exec`"));
+        return Err(NotAllowed::OtherSubcommand {
+            subcommand: sub.clone(),
+        });
     }
     let mut it = rest.iter();
     while let Some(word) = it.next() {
@@ -367,16 +421,16 @@ pub fn exclusive_exec(
                 | "--max-tool-calls"
                 | "--plot"
         ) {
-            return Err(format!(
-                "`{word}` is not allowed in exclusive mode (allowed: {EXCLUSIVE_EXEC_OPTIONS})"
-            ));
+            return Err(NotAllowed::Option { word: word.clone() });
         }
         let value = match inline {
             Some(v) => v,
             None => it
                 .next()
                 .map(String::as_str)
-                .ok_or_else(|| format!("`{opt}` has no value"))?,
+                .ok_or_else(|| NotAllowed::NoValue {
+                    option: opt.to_owned(),
+                })?,
         };
         let number = |v: &str| {
             v.starts_with(|c: char| c.is_ascii_digit())
@@ -397,15 +451,14 @@ pub fn exclusive_exec(
             _ => number(value),
         };
         if !ok {
+            let (option, value) = (opt.to_owned(), value.to_owned());
             return Err(match opt {
-                "--workspace" => format!(
-                    "`--workspace {value}` is not this project ({}); exclusive mode runs programs on the project only",
-                    project.unwrap_or(".")
-                ),
-                "-f" | "--file" => format!(
-                    "`{opt} {value}` reads a file outside the sandbox; pass the program with --code or on stdin (-f -)"
-                ),
-                _ => format!("`{opt} {value}` is not a value exclusive mode allows"),
+                "--workspace" => NotAllowed::OtherWorkspace {
+                    value,
+                    project: project.unwrap_or(".").to_owned(),
+                },
+                "-f" | "--file" => NotAllowed::ProgramFile { option, value },
+                _ => NotAllowed::Value { option, value },
             });
         }
     }
