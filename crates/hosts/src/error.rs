@@ -23,6 +23,15 @@ pub enum HostsError {
         source: serde_json::Error,
     },
 
+    #[error(
+        "{path}: not valid JSON ({source}); fix or remove the file, then run the command again"
+    )]
+    Jsonc {
+        path: PathBuf,
+        #[source]
+        source: crate::jsonedit::JsonEditError,
+    },
+
     #[error("{path}: {message}")]
     JsonShape { path: PathBuf, message: String },
 

@@ -156,15 +156,17 @@ pub fn plan(opts: &InstallOptions, loc: &Locations) -> Result<Plan, HostsError> 
                 let current_text = current.as_deref().map(text).transpose()?;
                 let mut doc = match &current_text {
                     Some(t) => {
-                        let parsed = if entry.jsonc {
-                            jsonedit::parse_jsonc(t)
+                        if entry.jsonc {
+                            jsonedit::parse_jsonc(t).map_err(|source| HostsError::Jsonc {
+                                path: path.clone(),
+                                source,
+                            })?
                         } else {
-                            serde_json::from_str::<Value>(t)
-                        };
-                        parsed.map_err(|source| HostsError::Json {
-                            path: path.clone(),
-                            source,
-                        })?
+                            serde_json::from_str::<Value>(t).map_err(|source| HostsError::Json {
+                                path: path.clone(),
+                                source,
+                            })?
+                        }
                     }
                     None => entry.skeleton.clone(),
                 };
@@ -183,10 +185,10 @@ pub fn plan(opts: &InstallOptions, loc: &Locations) -> Result<Plan, HostsError> 
                             Some(_) => {}
                         }
                     }
-                    let shape_err = |message: String| HostsError::JsonShape {
+                    let shape_err = |e: jsonedit::JsonEditError| HostsError::JsonShape {
                         path: path.clone(),
                         message: format!(
-                            "{message}; toolgate cannot add its entry (fix the file, or remove it to let toolgate create it)"
+                            "{e}; toolgate cannot add its entry (fix the file, or remove it to let toolgate create it)"
                         ),
                     };
                     match (&current_text, &entry.key) {
@@ -509,12 +511,12 @@ pub fn uninstall(host: Host, global: bool, loc: &Locations) -> Result<UninstallR
         // the user's comments and layout stay.
         let cur_text = String::from_utf8_lossy(&cur);
         let parsed = match &rec.key {
-            EntryKey::Object(_) => jsonedit::parse_jsonc(&cur_text),
-            EntryKey::ArrayName(_) => serde_json::from_slice(&cur),
+            EntryKey::Object(_) => jsonedit::parse_jsonc(&cur_text).ok(),
+            EntryKey::ArrayName(_) => serde_json::from_slice(&cur).ok(),
         };
         let mut doc: Value = match parsed {
-            Ok(d) => d,
-            Err(_) => {
+            Some(d) => d,
+            None => {
                 report.kept_modified.push(rec.path.clone());
                 continue;
             }

@@ -2,15 +2,36 @@
 //! every other key (and their order).
 //!
 //! VS Code's `mcp.json` is JSONC (comments and trailing commas are normal there), and the user's
-//! layout must survive an install: [`splice_set`] and [`splice_remove`] edit the text itself and
-//! leave every byte outside toolgate's entry as it was. No JSONC crate is in the lockfile, and the
-//! grammar we need is tiny: [`blank_jsonc`] overwrites comments and trailing commas with spaces
-//! (same byte offsets), serde_json validates the result, and a small span walker over the blanked
-//! text finds where members start and end.
+//! layout must survive an install: [`splice_set`] and [`splice_remove`] edit the file through
+//! `jsonc-parser`'s concrete syntax tree, which keeps every comment, blank and comma, so every
+//! byte outside toolgate's entry stays as it was. Only the text of toolgate's own value is ours:
+//! serde_json's pretty printer with the file's indentation unit and line ends (the CST would
+//! write `"args": ["serve"]` on one line and copy the file's trailing commas into the entry).
+//! This replaced a hand-written JSONC scanner (comment blanking plus a span walker, about 250
+//! lines); the crate costs 1 crate in the build graph and the tests below (the same bytes
+//! expected as before) pass unchanged against it.
 
+use jsonc_parser::ParseOptions;
+use jsonc_parser::cst::{CstInputValue, CstObject, CstObjectProp, CstRootNode};
 use serde_json::{Map, Value};
 
 use crate::install::EntryKey;
+
+/// Why a shared JSON(C) file cannot take toolgate's entry, or cannot be read at all.
+#[derive(Debug, thiserror::Error)]
+pub enum JsonEditError {
+    /// Not JSONC: the parser's message names the line and column.
+    #[error("{0}")]
+    Syntax(#[from] jsonc_parser::errors::ParseError),
+    /// Nothing but whitespace and comments.
+    #[error("the file holds no JSON value")]
+    Empty,
+    #[error("the top level is not a JSON object")]
+    TopLevelNotObject,
+    /// A container on the way to the entry has another type.
+    #[error("\"{container}\" is not {}", if *.array { "an array" } else { "an object" })]
+    NotContainer { container: String, array: bool },
+}
 
 /// The object at `container` (created as needed when `create`), as a `Value` (object or array).
 fn container_mut<'a>(
@@ -56,21 +77,15 @@ pub fn set(
     container: &[String],
     key: &EntryKey,
     value: Value,
-) -> Result<(), String> {
-    let shape_err = || {
-        format!(
-            "\"{}\" is not {}",
-            container.join("."),
-            match key {
-                EntryKey::Object(_) => "an object",
-                EntryKey::ArrayName(_) => "an array",
-            }
-        )
+) -> Result<(), JsonEditError> {
+    let array = matches!(key, EntryKey::ArrayName(_));
+    let shape_err = || JsonEditError::NotContainer {
+        container: container.join("."),
+        array,
     };
     if !doc.is_object() {
-        return Err("the top level is not a JSON object".to_owned());
+        return Err(JsonEditError::TopLevelNotObject);
     }
-    let array = matches!(key, EntryKey::ArrayName(_));
     let c = container_mut(doc, container, array).ok_or_else(shape_err)?;
     match key {
         EntryKey::Object(name) => {
@@ -115,156 +130,29 @@ pub fn remove(doc: &mut Value, container: &[String], key: &EntryKey) -> bool {
     }
 }
 
-/// `text` with `//` and `/* */` comments and trailing commas replaced by spaces, byte for byte
-/// (newlines kept), so the result is strict JSON at the same offsets. Strings are skipped whole,
-/// so a `//` inside a URL stays.
-pub fn blank_jsonc(text: &str) -> String {
-    let b = text.as_bytes();
-    let mut out = b.to_vec();
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'"' => i = string_end(b, i),
-            b'/' if b.get(i + 1) == Some(&b'/') => {
-                while i < b.len() && b[i] != b'\n' {
-                    out[i] = b' ';
-                    i += 1;
-                }
-            }
-            b'/' if b.get(i + 1) == Some(&b'*') => {
-                let end = text[i + 2..].find("*/").map_or(b.len(), |e| i + 2 + e + 2);
-                for o in &mut out[i..end] {
-                    if *o != b'\n' && *o != b'\r' {
-                        *o = b' ';
-                    }
-                }
-                i = end;
-            }
-            _ => i += 1,
-        }
+/// JSONC as VS Code writes it: JSON plus comments and trailing commas, nothing looser (no
+/// single quotes, bare keys or hexadecimal numbers, which VS Code's own parser rejects too).
+const JSONC: ParseOptions = ParseOptions {
+    allow_comments: true,
+    allow_trailing_commas: true,
+    allow_loose_object_property_names: false,
+    allow_missing_commas: false,
+    allow_single_quoted_strings: false,
+    allow_hexadecimal_numbers: false,
+    allow_unary_plus_numbers: false,
+    allow_bare_decimal_point_numbers: false,
+    allow_non_finite_numbers: false,
+    allow_extended_string_escapes: false,
+};
+
+/// Parse JSONC (comments, trailing commas) into a value, keys in file order.
+pub fn parse_jsonc(text: &str) -> Result<Value, JsonEditError> {
+    let value: Value = jsonc_parser::parse_to_serde_value(text, &JSONC)?;
+    // The parser reads an empty file as `null`; tell the two apart (parsed again only then).
+    if value.is_null() && jsonc_parser::parse_to_value(text, &JSONC)?.is_none() {
+        return Err(JsonEditError::Empty);
     }
-    // Trailing commas, now that comments are gone.
-    let mut i = 0;
-    while i < out.len() {
-        match out[i] {
-            b'"' => i = string_end(&out, i),
-            b',' => {
-                let next = skip_ws(&out, i + 1);
-                if matches!(out.get(next), Some(b'}' | b']')) {
-                    out[i] = b' ';
-                }
-                i += 1;
-            }
-            _ => i += 1,
-        }
-    }
-    // Only ASCII bytes were overwritten with ASCII spaces, so this cannot fail; the fallback
-    // keeps the function total without an unwrap.
-    String::from_utf8(out).unwrap_or_else(|_| text.to_owned())
-}
-
-/// Parse JSONC (comments, trailing commas) into a value.
-pub fn parse_jsonc(text: &str) -> Result<Value, serde_json::Error> {
-    serde_json::from_str(&blank_jsonc(text))
-}
-
-/// Index just past the string starting at `i` (a `"`).
-fn string_end(b: &[u8], mut i: usize) -> usize {
-    i += 1;
-    while i < b.len() {
-        match b[i] {
-            b'\\' => i += 2,
-            b'"' => return i + 1,
-            _ => i += 1,
-        }
-    }
-    b.len()
-}
-
-fn skip_ws(b: &[u8], mut i: usize) -> usize {
-    while i < b.len() && b[i].is_ascii_whitespace() {
-        i += 1;
-    }
-    i
-}
-
-/// End of the (valid JSON) value starting at `i`.
-fn value_end(b: &[u8], i: usize) -> usize {
-    match b.get(i) {
-        Some(b'"') => string_end(b, i),
-        Some(b'{' | b'[') => {
-            let mut depth = 0usize;
-            let mut j = i;
-            while j < b.len() {
-                match b[j] {
-                    b'"' => {
-                        j = string_end(b, j);
-                        continue;
-                    }
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return j + 1;
-                        }
-                    }
-                    _ => {}
-                }
-                j += 1;
-            }
-            b.len()
-        }
-        _ => {
-            let mut j = i;
-            while j < b.len() && !matches!(b[j], b',' | b'}' | b']') && !b[j].is_ascii_whitespace()
-            {
-                j += 1;
-            }
-            j
-        }
-    }
-}
-
-struct Member {
-    key: String,
-    key_start: usize,
-    value_start: usize,
-    value_end: usize,
-}
-
-/// The members of the object whose `{` is at `open`, and the index of its `}`.
-fn members(b: &[u8], open: usize) -> (Vec<Member>, usize) {
-    let mut out = Vec::new();
-    let mut i = skip_ws(b, open + 1);
-    while i < b.len() && b[i] == b'"' {
-        let key_end = string_end(b, i);
-        let key = std::str::from_utf8(&b[i..key_end])
-            .ok()
-            .and_then(|k| serde_json::from_str::<String>(k).ok())
-            .unwrap_or_default();
-        let colon = skip_ws(b, key_end);
-        let value_start = skip_ws(b, colon + 1);
-        let end = value_end(b, value_start);
-        out.push(Member {
-            key,
-            key_start: i,
-            value_start,
-            value_end: end,
-        });
-        i = skip_ws(b, end);
-        if b.get(i) == Some(&b',') {
-            i = skip_ws(b, i + 1);
-        }
-    }
-    (out, i)
-}
-
-/// The whitespace that starts the line holding `pos`, and whether only whitespace precedes `pos`.
-fn line_indent(text: &str, pos: usize) -> (&str, bool) {
-    let start = text[..pos].rfind('\n').map_or(0, |n| n + 1);
-    let line = &text[start..pos];
-    let ws = line.len() - line.trim_start().len();
-    (&line[..ws], ws == line.len())
+    Ok(value)
 }
 
 /// The file's indentation unit: the leading whitespace of its first indented line.
@@ -296,8 +184,15 @@ fn render(v: &Value, unit: &str, base: &str, nl: &str) -> String {
     String::from_utf8_lossy(&buf).replace('\n', &format!("{nl}{base}"))
 }
 
-fn quoted(key: &str) -> String {
-    Value::String(key.to_owned()).to_string()
+/// Give `prop` the value `v`, written by [`render`] and indented from the member's own line.
+/// The CST places the member (commas, line, indentation); its value goes in as raw text through
+/// a string-literal placeholder, the CST's one way to take text verbatim.
+fn write_value(prop: &CstObjectProp, v: &Value, unit: &str, nl: &str) {
+    prop.set_value(CstInputValue::String(String::new()));
+    let base = prop.indent_text().unwrap_or_default();
+    if let Some(lit) = prop.value().and_then(|n| n.as_string_lit()) {
+        lit.set_raw_value(render(v, unit, &base, nl));
+    }
 }
 
 /// Set `container[name]` to `value` by editing `text` (JSONC) in place: an existing entry's value
@@ -308,129 +203,64 @@ pub fn splice_set(
     container: &[String],
     name: &str,
     value: &Value,
-) -> Result<String, String> {
-    let clean = blank_jsonc(text);
-    let b = clean.as_bytes();
+) -> Result<String, JsonEditError> {
+    let root = CstRootNode::parse(text, &JSONC)?;
+    let mut obj = root
+        .object_value()
+        .ok_or(JsonEditError::TopLevelNotObject)?;
     let nl = if text.contains("\r\n") { "\r\n" } else { "\n" };
     let unit = indent_unit(text);
-    let mut open = skip_ws(b, 0);
-    if b.get(open) != Some(&b'{') {
-        return Err("the top level is not a JSON object".to_owned());
-    }
     // Walk down the containers that exist; what is missing is added as one nested member.
     let mut path: Vec<&str> = container.iter().map(String::as_str).collect();
     path.push(name);
-    let mut depth = 0;
-    loop {
-        let (ms, close) = members(b, open);
-        let key = path[depth];
-        let last = depth + 1 == path.len();
-        if let Some(m) = ms.iter().find(|m| m.key == key) {
-            if last {
-                let (base, _) = line_indent(text, m.key_start);
-                let new = render(value, &unit, base, nl);
-                return Ok(format!(
-                    "{}{new}{}",
-                    &text[..m.value_start],
-                    &text[m.value_end..]
-                ));
+    for (depth, key) in path.iter().enumerate() {
+        let Some(prop) = obj.get(key) else {
+            let mut v = value.clone();
+            for k in path[depth + 1..].iter().rev() {
+                let mut m = Map::new();
+                m.insert((*k).to_owned(), v);
+                v = Value::Object(m);
             }
-            if b.get(m.value_start) != Some(&b'{') {
-                return Err(format!("\"{}\" is not an object", path[..=depth].join(".")));
-            }
-            open = m.value_start;
-            depth += 1;
-            continue;
+            let prop = obj.append(key, CstInputValue::Null);
+            write_value(&prop, &v, &unit, nl);
+            break;
+        };
+        if depth + 1 == path.len() {
+            write_value(&prop, value, &unit, nl);
+            break;
         }
-        let mut v = value.clone();
-        for k in path[depth + 1..].iter().rev() {
-            let mut m = Map::new();
-            m.insert((*k).to_owned(), v);
-            v = Value::Object(m);
-        }
-        let (cindent, _) = line_indent(text, open);
-        return Ok(match ms.last() {
-            Some(prev) => {
-                let (mindent, own_line) = line_indent(text, prev.key_start);
-                let at = prev.value_end;
-                let member = if own_line {
-                    format!(
-                        ",{nl}{mindent}{}: {}",
-                        quoted(key),
-                        render(&v, &unit, mindent, nl)
-                    )
-                } else {
-                    format!(", {}: {}", quoted(key), v)
-                };
-                format!("{}{member}{}", &text[..at], &text[at..])
-            }
-            None => {
-                let mindent = format!("{cindent}{unit}");
-                let mut member = format!(
-                    "{nl}{mindent}{}: {}",
-                    quoted(key),
-                    render(&v, &unit, &mindent, nl)
-                );
-                if !text[open + 1..close].contains('\n') {
-                    member.push_str(nl);
-                    member.push_str(cindent);
-                }
-                format!("{}{member}{}", &text[..=open], &text[open + 1..])
-            }
-        });
+        obj = prop
+            .object_value()
+            .ok_or_else(|| JsonEditError::NotContainer {
+                container: path[..=depth].join("."),
+                array: false,
+            })?;
     }
+    Ok(root.to_string())
 }
 
-/// Take `container[name]` out of `text` (JSONC): the member, the comma that joined it to the one
-/// before, and the whitespace in front of it; comments around it stay. `None` when it is absent.
+/// Take `container[name]` out of `text` (JSONC): the member, the comma that joined it to its
+/// neighbour, and the blanks in front of it; comments around it stay. `None` when it is absent
+/// or the text is not JSONC.
 pub fn splice_remove(text: &str, container: &[String], name: &str) -> Option<String> {
-    let clean = blank_jsonc(text);
-    let b = clean.as_bytes();
-    let mut open = skip_ws(b, 0);
-    if b.get(open) != Some(&b'{') {
-        return None;
-    }
+    let root = CstRootNode::parse(text, &JSONC).ok()?;
+    let mut obj: CstObject = root.object_value()?;
     for key in container {
-        let (ms, _) = members(b, open);
-        let m = ms.into_iter().find(|m| &m.key == key)?;
-        if b.get(m.value_start) != Some(&b'{') {
-            return None;
-        }
-        open = m.value_start;
+        obj = obj.get(key)?.object_value()?;
     }
-    let (ms, _) = members(b, open);
-    let idx = ms.iter().position(|m| m.key == name)?;
-    let m = &ms[idx];
-    // Whitespace (not comments) just before the key goes with the member.
-    let ws_start = text[..m.key_start].trim_end().len().max(open + 1);
-    if idx > 0 {
-        let prev = &ms[idx - 1];
-        let comma = skip_ws(b, prev.value_end);
-        return Some(format!(
-            "{}{}{}",
-            &text[..comma],
-            &text[comma + 1..ws_start],
-            &text[m.value_end..]
-        ));
+    let prop = obj.get(name)?;
+    // The CST keeps the blank after a first member's comma (`{"a": 1, /* c */ "b": 2}` would
+    // become `{ /* c */ "b": 2}`); the blank belonged to the separator, so it goes with it.
+    if prop.previous_property().is_none()
+        && let Some(blank) = prop
+            .trailing_comma()
+            .and_then(|comma| comma.next_sibling())
+            .filter(|n| n.is_whitespace())
+    {
+        blank.remove();
     }
-    // The first member: take the comma after it and the whitespace up to the next token.
-    let after = skip_ws(b, m.value_end);
-    let end = if b.get(after) == Some(&b',') {
-        let rest = &text[after + 1..];
-        if idx + 1 < ms.len() {
-            after + 1 + rest.len() - rest.trim_start().len()
-        } else {
-            after + 1
-        }
-    } else {
-        m.value_end
-    };
-    let start = if idx + 1 < ms.len() {
-        m.key_start
-    } else {
-        ws_start
-    };
-    Some(format!("{}{}", &text[..start], &text[end..]))
+    prop.remove();
+    Some(root.to_string())
 }
 
 #[cfg(test)]
@@ -475,6 +305,7 @@ mod tests {
         assert!(
             set(&mut bad, &c, &key, json!({}))
                 .unwrap_err()
+                .to_string()
                 .contains("array")
         );
         assert!(set(&mut json!([1]), &c, &key, json!({})).is_err());
@@ -505,28 +336,47 @@ mod tests {
 }
 "#;
 
+    fn quoted(key: &str) -> String {
+        Value::String(key.to_owned()).to_string()
+    }
+
     fn servers() -> Vec<String> {
         vec!["servers".to_owned()]
     }
 
+    /// The hand-written scanner this module had blanked comments and trailing commas before
+    /// serde_json read the text; the same cases now go through `jsonc-parser`.
     #[test]
-    fn blank_jsonc_keeps_offsets_and_strings() {
-        let clean = blank_jsonc(VSCODE_MCP);
-        assert_eq!(clean.len(), VSCODE_MCP.len());
-        assert_eq!(clean.lines().count(), VSCODE_MCP.lines().count());
-        let doc: Value = serde_json::from_str(&clean).unwrap();
+    fn parse_jsonc_reads_comments_and_strings() {
+        let doc = parse_jsonc(VSCODE_MCP).unwrap();
         assert_eq!(
             doc["servers"]["github"]["url"],
             json!("https://api.githubcopilot.com/mcp/")
         );
         assert_eq!(doc["inputs"][0]["id"], json!("gh-token"));
         assert!(doc["servers"].get("disabled").is_none());
+        // Keys in file order.
+        let keys: Vec<&String> = doc.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["inputs", "servers"]);
         // An escaped quote does not end a string early; `/*` inside one is not a comment.
         let tricky = r#"{"a": "x\" // y /* z", /* c */ "b": [1,2,],}"#;
         assert_eq!(
             parse_jsonc(tricky).unwrap(),
             json!({"a": "x\" // y /* z", "b": [1, 2]})
         );
+        // Nothing to read is an error, as serde_json's was; a literal `null` is a value.
+        assert!(matches!(
+            parse_jsonc(" // only a comment\n"),
+            Err(JsonEditError::Empty)
+        ));
+        assert_eq!(parse_jsonc("null").unwrap(), Value::Null);
+        // Looser JSON5 forms stay refused.
+        for bad in ["{'a': 1}", "{a: 1}", "{\"a\": 0x1}", "{\"a\": 1} x"] {
+            assert!(
+                matches!(parse_jsonc(bad), Err(JsonEditError::Syntax(_))),
+                "{bad}"
+            );
+        }
     }
 
     #[test]
@@ -577,6 +427,7 @@ mod tests {
         assert!(
             splice_set("{\"servers\": []}", &servers(), "toolgate", &json!({}))
                 .unwrap_err()
+                .to_string()
                 .contains("not an object")
         );
     }

@@ -27,7 +27,7 @@ pub use error::HostsError;
 pub use install::{
     Action, ApplyReport, Change, Plan, UninstallReport, apply, plan, unified_diff, uninstall,
 };
-pub use jsonedit::parse_jsonc;
+pub use jsonedit::{JsonEditError, parse_jsonc};
 pub use manifest::{Param, ToolInfo, parse_manifest};
 
 /// The agent hosts toolgate installs into.
