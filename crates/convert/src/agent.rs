@@ -126,11 +126,11 @@ fn tools_field(
 ) -> Result<Option<Vec<String>>> {
     match fm.get(key) {
         None => Ok(None),
-        Some(v) => tools_from_value(v).map_err(|message| ConvertError::Field {
+        Some(v) => tools_from_value(v).map_err(|e| ConvertError::Field {
             path: path.to_path_buf(),
             line: doc.key_line(key),
             key: key.to_string(),
-            message,
+            message: e.to_string(),
         }),
     }
 }

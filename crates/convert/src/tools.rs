@@ -61,9 +61,31 @@ fn push_trimmed(out: &mut Vec<String>, s: &str) {
     }
 }
 
+/// Why a `tools`-like value cannot be read; the text follows the key's name ("`tools` is a
+/// mapping; …").
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolsValueError {
+    /// A list holds something other than a name.
+    #[error(
+        "lists a {found} where a tool name was expected; write tool names as strings, e.g. \
+         `tools: Read, Grep` or `tools: [Read, Grep]`"
+    )]
+    Item { found: &'static str },
+    /// Neither a string nor a list.
+    #[error(
+        "is a {found}; write a comma-separated string (`tools: Read, Grep`) or a list \
+         (`tools: [Read, Grep]`)"
+    )]
+    Value { found: &'static str },
+}
+
 /// Read a `tools`-like value: a comma-separated string or a YAML list of names. `null` (a bare
-/// `tools:`) counts as absent. Anything else is an error message for the caller to place.
-pub fn tools_from_value(value: &Value) -> Result<Option<Vec<String>>, String> {
+/// `tools:`) counts as absent.
+///
+/// # Errors
+///
+/// [`ToolsValueError`] for anything else, for the caller to place.
+pub fn tools_from_value(value: &Value) -> Result<Option<Vec<String>>, ToolsValueError> {
     match value {
         Value::Null => Ok(None),
         Value::String(s) => Ok(Some(split_tool_list(s))),
@@ -73,21 +95,17 @@ pub fn tools_from_value(value: &Value) -> Result<Option<Vec<String>>, String> {
                 match item {
                     Value::String(s) => push_trimmed(&mut out, s),
                     other => {
-                        return Err(format!(
-                            "lists a {} where a tool name was expected; write tool names as \
-                             strings, e.g. `tools: Read, Grep` or `tools: [Read, Grep]`",
-                            crate::frontmatter::kind_of(other)
-                        ));
+                        return Err(ToolsValueError::Item {
+                            found: crate::frontmatter::kind_of(other),
+                        });
                     }
                 }
             }
             Ok(Some(out))
         }
-        other => Err(format!(
-            "is a {}; write a comma-separated string (`tools: Read, Grep`) or a list \
-             (`tools: [Read, Grep]`)",
-            crate::frontmatter::kind_of(other)
-        )),
+        other => Err(ToolsValueError::Value {
+            found: crate::frontmatter::kind_of(other),
+        }),
     }
 }
 
@@ -490,9 +508,13 @@ mod tests {
         assert_eq!(tools_from_value(&l).unwrap(), Some(v(&["Read", "Grep"])));
         assert_eq!(tools_from_value(&Value::Null).unwrap(), None);
         let m: Value = serde_yaml_ng::from_str("{a: b}").unwrap();
-        assert!(tools_from_value(&m).unwrap_err().contains("is a mapping"));
+        let e = tools_from_value(&m).unwrap_err();
+        assert_eq!(e, ToolsValueError::Value { found: "mapping" });
+        assert!(e.to_string().starts_with("is a mapping; "), "{e}");
         let n: Value = serde_yaml_ng::from_str("[Read, 3]").unwrap();
-        assert!(tools_from_value(&n).unwrap_err().contains("number"));
+        let e = tools_from_value(&n).unwrap_err();
+        assert_eq!(e, ToolsValueError::Item { found: "number" });
+        assert!(e.to_string().starts_with("lists a number where"), "{e}");
     }
 
     #[test]

@@ -32,6 +32,14 @@ fn mib(bytes: usize) -> String {
     format!("{} MiB", bytes / (1024 * 1024))
 }
 
+/// Whether the searcher gave up on a file because a line did not fit in [`HEAP_LIMIT`]. Read
+/// from the error's kind, not its text: a read of the file fails with the OS's error (it has an
+/// OS code), our sink never fails, and no transcoding or binary-quit error is configured, so
+/// the searcher's one error of its own — `ErrorKind::Other` without an OS code — is the limit.
+fn is_heap_limit(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::Other && e.raw_os_error().is_none()
+}
+
 struct Hit {
     file: String,
     line: u64,
@@ -207,7 +215,7 @@ pub fn grep(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, Call
             cap,
         };
         if let Err(e) = searcher.search_file(&matcher, &handle, &mut sink) {
-            let why = if e.to_string().contains("allocation limit") {
+            let why = if is_heap_limit(&e) {
                 format!(
                     "a line longer than {}, the most grep holds in memory; search such a file with bash",
                     mib(HEAP_LIMIT)

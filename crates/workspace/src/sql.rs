@@ -233,7 +233,7 @@ pub fn sql(
 ) -> Result<ToolOutcome, CallError> {
     // Installed here, on a thread Landlock does not restrict, so SQLite seeds its random
     // numbers from /dev/urandom before the worker below can open only the workspace.
-    crate::sql_open::install().map_err(CallError::failed)?;
+    crate::sql_open::install().map_err(|e| CallError::failed(e.to_string()))?;
     std::thread::scope(|scope| {
         let worker = std::thread::Builder::new()
             .name("toolgate-sql".to_owned())
@@ -268,8 +268,8 @@ fn sql_confined(
     let default_db = inner.config.sql_default_db.to_string_lossy();
     let db_arg = p.str_or("db_path", &default_db)?;
     // Declared before the connection, so it ends after the connection has closed.
-    let scope =
-        Scope::enter(inner.guard.root(), inner.guard.root_fd()).map_err(CallError::failed)?;
+    let scope = Scope::enter(inner.guard.root(), inner.guard.root_fd())
+        .map_err(|e| CallError::failed(e.to_string()))?;
     let (mut conn, shown_db) = open(inner, db_arg, &scope)?;
     let denied: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
     harden(&mut conn, Arc::clone(&denied)).map_err(|e| match scope.take_refusal() {

@@ -34,7 +34,26 @@ use crate::guard::{GuardError, Opened, check_readable};
 type OpenFn = unsafe extern "C" fn(*const c_char, c_int, c_int) -> c_int;
 
 /// Whether ours is installed (or why it could not be).
-static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
+static INSTALLED: OnceLock<Result<(), InstallFailure>> = OnceLock::new();
+
+/// Why the checked `open` could not be put in SQLite's place (then `sql` opens nothing).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("sql: could not check the files SQLite opens: {why}; nothing was opened")]
+pub(crate) struct InstallError {
+    why: InstallFailure,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum InstallFailure {
+    #[error("SQLite has no default file system layer")]
+    NoVfs,
+    #[error("SQLite's file system layer cannot be interposed")]
+    NotInterposable,
+    #[error("SQLite's file system layer has no \"open\"")]
+    NoOpen,
+    #[error("SQLite refused the checked open (code {0})")]
+    Refused(c_int),
+}
 /// SQLite's own `open`, kept before ours is installed: threads outside a scope use it.
 static ORIGINAL: OnceLock<OpenFn> = OnceLock::new();
 
@@ -96,7 +115,7 @@ pub(crate) struct Scope<'fd> {
 
 impl<'fd> Scope<'fd> {
     /// Enter a scope on this thread, installing the hook first if this process has not.
-    pub(crate) fn enter(root: &Path, root_fd: BorrowedFd<'fd>) -> Result<Self, String> {
+    pub(crate) fn enter(root: &Path, root_fd: BorrowedFd<'fd>) -> Result<Self, InstallError> {
         install()?;
         SCOPE.with(|s| {
             *s.borrow_mut() = Some(ScopeState {
@@ -132,7 +151,7 @@ impl Drop for Scope<'_> {
 /// is made by `sql` (`OnceLock` makes every caller wait for the first). SQLite's random-number
 /// generator is seeded here too, on an unconfined thread, so it reads `/dev/urandom` and not a
 /// fallback (the `sql` thread may open nothing outside the workspace).
-pub(crate) fn install() -> Result<(), String> {
+pub(crate) fn install() -> Result<(), InstallError> {
     INSTALLED
         .get_or_init(|| {
             // SAFETY: sqlite3_vfs_find returns SQLite's static default VFS (or null); its
@@ -146,13 +165,13 @@ pub(crate) fn install() -> Result<(), String> {
                 ffi::sqlite3_randomness(1, seed.as_mut_ptr().cast());
                 let vfs = ffi::sqlite3_vfs_find(std::ptr::null());
                 if vfs.is_null() {
-                    return Err("SQLite has no default file system layer".to_owned());
+                    return Err(InstallFailure::NoVfs);
                 }
                 let (Some(get), Some(set)) = ((*vfs).xGetSystemCall, (*vfs).xSetSystemCall) else {
-                    return Err("SQLite's file system layer cannot be interposed".to_owned());
+                    return Err(InstallFailure::NotInterposable);
                 };
                 let Some(current) = get(vfs, c"open".as_ptr()) else {
-                    return Err("SQLite's file system layer has no \"open\"".to_owned());
+                    return Err(InstallFailure::NoOpen);
                 };
                 let original: OpenFn =
                     std::mem::transmute::<unsafe extern "C" fn(), OpenFn>(current);
@@ -162,15 +181,13 @@ pub(crate) fn install() -> Result<(), String> {
                     std::mem::transmute::<OpenFn, unsafe extern "C" fn()>(hooked_open as OpenFn);
                 let rc = set(vfs, c"open".as_ptr(), Some(ours));
                 if rc != ffi::SQLITE_OK {
-                    return Err(format!("SQLite refused the checked open (code {rc})"));
+                    return Err(InstallFailure::Refused(rc));
                 }
                 Ok(())
             }
         })
         .clone()
-        .map_err(|e| {
-            format!("sql: could not check the files SQLite opens: {e}; nothing was opened")
-        })
+        .map_err(|why| InstallError { why })
 }
 
 /// The unix VFS's `open`, as installed.
