@@ -197,6 +197,45 @@ impl Root {
         Ok(dir)
     }
 
+    /// The first existing component of `rel` (relative to the root, returned as such) that is
+    /// a symbolic link, looked at one component at a time through descriptors (`O_PATH |
+    /// O_NOFOLLOW`), never by whole path; `None` when there is none. Components that do not
+    /// exist yet end the look (they will be made as real folders). For roots a repository
+    /// controls, where a shipped link (`.vscode` → elsewhere) is itself the attack.
+    pub fn first_link(&self, rel: &Path) -> Result<Option<PathBuf>, FsError> {
+        let io = |e: Errno| FsError::io(rel, e);
+        let mut cur = dup_dir(self.fd.as_fd()).map_err(io)?;
+        let mut sofar = PathBuf::new();
+        for comp in rel.components() {
+            let name = match comp {
+                Component::Normal(n) => n,
+                Component::CurDir => continue,
+                _ => {
+                    return Err(FsError::Escapes {
+                        path: rel.to_path_buf(),
+                        reason: "is not a plain path below the root",
+                    });
+                }
+            };
+            sofar.push(name);
+            let fd = match openat(
+                &cur,
+                name,
+                OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            ) {
+                Ok(fd) => fd,
+                Err(Errno::NOENT) => return Ok(None),
+                Err(e) => return Err(map_errno(rel, e)),
+            };
+            match FileType::from_raw_mode(fstat(&fd).map_err(io)?.st_mode) {
+                FileType::Symlink => return Ok(Some(sofar)),
+                _ => cur = fd,
+            }
+        }
+        Ok(None)
+    }
+
     /// Resolve `rel` one component at a time from the root's descriptor with
     /// `O_PATH | O_NOFOLLOW` — the fallback where `openat2` is missing, and the judge of why it
     /// refused. A symbolic link is read through the descriptor that was opened for it; a
@@ -468,6 +507,22 @@ mod tests {
             .open(Path::new("magic"), OFlags::RDONLY, Links::Inside)
             .unwrap_err();
         assert!(matches!(err, FsError::Escapes { .. }), "{err}");
+    }
+
+    #[test]
+    fn first_link_names_the_link_below_the_root() {
+        let (d, r) = tree();
+        links(d.path(), &r);
+        assert_eq!(r.first_link(Path::new("src/a.txt")).unwrap(), None);
+        assert_eq!(r.first_link(Path::new("src/new/x")).unwrap(), None);
+        assert_eq!(
+            r.first_link(Path::new("abs_in/a.txt")).unwrap(),
+            Some(PathBuf::from("abs_in"))
+        );
+        assert_eq!(
+            r.first_link(Path::new("rel_in")).unwrap(),
+            Some(PathBuf::from("rel_in"))
+        );
     }
 
     #[test]

@@ -36,5 +36,8 @@ fn a_hard_link_to_an_outside_file_is_refused() {
 }
 
 fn rustix_stat(fd: &std::os::fd::OwnedFd) -> toolgate_fs::Stat {
-    toolgate_fs::fstat(fd).unwrap()
+    match toolgate_fs::fstat(fd) {
+        Ok(st) => st,
+        Err(e) => panic!("fstat: {e}"),
+    }
 }

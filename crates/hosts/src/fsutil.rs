@@ -7,7 +7,6 @@
 //! with `O_EXCL`, so a link swapped in after the check is not followed either.
 
 use std::fs;
-use std::io::Write;
 use std::path::{Component, Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -27,14 +26,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// The file's bytes, `None` when it does not exist. A symbolic link is not followed (it is an
 /// error, `ELOOP`).
 pub fn read_opt(path: &Path) -> Result<Option<Vec<u8>>, HostsError> {
-    let mut opts = fs::OpenOptions::new();
-    opts.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.custom_flags(libc::O_NOFOLLOW);
-    }
-    match opts.open(path) {
+    match toolgate_fs::open::open_nofollow(path) {
         Ok(mut f) => {
             let mut b = Vec::new();
             std::io::Read::read_to_end(&mut f, &mut b).map_err(|e| HostsError::io(path, e))?;
@@ -68,34 +60,10 @@ pub fn create_parents(path: &Path) -> Result<Vec<PathBuf>, HostsError> {
     Ok(missing)
 }
 
-/// Write `bytes` to `path` atomically: a temporary file in the same directory, synced, then
-/// renamed over the target.
+/// Write `bytes` to `path` atomically ([`toolgate_fs::atomic_write`]: an exclusive temporary
+/// file in the same directory, synced, renamed over the target, the directory synced).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), HostsError> {
-    let dir = path
-        .parent()
-        .ok_or_else(|| HostsError::io(path, std::io::Error::other("path has no parent")))?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.toolgate-{}.tmp", std::process::id()));
-    let result = (|| {
-        // create_new (O_EXCL): never write through a file or link left at the temporary name.
-        let _ = fs::remove_file(&tmp);
-        let mut f = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        drop(f);
-        fs::rename(&tmp, path)
-    })();
-    if let Err(e) = result {
-        let _ = fs::remove_file(&tmp);
-        return Err(HostsError::io(path, e));
-    }
-    Ok(())
+    toolgate_fs::atomic_write(path, bytes).map_err(|e| HostsError::io(path, e.into_io()))
 }
 
 /// `path` with `.` removed and `..` applied lexically; `None` if `..` climbs above the root or
@@ -127,23 +95,25 @@ pub fn no_symlinks_below(path: &Path, root: &Path) -> Result<(), HostsError> {
     let Ok(rel) = path.strip_prefix(root) else {
         return Ok(());
     };
-    let mut cur = root.to_path_buf();
-    for c in rel.components() {
-        cur.push(c);
-        match fs::symlink_metadata(&cur) {
-            Ok(m) if m.file_type().is_symlink() => {
-                return Err(HostsError::Symlink {
-                    path: path.to_path_buf(),
-                    link: cur,
-                    root: root.to_path_buf(),
-                });
-            }
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(HostsError::io(&cur, e)),
+    let opened = match toolgate_fs::Root::new(root) {
+        Ok(r) => r,
+        // A root that does not exist yet has no links below it.
+        Err(toolgate_fs::FsError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            return Ok(());
         }
+        Err(e) => return Err(HostsError::io(root, e.into_io())),
+    };
+    match opened.first_link(rel) {
+        Ok(None) => Ok(()),
+        Ok(Some(link)) => Err(HostsError::Symlink {
+            path: path.to_path_buf(),
+            link: root.join(link),
+            root: root.to_path_buf(),
+        }),
+        Err(e) => Err(HostsError::io(path, e.into_io())),
     }
-    Ok(())
 }
 
 /// Check that `path` lies strictly inside one of `roots`: lexically, after normalisation, and

@@ -41,8 +41,7 @@
 //! count exactly. Any trouble with that state fails open: the call is allowed and a warning
 //! goes to stderr.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
@@ -831,11 +830,7 @@ impl SessionState {
     ) -> Result<T, String> {
         let dir = self.path.parent().unwrap_or(Path::new("."));
         fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&self.lock)
+        let lock = toolgate_fs::open::open_lock(&self.lock)
             .map_err(|e| format!("cannot open {}: {e}", self.lock.display()))?;
         lock.lock()
             .map_err(|e| format!("cannot lock {}: {e}", self.lock.display()))?;
@@ -874,30 +869,15 @@ impl SessionState {
         result
     }
 
-    fn write(&self, dir: &Path, count: u32, now_ms: Option<u64>) -> Result<(), String> {
-        let tmp = dir.join(format!(
-            ".{}.{}.tmp",
-            self.path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            std::process::id()
-        ));
+    fn write(&self, _dir: &Path, count: u32, now_ms: Option<u64>) -> Result<(), String> {
         let body = match now_ms {
             Some(t) => json!({"consecutive_read_only": count, "last_ms": t}),
             None => json!({"consecutive_read_only": count}),
         }
         .to_string();
-        let r = (|| {
-            let mut f = File::create(&tmp)?;
-            f.write_all(body.as_bytes())?;
-            drop(f);
-            fs::rename(&tmp, &self.path)
-        })();
-        r.map_err(|e| {
-            let _ = fs::remove_file(&tmp);
-            format!("cannot write {}: {e}", self.path.display())
-        })
+        // Exclusive temp, fsync, rename, directory fsync: a crash never leaves half a count.
+        toolgate_fs::atomic_write(&self.path, body.as_bytes())
+            .map_err(|e| format!("cannot write {}: {e}", self.path.display()))
     }
 }
 
