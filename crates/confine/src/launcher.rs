@@ -4,7 +4,7 @@
 
 use std::ffi::OsString;
 
-use crate::{CONFINE_FAILED, EXEC_SUBCOMMAND, GUARD_SUBCOMMAND, split_args};
+use crate::{CONFINE_FAILED, ConfineError, EXEC_SUBCOMMAND, GUARD_SUBCOMMAND, split_args};
 
 /// Run a launcher stage: `subcommand` is [`GUARD_SUBCOMMAND`] or [`EXEC_SUBCOMMAND`], `args`
 /// what follows it. Returns the exit code to exit with (stage 2 does not return when the
@@ -13,7 +13,7 @@ pub fn main(subcommand: &str, args: &[OsString]) -> i32 {
     let result = match subcommand {
         GUARD_SUBCOMMAND => guard(args),
         EXEC_SUBCOMMAND => exec(args),
-        other => Err(format!("unknown launcher stage {other:?}")),
+        other => Err(ConfineError::UnknownStage(other.to_owned())),
     };
     result.unwrap_or_else(|message| {
         // stderr is the child's stderr: the tool reports it with the exit code.
@@ -33,7 +33,7 @@ const REAPER_FLAG: &str = "--reaper";
 /// on just long enough to see the guard gone (its pidfd) and kill every process left below it
 /// — stage 2, `setsid` daemons and double-forked orphans are re-parented to it, never to init.
 #[cfg(target_os = "linux")]
-fn guard(args: &[OsString]) -> Result<i32, String> {
+fn guard(args: &[OsString]) -> Result<i32, ConfineError> {
     use crate::FORCE_SUBREAPER_ENV;
     use std::os::unix::process::CommandExt;
 
@@ -47,7 +47,7 @@ fn guard(args: &[OsString]) -> Result<i32, String> {
         // empty that set itself.
         crate::linux::drop_capabilities()?;
     }
-    let exe = std::env::current_exe().map_err(|e| format!("finding toolgate's binary: {e}"))?;
+    let exe = std::env::current_exe().map_err(ConfineError::os("finding toolgate's binary"))?;
     let mut cmd = std::process::Command::new(exe);
     cmd.arg(EXEC_SUBCOMMAND).env_remove(FORCE_SUBREAPER_ENV);
     if !pid_namespace {
@@ -56,7 +56,7 @@ fn guard(args: &[OsString]) -> Result<i32, String> {
     let mut child = cmd
         .args(args)
         .spawn()
-        .map_err(|e| format!("starting the confined process: {e}"))?;
+        .map_err(ConfineError::os("starting the confined process"))?;
     // If toolgate dies without killing us, the program must not live on. PID 1 is killed (the
     // namespace dies with it); a reaper is left to see us gone and kill what it holds.
     let on_orphan = if pid_namespace {
@@ -72,22 +72,22 @@ fn guard(args: &[OsString]) -> Result<i32, String> {
 /// in the guard's process group, and when stage 2 ends or the guard goes away, kills every
 /// process left below it.
 #[cfg(target_os = "linux")]
-fn reaper(args: &[OsString]) -> Result<i32, String> {
+fn reaper(args: &[OsString]) -> Result<i32, ConfineError> {
     use std::os::unix::process::CommandExt;
 
     split_args(args)?;
     nix::sys::prctl::set_child_subreaper(true)
-        .map_err(|e| format!("PR_SET_CHILD_SUBREAPER: {e}"))?;
+        .map_err(ConfineError::os("PR_SET_CHILD_SUBREAPER"))?;
     let parent = nix::unistd::getppid();
     let group = nix::unistd::getpgid(Some(parent))
-        .map_err(|e| format!("the guard's process group: {e}"))?;
-    let exe = std::env::current_exe().map_err(|e| format!("finding toolgate's binary: {e}"))?;
+        .map_err(ConfineError::os("the guard's process group"))?;
+    let exe = std::env::current_exe().map_err(ConfineError::os("finding toolgate's binary"))?;
     let mut child = std::process::Command::new(exe)
         .arg(EXEC_SUBCOMMAND)
         .args(args)
         .process_group(group.as_raw())
         .spawn()
-        .map_err(|e| format!("starting the confined process: {e}"))?;
+        .map_err(ConfineError::os("starting the confined process"))?;
     let status = wait_or_orphaned(&mut child, parent, Orphaned::Kill)?;
     crate::linux::reap_all();
     Ok(exit_code(status))
@@ -118,13 +118,13 @@ fn wait_or_orphaned(
     child: &mut std::process::Child,
     parent: nix::unistd::Pid,
     on_orphan: Orphaned,
-) -> Result<std::process::ExitStatus, String> {
+) -> Result<std::process::ExitStatus, ConfineError> {
     use rustix::event::{PollFd, PollFlags, Timespec, poll};
 
     let pid = i32::try_from(child.id())
         .ok()
         .and_then(rustix::process::Pid::from_raw)
-        .ok_or("the confined process has no valid pid")?;
+        .ok_or(ConfineError::NoPid)?;
     let pidfd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok();
     // The parent too: stage 2 leaves the guard's process group (a session of its own), so in
     // the fallback the caller's kill of that group reaches only the guard, and the reaper must
@@ -139,7 +139,7 @@ fn wait_or_orphaned(
     loop {
         if let Some(status) = child
             .try_wait()
-            .map_err(|e| format!("waiting for the confined process: {e}"))?
+            .map_err(ConfineError::os("waiting for the confined process"))?
         {
             return Ok(status);
         }
@@ -169,7 +169,7 @@ fn wait_or_orphaned(
 }
 
 #[cfg(target_os = "linux")]
-fn exec(args: &[OsString]) -> Result<i32, String> {
+fn exec(args: &[OsString]) -> Result<i32, ConfineError> {
     use std::os::unix::process::CommandExt;
 
     if args.first().is_some_and(|a| a == REAPER_FLAG) {
@@ -190,11 +190,11 @@ fn exec(args: &[OsString]) -> Result<i32, String> {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn guard(_: &[OsString]) -> Result<i32, String> {
-    Err("OS confinement is implemented for Linux only".to_owned())
+fn guard(_: &[OsString]) -> Result<i32, ConfineError> {
+    Err(ConfineError::NotLinux)
 }
 
 #[cfg(not(target_os = "linux"))]
-fn exec(_: &[OsString]) -> Result<i32, String> {
-    Err("OS confinement is implemented for Linux only".to_owned())
+fn exec(_: &[OsString]) -> Result<i32, ConfineError> {
+    Err(ConfineError::NotLinux)
 }

@@ -59,6 +59,68 @@ pub const CONFINE_FAILED: i32 = 126;
 /// program or project controls can set it. It is not passed on to the program.
 pub const FORCE_SUBREAPER_ENV: &str = "TOOLGATE_CONFINE_TEST_SUBREAPER";
 
+/// Any error a step of confining reports, for [`ConfineError`]'s sources.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Why confining a process (or inspecting a confined one) failed. Each message names the step.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfineError {
+    /// A system call or OS step failed; `what` names it (`PR_SET_NO_NEW_PRIVS`, `setsid`, …).
+    #[error("{what}: {source}")]
+    Os {
+        what: String,
+        #[source]
+        source: BoxError,
+    },
+    #[error("Landlock: {0}")]
+    Landlock(#[source] BoxError),
+    #[error("Landlock: this kernel enforced none of the rules")]
+    LandlockNotEnforced,
+    /// Building a seccomp filter failed.
+    #[error("{0}")]
+    SeccompFilter(#[source] BoxError),
+    #[error(
+        "capabilities are still held after dropping them (permitted {permitted:#x}, effective {effective:#x}, inheritable {inheritable:#x})"
+    )]
+    CapabilitiesHeld {
+        permitted: u64,
+        effective: u64,
+        inheritable: u64,
+    },
+    #[error("bad confinement policy: {0}")]
+    Policy(#[source] serde_json::Error),
+    #[error("usage: toolgate __confine POLICY -- PROGRAM [ARGS…]")]
+    Usage,
+    #[error("unknown launcher stage {0:?}")]
+    UnknownStage(String),
+    #[error("OS confinement is implemented for Linux only")]
+    NotLinux,
+    #[error("the confined process has no valid pid")]
+    NoPid,
+    #[error("the confined /bin/cat ended before it could be inspected")]
+    InspectedChildEnded,
+    #[error("the confined /bin/cat did not start within 10 s")]
+    InspectedChildSlow,
+    /// An error of the inspected child, with what it wrote on stderr.
+    #[error("{source}: {stderr}")]
+    WithStderr {
+        #[source]
+        source: Box<ConfineError>,
+        stderr: String,
+    },
+}
+
+impl ConfineError {
+    /// `map_err` for an OS step: `.map_err(ConfineError::os("setsid"))`.
+    pub fn os<E: Into<BoxError>>(what: impl Into<String>) -> impl FnOnce(E) -> Self {
+        let what = what.into();
+        move |e| Self::Os {
+            what,
+            source: e.into(),
+        }
+    }
+}
+
 /// Why confinement is not available here.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum Unavailable {
@@ -206,7 +268,7 @@ pub fn running_as_root() -> bool {
 /// so that a root `execve` grants none again, ambient, permitted, effective, inheritable), for
 /// a process toolgate starts for itself outside the launcher (the sandbox worker). Call it
 /// before starting threads. Fails unless the thread ends up holding no capability.
-pub fn drop_privileges() -> Result<(), String> {
+pub fn drop_privileges() -> Result<(), ConfineError> {
     #[cfg(target_os = "linux")]
     {
         linux::drop_capabilities()
@@ -221,12 +283,12 @@ pub fn drop_privileges() -> Result<(), String> {
 /// terminal (`setsid`), for a process toolgate starts for itself outside the launcher (the
 /// sandbox worker): the terminal toolgate was started from is then nothing it can reach.
 /// Fails for a process-group leader (start it in its parent's group).
-pub fn leave_terminal() -> Result<(), String> {
+pub fn leave_terminal() -> Result<(), ConfineError> {
     #[cfg(target_os = "linux")]
     {
         nix::unistd::setsid()
             .map(|_| ())
-            .map_err(|e| format!("setsid: {e}"))
+            .map_err(ConfineError::os("setsid"))
     }
     #[cfg(not(target_os = "linux"))]
     {
@@ -311,8 +373,8 @@ impl Policy {
         serde_json::to_string(self).unwrap_or_default()
     }
 
-    fn decode(text: &str) -> Result<Self, String> {
-        serde_json::from_str(text).map_err(|e| format!("bad confinement policy: {e}"))
+    fn decode(text: &str) -> Result<Self, ConfineError> {
+        serde_json::from_str(text).map_err(ConfineError::Policy)
     }
 }
 
@@ -441,23 +503,23 @@ impl Confiner {
     /// Start one confined child (`/bin/cat`, waiting on its stdin) under a policy with no
     /// workspace and read what it holds from outside: the proof `doctor` shows. The child ends
     /// when its stdin closes.
-    pub fn inspect_child(&self) -> Result<Held, String> {
+    pub fn inspect_child(&self) -> Result<Held, ConfineError> {
         #[cfg(target_os = "linux")]
         {
             self.inspect_child_linux()
         }
         #[cfg(not(target_os = "linux"))]
         {
-            Err("OS confinement is implemented for Linux only".to_owned())
+            Err(ConfineError::NotLinux)
         }
     }
 
     #[cfg(target_os = "linux")]
-    fn inspect_child_linux(&self) -> Result<Held, String> {
+    fn inspect_child_linux(&self) -> Result<Held, ConfineError> {
         use std::process::Stdio;
         use std::time::{Duration, Instant};
 
-        let dirs = PrivateDirs::new().map_err(|e| format!("making a private tmp dir: {e}"))?;
+        let dirs = PrivateDirs::new().map_err(ConfineError::os("making a private tmp dir"))?;
         let policy = Policy::new(None, &dirs);
         let mut child = self
             .command(&policy, OsStr::new("/bin/cat"), Vec::<&OsStr>::new())
@@ -467,7 +529,7 @@ impl Confiner {
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| format!("starting a confined /bin/cat: {e}"))?;
+            .map_err(ConfineError::os("starting a confined /bin/cat"))?;
         let guard = child.id();
         let start = Instant::now();
         // The program shows up under its own name once stage 2 has restricted itself and
@@ -478,27 +540,30 @@ impl Confiner {
                     .is_ok_and(|c| c.trim_end() == "cat")
             });
             if let Some(pid) = cat {
-                break linux::held_by(pid).map_err(|e| format!("reading the child's state: {e}"));
+                break linux::held_by(pid).map_err(ConfineError::os("reading the child's state"));
             }
             if matches!(child.try_wait(), Ok(Some(_))) {
-                break Err("the confined /bin/cat ended before it could be inspected".to_owned());
+                break Err(ConfineError::InspectedChildEnded);
             }
             if start.elapsed() > Duration::from_secs(10) {
                 let _ = child.kill();
-                break Err("the confined /bin/cat did not start within 10 s".to_owned());
+                break Err(ConfineError::InspectedChildSlow);
             }
             std::thread::sleep(Duration::from_millis(5));
         };
         drop(child.stdin.take());
         let out = child
             .wait_with_output()
-            .map_err(|e| format!("waiting for the confined /bin/cat: {e}"))?;
+            .map_err(ConfineError::os("waiting for the confined /bin/cat"))?;
         held.map_err(|e| {
             let why = String::from_utf8_lossy(&out.stderr);
             if why.trim().is_empty() {
                 e
             } else {
-                format!("{e}: {}", why.trim())
+                ConfineError::WithStderr {
+                    source: Box::new(e),
+                    stderr: why.trim().to_owned(),
+                }
             }
         })
     }
@@ -526,7 +591,7 @@ pub fn probe() -> Result<Level, Unavailable> {
 /// the purpose, never a pooled one: the restriction cannot be lifted.
 ///
 /// Returns whether the kernel enforced it (`false`: no Landlock here; nothing was changed).
-pub fn restrict_this_thread_to<F: std::os::fd::AsFd>(dirs: &[F]) -> Result<bool, String> {
+pub fn restrict_this_thread_to<F: std::os::fd::AsFd>(dirs: &[F]) -> Result<bool, ConfineError> {
     #[cfg(target_os = "linux")]
     {
         linux::restrict_thread(dirs)
@@ -539,12 +604,12 @@ pub fn restrict_this_thread_to<F: std::os::fd::AsFd>(dirs: &[F]) -> Result<bool,
 }
 
 /// Split `POLICY -- PROGRAM ARGS…` as the launcher receives it.
-fn split_args(args: &[OsString]) -> Result<(Policy, OsString, Vec<OsString>), String> {
+fn split_args(args: &[OsString]) -> Result<(Policy, OsString, Vec<OsString>), ConfineError> {
     let [policy, sep, program, rest @ ..] = args else {
-        return Err("usage: toolgate __confine POLICY -- PROGRAM [ARGS…]".to_owned());
+        return Err(ConfineError::Usage);
     };
     if sep != "--" {
-        return Err("usage: toolgate __confine POLICY -- PROGRAM [ARGS…]".to_owned());
+        return Err(ConfineError::Usage);
     }
     let policy = Policy::decode(&policy.to_string_lossy())?;
     Ok((policy, program.clone(), rest.to_vec()))

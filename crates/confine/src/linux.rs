@@ -13,7 +13,7 @@ use seccompiler::{
     SeccompRule, TargetArch,
 };
 
-use crate::{Level, Policy, Unavailable};
+use crate::{ConfineError, Level, Policy, Unavailable};
 
 /// The newest Landlock ABI these rules were written and tested for. Newer kernels get exactly
 /// these rights (the crate's advice: never build rules from a runtime-detected ABI).
@@ -158,21 +158,21 @@ pub fn enter_namespaces() -> bool {
 /// Restrict the calling process (stage 2, just before `exec`): a session of its own, no new
 /// privileges, Landlock, seccomp, no capabilities. Every failure is fatal to the call: nothing
 /// runs unconfined by accident.
-pub fn restrict(policy: &Policy) -> Result<(), String> {
+pub fn restrict(policy: &Policy) -> Result<(), ConfineError> {
     // Asked for while still in the guard's process group: until `setsid` below, the caller's
     // kill of that group reaches this process directly; from then on the guard's death does.
     nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
-        .map_err(|e| format!("PR_SET_PDEATHSIG: {e}"))?;
+        .map_err(ConfineError::os("PR_SET_PDEATHSIG"))?;
     // A new session has no controlling terminal, and nothing started in it can gain the
     // caller's: `/dev/tty` (or a node made for it) names no terminal, TIOCSTI has none to push
     // into, job-control signals reach no shell. Reaping does not rely on the process group:
     // with a PID namespace the guard's death kills this process (above) and with it the
     // namespace; in the fallback the reaper kills everything below it.
-    nix::unistd::setsid().map_err(|e| format!("setsid (leaving the caller's terminal): {e}"))?;
-    nix::sys::prctl::set_no_new_privs().map_err(|e| format!("PR_SET_NO_NEW_PRIVS: {e}"))?;
+    nix::unistd::setsid().map_err(ConfineError::os("setsid (leaving the caller's terminal)"))?;
+    nix::sys::prctl::set_no_new_privs().map_err(ConfineError::os("PR_SET_NO_NEW_PRIVS"))?;
     landlock(policy)?;
     for filter in filters(policy.network)? {
-        seccompiler::apply_filter(&filter).map_err(|e| format!("seccomp: {e}"))?;
+        seccompiler::apply_filter(&filter).map_err(ConfineError::os("seccomp"))?;
     }
     // Last, so that the Landlock rules above could still open the policy's paths with the
     // caller's rights; neither filter refuses `prctl` or `capset`.
@@ -185,12 +185,12 @@ pub fn restrict(policy: &Policy) -> Result<(), String> {
 /// set and the securebits need `CAP_SETPCAP`; without it (not root, no user namespace of
 /// its own) there is nothing they could take away that `NO_NEW_PRIVS` does not already keep
 /// out of reach. Fails unless the permitted, effective and inheritable sets end up empty.
-pub fn drop_capabilities() -> Result<(), String> {
+pub fn drop_capabilities() -> Result<(), ConfineError> {
     use rustix::thread::{
         self as t, CapabilitiesSecureBits as Bits, CapabilitySet, CapabilitySets,
     };
     let held =
-        t::capabilities(None).map_err(|e| format!("reading the capabilities (capget): {e}"))?;
+        t::capabilities(None).map_err(ConfineError::os("reading the capabilities (capget)"))?;
     if held.effective.contains(CapabilitySet::SETPCAP) {
         let locked = Bits::NO_ROOT
             | Bits::NO_ROOT_LOCKED
@@ -213,8 +213,9 @@ pub fn drop_capabilities() -> Result<(), String> {
         for cap in 0..64u32 {
             let one = CapabilitySet::from_bits_retain(1 << cap);
             match t::capability_is_in_bounding_set(one) {
-                Ok(true) => t::remove_capability_from_bounding_set(one)
-                    .map_err(|e| format!("dropping capability {cap} from the bounding set: {e}"))?,
+                Ok(true) => t::remove_capability_from_bounding_set(one).map_err(
+                    ConfineError::os(format!("dropping capability {cap} from the bounding set")),
+                )?,
                 Ok(false) => {}
                 Err(_) => break,
             }
@@ -231,23 +232,22 @@ pub fn drop_capabilities() -> Result<(), String> {
             inheritable: none,
         },
     )
-    .map_err(|e| format!("dropping the capabilities (capset): {e}"))?;
+    .map_err(ConfineError::os("dropping the capabilities (capset)"))?;
     let after =
-        t::capabilities(None).map_err(|e| format!("reading the capabilities (capget): {e}"))?;
+        t::capabilities(None).map_err(ConfineError::os("reading the capabilities (capget)"))?;
     if !(after.effective.is_empty() && after.permitted.is_empty() && after.inheritable.is_empty()) {
-        return Err(format!(
-            "capabilities are still held after dropping them (permitted {:#x}, effective {:#x}, inheritable {:#x})",
-            after.permitted.bits(),
-            after.effective.bits(),
-            after.inheritable.bits()
-        ));
+        return Err(ConfineError::CapabilitiesHeld {
+            permitted: after.permitted.bits(),
+            effective: after.effective.bits(),
+            inheritable: after.inheritable.bits(),
+        });
     }
     Ok(())
 }
 
-fn landlock(policy: &Policy) -> Result<(), String> {
+fn landlock(policy: &Policy) -> Result<(), ConfineError> {
     let abi = TESTED_ABI;
-    let err = |e: landlock::RulesetError| format!("Landlock: {e}");
+    let err = |e: landlock::RulesetError| ConfineError::Landlock(e.into());
     let mut ruleset = landlock::Ruleset::default()
         .handle_access(AccessFs::from_all(abi))
         .map_err(err)?
@@ -281,7 +281,7 @@ fn landlock(policy: &Policy) -> Result<(), String> {
         .restrict_self()
         .map_err(err)?;
     if status.ruleset == RulesetStatus::NotEnforced {
-        return Err("Landlock: this kernel enforced none of the rules".to_owned());
+        return Err(ConfineError::LandlockNotEnforced);
     }
     Ok(())
 }
@@ -305,9 +305,9 @@ const THREAD_READ_ONLY: &[&str] = &["/dev/urandom", "/etc/localtime", "/usr/shar
 
 /// See [`crate::restrict_this_thread_to`]. `landlock_restrict_self` without the thread-sync
 /// flag applies to the calling thread only; `no_new_privs` too is per thread.
-pub fn restrict_thread<F: std::os::fd::AsFd>(dirs: &[F]) -> Result<bool, String> {
+pub fn restrict_thread<F: std::os::fd::AsFd>(dirs: &[F]) -> Result<bool, ConfineError> {
     let abi = TESTED_ABI;
-    let err = |e: landlock::RulesetError| format!("Landlock: {e}");
+    let err = |e: landlock::RulesetError| ConfineError::Landlock(e.into());
     let status = landlock::Ruleset::default()
         .handle_access(AccessFs::from_all(abi))
         .map_err(err)?
@@ -376,9 +376,10 @@ fn path_dirs(private_home: &Path) -> Vec<PathBuf> {
 /// business making, and one that answers `ENOSYS` to `clone3` (its flags live in memory a
 /// filter cannot read, so glibc is made to fall back to `clone`, whose flags the first filter
 /// checks).
-fn filters(network: bool) -> Result<Vec<BpfProgram>, String> {
-    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
-    let e = |e: seccompiler::BackendError| e.to_string();
+fn filters(network: bool) -> Result<Vec<BpfProgram>, ConfineError> {
+    let arch = TargetArch::try_from(std::env::consts::ARCH)
+        .map_err(|e| ConfineError::SeccompFilter(e.into()))?;
+    let e = |e: seccompiler::BackendError| ConfineError::SeccompFilter(e.into());
     let mut denied: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     for nr in [
         libc::SYS_ptrace,
