@@ -49,14 +49,20 @@ pub fn create_new(path: &Path) -> io::Result<File> {
 /// blocking on a FIFO (`O_NOFOLLOW | O_NONBLOCK | O_NOCTTY`); check what it is with
 /// [`crate::refuse_special`] / [`crate::regular_only`] before reading.
 pub fn open_nofollow(path: &Path) -> io::Result<File> {
+    open_nonblocking(path, false)
+}
+
+/// [`open_nofollow`], with a final symbolic link followed when `follow` says so (a file the
+/// user named, which may be a link they made).
+pub fn open_nonblocking(path: &Path, follow: bool) -> io::Result<File> {
+    use rustix::fs::OFlags;
+    let mut flags = OFlags::NONBLOCK | OFlags::NOCTTY;
+    if !follow {
+        flags |= OFlags::NOFOLLOW;
+    }
     OpenOptions::new()
         .read(true)
-        .custom_flags(
-            (rustix::fs::OFlags::NOFOLLOW
-                | rustix::fs::OFlags::NONBLOCK
-                | rustix::fs::OFlags::NOCTTY)
-                .bits() as i32,
-        )
+        .custom_flags(flags.bits() as i32)
         .open(path)
 }
 

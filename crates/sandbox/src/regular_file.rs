@@ -11,9 +11,8 @@
 //! the one read is bounded by the cap. A regular file never blocks a read, so no deadline beyond
 //! that is needed.
 
-use std::fs::{File, Metadata, OpenOptions};
-use std::io::Read;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::fs::{File, Metadata};
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
 /// Largest project configuration file read (`config.toml`, one custom tool): hand-written TOML
@@ -122,11 +121,7 @@ pub fn open_regular(
     }
     // O_NONBLOCK: a FIFO swapped in after the look opens at once instead of waiting for a
     // writer; O_NOCTTY: a terminal never becomes ours; O_NOFOLLOW: a link swapped in is refused.
-    let mut flags = libc::O_NONBLOCK | libc::O_NOCTTY;
-    if links == Links::Refuse {
-        flags |= libc::O_NOFOLLOW;
-    }
-    let file = match OpenOptions::new().read(true).custom_flags(flags).open(path) {
+    let file = match toolgate_fs::open::open_nonblocking(path, links == Links::Follow) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) if links == Links::Refuse && e.raw_os_error() == Some(libc::ELOOP) => {
@@ -155,22 +150,19 @@ pub fn read_regular(path: &Path, links: Links, max: u64) -> Result<Option<Vec<u8
     let Some((file, size)) = open_regular(path, links, max)? else {
         return Ok(None);
     };
-    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-    file.take(max.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|e| Unreadable::Io {
+    let _ = size;
+    match toolgate_fs::read_bounded_from(path, file, max) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(toolgate_fs::FsError::TooLarge { size, .. }) => Err(Unreadable::TooLarge {
             path: path.to_owned(),
-            message: e.to_string(),
-        })?;
-    let read = bytes.len() as u64;
-    if read > max {
-        return Err(Unreadable::TooLarge {
-            path: path.to_owned(),
-            size: read,
+            size,
             limit: max,
-        });
+        }),
+        Err(e) => Err(Unreadable::Io {
+            path: path.to_owned(),
+            message: e.into_io().to_string(),
+        }),
     }
-    Ok(Some(bytes))
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@
 //! leaves it half written.
 
 use std::fs;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -198,25 +198,9 @@ impl TrustStore {
             .filter(|d| !d.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
         fs::create_dir_all(dir).map_err(write_err)?;
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let tmp = dir.join(format!(".{TRUST_FILE}.{}.{nanos}.tmp", std::process::id()));
-        let result = (|| {
-            // create_new: never write through a file (or symlink) someone left at that name.
-            let mut f = fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&tmp)?;
-            f.write_all(text.as_bytes())?;
-            f.sync_all()?;
-            drop(f);
-            fs::rename(&tmp, &self.path)
-        })();
-        if let Err(e) = result {
-            let _ = fs::remove_file(&tmp);
-            return Err(write_err(e));
-        }
+        // Exclusive temp in the same directory, fsync, rename, directory fsync.
+        toolgate_fs::atomic_write(&self.path, text.as_bytes())
+            .map_err(|e| write_err(e.into_io()))?;
         Ok(())
     }
 }
