@@ -493,13 +493,15 @@ fn confined(root: &Path, manifest: &Path, key: &str, value: &str) -> Result<Path
     if rel.is_absolute() || rel.components().any(|c| matches!(c, Component::ParentDir)) {
         return Err(escape());
     }
-    let joined = root.join(rel);
-    if let (Ok(real_root), Ok(real)) = (root.canonicalize(), joined.canonicalize())
-        && !real.starts_with(&real_root)
+    // Resolved beneath the root's descriptor: a link inside the plugin that leads out of it is
+    // refused; a path that does not exist yet is fine (it is reported where it is read).
+    if let Ok(opened) = toolgate_fs::Root::new(root)
+        && let Err(toolgate_fs::FsError::Escapes { .. }) =
+            opened.open(rel, toolgate_fs::OFlags::PATH, toolgate_fs::Links::Inside)
     {
         return Err(escape());
     }
-    Ok(joined)
+    Ok(root.join(rel))
 }
 
 fn manifest_paths(

@@ -36,9 +36,11 @@ fn write_one(root: &Path, file: &PlannedFile) -> Result<()> {
         fs::create_dir_all(dir).map_err(|e| ConvertError::io(dir, "create directory", e))?;
     }
     match &file.content {
-        FileContent::Text(text) => {
-            fs::write(&path, text.as_bytes()).map_err(|e| ConvertError::io(&path, "write", e))
-        }
+        // A new file in the temporary tree this process just made; the tree as a whole is
+        // moved into place at the end.
+        FileContent::Text(text) => toolgate_fs::open::create_new(&path)
+            .and_then(|mut f| f.write_all(text.as_bytes()))
+            .map_err(|e| ConvertError::io(&path, "write", e)),
         FileContent::Copy(from) => fs::copy(from, &path)
             .map(|_| ())
             .map_err(|e| ConvertError::io(from, "copy", e)),
@@ -80,15 +82,17 @@ pub(crate) fn write_tree(plan: &Plan, dst: &Path, force: bool) -> Result<()> {
             .tempdir_in(&parent)
             .map_err(|e| ConvertError::io(&parent, "create a temporary directory in", e))?;
         let aside = old.path().join("old");
-        fs::rename(dst, &aside).map_err(|e| ConvertError::io(dst, "move aside", e))?;
-        if let Err(e) = fs::rename(tmp.path(), dst) {
+        toolgate_fs::open::rename_dir(dst, &aside)
+            .map_err(|e| ConvertError::io(dst, "move aside", e))?;
+        if let Err(e) = toolgate_fs::open::rename_dir(tmp.path(), dst) {
             // Put the old one back; the new tree is removed with `tmp`.
-            let _ = fs::rename(&aside, dst);
+            let _ = toolgate_fs::open::rename_dir(&aside, dst);
             return Err(ConvertError::io(dst, "rename into place", e));
         }
         drop(old);
     } else {
-        fs::rename(tmp.path(), dst).map_err(|e| ConvertError::io(dst, "rename into place", e))?;
+        toolgate_fs::open::rename_dir(tmp.path(), dst)
+            .map_err(|e| ConvertError::io(dst, "rename into place", e))?;
     }
     // `tmp` no longer exists at its path; dropping it is a no-op.
     drop(tmp);
@@ -117,21 +121,11 @@ pub(crate) fn write_single(plan: &Plan, dst: &Path, force: bool) -> Result<PathB
     }
     let dir = parent_of(&target);
     fs::create_dir_all(&dir).map_err(|e| ConvertError::io(&dir, "create directory", e))?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".toolgate-convert-")
-        .tempfile_in(&dir)
-        .map_err(|e| ConvertError::io(&dir, "create a temporary file in", e))?;
-    match &file.content {
-        FileContent::Text(text) => tmp
-            .write_all(text.as_bytes())
-            .map_err(|e| ConvertError::io(tmp.path().to_path_buf(), "write", e))?,
-        FileContent::Copy(from) => {
-            let bytes = fs::read(from).map_err(|e| ConvertError::io(from, "read", e))?;
-            tmp.write_all(&bytes)
-                .map_err(|e| ConvertError::io(tmp.path().to_path_buf(), "write", e))?;
-        }
-    }
-    tmp.persist(&target)
-        .map_err(|e| ConvertError::io(&target, "rename into place", e.error))?;
+    let bytes = match &file.content {
+        FileContent::Text(text) => text.as_bytes().to_vec(),
+        FileContent::Copy(from) => fs::read(from).map_err(|e| ConvertError::io(from, "read", e))?,
+    };
+    toolgate_fs::atomic_write(&target, &bytes)
+        .map_err(|e| ConvertError::io(&target, "rename into place", e.into_io()))?;
     Ok(target)
 }
