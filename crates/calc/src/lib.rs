@@ -14,7 +14,7 @@
 use std::time::Instant;
 
 use serde_json::{Map, Value, json};
-use toolgate_analysis::catalogue::{self, CalcInput, Item, ToolError};
+use toolgate_native_tools::catalogue::{self, CalcInput, Item, ToolError};
 use toolgate_core::ParamValidator;
 
 /// A usage error: the request itself cannot be run (unknown tool, input that is not JSON of a

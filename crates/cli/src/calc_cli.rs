@@ -61,7 +61,7 @@ fn print(value: &serde_json::Value, pretty: bool) -> Result<()> {
 
 pub fn calc(args: &CalcArgs) -> Result<i32> {
     if args.list {
-        let list: Vec<serde_json::Value> = toolgate_analysis::catalogue::entries()
+        let list: Vec<serde_json::Value> = toolgate_native_tools::catalogue::entries()
             .map(|e| {
                 serde_json::json!({
                     "id": e.id,
@@ -75,7 +75,7 @@ pub fn calc(args: &CalcArgs) -> Result<i32> {
         return Ok(0);
     }
     if let Some(tool) = args.tool.as_deref()
-        && toolgate_analysis::catalogue::entry(tool).is_none()
+        && toolgate_native_tools::catalogue::entry(tool).is_none()
     {
         eprintln!(
             "error: unknown tool \"{tool}\"; `toolgate calc --list` lists the {} catalogue tools",
@@ -94,7 +94,7 @@ pub fn calc(args: &CalcArgs) -> Result<i32> {
         Ok(v) => v,
         Err(e) if args.stdio => {
             // The protocol has one channel: an unreadable request is an error response.
-            let err = toolgate_analysis::catalogue::ToolError::invalid(format!(
+            let err = toolgate_native_tools::catalogue::ToolError::invalid(format!(
                 "The request is not JSON ({e}); send {{\"tool\", \"features\", \"params\"}}"
             ));
             print(

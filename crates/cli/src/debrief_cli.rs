@@ -257,7 +257,7 @@ pub enum PlotCommand {
 }
 
 fn parse_units(text: &str) -> Result<Units, String> {
-    Units::parse(text)
+    Units::parse(text).map_err(|e| e.to_string())
 }
 
 #[derive(Args)]

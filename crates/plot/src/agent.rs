@@ -1206,7 +1206,7 @@ mod listing_tests {
     #[test]
     fn a_long_list_is_shortened_to_its_budget_and_keeps_its_shape() {
         let counter = TokenCounter::default();
-        let listing: Vec<toolgate_core::ToolListing> = toolgate_analysis::specs()
+        let listing: Vec<toolgate_core::ToolListing> = toolgate_native_tools::specs()
             .iter()
             .map(toolgate_core::ToolListing::of)
             .collect();

@@ -1,7 +1,7 @@
 //! The Debrief plot domain: the STAC catalogue, sessions with dirty/undo/save, search, summary,
 //! targeting and the four agent tools.
 //!
-//! REP import (`toolgate-rep`), the native analysis tools (`toolgate-analysis`) and the feature
+//! REP import (`toolgate-rep`), the native Debrief tools (`toolgate-native-tools`) and the feature
 //! model (`toolgate-feature`) are crates of their own that depend on nothing here; they are
 //! re-exported as [`rep`], [`tools`] and [`model`] so `toolgate_plot::rep::…`,
 //! `toolgate_plot::tools::…` and `crate::model::…` paths keep working.
@@ -24,5 +24,5 @@ pub mod summary;
 pub mod targeting;
 pub mod transaction;
 
-pub use toolgate_analysis as tools;
+pub use toolgate_native_tools as tools;
 pub use toolgate_rep as rep;

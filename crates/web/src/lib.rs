@@ -1127,7 +1127,7 @@ async fn set_settings(
     ApiJson(body): ApiJson<SettingsBody>,
 ) -> Result<Json<Value>, ApiError> {
     let units = toolgate_plot::tools::units::Units::from_json(&body.units)
-        .map_err(ApiError::bad_request)?;
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
     st.debrief.set_units(units);
     st.changed.notify_waiters();
     Ok(Json(settings_json(&st)))

@@ -8,7 +8,7 @@
 use serde_json::{Map, Value, json};
 use toolgate_core::ToolSpec;
 
-use crate::common::{KNOTS_PER_MPS, METRES_PER_NM};
+use toolgate_tool_catalogue::common::{KNOTS_PER_MPS, METRES_PER_NM};
 
 /// The distance unit of the setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -132,13 +132,32 @@ pub struct Units {
     pub speed: Speed,
 }
 
+/// Why a unit setting was refused; each message names what would be accepted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnitsError {
+    #[error("no unit given; give {UNITS_HELP}")]
+    Empty,
+    #[error("unknown unit \"{0}\"; give {UNITS_HELP}")]
+    UnknownUnit(String),
+    #[error("the units must be an object {{\"distance\": …, \"speed\": …}}; {UNITS_HELP}")]
+    NotAnObject,
+    /// The value given for `distance`, as JSON.
+    #[error("unknown distance unit {0}; use nm, yd, m or km")]
+    UnknownDistance(Value),
+    /// The value given for `speed`, as JSON.
+    #[error("unknown speed unit {0}; use kn, m/s or km/h")]
+    UnknownSpeed(Value),
+    #[error("unknown field \"{0}\"; the units are {{\"distance\": …, \"speed\": …}}")]
+    UnknownField(String),
+}
+
 /// What [`Units::parse`] accepts, for messages.
 pub const UNITS_HELP: &str = "a distance unit (nm, yd, m or km) and/or a speed unit (kn, m/s or km/h), e.g. \"nm\", \"yd,kn\" or \"m m/s\"";
 
 impl Units {
     /// `nm`, `yd,kn`, `m m/s`, `km/h`: a distance unit, a speed unit or both (the other stays
     /// at its default).
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, UnitsError> {
         let mut units = Units::default();
         let words: Vec<String> = text
             .split(|c: char| c == ',' || c.is_whitespace() || c == ';')
@@ -146,7 +165,7 @@ impl Units {
             .map(str::to_ascii_lowercase)
             .collect();
         if words.is_empty() {
-            return Err(format!("no unit given; give {UNITS_HELP}"));
+            return Err(UnitsError::Empty);
         }
         for w in &words {
             if let Some(d) = Distance::parse(w) {
@@ -154,7 +173,7 @@ impl Units {
             } else if let Some(s) = Speed::parse(w) {
                 units.speed = s;
             } else {
-                return Err(format!("unknown unit \"{w}\"; give {UNITS_HELP}"));
+                return Err(UnitsError::UnknownUnit(w.clone()));
             }
         }
         Ok(units)
@@ -166,29 +185,23 @@ impl Units {
     }
 
     /// From `{"distance": …, "speed": …}` (either may be left out: it keeps its default).
-    pub fn from_json(v: &Value) -> Result<Self, String> {
+    pub fn from_json(v: &Value) -> Result<Self, UnitsError> {
         let mut units = Units::default();
         let Some(obj) = v.as_object() else {
-            return Err(format!(
-                "the units must be an object {{\"distance\": …, \"speed\": …}}; {UNITS_HELP}"
-            ));
+            return Err(UnitsError::NotAnObject);
         };
         for (k, x) in obj {
             let word = x.as_str().map(str::to_ascii_lowercase).unwrap_or_default();
             match k.as_str() {
                 "distance" => {
                     units.distance = Distance::parse(&word)
-                        .ok_or_else(|| format!("unknown distance unit {x}; use nm, yd, m or km"))?;
+                        .ok_or_else(|| UnitsError::UnknownDistance(x.clone()))?;
                 }
                 "speed" => {
-                    units.speed = Speed::parse(&word)
-                        .ok_or_else(|| format!("unknown speed unit {x}; use kn, m/s or km/h"))?;
+                    units.speed =
+                        Speed::parse(&word).ok_or_else(|| UnitsError::UnknownSpeed(x.clone()))?;
                 }
-                other => {
-                    return Err(format!(
-                        "unknown field \"{other}\"; the units are {{\"distance\": …, \"speed\": …}}"
-                    ));
-                }
+                other => return Err(UnitsError::UnknownField(other.to_owned())),
             }
         }
         Ok(units)
@@ -361,12 +374,27 @@ mod tests {
         assert!(
             Units::parse("furlongs")
                 .unwrap_err()
+                .to_string()
                 .contains("nm, yd, m or km")
         );
+        assert_eq!(Units::parse(" ,"), Err(UnitsError::Empty));
         let u = Units::from_json(&json!({"distance": "yd"})).unwrap();
         assert_eq!(u.to_json(), json!({"distance": "yd", "speed": "kn"}));
-        assert!(Units::from_json(&json!({"distance": "league"})).is_err());
-        assert!(Units::from_json(&json!({"colour": "red"})).is_err());
+        // The words a person reads (the workbench's settings request shows them as they are).
+        let message = |v: Value| Units::from_json(&v).unwrap_err().to_string();
+        assert_eq!(
+            message(json!({"distance": "league"})),
+            "unknown distance unit \"league\"; use nm, yd, m or km"
+        );
+        assert_eq!(
+            message(json!({"speed": 3})),
+            "unknown speed unit 3; use kn, m/s or km/h"
+        );
+        assert_eq!(
+            message(json!({"colour": "red"})),
+            "unknown field \"colour\"; the units are {\"distance\": …, \"speed\": …}"
+        );
+        assert!(message(json!("nm")).starts_with("the units must be an object {\"distance\": …"));
     }
 
     #[test]

@@ -332,6 +332,14 @@ pub fn file_safe(name: &str) -> String {
         .collect()
 }
 
+/// A sensor's cuts (either naming), in stored order.
+pub fn cuts(f: &Value) -> &[Value] {
+    prop(f, "cuts")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,27 +8,27 @@ use serde_json::{Map, Value, json};
 use toolgate_core::{CallError, OutputKind, ToolCall, ToolOutcome, ToolSpec};
 use toolgate_feature::Feature;
 
-pub(crate) const METRES_PER_NM: f64 = 1852.0;
-pub(crate) const METRES_PER_KM: f64 = 1000.0;
-pub(crate) const METRES_PER_MILE: f64 = 1609.344;
+pub const METRES_PER_NM: f64 = 1852.0;
+pub const METRES_PER_KM: f64 = 1000.0;
+pub const METRES_PER_MILE: f64 = 1609.344;
 /// Knots per (metre per second).
-pub(crate) const KNOTS_PER_MPS: f64 = 3600.0 / METRES_PER_NM;
+pub const KNOTS_PER_MPS: f64 = 3600.0 / METRES_PER_NM;
 pub(crate) const TOOL_VERSION: &str = "1.0.0";
 
 /// The named colours of Debrief's `NamedColorEnum`.
-pub(crate) const NAMED_COLOURS: &[&str] = &[
+pub const NAMED_COLOURS: &[&str] = &[
     "red", "green", "blue", "yellow", "orange", "purple", "cyan", "magenta", "white", "black",
     "grey",
 ];
 
 /// Kinds a shape tool works on.
-pub(crate) const SHAPE_KINDS: &[&str] = &["CIRCLE", "RECTANGLE", "LINE", "TEXT", "VECTOR"];
+pub const SHAPE_KINDS: &[&str] = &["CIRCLE", "RECTANGLE", "LINE", "TEXT", "VECTOR"];
 
 // ---------------------------------------------------------------------------------------------
 // Specs
 
 /// What a tool declares; [`Def::build`] turns it into a [`ToolSpec`].
-pub(crate) struct Def {
+pub struct Def {
     pub id: &'static str,
     pub description: &'static str,
     pub output_kind: &'static str,
@@ -66,7 +66,7 @@ impl Def {
 }
 
 /// `set-track-color` → "Set Track Color".
-pub(crate) fn humanise(id: &str) -> String {
+pub fn humanise(id: &str) -> String {
     id.split('-')
         .filter(|w| !w.is_empty())
         .map(|w| {
@@ -81,12 +81,12 @@ pub(crate) fn humanise(id: &str) -> String {
 }
 
 /// `[{"kind": K, "min": 1}]` for each kind (debrief-calc's `multi` projection).
-pub(crate) fn multi(kinds: &[&str]) -> Value {
+pub fn multi(kinds: &[&str]) -> Value {
     Value::Array(kinds.iter().map(|k| json!({"kind": k, "min": 1})).collect())
 }
 
 /// `[{"kind": K, "min": 1, "max": 1}]` for each kind (debrief-calc's `single` projection).
-pub(crate) fn single(kinds: &[&str]) -> Value {
+pub fn single(kinds: &[&str]) -> Value {
     Value::Array(
         kinds
             .iter()
@@ -96,11 +96,11 @@ pub(crate) fn single(kinds: &[&str]) -> Value {
 }
 
 /// An ISO-8601 duration of weeks, days, hours, minutes and seconds (`PT15M`, `PT1H`, `P1D`).
-pub(crate) const DURATION_PATTERN: &str =
+pub const DURATION_PATTERN: &str =
     r"^P(?:\d+W)?(?:\d+D)?(?:T(?:\d+H)?(?:\d+M)?(?:\d+(?:\.\d+)?S)?)?$";
 
 /// Debrief's `DurationPresetEnum`, offered as examples.
-pub(crate) const DURATION_PRESETS: &[&str] = &[
+pub const DURATION_PRESETS: &[&str] = &[
     "PT1M", "PT5M", "PT15M", "PT30M", "PT1H", "PT2H", "PT6H", "PT12H", "PT24H",
 ];
 
@@ -109,7 +109,7 @@ pub(crate) const DURATION_PRESETS: &[&str] = &[
 
 /// The subject as a list of features. Accepts an array of features (the normal case), a
 /// FeatureCollection, a single Feature, or null (no features).
-pub(crate) fn subject(call: &ToolCall) -> Result<Vec<&Value>, CallError> {
+pub fn subject(call: &ToolCall) -> Result<Vec<&Value>, CallError> {
     match &call.subject {
         Value::Null => Ok(Vec::new()),
         Value::Array(items) => Ok(items.iter().collect()),
@@ -140,7 +140,7 @@ fn json_type(v: &Value) -> &'static str {
 }
 
 /// `POINT "Datum A"`.
-pub(crate) fn describe(f: &Value) -> String {
+pub fn describe(f: &Value) -> String {
     let k = Feature(f).kind();
     let k = if k.is_empty() {
         "feature without a kind"
@@ -151,7 +151,7 @@ pub(crate) fn describe(f: &Value) -> String {
 }
 
 /// "A", "A and B", "A, B and C", "A, B, C, D, E and 3 more".
-pub(crate) fn name_list(names: &[String]) -> String {
+pub fn name_list(names: &[String]) -> String {
     const SHOWN: usize = 5;
     match names {
         [] => "nothing".to_owned(),
@@ -187,7 +187,7 @@ fn got_phrase(features: &[&Value]) -> String {
 }
 
 /// The features a `multi` tool will work on, and the ones it skips.
-pub(crate) struct Selection<'a> {
+pub struct Selection<'a> {
     pub matched: Vec<&'a Value>,
     pub skipped: Vec<&'a Value>,
 }
@@ -214,7 +214,7 @@ fn require_ids(title: &str, features: &[&Value]) -> Result<(), CallError> {
 }
 
 /// At least one feature of `kinds`; others are skipped (debrief-calc's `multi` context).
-pub(crate) fn select_multi<'a>(
+pub fn select_multi<'a>(
     title: &str,
     features: &[&'a Value],
     kinds: &[&str],
@@ -234,7 +234,7 @@ pub(crate) fn select_multi<'a>(
 }
 
 /// Exactly one feature, of one of `kinds` (debrief-calc's `single` context).
-pub(crate) fn select_single<'a>(
+pub fn select_single<'a>(
     title: &str,
     features: &[&'a Value],
     kinds: &[&str],
@@ -253,7 +253,7 @@ pub(crate) fn select_single<'a>(
 }
 
 /// Exactly `n` features, each of one of `kinds`.
-pub(crate) fn select_exactly<'a>(
+pub fn select_exactly<'a>(
     title: &str,
     features: &[&'a Value],
     kinds: &[&str],
@@ -276,7 +276,7 @@ fn param<'a>(call: &'a ToolCall, name: &str) -> Option<&'a Value> {
     call.params.get(name).filter(|v| !v.is_null())
 }
 
-pub(crate) fn opt_f64(call: &ToolCall, name: &str) -> Result<Option<f64>, CallError> {
+pub fn opt_f64(call: &ToolCall, name: &str) -> Result<Option<f64>, CallError> {
     match param(call, name) {
         None => Ok(None),
         Some(v) => v
@@ -297,15 +297,11 @@ pub(crate) fn opt_str<'a>(call: &'a ToolCall, name: &str) -> Result<Option<&'a s
     }
 }
 
-pub(crate) fn str_or<'a>(
-    call: &'a ToolCall,
-    name: &str,
-    default: &'a str,
-) -> Result<&'a str, CallError> {
+pub fn str_or<'a>(call: &'a ToolCall, name: &str, default: &'a str) -> Result<&'a str, CallError> {
     Ok(opt_str(call, name)?.unwrap_or(default))
 }
 
-pub(crate) fn bool_or(call: &ToolCall, name: &str, default: bool) -> Result<bool, CallError> {
+pub fn bool_or(call: &ToolCall, name: &str, default: bool) -> Result<bool, CallError> {
     match param(call, name) {
         None => Ok(default),
         Some(v) => v.as_bool().ok_or_else(|| {
@@ -315,7 +311,7 @@ pub(crate) fn bool_or(call: &ToolCall, name: &str, default: bool) -> Result<bool
 }
 
 /// Seconds in an ISO-8601 duration of W/D/H/M/S (`PT15M` → 900). `None` when malformed.
-pub(crate) fn duration_seconds(text: &str) -> Option<f64> {
+pub fn duration_seconds(text: &str) -> Option<f64> {
     let rest = text.strip_prefix('P')?;
     let (date, time) = match rest.split_once('T') {
         Some((d, t)) => (d, Some(t)),
@@ -355,7 +351,7 @@ pub(crate) fn duration_seconds(text: &str) -> Option<f64> {
 // Time
 
 /// Epoch milliseconds of an ISO-8601 / RFC 3339 time. A time without an offset is read as UTC.
-pub(crate) fn parse_time(text: &str) -> Option<i64> {
+pub fn parse_time(text: &str) -> Option<i64> {
     let text = text.trim();
     if let Ok(t) = DateTime::parse_from_rfc3339(text) {
         return Some(t.timestamp_millis());
@@ -366,7 +362,7 @@ pub(crate) fn parse_time(text: &str) -> Option<i64> {
 }
 
 /// `1995-12-12T05:00:00Z`.
-pub(crate) fn format_time(ms: i64) -> String {
+pub fn format_time(ms: i64) -> String {
     DateTime::from_timestamp_millis(ms)
         .map(|t| t.to_rfc3339_opts(SecondsFormat::Secs, true))
         .unwrap_or_else(|| format!("{ms} ms"))
@@ -375,7 +371,7 @@ pub(crate) fn format_time(ms: i64) -> String {
 // ---------------------------------------------------------------------------------------------
 // Geometry
 
-pub(crate) type Coord = [f64; 2];
+pub type Coord = [f64; 2];
 
 fn coord_of(v: &Value) -> Option<Coord> {
     let arr = v.as_array()?;
@@ -392,7 +388,7 @@ fn is_position(v: &Value) -> bool {
 }
 
 /// Every [lon, lat] in a geometry (any GeoJSON type), in order.
-pub(crate) fn geometry_coords(geometry: &Value) -> Vec<Coord> {
+pub fn geometry_coords(geometry: &Value) -> Vec<Coord> {
     fn walk(v: &Value, out: &mut Vec<Coord>) {
         if is_position(v) {
             if let Some(c) = coord_of(v) {
@@ -418,7 +414,7 @@ pub(crate) fn geometry_coords(geometry: &Value) -> Vec<Coord> {
 
 /// Apply `f` to every position of a geometry in place (extra dimensions are kept). Returns how
 /// many positions were changed.
-pub(crate) fn map_geometry(geometry: &mut Value, f: &mut dyn FnMut(Coord) -> Coord) -> usize {
+pub fn map_geometry(geometry: &mut Value, f: &mut dyn FnMut(Coord) -> Coord) -> usize {
     let mut n = 0;
     if let Some(coords) = geometry.get_mut("coordinates") {
         n += map_positions(coords, f);
@@ -432,7 +428,7 @@ pub(crate) fn map_geometry(geometry: &mut Value, f: &mut dyn FnMut(Coord) -> Coo
 }
 
 /// Apply `f` to a position or nested arrays of positions in place.
-pub(crate) fn map_positions(v: &mut Value, f: &mut dyn FnMut(Coord) -> Coord) -> usize {
+pub fn map_positions(v: &mut Value, f: &mut dyn FnMut(Coord) -> Coord) -> usize {
     if is_position(v) {
         let Some(c) = coord_of(v) else { return 0 };
         let [x, y] = f(c);
@@ -453,14 +449,14 @@ pub(crate) fn map_positions(v: &mut Value, f: &mut dyn FnMut(Coord) -> Coord) ->
 }
 
 /// A `[lon, lat]` property (CIRCLE `center`, VECTOR `origin`).
-pub(crate) fn coord_prop(f: &Value, key: &str) -> Option<Coord> {
+pub fn coord_prop(f: &Value, key: &str) -> Option<Coord> {
     Feature(f)
         .properties()
         .and_then(|p| p.get(key))
         .and_then(coord_of)
 }
 
-pub(crate) fn number_prop(f: &Value, key: &str) -> Option<f64> {
+pub fn number_prop(f: &Value, key: &str) -> Option<f64> {
     Feature(f)
         .properties()
         .and_then(|p| p.get(key))
@@ -469,7 +465,7 @@ pub(crate) fn number_prop(f: &Value, key: &str) -> Option<f64> {
 }
 
 /// The polygons of a Polygon / MultiPolygon geometry as `geo` polygons (exterior and holes).
-pub(crate) fn polygons(geometry: &Value) -> Vec<geo::Polygon<f64>> {
+pub fn polygons(geometry: &Value) -> Vec<geo::Polygon<f64>> {
     fn ring(v: &Value) -> Option<geo::LineString<f64>> {
         let pts: Vec<geo::Coord<f64>> = v
             .as_array()?
@@ -496,12 +492,12 @@ pub(crate) fn polygons(geometry: &Value) -> Vec<geo::Polygon<f64>> {
 }
 
 /// Longitude into [-180, 180).
-pub(crate) fn normalise_lon(lon: f64) -> f64 {
+pub fn normalise_lon(lon: f64) -> f64 {
     (lon + 180.0).rem_euclid(360.0) - 180.0
 }
 
 /// `lon` shifted by whole turns to lie within 180° of `reference`.
-pub(crate) fn unwrap_lon(lon: f64, reference: f64) -> f64 {
+pub fn unwrap_lon(lon: f64, reference: f64) -> f64 {
     reference + normalise_lon(lon - reference)
 }
 
@@ -510,24 +506,24 @@ fn point(c: Coord) -> Point<f64> {
 }
 
 /// Great-circle (haversine) distance in metres.
-pub(crate) fn distance_m(a: Coord, b: Coord) -> f64 {
+pub fn distance_m(a: Coord, b: Coord) -> f64 {
     Haversine.distance(point(a), point(b))
 }
 
 /// Initial great-circle bearing in degrees true, [0, 360).
-pub(crate) fn bearing_deg(a: Coord, b: Coord) -> f64 {
+pub fn bearing_deg(a: Coord, b: Coord) -> f64 {
     let b = Haversine.bearing(point(a), point(b));
     if b >= 360.0 { b - 360.0 } else { b }
 }
 
 /// The point `metres` from `origin` along the great circle with initial bearing `bearing`.
-pub(crate) fn destination(origin: Coord, bearing: f64, metres: f64) -> Coord {
+pub fn destination(origin: Coord, bearing: f64, metres: f64) -> Coord {
     let p = Haversine.destination(point(origin), bearing, metres);
     [normalise_lon(p.x()), p.y()]
 }
 
 /// Bounding box `[west, south, east, north]` (no antimeridian handling).
-pub(crate) fn bbox(coords: &[Coord]) -> Option<[f64; 4]> {
+pub fn bbox(coords: &[Coord]) -> Option<[f64; 4]> {
     let first = coords.first()?;
     let mut b = [first[0], first[1], first[0], first[1]];
     for c in coords {
@@ -540,7 +536,7 @@ pub(crate) fn bbox(coords: &[Coord]) -> Option<[f64; 4]> {
 }
 
 /// Mean of the vertices; a closed ring's repeated last vertex counts once.
-pub(crate) fn vertex_mean(coords: &[Coord]) -> Option<Coord> {
+pub fn vertex_mean(coords: &[Coord]) -> Option<Coord> {
     let vertices = match coords {
         [first, init @ .., last] if !init.is_empty() && first == last => {
             coords.get(..coords.len() - 1).unwrap_or(coords)
@@ -558,7 +554,7 @@ pub(crate) fn vertex_mean(coords: &[Coord]) -> Option<Coord> {
     Some([normalise_lon(sx / n), sy / n])
 }
 
-pub(crate) fn round_to(x: f64, places: i32) -> f64 {
+pub fn round_to(x: f64, places: i32) -> f64 {
     let scale = 10f64.powi(places);
     (x * scale).round() / scale
 }
@@ -568,7 +564,7 @@ pub(crate) fn round_to(x: f64, places: i32) -> f64 {
 
 /// A read-only view of a TRACK feature: flattened coordinates, and each position's time parsed
 /// at most once (only when a tool needs all of them; the time span parses just the ends).
-pub(crate) struct Track<'a> {
+pub struct Track<'a> {
     pub id: String,
     pub name: String,
     /// `[lon, lat]` of every vertex (a MultiLineString is flattened in order).
@@ -655,6 +651,10 @@ impl<'a> Track<'a> {
         self.coords.len()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.coords.is_empty()
+    }
+
     /// The recorded speed (knots) of position `i`.
     pub fn recorded_speed(&self, i: usize) -> Option<f64> {
         self.positions
@@ -697,10 +697,8 @@ impl<'a> Track<'a> {
 
 /// One leg between consecutive positions.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Leg {
-    #[allow(dead_code)]
+pub struct Leg {
     pub metres: f64,
-    #[allow(dead_code)]
     pub seconds: f64,
     pub speed_kn: f64,
 }
@@ -709,7 +707,7 @@ pub(crate) struct Leg {
 // Outcomes
 
 /// An analysis: data only.
-pub(crate) fn analysis(kind: &str, summary: String, data: Value) -> ToolOutcome {
+pub fn analysis(kind: &str, summary: String, data: Value) -> ToolOutcome {
     ToolOutcome {
         kind: OutputKind::new(kind),
         summary,

@@ -1,11 +1,13 @@
-//! Read-only analyses: track statistics, range and bearing, area summary, speed filter.
+//! toolgate's own read-only analyses, outside Debrief's catalogue: track statistics, range and
+//! bearing, area summary, speed filter. They take a registry call (`ToolCall`) rather than a
+//! catalogue input; a catalogue tool with the same id replaces one of them in the listing.
 
 use geo::{ConvexHull, GeodesicArea};
 use serde_json::{Map, Value, json};
 use toolgate_core::{CallError, ToolCall, ToolOutcome, ToolSpec};
 use toolgate_feature::Feature;
 
-use super::common::{
+use toolgate_tool_catalogue::common::{
     Coord, Def, METRES_PER_KM, METRES_PER_MILE, METRES_PER_NM, Track, analysis, bbox, bearing_deg,
     bool_or, coord_prop, describe, destination, distance_m, format_time, geometry_coords, humanise,
     multi, name_list, number_prop, opt_f64, round_to, select_exactly, select_multi, select_single,
@@ -260,7 +262,7 @@ fn position_at(timed: &[(i64, Coord)], t: i64) -> Option<Coord> {
     let f = (t - t0) as f64 / (t1 - t0) as f64;
     let lon1 = unwrap_lon(c1[0], c0[0]);
     Some([
-        super::common::normalise_lon(c0[0] + (lon1 - c0[0]) * f),
+        toolgate_tool_catalogue::common::normalise_lon(c0[0] + (lon1 - c0[0]) * f),
         c0[1] + (c1[1] - c0[1]) * f,
     ])
 }
@@ -597,7 +599,9 @@ pub(crate) fn speed_filter(call: &ToolCall) -> Result<ToolOutcome, CallError> {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use crate::tests::{boat1, call, circle, point, rectangle, track, track_from};
+    use toolgate_tool_catalogue::testing::{
+        boat1, call, circle, point, rectangle, track, track_from,
+    };
 
     #[test]
     fn track_stats_on_boat1() {

@@ -3,11 +3,11 @@
 
 use serde_json::{Value, json};
 
-use super::model::{id_of, kind_of};
-use super::{CalcInput, Entry, Item, ToolError};
-use crate::common::{
+use toolgate_tool_catalogue::common::{
     Coord, SHAPE_KINDS as SHAPES, map_geometry, map_positions, multi, normalise_lon, vertex_mean,
 };
+use toolgate_tool_catalogue::model::{id_of, kind_of};
+use toolgate_tool_catalogue::{CalcInput, Entry, Item, ToolError};
 
 /// The spec's preset scale factors, plus 1.0 (its documented identity).
 const SCALE_FACTORS: &[f64] = &[0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0];
@@ -177,9 +177,11 @@ fn centroid(f: &Value) -> Option<Coord> {
     let coords = match g.get("type").and_then(Value::as_str) {
         Some("Polygon") => g
             .pointer("/coordinates/0")
-            .map(|ring| crate::common::geometry_coords(&json!({"coordinates": ring})))
+            .map(|ring| {
+                toolgate_tool_catalogue::common::geometry_coords(&json!({"coordinates": ring}))
+            })
             .unwrap_or_default(),
-        _ => crate::common::geometry_coords(g),
+        _ => toolgate_tool_catalogue::common::geometry_coords(g),
     };
     vertex_mean(&coords)
 }
@@ -309,8 +311,8 @@ fn move_shape(input: &CalcInput) -> Result<Vec<Item>, ToolError> {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use crate::catalogue::Body;
-    use crate::catalogue::model::range_nm;
+    use toolgate_tool_catalogue::Body;
+    use toolgate_tool_catalogue::model::range_nm;
 
     fn run(
         f: fn(&CalcInput) -> Result<Vec<Item>, ToolError>,

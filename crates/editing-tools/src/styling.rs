@@ -9,9 +9,11 @@
 
 use serde_json::{Map, Value, json};
 
-use super::model::{id_of, is_kind, is_track, key_for, parse_time, prop_str};
-use super::{CalcInput, Entry, Item, ToolError};
-use crate::common::{DURATION_PATTERN, DURATION_PRESETS, NAMED_COLOURS, duration_seconds, multi};
+use toolgate_tool_catalogue::common::{
+    DURATION_PATTERN, DURATION_PRESETS, NAMED_COLOURS, duration_seconds, multi,
+};
+use toolgate_tool_catalogue::model::{id_of, is_kind, is_track, key_for, parse_time, prop_str};
+use toolgate_tool_catalogue::{CalcInput, Entry, Item, ToolError};
 
 const CAT: &str = "track/styling";
 const V1: &str = "1.0";
@@ -622,27 +624,32 @@ fn rainbow_shade_sonar_cuts(input: &CalcInput) -> Result<Vec<Item>, ToolError> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
-    use super::super::Body;
     use super::*;
-    use crate::tests::{call, edited, point, track};
     use proptest::prelude::*;
     use toolgate_core::{Edit, ParamValidator};
+    use toolgate_tool_catalogue::Body;
+    use toolgate_tool_catalogue::testing::{call, edited, point, track};
 
     fn run(
         id: &str,
         params: Value,
         subject: &Value,
     ) -> Result<toolgate_core::ToolOutcome, toolgate_core::CallError> {
-        crate::run(&call(id, params, subject))
+        entry(id).call(&call(id, params, subject))
     }
 
     fn validator(id: &str) -> ParamValidator {
-        let spec = super::super::entry(id).unwrap().spec();
+        let spec = entry(id).spec();
         ParamValidator::compile(id, &spec.input_schema).unwrap()
     }
 
     fn params(v: Value) -> Map<String, Value> {
         v.as_object().cloned().unwrap()
+    }
+
+    /// This category's tool with this id.
+    fn entry(id: &str) -> &'static Entry {
+        TOOLS.iter().find(|e| e.id == id).unwrap()
     }
 
     #[test]
@@ -749,9 +756,7 @@ mod tests {
                 _ => json!({}),
             };
             let features = [point("p1", "Datum A")];
-            let err =
-                (super::super::entry(id).unwrap().run)(&CalcInput::new(&features, &params(p)))
-                    .unwrap_err();
+            let err = (entry(id).run)(&CalcInput::new(&features, &params(p))).unwrap_err();
             assert_eq!(err.message, "No track features found in input", "{id}");
         }
     }

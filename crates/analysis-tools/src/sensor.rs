@@ -4,12 +4,12 @@
 
 use serde_json::{Map, Value, json};
 
-use super::model::{
-    self, file_safe, fix_at, fixes, format_time, haversine_m, id_of, parse_time, prop, prop_str,
-    py_num, py_value, round_to,
+use toolgate_tool_catalogue::common::multi;
+use toolgate_tool_catalogue::model::{
+    self, cuts, file_safe, fix_at, fixes, format_time, haversine_m, id_of, parse_time, prop,
+    prop_str, py_num, py_value, round_to,
 };
-use super::{Body, CalcInput, Entry, Item, ToolError};
-use crate::common::multi;
+use toolgate_tool_catalogue::{Body, CalcInput, Entry, Item, ToolError};
 
 pub(crate) const TOOLS: &[Entry] = &[
     // sensor/analysis
@@ -191,14 +191,6 @@ fn time_param(text: &str, what: &str) -> Result<i64, ToolError> {
             "{what} \"{text}\" is not an ISO-8601 time; use e.g. 2024-01-15T10:30:00Z"
         ))
     })
-}
-
-/// A sensor's cuts (either naming), in stored order.
-pub(super) fn cuts(f: &Value) -> &[Value] {
-    prop(f, "cuts")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default()
 }
 
 pub(super) fn cut_time(cut: &Value) -> Option<i64> {

@@ -15,8 +15,10 @@ use serde_json::{Map, Value, json};
 use toolgate_core::{ChangeSet, Edit, Normalised};
 use toolgate_feature::Feature;
 
-use crate::catalogue::model::{format_time, parse_time, positions_raw};
-use crate::common::{DURATION_PATTERN, KNOTS_PER_MPS, METRES_PER_NM, duration_seconds};
+use toolgate_tool_catalogue::common::{
+    DURATION_PATTERN, KNOTS_PER_MPS, METRES_PER_NM, duration_seconds,
+};
+use toolgate_tool_catalogue::model::{format_time, parse_time, positions_raw};
 
 /// What one parameter measures, and in which unit the tool takes it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -559,18 +561,43 @@ fn split_offset(text: &str) -> Option<(&str, i32, bool)> {
     Some((clock.trim(), sign * (h * 3600 + m * 60), true))
 }
 
+/// Why a time of day could not be placed on the targets' day; each message goes after the
+/// parameter and the text as written, and says what to write instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum PlaceError {
+    #[error(
+        "has no date, and the targets carry no times to take the day from; write the date too, e.g. 2026-03-01T05:00:00Z"
+    )]
+    NoTargetTimes,
+    #[error("cannot be placed: the targets' times are out of range")]
+    OutOfRange,
+    /// Outside a span of several days; `example`: the time on the span's first day.
+    #[error(
+        "falls outside the targets' times ({}); write the date too, e.g. {}",
+        span_text(*.span),
+        format_time(*.example)
+    )]
+    Outside { span: (i64, i64), example: i64 },
+    #[error(
+        "falls on more than one day of the targets' times ({}); write the date too: {}",
+        span_text(*.span),
+        .candidates.iter().map(|ms| format_time(*ms)).collect::<Vec<_>>().join(" or ")
+    )]
+    SeveralDays {
+        span: (i64, i64),
+        candidates: Vec<i64>,
+    },
+}
+
 /// Place a time of day in the targets' span: on the one UTC day it covers, else on the one day
 /// of several on which it falls inside the span.
-fn place(tod: NaiveTime, offset: i32, span: Option<(i64, i64)>) -> Result<i64, String> {
+fn place(tod: NaiveTime, offset: i32, span: Option<(i64, i64)>) -> Result<i64, PlaceError> {
     let Some((start, end)) = span else {
-        return Err(
-            "has no date, and the targets carry no times to take the day from; write the date too, e.g. 2026-03-01T05:00:00Z"
-                .to_owned(),
-        );
+        return Err(PlaceError::NoTargetTimes);
     };
     let day = |ms: i64| DateTime::<Utc>::from_timestamp_millis(ms).map(|d| d.date_naive());
     let (Some(first), Some(last)) = (day(start), day(end)) else {
-        return Err("cannot be placed: the targets' times are out of range".to_owned());
+        return Err(PlaceError::OutOfRange);
     };
     let at = |d: NaiveDate| d.and_time(tod).and_utc().timestamp_millis() - i64::from(offset) * 1000;
     let mut inside = Vec::new();
@@ -585,20 +612,14 @@ fn place(tod: NaiveTime, offset: i32, span: Option<(i64, i64)>) -> Result<i64, S
     match (inside.as_slice(), first == last) {
         ([one], _) => Ok(*one),
         ([], true) => Ok(at(first)),
-        ([], false) => Err(format!(
-            "falls outside the targets' times ({}); write the date too, e.g. {}",
-            span_text((start, end)),
-            format_time(at(first))
-        )),
-        (several, _) => Err(format!(
-            "falls on more than one day of the targets' times ({}); write the date too: {}",
-            span_text((start, end)),
-            several
-                .iter()
-                .map(|ms| format_time(*ms))
-                .collect::<Vec<_>>()
-                .join(" or ")
-        )),
+        ([], false) => Err(PlaceError::Outside {
+            span: (start, end),
+            example: at(first),
+        }),
+        (_, _) => Err(PlaceError::SeveralDays {
+            span: (start, end),
+            candidates: inside,
+        }),
     }
 }
 
@@ -685,7 +706,7 @@ pub fn effect(subject: &[Value], change: &ChangeSet) -> Vec<String> {
     let before_of = |id: &str| {
         subject
             .iter()
-            .find(|f| crate::catalogue::model::id_of(f).as_deref() == Some(id))
+            .find(|f| toolgate_tool_catalogue::model::id_of(f).as_deref() == Some(id))
     };
     let mut lines = Vec::new();
     let (mut changed, mut same, mut added, mut removed) =
@@ -800,20 +821,21 @@ mod tests {
         let night = Some((at("2026-03-01T22:00:00Z"), at("2026-03-02T04:00:00Z")));
         assert_eq!(place(tod(1, 0), 0, night), Ok(at("2026-03-02T01:00:00Z")));
         assert_eq!(place(tod(23, 0), 0, night), Ok(at("2026-03-01T23:00:00Z")));
-        let e = place(tod(12, 0), 0, night).unwrap_err();
+        let e = place(tod(12, 0), 0, night).unwrap_err().to_string();
         assert!(
             e.contains("falls outside") && e.contains("2026-03-01 22:00 – 2026-03-02 04:00 UTC"),
             "{e}"
         );
         let long = Some((at("2026-03-01T00:00:00Z"), at("2026-03-03T00:00:00Z")));
-        let e = place(tod(5, 0), 0, long).unwrap_err();
+        let e = place(tod(5, 0), 0, long).unwrap_err().to_string();
         assert!(
             e.contains("2026-03-01T05:00:00Z or 2026-03-02T05:00:00Z"),
             "{e}"
         );
+        assert_eq!(place(tod(5, 0), 0, None), Err(PlaceError::NoTargetTimes));
         assert!(
-            place(tod(5, 0), 0, None)
-                .unwrap_err()
+            PlaceError::NoTargetTimes
+                .to_string()
                 .contains("write the date")
         );
     }

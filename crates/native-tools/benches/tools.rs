@@ -4,7 +4,7 @@
 //! Read the ratio off `track-stats/python3-process-per-call` over `track-stats/native-run`.
 //!
 //! ```text
-//! cargo bench -p toolgate-plot --bench tools -- --warm-up-time 1 --measurement-time 3
+//! cargo bench -p toolgate-native-tools --bench tools -- --warm-up-time 1 --measurement-time 3
 //! ```
 
 use std::hint::black_box;
@@ -13,13 +13,10 @@ use std::process::{Command, Stdio};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Map, Value, json};
-use toolgate_analysis::run;
 use toolgate_core::ToolCall;
+use toolgate_native_tools::run;
 
-const FIXTURE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/core--boat1/features.geojson"
-);
+use toolgate_tool_catalogue::testing::BOAT1 as FIXTURE;
 
 /// The track-stats computation of debrief-calc, inline: point count, duration, haversine
 /// distance, average speed.

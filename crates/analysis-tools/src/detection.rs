@@ -2,9 +2,9 @@
 
 use serde_json::{Value, json};
 
-use super::model::{id_of, is_track, line_coords};
-use super::{CalcInput, Entry, Item, ToolError};
-use crate::common::single;
+use toolgate_tool_catalogue::common::single;
+use toolgate_tool_catalogue::model::{id_of, is_track, line_coords};
+use toolgate_tool_catalogue::{CalcInput, Entry, Item, ToolError};
 
 pub(crate) const TOOLS: &[Entry] = &[
     // sensor/detection
@@ -224,9 +224,9 @@ fn buffer_zone_generator(input: &CalcInput) -> Result<Vec<Item>, ToolError> {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use crate::catalogue::Body;
-    use crate::catalogue::model::range_nm;
     use proptest::prelude::*;
+    use toolgate_tool_catalogue::Body;
+    use toolgate_tool_catalogue::model::range_nm;
 
     fn run(features: &[Value], params: Value) -> Result<Vec<Item>, ToolError> {
         let params = params.as_object().cloned().unwrap_or_default();

@@ -6,9 +6,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use geo::Intersects;
 use serde_json::{Map, Value, json};
 
-use super::model::{id_of, is_kind, kind_of, prop, prop_str, properties, track_name};
-use super::{CalcInput, Entry, Item, ToolError};
-use crate::common::{bbox, geometry_coords, multi, polygons};
+use toolgate_tool_catalogue::common::{bbox, geometry_coords, multi, polygons};
+use toolgate_tool_catalogue::model::{
+    id_of, is_kind, kind_of, prop, prop_str, properties, track_name,
+};
+use toolgate_tool_catalogue::{CalcInput, Entry, Item, ToolError};
 
 const OUTSIDE: &str = "none";
 const OUTSIDE_COLOUR: &str = "#666666";
@@ -422,7 +424,7 @@ fn point_in_zone_classifier(input: &CalcInput) -> Result<Vec<Item>, ToolError> {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use crate::catalogue::Body;
+    use toolgate_tool_catalogue::Body;
 
     fn run(
         f: fn(&CalcInput) -> Result<Vec<Item>, ToolError>,

@@ -10,12 +10,12 @@ use std::f64::consts::PI;
 
 use serde_json::{Map, Value, json};
 
-use super::model::{
+use toolgate_tool_catalogue::common::multi;
+use toolgate_tool_catalogue::model::{
     self, Fix, angle_diff, bearing_deg, convert_nm, fix_at, fixes, format_time, gc_degrees, id_of,
     is_track, parse_time, positions_raw, prop_str, range_nm, round_to,
 };
-use super::{Body, CalcInput, Entry, Item, ToolError};
-use crate::common::multi;
+use toolgate_tool_catalogue::{Body, CalcInput, Entry, Item, ToolError};
 
 const TRACK: &[&str] = &["TRACK"];
 
@@ -1489,8 +1489,13 @@ mod tests {
         v.as_object().cloned().unwrap()
     }
 
+    /// This category's tool with this id.
+    fn entry(id: &str) -> &'static Entry {
+        TOOLS.iter().find(|e| e.id == id).unwrap()
+    }
+
     fn run(id: &str, features: &[Value], p: Value) -> Result<Vec<Item>, ToolError> {
-        (super::super::entry(id).unwrap().run)(&CalcInput::new(features, &params(p)))
+        (entry(id).run)(&CalcInput::new(features, &params(p)))
     }
 
     fn props(items: &[Item]) -> Map<String, Value> {
@@ -1709,7 +1714,10 @@ mod tests {
         let atb = props(&run("atb-calc", &f, json!({})).unwrap());
         assert!(atb["value"].as_f64().unwrap().abs() < 1e-6, "{atb:?}");
         let err = run("rel-bearing-calc", &[own.clone(), own], json!({})).unwrap_err();
-        assert_eq!(err.category, super::super::ErrorCategory::AlgorithmFailure);
+        assert_eq!(
+            err.category,
+            toolgate_tool_catalogue::ErrorCategory::AlgorithmFailure
+        );
         let narrative = json!({"type": "Feature", "id": "n", "properties": {"kind": "NARRATIVE"}});
         let err = run("atb-calc", &[tgt, narrative], json!({})).unwrap_err();
         assert_eq!(err.message, "Both features must be track features");

@@ -1,6 +1,8 @@
-//! Native analysis tools with debrief-calc semantics.
+//! toolgate's native Debrief tools, with debrief-calc semantics, as one provider.
 //!
-//! [`NativeTools`] is a [`Provider`] named `debrief-native`. Every tool is a plain synchronous
+//! [`NativeTools`] is a [`Provider`] named `debrief-native` over Debrief's catalogue (the
+//! categories' tables of `toolgate-analysis-tools` and `toolgate-editing-tools`, chained in
+//! [`catalogue`]) and toolgate's own analyses that the catalogue does not define. Every tool is a plain synchronous
 //! function over GeoJSON features: [`run`] takes a [`ToolCall`] whose `subject` is the JSON array
 //! of target features (already resolved by the session) and whose `params` are already
 //! validated against the tool's schema (defaults are applied here, not by the validator).
@@ -21,9 +23,9 @@
 //! [`ChangeSet`]: toolgate_core::ChangeSet
 //! [`Edit::Upsert`]: toolgate_core::Edit::Upsert
 
-mod analysis;
+#![warn(unreachable_pub)]
+
 pub mod catalogue;
-mod common;
 pub mod params;
 pub mod units;
 
@@ -31,10 +33,12 @@ pub mod units;
 mod tests;
 
 use async_trait::async_trait;
+use toolgate_analysis_tools::{OWN_TOOLS, OwnTool};
 use toolgate_core::{
     CallError, CheckError, Checked, Normalised, Provider, ProviderError, ToolCall, ToolOutcome,
     ToolSpec,
 };
+use toolgate_tool_catalogue::common::subject;
 
 /// The provider of the native tools.
 #[derive(Debug, Clone, Copy, Default)]
@@ -42,38 +46,6 @@ pub struct NativeTools;
 
 /// The provider name used in registry messages.
 pub const PROVIDER_NAME: &str = "debrief-native";
-
-type RunFn = fn(&ToolCall) -> Result<ToolOutcome, CallError>;
-
-/// One tool: its spec builder and its implementation, in listing order.
-struct Tool {
-    id: &'static str,
-    spec: fn() -> ToolSpec,
-    run: RunFn,
-}
-
-const TOOLS: &[Tool] = &[
-    Tool {
-        id: analysis::TRACK_STATS,
-        spec: analysis::track_stats_spec,
-        run: analysis::track_stats,
-    },
-    Tool {
-        id: analysis::RANGE_BEARING,
-        spec: analysis::range_bearing_spec,
-        run: analysis::range_bearing,
-    },
-    Tool {
-        id: analysis::AREA_SUMMARY,
-        spec: analysis::area_summary_spec,
-        run: analysis::area_summary,
-    },
-    Tool {
-        id: analysis::SPEED_FILTER,
-        spec: analysis::speed_filter_spec,
-        run: analysis::speed_filter,
-    },
-];
 
 /// Every tool's spec, in a stable order: the catalogue's tools (category by category), then
 /// toolgate's own tools that the catalogue does not define. A legacy tool whose id the
@@ -86,8 +58,10 @@ pub fn specs() -> Vec<ToolSpec> {
 }
 
 /// toolgate's own tools that the catalogue does not (yet) define.
-fn legacy() -> impl Iterator<Item = &'static Tool> {
-    TOOLS.iter().filter(|t| catalogue::entry(t.id).is_none())
+fn legacy() -> impl Iterator<Item = &'static OwnTool> {
+    OWN_TOOLS
+        .iter()
+        .filter(|t| catalogue::entry(t.id).is_none())
 }
 
 /// One tool's spec, built alone (without building the others).
@@ -109,10 +83,7 @@ pub fn ids() -> Vec<&'static str> {
 /// Run one call synchronously. [`Provider::call`] delegates here.
 pub fn run(call: &ToolCall) -> Result<ToolOutcome, CallError> {
     if let Some(entry) = catalogue::entry(&call.tool_id) {
-        let features: Vec<serde_json::Value> =
-            common::subject(call)?.into_iter().cloned().collect();
-        let input = catalogue::CalcInput::new(&features, &call.params);
-        return catalogue::outcome(entry, (entry.run)(&input));
+        return entry.call(call);
     }
     match legacy().find(|t| t.id == call.tool_id) {
         Some(tool) => (tool.run)(call),
@@ -165,7 +136,7 @@ impl Provider for NativeTools {
 /// [`Provider::check`] of the native tools, synchronously: parameters resolved against the
 /// call's subject, and with `dry_run` the call run and its effect counted.
 pub fn check(call: &ToolCall, dry_run: bool) -> Result<Checked, CheckError> {
-    let subject: Vec<serde_json::Value> = common::subject(call)?.into_iter().cloned().collect();
+    let subject: Vec<serde_json::Value> = subject(call)?.into_iter().cloned().collect();
     let resolved =
         params::resolve(&call.tool_id, &call.params, &subject).map_err(CheckError::Params)?;
     let mut checked = Checked {

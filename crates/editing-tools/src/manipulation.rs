@@ -4,12 +4,12 @@
 
 use serde_json::{Map, Value, json};
 
-use super::model::{
+use toolgate_tool_catalogue::common::multi;
+use toolgate_tool_catalogue::model::{
     self, bearing_deg, fix_at, fixes, format_time, id_of, ids_of, is_kind, is_track, key_for,
     line_coords, parse_time, positions_raw, prop, prop_str, range_nm, round_to, track_name,
 };
-use super::{CalcInput, Entry, Item, ToolError};
-use crate::common::multi;
+use toolgate_tool_catalogue::{CalcInput, Entry, Item, ToolError};
 
 const TRACK: &[&str] = &["TRACK"];
 const NO_TRACKS: &str = "No track features found in input";
@@ -503,7 +503,7 @@ fn trimmed(f: &Value, keep: &[bool]) -> Result<Value, ToolError> {
     }
     if feature.get("bbox").is_some_and(Value::is_array) {
         let kept: Vec<[f64; 2]> = retain(&line, keep);
-        if let Some(b) = crate::common::bbox(&kept)
+        if let Some(b) = toolgate_tool_catalogue::common::bbox(&kept)
             && let Some(o) = feature.as_object_mut()
         {
             o.insert("bbox".into(), json!(b));
@@ -1548,7 +1548,7 @@ mod tests {
 
     fn feature(item: &Item) -> &Value {
         match &item.body {
-            super::super::Body::Feature(f) => f,
+            toolgate_tool_catalogue::Body::Feature(f) => f,
             other => panic!("not a feature: {other:?}"),
         }
     }
@@ -1801,7 +1801,7 @@ mod tests {
             input[0]["properties"]["positions"][0]["speed"], 10.0,
             "input untouched"
         );
-        let boat1 = crate::tests::boat1();
+        let boat1 = toolgate_tool_catalogue::testing::boat1();
         let items = run(
             generate_courses_speeds,
             boat1.as_array().unwrap(),

@@ -8,10 +8,11 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::model::{self, id_of, line_coords, parse_time, positions_raw, prop_str, py_value};
-use super::sensor::cuts;
-use super::{Body, CalcInput, Entry, Item, ToolError};
-use crate::common::multi;
+use toolgate_tool_catalogue::common::multi;
+use toolgate_tool_catalogue::model::{
+    self, cuts, id_of, line_coords, parse_time, positions_raw, prop_str, py_value,
+};
+use toolgate_tool_catalogue::{Body, CalcInput, Entry, Item, ToolError};
 
 pub(crate) const TOOLS: &[Entry] = &[
     Entry {

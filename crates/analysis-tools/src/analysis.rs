@@ -3,13 +3,13 @@
 
 use serde_json::{Map, Value, json};
 
-use super::model::{
+use crate::sensor::{json_artifact, plural};
+use toolgate_tool_catalogue::common::multi;
+use toolgate_tool_catalogue::model::{
     self, fixes, format_time, haversine_m, id_of, parse_time, positions_raw, prop, prop_str,
     py_num, py_value, round_to,
 };
-use super::sensor::{json_artifact, plural};
-use super::{Body, CalcInput, Entry, Item, ToolError};
-use crate::common::multi;
+use toolgate_tool_catalogue::{Body, CalcInput, Entry, Item, ToolError};
 
 pub(crate) const TOOLS: &[Entry] = &[
     Entry {

@@ -1,5 +1,5 @@
-//! Debrief's tool catalogue (debrief-future `shared/tools/**`, spec 041's ToolResult
-//! architecture), implemented natively.
+//! The shape of a Debrief catalogue tool (debrief-future `shared/tools/**`, spec 041's
+//! ToolResult architecture), and what every tool shares.
 //!
 //! A catalogue tool is a plain function from a [`CalcInput`] (the input features and the
 //! parameters) to the content items of a ToolResponse ([`Item`]s), or a [`ToolError`] — exactly
@@ -9,23 +9,22 @@
 //! [`ChangeSet`] the session applies as one undo step; artifacts become data), so agents,
 //! CodeAct programs and the workbench palette run the implementation the goldens check.
 //!
-//! Each category lives in its own module with one `TOOLS` table; [`entries`] chains them.
+//! The tools themselves live in the crates named for Debrief's categories
+//! (`toolgate-analysis-tools`, `toolgate-editing-tools`), each category one `TOOLS` table of
+//! [`Entry`]s; `toolgate-native-tools` chains the tables into the registry. Here: the types
+//! those tables are made of, the fixtures' two property namings and the specs' geodesy
+//! ([`model`]), and the schema, selection, geometry and time helpers of [`common`].
+#![warn(unreachable_pub)]
 
 use serde_json::{Map, Value, json};
-use toolgate_core::{CallError, ChangeSet, Edit, OutputKind, ToolOutcome, ToolSpec};
+use toolgate_core::{CallError, ChangeSet, Edit, OutputKind, ToolCall, ToolOutcome, ToolSpec};
 
 use crate::common::{Def, humanise};
 
-pub(crate) mod analysis;
-pub(crate) mod detection;
-pub(crate) mod export;
-pub(crate) mod manipulation;
-pub(crate) mod measurement;
+pub mod common;
 pub mod model;
-pub(crate) mod reference;
-pub(crate) mod sensor;
-pub(crate) mod shape;
-pub(crate) mod styling;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 /// What a catalogue tool receives: the input features (in input order) and the parameters
 /// (defaults not yet applied: each tool applies its spec's defaults).
@@ -271,30 +270,14 @@ impl Entry {
             .insert("debrief:specVersion".into(), json!(self.spec_version));
         spec
     }
-}
 
-/// Every catalogue tool, category by category in the order of value.
-pub fn entries() -> impl Iterator<Item = &'static Entry> {
-    measurement::TOOLS
-        .iter()
-        .chain(manipulation::TOOLS)
-        .chain(styling::TOOLS)
-        .chain(sensor::TOOLS)
-        .chain(detection::TOOLS)
-        .chain(shape::TOOLS)
-        .chain(reference::TOOLS)
-        .chain(analysis::TOOLS)
-        .chain(export::TOOLS)
-}
-
-/// The catalogue tool with this id.
-pub fn entry(id: &str) -> Option<&'static Entry> {
-    entries().find(|e| e.id == id)
-}
-
-/// Run a catalogue tool on a catalogue-style input.
-pub fn run(id: &str, input: &CalcInput) -> Option<Result<Vec<Item>, ToolError>> {
-    entry(id).map(|e| (e.run)(input))
+    /// Run this tool on a registry call (its `subject`: the target features) and turn its items
+    /// into the registry's outcome ([`outcome`]).
+    pub fn call(&self, call: &ToolCall) -> Result<ToolOutcome, CallError> {
+        let features: Vec<Value> = common::subject(call)?.into_iter().cloned().collect();
+        let input = CalcInput::new(&features, &call.params);
+        outcome(self, (self.run)(&input))
+    }
 }
 
 /// The registry's outcome of a catalogue run: feature items of mutations and additions become
@@ -482,27 +465,5 @@ mod dataset_tests {
         );
         let single = json!({"type": "Feature", "properties": {"debrief:value": 3}});
         assert!(dataset_of(&single).get("series").is_none());
-    }
-
-    #[test]
-    fn the_registry_outcome_of_a_rate_tool_is_a_chartable_series() {
-        let track = json!({"type": "Feature", "id": "t", "geometry": {"type": "LineString",
-            "coordinates": [[0.0, 50.0], [0.01, 50.0], [0.02, 50.01], [0.03, 50.03]]},
-            "properties": {"kind": "TRACK", "positions": [
-                {"time": "2024-01-15T10:00:00Z", "course": 90.0, "speed": 10.0},
-                {"time": "2024-01-15T10:01:00Z", "course": 80.0, "speed": 11.0},
-                {"time": "2024-01-15T10:02:00Z", "course": 60.0, "speed": 12.0},
-                {"time": "2024-01-15T10:03:00Z", "course": 30.0, "speed": 14.0}]}});
-        let features = vec![track];
-        let params = Map::new();
-        for id in ["course-rate-calc", "speed-rate-calc"] {
-            let Some(e) = entry(id) else { continue };
-            let out = outcome(e, (e.run)(&CalcInput::new(&features, &params))).unwrap();
-            let series = out.data["series"]
-                .as_array()
-                .unwrap_or_else(|| panic!("{id}: {}", out.data));
-            assert!(series.len() >= 2, "{id}");
-            assert!(series.iter().all(|r| r["time"].is_string()), "{id}");
-        }
     }
 }

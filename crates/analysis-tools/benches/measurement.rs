@@ -3,19 +3,17 @@
 //! faster), at a time between two fixes so the interpolation runs. The goal is ≤ 1 ms a tool.
 //!
 //! ```text
-//! cargo bench -p toolgate-analysis --bench measurement -- --quick
+//! cargo bench -p toolgate-analysis-tools --bench measurement -- --quick
 //! ```
 
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Map, Value, json};
-use toolgate_analysis::catalogue::{self, CalcInput};
+use toolgate_analysis_tools::MEASUREMENT;
+use toolgate_tool_catalogue::CalcInput;
 
-const FIXTURE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/core--boat1/features.geojson"
-);
+use toolgate_tool_catalogue::testing::BOAT1 as FIXTURE;
 
 fn boat1() -> Value {
     let text = std::fs::read_to_string(FIXTURE).unwrap_or_else(|e| panic!("read {FIXTURE}: {e}"));
@@ -75,7 +73,7 @@ fn measurement(c: &mut Criterion) {
     let two = vec![primary.clone(), shadow(&primary)];
 
     let mut group = c.benchmark_group("measurement (boat1, 402 positions)");
-    for entry in catalogue::entries().filter(|e| e.spec_category == "track/measurement") {
+    for entry in MEASUREMENT {
         let mut params = Map::new();
         match entry.id {
             "position-range-bearing" => {
