@@ -8,24 +8,16 @@
 //! `O_NOFOLLOW`. A directory swapped for a symbolic link after that open cannot redirect any
 //! of it: the descriptor still names the directory that was opened.
 
-use std::ffi::{OsStr, OsString};
-use std::io::{Read, Write};
+use std::ffi::OsStr;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
+use toolgate_fs::{FsError, Links, Root, WriteOptions};
 
 fn dir_of(path: &Path) -> &Path {
     path.parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."))
-}
-
-fn name_of(path: &Path) -> String {
-    path.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "file".to_owned())
 }
 
 fn file_name(path: &Path) -> std::io::Result<&OsStr> {
@@ -37,51 +29,43 @@ fn file_name(path: &Path) -> std::io::Result<&OsStr> {
     })
 }
 
+/// The file module's refusal as the `io::Error` this module's callers look at: leaving the
+/// root is `EXDEV`, as the kernel says it (`StoreError::OutsideStore` is chosen on it).
+pub(crate) fn fs_io(e: FsError) -> std::io::Error {
+    match e {
+        FsError::Escapes { .. } | FsError::ThroughSymlink { .. } => rustix::io::Errno::XDEV.into(),
+        FsError::NotFound { .. } => rustix::io::Errno::NOENT.into(),
+        other => other.into_io(),
+    }
+}
+
 /// Open the directory `dir` for the writes and reads of this module. With a `root` that `dir`
-/// lies under, it is opened beneath a descriptor of `root` and every link that would leave
-/// `root` is refused by the kernel (`EXDEV`); where `openat2` is missing (Linux < 5.6) its
-/// canonical path is checked against `root` and opened by name. Without a root (a file opened
-/// on its own) it is opened by name.
+/// lies under, it is opened beneath a descriptor of `root` ([`toolgate_fs::Root::open`]:
+/// `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)`, or the walk where it is missing), and
+/// every link that would leave `root` is refused (`EXDEV`). Without a root (a file opened on
+/// its own) it is opened by name.
 pub fn open_dir_beneath(root: Option<&Path>, dir: &Path) -> std::io::Result<OwnedFd> {
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
     if let Some(root) = root
         && let Ok(rel) = dir.strip_prefix(root)
     {
-        let root_fd = rustix::fs::open(root, flags, Mode::empty())?;
-        if rel.as_os_str().is_empty() {
-            return Ok(root_fd);
-        }
-        match rustix::fs::openat2(
-            &root_fd,
-            rel,
-            flags,
-            Mode::empty(),
-            ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
-        ) {
-            Ok(fd) => return Ok(fd),
-            Err(rustix::io::Errno::NOSYS) => {
-                let real = dir.canonicalize()?;
-                if !real.starts_with(root.canonicalize()?) {
-                    return Err(rustix::io::Errno::XDEV.into());
-                }
-            }
-            Err(e) => return Err(e.into()),
-        }
+        let root = Root::new(root).map_err(fs_io)?;
+        return root.open_dir(rel, Links::Inside).map_err(fs_io);
     }
-    Ok(rustix::fs::open(dir, flags, Mode::empty())?)
+    toolgate_fs::open_dir(dir).map_err(fs_io)
 }
 
 /// Read the regular file `name` in `dir` (never through a symbolic link, never blocking on a
 /// FIFO, never more than [`crate::store::MAX_FEATURES_BYTES`]).
 pub fn read_in(dir: BorrowedFd<'_>, name: &OsStr) -> std::io::Result<Vec<u8>> {
+    use rustix::fs::{Mode, OFlags};
     let fd = rustix::fs::openat(
         dir,
         name,
         OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
         Mode::empty(),
     )?;
-    let stat = rustix::fs::fstat(&fd)?;
-    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+    let stat = toolgate_fs::fstat(&fd)?;
+    if toolgate_fs::FileType::from_raw_mode(stat.st_mode) != toolgate_fs::FileType::RegularFile {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
             format!("{} is not a regular file", name.to_string_lossy()),
@@ -89,27 +73,16 @@ pub fn read_in(dir: BorrowedFd<'_>, name: &OsStr) -> std::io::Result<Vec<u8>> {
     }
     // The largest file a store holds: anything bigger is refused by its size, not read.
     let cap = crate::store::MAX_FEATURES_BYTES;
-    let too_large = |size: u64| {
-        std::io::Error::new(
+    toolgate_fs::read_bounded(Path::new(name), std::fs::File::from(fd), cap).map_err(|e| match e {
+        FsError::TooLarge { size, .. } => std::io::Error::new(
             std::io::ErrorKind::InvalidData,
             format!(
                 "{} is {size} bytes, more than the {cap} bytes a store file may be; it was not read",
                 name.to_string_lossy()
             ),
-        )
-    };
-    let size = u64::try_from(stat.st_size).unwrap_or(0);
-    if size > cap {
-        return Err(too_large(size));
-    }
-    let mut bytes = Vec::new();
-    std::fs::File::from(fd)
-        .take(cap + 1)
-        .read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > cap {
-        return Err(too_large(bytes.len() as u64));
-    }
-    Ok(bytes)
+        ),
+        other => other.into_io(),
+    })
 }
 
 /// Remove the temp files a save of `path` left behind when its process died mid-write (a
@@ -117,65 +90,20 @@ pub fn read_in(dir: BorrowedFd<'_>, name: &OsStr) -> std::io::Result<Vec<u8>> {
 /// file whose writing process no longer exists are removed: this process's own (a save in
 /// another thread may be under way) and a live process's are kept. Best effort; never fails.
 pub fn remove_stale_temps(path: &Path) {
-    remove_stale_temps_beneath(None, path);
+    toolgate_fs::remove_stale_temps(path);
 }
 
 /// [`remove_stale_temps`] through a descriptor of the directory opened beneath `root`.
 pub fn remove_stale_temps_beneath(root: Option<&Path>, path: &Path) {
     if let Ok(dir) = open_dir_beneath(root, dir_of(path)) {
-        remove_stale_temps_in(dir.as_fd(), &name_of(path));
+        toolgate_fs::remove_stale_temps_in(dir.as_fd(), &file_name_lossy(path));
     }
 }
 
-/// [`remove_stale_temps`] for the file `name` in the directory `dir`.
-pub fn remove_stale_temps_in(dir: BorrowedFd<'_>, name: &str) {
-    let prefix = format!(".{name}.tmp-");
-    let Ok(entries) = rustix::fs::Dir::read_from(dir) else {
-        return;
-    };
-    let me = std::process::id();
-    for entry in entries.flatten() {
-        let file_name = OsStr::from_bytes(entry.file_name().to_bytes()).to_owned();
-        let Some(rest) = file_name.to_str().and_then(|n| n.strip_prefix(&prefix)) else {
-            continue;
-        };
-        let Some(pid) = rest
-            .split_once('-')
-            .and_then(|(pid, n)| n.parse::<u64>().ok().and(pid.parse::<u32>().ok()))
-        else {
-            continue;
-        };
-        if pid == me || process_exists(pid) {
-            continue;
-        }
-        // Only plain files: never follow or remove anything else that happens to match.
-        let regular = rustix::fs::statat(dir, &file_name, AtFlags::SYMLINK_NOFOLLOW)
-            .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::RegularFile);
-        if regular {
-            match rustix::fs::unlinkat(dir, &file_name, AtFlags::empty()) {
-                Ok(()) => {
-                    tracing::info!(temp = %file_name.to_string_lossy(), "removed a stale save temp file");
-                }
-                Err(e) => {
-                    tracing::debug!(temp = %file_name.to_string_lossy(), error = %e, "stale temp file not removed");
-                }
-            }
-        }
-    }
-}
-
-/// Whether a process with this id exists (signal 0: EPERM means it exists, owned by another user).
-fn process_exists(pid: u32) -> bool {
-    let Some(pid) = i32::try_from(pid)
-        .ok()
-        .and_then(rustix::process::Pid::from_raw)
-    else {
-        return false;
-    };
-    !matches!(
-        rustix::process::test_kill_process(pid),
-        Err(rustix::io::Errno::SRCH)
-    )
+fn file_name_lossy(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "file".to_owned())
 }
 
 /// Atomically replace `path` with `bytes` (its directory made first, by name).
@@ -217,42 +145,11 @@ pub fn replace_beneath(
     Ok(Replaced::Done)
 }
 
-/// Write `bytes` to a new temp file in `dir` (`O_CREAT | O_EXCL | O_NOFOLLOW`), fsync it, and
-/// rename it over `name` within `dir`; stale temps of `name` from killed saves go first.
+/// Replace `name` in `dir` atomically ([`toolgate_fs::write_in`]: an exclusive temp file in
+/// `dir`, fsynced, renamed over `name` within `dir`); stale temps of `name` from killed saves
+/// go first.
 pub fn write_in(dir: BorrowedFd<'_>, name: &OsStr, bytes: &[u8]) -> std::io::Result<()> {
-    let shown = name.to_string_lossy();
-    remove_stale_temps_in(dir, &shown);
-    let mut tmp = OsString::from(format!(".{shown}.tmp-{}-{}", std::process::id(), unique()));
-    if tmp.len() > 255 {
-        // A long name: keep the temp within NAME_MAX (it is still recognisably this file's).
-        tmp = OsString::from(format!(".tmp-{}-{}", std::process::id(), unique()));
-    }
-    let result = (|| {
-        let fd = rustix::fs::openat(
-            dir,
-            &tmp,
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o666),
-        )?;
-        let mut f = std::fs::File::from(fd);
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        drop(f);
-        rustix::fs::renameat(dir, &tmp, dir, name)?;
-        // Persist the rename itself.
-        let _ = rustix::fs::fsync(dir);
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = rustix::fs::unlinkat(dir, &tmp, AtFlags::empty());
-    }
-    result
-}
-
-fn unique() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    N.fetch_add(1, Ordering::Relaxed)
+    toolgate_fs::write_in(dir, name, bytes, WriteOptions::default())
 }
 
 /// SHA-256 hex of some bytes (used to detect on-disk changes since a plot was opened).
@@ -265,6 +162,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
 

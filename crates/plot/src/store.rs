@@ -253,39 +253,19 @@ pub(crate) fn read_store_file(
 }
 
 /// Open `path` (already confined lexically to `root` by [`confine`]) for reading without
-/// following any link out of `root`, race-free: relative to a descriptor of `root` with
-/// `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)`, so a directory swapped for a symbolic
-/// link between the check and the open cannot lead elsewhere (the kernel answers `EXDEV`).
-/// Non-blocking, so a FIFO never blocks the open. Where `openat2` is missing (Linux < 5.6) the
-/// canonical path is checked and opened by name, as before.
+/// following any link out of `root`, race-free: beneath a descriptor of `root`
+/// ([`toolgate_fs::Root::open`]: `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)`, or the
+/// walk where it is missing), so a directory swapped for a symbolic link between the check and
+/// the open cannot lead elsewhere (`EXDEV`). Non-blocking, so a FIFO never blocks the open.
 fn open_beneath(root: &Path, path: &Path) -> std::io::Result<std::fs::File> {
-    use rustix::fs::{Mode, OFlags, ResolveFlags};
-    use std::os::unix::fs::OpenOptionsExt;
-    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
-    if let Ok(rel) = path.strip_prefix(root)
-        && !rel.as_os_str().is_empty()
-    {
-        let dir = rustix::fs::open(
-            root,
-            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
-        match rustix::fs::openat2(
-            &dir,
-            rel,
-            flags,
-            Mode::empty(),
-            ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
-        ) {
-            Ok(fd) => return Ok(std::fs::File::from(fd)),
-            Err(rustix::io::Errno::NOSYS) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(OFlags::NONBLOCK.bits() as i32)
-        .open(path)
+    use rustix::fs::OFlags;
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY;
+    let rel = path.strip_prefix(root).unwrap_or(path);
+    let root = toolgate_fs::Root::new(root).map_err(crate::fsio::fs_io)?;
+    let fd = root
+        .open(rel, flags, toolgate_fs::Links::Inside)
+        .map_err(crate::fsio::fs_io)?;
+    Ok(std::fs::File::from(fd))
 }
 
 /// Lexically normalise `base/href` and require it to stay under `root` (no `..` escapes, no
