@@ -2,6 +2,7 @@
 //! that disconnects mid-call, upstream servers that hang or die. Errors, no panic, no leaked
 //! child process.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_methods)]
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -395,6 +396,53 @@ fn workspace_tools_can_be_served_directly_and_stay_confined() {
     );
     let r = p.call(4, "view", json!({"path": "../../etc/passwd"}));
     assert_eq!(r["result"]["isError"], true, "{r}");
+}
+
+/// A direct tool's end keeps its kind through to the client (issue 34): a change nobody could
+/// confirm is refused (an error), one the person declines is an answer, each with its typed
+/// status in `_meta`, as for the Debrief tools.
+#[test]
+fn direct_tools_report_a_decline_and_a_refusal_apart() {
+    // `bash` asks over MCP (no --auto-approve-commands).
+    let create = json!({"command": "touch new.txt"});
+    // No elicitation: the change cannot be confirmed, so it is refused.
+    let mut p = start(&["--surface", "codeact", "--workspace-tools"], &[]);
+    p.initialize();
+    let r = p.call(2, "bash", create.clone());
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert_eq!(
+        r["result"]["_meta"]["io.toolgate/status"]["status"], "refused",
+        "{r}"
+    );
+    // With elicitation, the person declines: an answer, not an error.
+    let mut p = start(&["--surface", "codeact", "--workspace-tools"], &[]);
+    p.send(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "decliner", "version": "1"}}}),
+    );
+    p.reply(1, Duration::from_secs(30));
+    p.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    p.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "bash", "arguments": create}}));
+    let asked = loop {
+        let line =
+            p.rx.recv_timeout(Duration::from_secs(60))
+                .expect("the server asks the person before it runs a command");
+        let v: Value = serde_json::from_str(&line).unwrap();
+        if v["method"] == "elicitation/create" {
+            break v;
+        }
+        assert_ne!(v["id"], json!(2), "answered without asking: {v}");
+    };
+    p.send(&json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "decline"}}));
+    let r = p.reply(2, Duration::from_secs(60));
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    assert_eq!(
+        r["result"]["_meta"]["io.toolgate/status"]["status"], "declined",
+        "{r}"
+    );
+    assert!(!p._data.path().join("new.txt").exists());
 }
 
 /// An upstream stdio server starts under the same OS confinement as bash: it cannot read a

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value};
 use toolgate_core::flow::{Answer, Confirmer};
 use toolgate_core::{CallDigest, Preview};
-use toolgate_mcp::{CodeProgress, CodeRunner, DirectTools, PausedCode};
+use toolgate_mcp::{CodeProgress, CodeRunner, DirectError, DirectTools, PausedCode};
 use toolgate_plot::transaction::PlotTransaction;
 use toolgate_sandbox::ExecRequest;
 
@@ -145,11 +145,15 @@ impl DirectTools for McpDirect {
         tool: &str,
         args: Map<String, Value>,
         confirmer: Arc<dyn Confirmer>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, DirectError> {
         self.runtime
             .call(tool, args, confirmer)
             .await
-            .map_err(|e| e.to_string())
+            .map_err(|e| DirectError {
+                message: e.to_string(),
+                status: e.ended.as_ref().map(|g| g.status),
+                reason: e.ended.and_then(|g| g.reason),
+            })
     }
 }
 

@@ -20,6 +20,7 @@ pub mod upstream;
 pub use paused::{CodeProgress, PAUSED_LIMITS, PausedCode};
 pub use pending::PendingLimits;
 pub use server::{
-    CodeRunner, DirectTools, McpShared, SESSION_HEADER, STATUS_META, SessionFactory, ToolgateServer,
+    CodeRunner, DirectError, DirectTools, McpShared, SESSION_HEADER, STATUS_META, SessionFactory,
+    ToolgateServer,
 };
 pub use surface::{RUN_CODE, Surface, surface_specs, tool_list_json};

@@ -87,13 +87,25 @@ pub trait CodeRunner: Send + Sync {
 #[async_trait]
 pub trait DirectTools: Send + Sync {
     fn specs(&self) -> Vec<toolgate_core::ToolSpec>;
-    /// Run one tool through the registry and policy; `Err` is a message for the model.
+    /// Run one tool through the registry and policy; `Err` says how it ended and why.
     async fn call(
         &self,
         tool: &str,
         args: Map<String, Value>,
         confirmer: Arc<dyn Confirmer>,
-    ) -> Result<Value, String>;
+    ) -> Result<Value, DirectError>;
+}
+
+/// A direct tool call that did not succeed: the message for the model and, when the gate ended
+/// the call, its typed status and reason — reported in `_meta` ([`STATUS_META`]) and `isError`
+/// as for the Debrief tools, so a person's decline is an answer and a refusal an error.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct DirectError {
+    pub message: String,
+    /// `None`: the call failed before or outside the gate (reported as an error).
+    pub status: Option<Status>,
+    pub reason: Option<String>,
 }
 
 /// A program's plot change waiting for an out-of-band confirmation (MRTR or token), kept so the
@@ -1226,6 +1238,27 @@ fn typed_status(r: &CallToolResult) -> Option<(Status, Option<String>)> {
     Some((status, reason))
 }
 
+/// A direct tool's failure as an MCP result: with the gate's typed status in `_meta` and
+/// `isError` from it when the gate ended the call, else a plain error.
+fn direct_error_result(e: DirectError) -> CallToolResponse {
+    let Some(status) = e.status else {
+        return text_result(e.message, true);
+    };
+    let content = vec![ContentBlock::text(e.message)];
+    let mut result = if status.is_error() {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    };
+    let mut meta = rmcp::model::MetaObject::new();
+    meta.0.insert(
+        STATUS_META.to_owned(),
+        json!({"status": status, "reason": e.reason, "dataset": Value::Null}),
+    );
+    result.meta = Some(meta);
+    result.into()
+}
+
 fn text_result(text: impl Into<String>, is_error: bool) -> CallToolResponse {
     let content = vec![ContentBlock::text(text.into())];
     if is_error {
@@ -1384,7 +1417,7 @@ impl rmcp::ServerHandler for ToolgateServer {
                     },
                     false,
                 )),
-                Err(message) => Ok(text_result(message, true)),
+                Err(e) => Ok(direct_error_result(e)),
             }
         } else {
             let debrief = self.session_for(&context);
@@ -1409,7 +1442,7 @@ impl rmcp::ServerHandler for ToolgateServer {
                     .await
                 {
                     Ok(reply) => Ok(reply_result(reply)),
-                    Err(text) => Ok(text_result(text, true)),
+                    Err(refusal) => Ok(text_result(refusal.message, true)),
                 }
             }
         };

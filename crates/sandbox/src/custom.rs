@@ -253,7 +253,13 @@ impl PythonTools {
                 .with_script_name(file_name.clone())
                 .with_limits(limits)
         };
-        let env = crate::engine::run(probe("TOOL"), &NoTools).await;
+        // A file that never binds TOOL reads as None here, not as a NameError whose message
+        // would have to be read to tell it from a NameError in the file's own code.
+        let env = crate::engine::run(
+            probe("try:\n    __toolgate_tool__ = TOOL\nexcept NameError:\n    __toolgate_tool__ = None\n__toolgate_tool__"),
+            &NoTools,
+        )
+        .await;
         if !env.success {
             if env
                 .error
@@ -264,15 +270,10 @@ impl PythonTools {
                     "its top-level code did not finish within the time left of the custom-tool load budget (it may only define TOOL and functions)".to_owned(),
                 );
             }
-            let missing_tool = env
-                .error
-                .as_ref()
-                .is_some_and(|e| e.type_ == "NameError" && e.message.contains("'TOOL'"));
-            return Err(if missing_tool {
-                "it defines no TOOL dict (TOOL = {\"name\": ..., \"description\": ..., \"parameters\": {...}})".to_owned()
-            } else {
-                format!("running it failed: {}", error_text(&env))
-            });
+            return Err(format!("running it failed: {}", error_text(&env)));
+        }
+        if env.return_value.is_null() {
+            return Err("it defines no TOOL dict (TOOL = {\"name\": ..., \"description\": ..., \"parameters\": {...}})".to_owned());
         }
         let Value::Object(tool) = env.return_value else {
             return Err(format!("TOOL must be a dict, found {}", env.return_value));
@@ -373,14 +374,10 @@ fn call_error(tool: &PythonTool, env: &Envelope, limits: &Limits) -> CallError {
         "FileNotFoundError" => CallError::NotFound { message },
         "PermissionError" => CallError::PermissionDenied { message },
         "ValueError" => CallError::InvalidInput { message },
-        "TimeoutError"
-            if e.message.contains("wall-clock limit") || e.message.contains("time limit") =>
-        {
-            CallError::Timeout {
-                tool: tool.spec.id.clone(),
-                seconds: limits.timeout.as_secs_f64(),
-            }
-        }
+        "TimeoutError" if e.wall_clock => CallError::Timeout {
+            tool: tool.spec.id.clone(),
+            seconds: limits.timeout.as_secs_f64(),
+        },
         other => CallError::failed(format!("{other}: {message}")),
     }
 }
@@ -447,6 +444,7 @@ impl Provider for PythonTools {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
 

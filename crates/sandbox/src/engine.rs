@@ -567,6 +567,9 @@ impl<'a> Session<'a> {
         code: &str,
     ) -> Envelope {
         let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+        // monty's own time limit fires only past the deadline ([`TIME_BACKSTOP`]), so a
+        // `TimeoutError` raised once the deadline passed is the wall clock's, whoever raised it.
+        let past_deadline = self.past_deadline();
         let Output {
             stdout,
             mut stderr,
@@ -598,14 +601,14 @@ impl<'a> Session<'a> {
                 }
             }
             Err(e) => {
+                let wall_clock =
+                    e.exc_type() == ExcType::TimeoutError && (timed_out || past_deadline);
                 let mut error = ExecError::from_exception(&e);
                 // The deadline's own error, or monty's time limit (its backstop, or inside one
-                // long native operation) — which says "feed time limit exceeded: 30.0000537s".
-                let monty_limit = error.message.starts_with("feed time limit exceeded")
-                    || error.message.starts_with("turn time limit exceeded");
-                if error.type_ == "TimeoutError"
-                    && (error.message == DEADLINE_REACHED || monty_limit)
-                {
+                // long native operation): decided by the exception kind and the clock, not by
+                // monty's wording ("feed time limit exceeded: 30.0000537s").
+                if wall_clock {
+                    error.wall_clock = true;
                     // Said as a developer reads it: the limit in plain units and the line that
                     // was running, not the interpreter's "feed time limit exceeded: 30.0000537s".
                     error.message = format!(

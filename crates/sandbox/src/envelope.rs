@@ -41,6 +41,10 @@ pub struct ExecError {
     /// The CPython-style traceback, one line per entry, without the final `Type: message`
     /// line. Empty when the error has no Python frames (a limit hit between statements).
     pub traceback: Vec<String>,
+    /// The program's wall-clock limit stopped it (a `TimeoutError` the deadline raised, not one
+    /// the program or a tool raised): a kind callers decide on instead of reading `message`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub wall_clock: bool,
 }
 
 impl ExecError {
@@ -52,6 +56,7 @@ impl ExecError {
             line: None,
             column: None,
             traceback: Vec::new(),
+            wall_clock: false,
         }
     }
 
@@ -76,6 +81,7 @@ impl ExecError {
             line,
             column,
             traceback,
+            wall_clock: false,
         }
     }
 

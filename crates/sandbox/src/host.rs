@@ -62,6 +62,20 @@ impl std::fmt::Display for PyExc {
 pub struct HostError {
     pub py_type: PyExc,
     pub message: String,
+    /// How the gate ended the call, when the gate ended it: the typed status (and reason, e.g.
+    /// `policy_denied`) a surface reports, so a person's decline and a refusal stay apart
+    /// without reading `message`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<GateEnd>,
+}
+
+/// The typed end of a gated call that did not succeed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GateEnd {
+    pub status: toolgate_core::Status,
+    /// The refusal or failure kind (`RefusalKind::as_str`, `FailureKind::as_str`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 impl HostError {
@@ -69,7 +83,18 @@ impl HostError {
         Self {
             py_type,
             message: message.into(),
+            ended: None,
         }
+    }
+
+    /// The same error, marked with how the gate ended the call.
+    #[must_use]
+    pub fn ended(mut self, status: toolgate_core::Status, reason: Option<&str>) -> Self {
+        self.ended = Some(GateEnd {
+            status,
+            reason: reason.map(str::to_owned),
+        });
+        self
     }
 
     pub(crate) fn to_exception(&self) -> MontyException {

@@ -57,7 +57,7 @@ pub use config::{CodeactConfig, ConfigError, ConfigFile, ProjectTrust};
 pub use custom::{CUSTOM_TOOL_KIND, CUSTOM_TOOLS_PROVIDER, MAX_NESTING, PythonTool, PythonTools};
 pub use engine::run;
 pub use envelope::{Envelope, ExecError};
-pub use host::{HostError, PyExc, ToolHost};
+pub use host::{GateEnd, HostError, PyExc, ToolHost};
 pub use limits::{
     DEFAULT_MAX_MEMORY_BYTES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_RECURSION_DEPTH,
     DEFAULT_MAX_TOOL_CALLS, DEFAULT_TIMEOUT, ExecRequest, Limits, TRUNCATION_MARKER, parse_size,

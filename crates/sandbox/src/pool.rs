@@ -23,7 +23,9 @@ use crate::engine::human_duration;
 use crate::envelope::{Envelope, ExecError};
 use crate::host::{HostError, ToolHost};
 use crate::limits::{ExecRequest, Limits, TRUNCATION_MARKER};
-use crate::protocol::{FrameError, FromWorker, ToWorker, ToolDecl, read_frame, write_frame};
+use crate::protocol::{
+    CrashKind, FrameError, FromWorker, ToWorker, ToolDecl, read_frame, write_frame,
+};
 
 /// The hidden subcommand that turns the binary into a worker.
 pub const WORKER_SUBCOMMAND: &str = "__sandbox-worker";
@@ -338,6 +340,7 @@ impl WorkerPool {
             );
         };
         let mut next_frame = Box::pin(read_one(reader));
+        let mut crash: Option<CrashKind> = None;
         loop {
             tokio::select! {
                 biased;
@@ -358,6 +361,11 @@ impl WorkerPool {
                             inflight.push((id, Box::pin(async move { host.call(&name, args).await })));
                         }
                     }
+                    Ok(Some(FromWorker::Crashed { kind })) => {
+                        // The exit follows; it is classified with this kind.
+                        next_frame = Box::pin(read_one(reader));
+                        crash = Some(kind);
+                    }
                     Ok(Some(FromWorker::Done { envelope })) => {
                         worker.stdout = Some(reader);
                         return (Some(sanitize(envelope, limits, calls, started)), Fate::Reusable);
@@ -373,7 +381,7 @@ impl WorkerPool {
                         if calls == 0 && retry && status.is_some_and(|s| s.code() == Some(0)) {
                             return (None, Fate::Dead);
                         }
-                        let (t, msg) = classify_exit(status, &tail, limits);
+                        let (t, msg) = classify_exit(status, crash, &tail, limits);
                         return (Some(failure_with_calls(t, &msg, started, calls)), Fate::Dead);
                     }
                 },
@@ -414,9 +422,13 @@ impl WorkerPool {
                         continue;
                     }
                     kill(worker).await;
-                    return (Some(failure_with_calls("TimeoutError", &format!(
+                    let mut env = failure_with_calls("TimeoutError", &format!(
                         "the program ran past its wall-clock limit of {} and its worker was stopped",
-                        human_duration(limits.timeout)), started, calls)), Fate::Dead);
+                        human_duration(limits.timeout)), started, calls);
+                    if let Some(e) = env.error.as_mut() {
+                        e.wall_clock = true;
+                    }
+                    return (Some(env), Fate::Dead);
                 }
                 _ = ticker.tick() => {
                     if paused() && slot.is_some() {
@@ -522,9 +534,12 @@ async fn wait_exit(worker: &mut Worker) -> Option<ExitStatus> {
     }
 }
 
-/// Why a worker ended on its own: the Python exception type and message to report.
+/// Why a worker ended on its own: the Python exception type and message to report. Decided by
+/// the kind the worker reported ([`FromWorker::Crashed`]) and the exit status; the stderr tail
+/// is only quoted, never read for the decision.
 fn classify_exit(
     status: Option<ExitStatus>,
+    crash: Option<CrashKind>,
     stderr_tail: &str,
     limits: &Limits,
 ) -> (&'static str, String) {
@@ -540,36 +555,46 @@ fn classify_exit(
         "the program exceeded the memory limit of {} MiB and its worker was stopped",
         limits.max_memory_bytes >> 20
     );
-    if stderr_tail.contains("memory allocation of") || code == Some(monty_types::OOM_EXIT_CODE) {
-        return ("MemoryError", memory);
-    }
-    // SIGKILL that the pool did not send: the kernel's out-of-memory killer.
-    if signal == Some(9) {
-        return ("MemoryError", memory);
-    }
-    if stderr_tail.contains("overflowed its stack") {
-        return (
-            "RecursionError",
-            "the program nested too deeply and its worker's stack overflowed; the worker was stopped"
-                .to_owned(),
-        );
-    }
-    let how = match (code, signal) {
-        (Some(c), _) => format!("exit code {c}"),
-        (None, Some(s)) => format!("signal {s}"),
-        _ => "unknown status".to_owned(),
-    };
     let tail = stderr_tail.trim();
     let tail = if tail.is_empty() {
         String::new()
     } else {
         format!(": {}", tail.lines().last().unwrap_or_default())
     };
-    (
-        "RuntimeError",
-        format!("the sandbox worker exited unexpectedly ({how}){tail}"),
-    )
+    match (crash, code, signal) {
+        (Some(CrashKind::Panic), _, _) => (
+            "RuntimeError",
+            format!("the sandbox worker hit an internal error (a panic) and was stopped{tail}"),
+        ),
+        (None, Some(monty_types::OOM_EXIT_CODE), _) => ("MemoryError", memory),
+        // SIGKILL that the pool did not send: the kernel's out-of-memory killer.
+        (None, _, Some(SIGKILL)) => ("MemoryError", memory),
+        // An abort the worker could not announce: the Rust runtime ends the process so when an
+        // allocation past the worker's address-space cap fails or its stack overflows (monty's
+        // recursion limit normally stops a program well before that).
+        (None, _, Some(SIGABRT)) => (
+            "MemoryError",
+            format!(
+                "the program ran out of memory or stack (memory limit {} MiB) and its worker was stopped",
+                limits.max_memory_bytes >> 20
+            ),
+        ),
+        (None, c, s) => {
+            let how = match (c, s) {
+                (Some(c), _) => format!("exit code {c}"),
+                (None, Some(s)) => format!("signal {s}"),
+                _ => "unknown status".to_owned(),
+            };
+            (
+                "RuntimeError",
+                format!("the sandbox worker exited unexpectedly ({how}){tail}"),
+            )
+        }
+    }
 }
+
+const SIGKILL: i32 = 9;
+const SIGABRT: i32 = 6;
 
 fn failure(type_: &str, message: &str, started: Instant) -> Envelope {
     failure_with_calls(type_, message, started, 0)

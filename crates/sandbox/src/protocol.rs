@@ -62,6 +62,17 @@ pub enum FromWorker {
     },
     /// The program ended.
     Done { envelope: Envelope },
+    /// The worker is about to die: what went wrong, as a kind the pool reports without reading
+    /// the worker's stderr. Sent at most once, just before the process ends.
+    Crashed { kind: CrashKind },
+}
+
+/// Why a worker died, as the worker itself knows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CrashKind {
+    /// The worker's own code panicked (a bug in toolgate or the interpreter, not the program).
+    Panic,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -15,8 +15,8 @@ use toolgate_core::flow::{Confirmer, Ended, Gate, Prepared};
 use toolgate_core::policy::{Approvals, Mode};
 use toolgate_core::telemetry::{NullSink, TelemetrySink};
 use toolgate_core::{
-    CallError, ChangeSet, Failure, FailureKind, RefusalKind, Registry, RegistryError, ToolCall,
-    ToolSpec,
+    CallError, ChangeSet, Failure, FailureKind, RefusalKind, Registry, RegistryError, Status,
+    ToolCall, ToolSpec,
 };
 
 use crate::host::{HostError, PyExc, ToolHost};
@@ -466,7 +466,8 @@ impl RegistryHost {
                     "Tool \"{}\" was declined by the user; nothing ran. Do not retry it: continue without it or ask the user.",
                     entry.python
                 ),
-            )),
+            )
+            .ended(Status::Declined, None)),
             Ended::Refused(refusal) => Err(HostError::new(
                 match refusal.kind {
                     RefusalKind::UnknownTool => PyExc::NameError,
@@ -475,14 +476,16 @@ impl RegistryHost {
                     _ => PyExc::PermissionError,
                 },
                 refusal.message,
-            )),
+            )
+            .ended(Status::Refused, Some(refusal.kind.as_str()))),
             Ended::Failed(failure) => Err(match (&failure.call_error, failure.kind) {
                 (Some(e), _) => call_error_to_host(e),
                 (None, FailureKind::Guard) => {
                     HostError::new(PyExc::PermissionError, failure.message)
                 }
                 (None, _) => HostError::new(PyExc::RuntimeError, failure.message),
-            }),
+            }
+            .ended(Status::Failed, Some(failure.kind.as_str()))),
         }
     }
 }

@@ -22,7 +22,9 @@ use serde_json::{Map, Value};
 use crate::engine;
 use crate::host::{HostError, PyExc, ToolHost};
 use crate::pause::PauseClock;
-use crate::protocol::{FromWorker, ToWorker, ToolDecl, read_frame_sync, write_frame_sync};
+use crate::protocol::{
+    CrashKind, FromWorker, ToWorker, ToolDecl, read_frame_sync, write_frame_sync,
+};
 
 /// Address space the worker may use beyond its baseline and the program's memory budget
 /// (interpreter structures, frames in flight, the result envelope).
@@ -194,6 +196,28 @@ fn cap_address_space(bytes: u64) {
 #[cfg(not(unix))]
 fn cap_address_space(_bytes: u64) {}
 
+/// Tell the pool, as a kind over the protocol, when this worker panics, so the pool need not
+/// read the panic text on stderr. The default hook still writes that text for a person.
+fn announce_panics() {
+    let Ok(out) = io::stdout().as_fd().try_clone_to_owned() else {
+        return;
+    };
+    let out = Mutex::new(File::from(out));
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        // `try_lock`: a panic while a frame is being written must not wait on itself.
+        if let Ok(mut out) = out.try_lock() {
+            let _ = write_frame_sync(
+                &mut *out,
+                &FromWorker::Crashed {
+                    kind: CrashKind::Panic,
+                },
+            );
+        }
+        default(info);
+    }));
+}
+
 /// The worker's main loop; returns the process exit code. Call it from the binary when it is
 /// started as `toolgate __sandbox-worker` ([`crate::WORKER_SUBCOMMAND`]), before anything else
 /// writes to stdout.
@@ -215,6 +239,7 @@ pub fn worker_main() -> i32 {
             return 70;
         }
     };
+    announce_panics();
     let next_id = AtomicU64::new(0);
     // Measured before the restriction below, which leaves no way to read /proc.
     let mut baseline: Option<u64> = address_space_bytes();
