@@ -83,7 +83,24 @@ pub const PALETTE_ACTOR: &str = "tool palette (this page)";
 pub const DEFAULT_CHAT_HINT: &str = "No chat model is configured, so the chat panel is off (the rest of the workbench works). Start the workbench with a local OpenAI-compatible model server, e.g. `toolgate serve --model-url http://127.0.0.1:8080/v1 --model <name>`; MCP clients (VS Code, Claude Code) can also drive this plot through the MCP endpoint.";
 
 const INDEX_HTML: &str = include_str!("../assets/index.html");
-const APP_JS: &str = include_str!("../assets/app.js");
+/// The workbench's script: native ES modules served as written (no bundler, no build step), each
+/// at `/assets/<name>`. `app.js` is the entry the page loads; it imports the rest, and
+/// `tests/script_modules.rs` checks this list is exactly what it imports.
+pub const SCRIPT_MODULES: &[(&str, &str)] = &[
+    ("app.js", include_str!("../assets/app.js")),
+    ("catalogue.js", include_str!("../assets/catalogue.js")),
+    ("chat.js", include_str!("../assets/chat.js")),
+    ("features.js", include_str!("../assets/features.js")),
+    ("format.js", include_str!("../assets/format.js")),
+    ("live.js", include_str!("../assets/live.js")),
+    ("map.js", include_str!("../assets/map.js")),
+    ("plot.js", include_str!("../assets/plot.js")),
+    ("results.js", include_str!("../assets/results.js")),
+    ("sessions.js", include_str!("../assets/sessions.js")),
+    ("state.js", include_str!("../assets/state.js")),
+    ("time.js", include_str!("../assets/time.js")),
+    ("tools.js", include_str!("../assets/tools.js")),
+];
 const APP_CSS: &str = include_str!("../assets/app.css");
 /// Natural Earth's 1:50m land (public domain), converted by `assets/land/make-land.js`; the map
 /// draws the coastline from it. Its notice is served beside it.
@@ -262,10 +279,16 @@ impl WebState {
 
 /// The workbench's routes over `state`.
 pub fn router(state: WebState) -> Router {
-    Router::new()
+    let mut router = Router::new();
+    for &(name, body) in SCRIPT_MODULES {
+        router = router.route(
+            &format!("/assets/{name}"),
+            get(move || async move { asset(body, "text/javascript; charset=utf-8") }),
+        );
+    }
+    router
         .route("/", get(index))
         .route("/index.html", get(index))
-        .route("/assets/app.js", get(app_js))
         .route("/assets/app.css", get(app_css))
         .route("/assets/land-50m.bin", get(land_50m))
         .route("/assets/land-NOTICE.md", get(land_notice))
@@ -652,10 +675,6 @@ fn uri_component(s: &str) -> String {
         }
     }
     out
-}
-
-async fn app_js() -> Response {
-    asset(APP_JS, "text/javascript; charset=utf-8")
 }
 
 async fn app_css() -> Response {
