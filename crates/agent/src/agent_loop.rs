@@ -707,13 +707,9 @@ impl AgentLoop {
                         );
                         match self.debrief.call(&call.name, &input, &observed).await {
                             Ok(r) => (input, r, CallStatus::Dispatched),
-                            Err(msg) => {
+                            Err(refusal) => {
                                 corrections += 1;
-                                (
-                                    input,
-                                    Reply::refused(Refusal::new(RefusalKind::UnknownTool, msg)),
-                                    CallStatus::UnknownTool,
-                                )
+                                (input, Reply::refused(refusal), CallStatus::UnknownTool)
                             }
                         }
                     }

@@ -1575,14 +1575,9 @@ fn human_run(
                 }
                 out
             }
-            None => line(
-                reply
-                    .text
-                    .split(" The plot is now dirty")
-                    .next()
-                    .unwrap_or(&reply.text)
-                    .to_owned(),
-            ),
+            // Worded for the command line (`Audience::Cli`): no dirty-state sentence, since
+            // the command says itself whether it saved (from the plot's state, not this text).
+            None => line(reply.text.clone()),
         },
     }
 }
@@ -1666,10 +1661,7 @@ pub async fn demo(args: &DemoArgs) -> Result<i32> {
             i + 1,
             input
         ));
-        let reply = d
-            .call(tool, input, &DemoConfirmer)
-            .await
-            .map_err(anyhow::Error::msg)?;
+        let reply = d.call(tool, input, &DemoConfirmer).await?;
         out(&format!("   reply: {}\n", clip(&reply.text, 600)));
     }
     let active = d

@@ -35,7 +35,7 @@ pub use policy::{Approvals, BatchApproval, Decision, Mode};
 pub use preview::{Preview, PreviewInput};
 pub use provider::{
     CallError, ChangeSet, CheckError, Checked, Edit, Normalised, Provider, ProviderError, ToolCall,
-    ToolOutcome,
+    ToolOrigin, ToolOutcome,
 };
 pub use registry::{Registry, RegistryError, ResolvedTool, ToolListing};
 pub use spec::{Effect, OutputKind, ParamInfo, ToolSpec};

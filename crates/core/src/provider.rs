@@ -190,12 +190,29 @@ pub struct ProviderError {
     pub message: String,
 }
 
+/// Where a provider's tools run, for the decisions that depend on it (a tool of an upstream MCP
+/// server does not operate on a plot: no targets, no unit setting, and toolgate cannot undo it).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ToolOrigin {
+    /// toolgate's own tools and the tool servers it runs for the plot (native, debrief-calc
+    /// stdio, CodeAct workspace and custom tools).
+    #[default]
+    Toolgate,
+    /// A tool of the upstream MCP server named `server` (as configured in `.mcp.json`).
+    UpstreamMcp { server: String },
+}
+
 /// A source of tools: native Rust tools, an external process speaking the debrief-calc stdio
 /// protocol, an upstream MCP server, the CodeAct workspace tools.
 #[async_trait]
 pub trait Provider: Send + Sync {
     /// A short name used in error messages (e.g. "debrief-native", "mcp:github").
     fn name(&self) -> &str;
+
+    /// Where the tools run. Decisions read this, never [`Provider::name`] or a spec's category.
+    fn origin(&self) -> ToolOrigin {
+        ToolOrigin::Toolgate
+    }
 
     /// The tools this provider offers. Called once at registration.
     async fn list_tools(&self) -> Result<Vec<ToolSpec>, ProviderError>;

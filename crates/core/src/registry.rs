@@ -113,6 +113,11 @@ impl ResolvedTool<'_> {
         self.provider.name()
     }
 
+    /// Where the tool runs ([`Provider::origin`]).
+    pub fn origin(&self) -> crate::provider::ToolOrigin {
+        self.provider.origin()
+    }
+
     /// The provider's reading of parameters written for a person, before validation
     /// ([`Provider::normalise`]).
     pub fn normalise(

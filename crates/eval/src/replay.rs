@@ -40,7 +40,7 @@ pub async fn replay_one(s: &Scenario) -> Result<ReplayResult, EvalError> {
     for (tool, input) in &s.replay {
         let (dispatched, result) = match fx.debrief.call(tool, input, &confirmer).await {
             Ok(r) => (true, r.text),
-            Err(r) => (false, r),
+            Err(refusal) => (false, refusal.message),
         };
         calls.push(CallView {
             tool: tool.clone(),

@@ -25,7 +25,7 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use toolgate_core::{
-    CallError, OutputKind, Provider, ProviderError, ToolCall, ToolOutcome, ToolSpec,
+    CallError, OutputKind, Provider, ProviderError, ToolCall, ToolOrigin, ToolOutcome, ToolSpec,
 };
 
 /// Longest tool name hosts accept.
@@ -530,6 +530,12 @@ impl Provider for Upstream {
     #[allow(clippy::misnamed_getters)]
     fn name(&self) -> &str {
         &self.provider_name
+    }
+
+    fn origin(&self) -> ToolOrigin {
+        ToolOrigin::UpstreamMcp {
+            server: self.name.clone(),
+        }
     }
 
     async fn list_tools(&self) -> Result<Vec<ToolSpec>, ProviderError> {

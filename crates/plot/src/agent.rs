@@ -11,7 +11,7 @@ use toolgate_core::telemetry::{Outcome, TelemetryRecord, TelemetrySink, Validati
 use toolgate_core::validate::ParamValidator;
 use toolgate_core::{
     Failure, FailureKind, OutputKind, Refusal, RefusalKind, Registry, Reply, TokenCounter,
-    ToolCall, ToolSpec,
+    ToolCall, ToolOrigin, ToolSpec,
 };
 
 use crate::model;
@@ -19,7 +19,7 @@ use crate::search::SearchQuery;
 use crate::session::{self, Session, SessionError};
 use crate::summary::{self, NoPlot, SummaryRequest};
 pub use crate::targeting::Audience;
-use crate::targeting::{self, Intent, Scope, TargetRequest};
+use crate::targeting::{self, Intent, TargetKeys, TargetRequest};
 use crate::tools::units::Units;
 
 pub const SEARCH: &str = "debrief_searchPlots";
@@ -422,12 +422,13 @@ impl Debrief {
     }
 
     /// Check a tool's input shape. A non-object input is treated as `{}` (as the spike did).
-    fn check(&self, tool: &str, input: &Value) -> Result<Map<String, Value>, String> {
+    /// `Err` lists every problem.
+    fn check(&self, tool: &str, input: &Value) -> Result<Map<String, Value>, Vec<String>> {
         let map = input.as_object().cloned().unwrap_or_default();
         let Some((_, v)) = self.validators.iter().find(|(id, _)| id == tool) else {
             return Ok(map);
         };
-        v.validate(&map).map_err(|p| p.join("; "))
+        v.validate(&map)
     }
 
     /// Check an input's shape; a rejection is recorded (as rejected, with input `{}`) and the
@@ -439,8 +440,8 @@ impl Debrief {
         prefix: &str,
         started: std::time::Instant,
     ) -> Result<Map<String, Value>, Reply> {
-        self.check(tool, input).map_err(|e| {
-            let msg = format!("{prefix}{e}");
+        self.check(tool, input).map_err(|problems| {
+            let msg = format!("{prefix}{}", problems.join("; "));
             let refusal = Refusal::new(RefusalKind::InvalidParameters, msg);
             self.record(
                 tool,
@@ -454,19 +455,27 @@ impl Debrief {
     }
 
     /// Dispatch by agent tool name.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`] of kind [`RefusalKind::UnknownTool`], naming the four tools, when `tool`
+    /// is none of them: nothing was dispatched (a surface counts it as the model's mistake).
     pub async fn call(
         &self,
         tool: &str,
         input: &Value,
         confirmer: &dyn Confirmer,
-    ) -> Result<Reply, String> {
+    ) -> Result<Reply, Refusal> {
         match tool {
             SEARCH => Ok(self.search_plots(input).await),
             SUMMARIZE => Ok(self.summarize(input)),
             LIST_TOOLS => Ok(self.list_tools(input)),
             RUN_TOOL => Ok(self.run_tool(input, confirmer).await),
-            other => Err(format!(
-                "Unknown tool \"{other}\". The Debrief tools are {SEARCH}, {SUMMARIZE}, {LIST_TOOLS} and {RUN_TOOL}."
+            other => Err(Refusal::new(
+                RefusalKind::UnknownTool,
+                format!(
+                    "Unknown tool \"{other}\". The Debrief tools are {SEARCH}, {SUMMARIZE}, {LIST_TOOLS} and {RUN_TOOL}."
+                ),
             )),
         }
     }
@@ -498,9 +507,9 @@ impl Debrief {
             })
             .await
             .unwrap_or_else(|e| {
-                Err(crate::stac_api::SearchError::Invalid(format!(
-                    "internal: the search stopped ({e})"
-                )))
+                Err(crate::stac_api::SearchError::Stopped {
+                    reason: e.to_string(),
+                })
             })
         }
     }
@@ -517,7 +526,8 @@ impl Debrief {
             Ok(r) => r,
             Err(e) => {
                 let refusal = match e {
-                    crate::stac_api::SearchError::Invalid(e) => Refusal::new(
+                    e @ (crate::stac_api::SearchError::Invalid(_)
+                    | crate::stac_api::SearchError::Stopped { .. }) => Refusal::new(
                         RefusalKind::InvalidParameters,
                         format!("Invalid search input: {e}"),
                     ),
@@ -749,18 +759,7 @@ impl Debrief {
     /// tools without requirements always apply.
     fn applicable_listing(&self, args: &Map<String, Value>) -> Vec<toolgate_core::ToolListing> {
         let listing = self.registry.listing();
-        let strings = |k: &str| -> Vec<String> {
-            args.get(k)
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_owned)
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        let wanted = strings("toolIds");
+        let wanted = targeting::strings(args, "toolIds");
         if !wanted.is_empty() {
             return listing
                 .into_iter()
@@ -780,7 +779,11 @@ impl Debrief {
                 return listing;
             };
             let features = plot.doc.features();
-            let (ids, names) = (strings("featureIds"), strings("featureNames"));
+            let TargetRequest {
+                feature_ids: ids,
+                feature_names: names,
+                ..
+            } = TargetRequest::from_arguments(args, TargetKeys::AGENT);
             let selected = plot.selected_ids();
             let named: Vec<&Value> = features
                 .iter()
@@ -868,30 +871,11 @@ impl Debrief {
         // The unit setting for a plot tool that leaves its unit out (shown in the preview and
         // bound by the digest like any parameter); an upstream MCP tool is not a plot tool.
         if let Ok(tool) = self.registry.resolve(&tool_id)
-            && !tool.spec.category.starts_with("mcp:")
+            && tool.origin() == ToolOrigin::Toolgate
         {
             self.units().fill(tool.spec, &mut params);
         }
-        let strings = |k: &str| -> Vec<String> {
-            args.get(k)
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_owned)
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        let targets_req = TargetRequest {
-            feature_ids: strings("featureIds"),
-            feature_names: strings("featureNames"),
-            scope: match args.get("scope").and_then(Value::as_str) {
-                Some("all") => Some(Scope::All),
-                Some("selection") => Some(Scope::Selection),
-                _ => None,
-            },
-        };
+        let targets_req = TargetRequest::from_arguments(&args, TargetKeys::AGENT);
         let plot_arg = args
             .get("plotId")
             .and_then(Value::as_str)
@@ -917,15 +901,14 @@ impl Debrief {
                 |tool, params| {
                     // Tools from upstream MCP servers do not operate on the plot: no target, no
                     // subject; the approval binds to the exact call only.
-                    if tool.spec.category.starts_with("mcp:") {
+                    if let ToolOrigin::UpstreamMcp { server } = tool.origin() {
                         return Ok(Prepared {
                             call: ToolCall::new(tool.spec.id.clone(), params),
                             document_title: None,
                             target: format!("the external tool {} (it does not change the plot)", tool.spec.id),
                             context: json!({"external": tool.spec.category}),
                             consequence: Some(format!(
-                                "The call runs on the external MCP server {}; toolgate cannot undo what it does.",
-                                tool.spec.category.trim_start_matches("mcp:")
+                                "The call runs on the external MCP server {server}; toolgate cannot undo what it does."
                             )),
                         });
                     }
@@ -957,7 +940,7 @@ impl Debrief {
                     };
                     let intent = if tool.effect.is_mutating() { Intent::Mutate } else { Intent::Analyse };
                     let targets = targeting::resolve_for(plot, &targets_req, intent, audience)
-                        .map_err(|m| Refusal::new(RefusalKind::Target, m))?;
+                        .map_err(|e| Refusal::new(RefusalKind::Target, e.to_string()))?;
                     let subject: Vec<Value> = targets
                         .ids
                         .iter()
@@ -988,14 +971,7 @@ impl Debrief {
                     self.session()
                         .apply(&plot_id, cs, version)
                         .map(|_| ())
-                        .map_err(|e| {
-                            let kind = if matches!(e, SessionError::VersionMismatch { .. }) {
-                                FailureKind::Conflict
-                            } else {
-                                FailureKind::Apply
-                            };
-                            Failure::new(kind, e.to_string())
-                        })
+                        .map_err(SessionError::into_apply_failure)
                 },
             )
             .await;

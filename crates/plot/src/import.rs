@@ -19,6 +19,7 @@ use toolgate_rep as rep;
 
 use crate::fsio::sha256_hex;
 use crate::store::{MAX_FEATURES_BYTES, StacStore, StoreError, StoreFile};
+use crate::targeting::Audience;
 
 /// Most bytes of a plot name: its slug names the plot's folder, and a file name has at most 255
 /// bytes.
@@ -113,6 +114,29 @@ impl ImportError {
     /// Whether the import was refused to protect an existing plot (the CLI's exit code 3).
     pub fn is_refusal(&self) -> bool {
         matches!(self, Self::Exists { .. })
+    }
+
+    /// The message worded for its reader: the text above names the command line's flags
+    /// (`--replace`, `--plot NAME`); the workbench page has a "Plot name" field and a "Replace
+    /// an existing plot" checkbox instead. Agents read the command line's wording.
+    pub fn message_for(&self, audience: Audience) -> String {
+        match (self, audience) {
+            (Self::NeedsName { files }, Audience::Page) => format!(
+                "several files make one plot, which needs a name: fill in \"Plot name\" (the files are: {files})"
+            ),
+            (
+                Self::Exists {
+                    title,
+                    plot_id,
+                    edits,
+                },
+                Audience::Page,
+            ) => format!(
+                "a plot named \"{title}\" already exists ({plot_id}){edits}; nothing was changed. \
+                 Tick \"Replace an existing plot\" to replace it, or choose another name in \"Plot name\""
+            ),
+            _ => self.to_string(),
+        }
     }
 }
 
@@ -498,6 +522,38 @@ mod tests {
         assert_eq!(linked, 4);
         assert_eq!(store.items.len(), 1);
         assert_eq!(store.items[0].title, "Saxon Warrior");
+    }
+
+    /// The page has a "Plot name" field and a "Replace an existing plot" checkbox, not the
+    /// command line's flags: the error words itself for it (the page used to rewrite the text).
+    #[test]
+    fn the_page_reads_its_own_controls_and_the_command_line_its_flags() {
+        let exists = ImportError::Exists {
+            title: "Exercise".to_owned(),
+            plot_id: "stac://s/exercise/item.json".to_owned(),
+            edits: "",
+        };
+        assert_eq!(
+            exists.message_for(Audience::Page),
+            "a plot named \"Exercise\" already exists (stac://s/exercise/item.json); nothing was \
+             changed. Tick \"Replace an existing plot\" to replace it, or choose another name in \
+             \"Plot name\""
+        );
+        assert_eq!(exists.message_for(Audience::Cli), exists.to_string());
+        assert!(exists.to_string().contains("Pass --replace to replace it"));
+        let needs = ImportError::NeedsName {
+            files: "a.rep, b.rep".to_owned(),
+        };
+        assert_eq!(
+            needs.message_for(Audience::Page),
+            "several files make one plot, which needs a name: fill in \"Plot name\" (the files \
+             are: a.rep, b.rep)"
+        );
+        assert_eq!(needs.message_for(Audience::Agent), needs.to_string());
+        assert_eq!(
+            ImportError::NoFiles.message_for(Audience::Page),
+            ImportError::NoFiles.to_string()
+        );
     }
 
     #[test]

@@ -138,8 +138,23 @@ pub struct SearchResult {
     pub message: Option<String>,
 }
 
+/// Why a search query cannot be run: the caller's to fix (the text says how).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QueryError {
+    #[error(
+        "\"{field}\" must be an ISO-8601 date or date-time such as 2026-03-01 or 2026-03-01T12:00:00Z; got \"{value}\""
+    )]
+    BadTime { field: String, value: String },
+    #[error("\"startTime\" must not be after \"endTime\"")]
+    StartAfterEnd,
+}
+
 /// Parse an ISO-8601 date-time, or a bare date (its start of day, UTC).
-pub fn parse_time(field: &str, s: &str) -> Result<DateTime<Utc>, String> {
+///
+/// # Errors
+///
+/// [`QueryError::BadTime`], naming `field`, when `s` is neither.
+pub fn parse_time(field: &str, s: &str) -> Result<DateTime<Utc>, QueryError> {
     let t = s.trim();
     if let Ok(dt) = DateTime::parse_from_rfc3339(t) {
         return Ok(dt.with_timezone(&Utc));
@@ -149,9 +164,10 @@ pub fn parse_time(field: &str, s: &str) -> Result<DateTime<Utc>, String> {
     {
         return Ok(dt.and_utc());
     }
-    Err(format!(
-        "\"{field}\" must be an ISO-8601 date or date-time such as 2026-03-01 or 2026-03-01T12:00:00Z; got \"{s}\""
-    ))
+    Err(QueryError::BadTime {
+        field: field.to_owned(),
+        value: s.to_owned(),
+    })
 }
 
 fn iso(t: DateTime<Utc>) -> String {
@@ -244,8 +260,8 @@ pub struct Criteria {
 impl Criteria {
     /// # Errors
     ///
-    /// A bad date, or a start after the end, as a sentence for the caller.
-    pub fn new(q: &SearchQuery) -> Result<Self, String> {
+    /// A bad date, or a start after the end ([`QueryError`]).
+    pub fn new(q: &SearchQuery) -> Result<Self, QueryError> {
         let qs = q
             .start_time
             .as_deref()
@@ -259,7 +275,7 @@ impl Criteria {
         if let (Some(s), Some(e)) = (qs, qe)
             && s > e
         {
-            return Err("\"startTime\" must not be after \"endTime\"".to_owned());
+            return Err(QueryError::StartAfterEnd);
         }
         Ok(Self {
             start: qs,
@@ -526,7 +542,12 @@ pub fn finish_counted(
     }
 }
 
-pub fn search(stores: &[StacStore], q: &SearchQuery) -> Result<SearchResult, String> {
+/// Search folder stores.
+///
+/// # Errors
+///
+/// [`QueryError`] for a query that cannot be run.
+pub fn search(stores: &[StacStore], q: &SearchQuery) -> Result<SearchResult, QueryError> {
     let criteria = Criteria::new(q)?;
     let hits = stores
         .iter()

@@ -11,7 +11,7 @@ use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use serde_json::Value;
-use toolgate_core::{ChangeSet, Edit};
+use toolgate_core::{ChangeSet, Edit, Failure, FailureKind};
 
 use crate::fsio::{Replaced, replace_beneath, sha256_hex};
 use crate::journal::{Journal, JournalError, SessionOp};
@@ -70,6 +70,22 @@ pub enum SessionError {
         #[source]
         source: std::io::Error,
     },
+}
+
+impl SessionError {
+    /// The gate's failure for a change set that could not be applied to a plot — one mapping
+    /// for every caller of [`Session::apply`] (a single tool call, a CodeAct commit, a
+    /// program's scratch copy): a plot that changed since the call was prepared is a
+    /// [`FailureKind::Conflict`] (summarise and retry), anything else
+    /// [`FailureKind::Apply`].
+    pub fn into_apply_failure(self) -> Failure {
+        let kind = if matches!(self, SessionError::VersionMismatch { .. }) {
+            FailureKind::Conflict
+        } else {
+            FailureKind::Apply
+        };
+        Failure::new(kind, self.to_string())
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -1231,8 +1231,11 @@ impl ApiStore {
 #[derive(Debug, thiserror::Error)]
 pub enum SearchError {
     /// The query itself (a bad date, …): the caller's to fix.
-    #[error("{0}")]
-    Invalid(String),
+    #[error(transparent)]
+    Invalid(#[from] crate::search::QueryError),
+    /// The search's own task stopped (panicked or was cancelled) before it answered.
+    #[error("internal: the search stopped ({reason})")]
+    Stopped { reason: String },
     #[error(transparent)]
     Api(#[from] ApiError),
 }
@@ -1264,7 +1267,7 @@ pub fn search_catalogues_with_entries(
     apis: &[ApiStore],
     q: &SearchQuery,
 ) -> Result<(SearchResult, Vec<ItemEntry>), SearchError> {
-    let criteria = Criteria::new(q).map_err(SearchError::Invalid)?;
+    let criteria = Criteria::new(q)?;
     let mut hits: Vec<PlotMatch> = folders
         .iter()
         .filter(|s| !apis.iter().any(|a| a.id == s.id))

@@ -2,6 +2,8 @@
 //! analytical tool only — all features. A mutation with no names, no selection and no explicit
 //! `scope: "all"` is refused: toolgate does not guess what to change.
 
+use serde_json::{Map, Value};
+
 use crate::model;
 use crate::session::OpenPlot;
 
@@ -16,6 +18,89 @@ pub struct TargetRequest {
     pub feature_ids: Vec<String>,
     pub feature_names: Vec<String>,
     pub scope: Option<Scope>,
+}
+
+/// The argument names a call's targets come under: the agent tools' `featureIds` /
+/// `featureNames` ([`TargetKeys::AGENT`]), a CodeAct program's plot functions' `feature_ids` /
+/// `feature_names` ([`TargetKeys::PROGRAM`]); `scope` in both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TargetKeys {
+    pub ids: &'static str,
+    pub names: &'static str,
+    pub scope: &'static str,
+}
+
+impl TargetKeys {
+    /// `debrief_runTool` and `debrief_listTools`.
+    pub const AGENT: Self = Self {
+        ids: "featureIds",
+        names: "featureNames",
+        scope: "scope",
+    };
+    /// A CodeAct program's plot functions (Python keyword arguments).
+    pub const PROGRAM: Self = Self {
+        ids: "feature_ids",
+        names: "feature_names",
+        scope: "scope",
+    };
+
+    /// The three keys, to take them out of the parameters a tool gets.
+    pub fn all(self) -> [&'static str; 3] {
+        [self.ids, self.names, self.scope]
+    }
+}
+
+impl TargetRequest {
+    /// The targets a call's arguments name under `keys` — the one reading every surface uses.
+    /// Entries that are not strings, and a scope other than `all` / `selection`, count as not
+    /// given (the tool's schema has already refused them where it declares them).
+    pub fn from_arguments(args: &Map<String, Value>, keys: TargetKeys) -> Self {
+        Self {
+            feature_ids: strings(args, keys.ids),
+            feature_names: strings(args, keys.names),
+            scope: match args.get(keys.scope).and_then(Value::as_str) {
+                Some("all") => Some(Scope::All),
+                Some("selection") => Some(Scope::Selection),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// The strings of the array `args[key]` (none when absent or not an array).
+pub fn strings(args: &Map<String, Value>, key: &str) -> Vec<String> {
+    args.get(key)
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Why a call's targets could not be resolved. The text is worded for the reader the call was
+/// resolved for ([`Audience`]) and names the candidates; the variant says what went wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TargetError {
+    /// Names or ids that match no feature, or a name that matches several (`problems`, one per
+    /// name or id).
+    #[error("{message}")]
+    Unresolved {
+        problems: Vec<String>,
+        message: String,
+    },
+    /// An edit with nothing named, nothing selected and no `scope: "all"`: toolgate does not
+    /// guess what to change.
+    #[error("{message}")]
+    NothingNamed { message: String },
+    /// `scope: "selection"` with nothing selected.
+    #[error("{message}")]
+    EmptySelection { message: String },
+    /// `scope: "all"` on a plot without features.
+    #[error("{}", EMPTY_PLOT)]
+    EmptyPlot,
 }
 
 /// The resolved targets and how a person should read them.
@@ -53,17 +138,29 @@ pub enum Intent {
 
 /// Resolve the targets of a call. Any problem fails the whole request, naming candidates in
 /// the words an agent acts on.
-pub fn resolve(plot: &OpenPlot, req: &TargetRequest, intent: Intent) -> Result<Targets, String> {
+///
+/// # Errors
+///
+/// [`TargetError`] when the request names nothing that resolves, or nothing when it must.
+pub fn resolve(
+    plot: &OpenPlot,
+    req: &TargetRequest,
+    intent: Intent,
+) -> Result<Targets, TargetError> {
     resolve_for(plot, req, intent, Audience::Agent)
 }
 
 /// [`resolve`], its refusals worded for `audience`.
+///
+/// # Errors
+///
+/// As [`resolve`].
 pub fn resolve_for(
     plot: &OpenPlot,
     req: &TargetRequest,
     intent: Intent,
     audience: Audience,
-) -> Result<Targets, String> {
+) -> Result<Targets, TargetError> {
     let features = plot.doc.features();
     if !req.feature_ids.is_empty() || !req.feature_names.is_empty() {
         let mut ids: Vec<String> = Vec::new();
@@ -122,21 +219,22 @@ pub fn resolve_for(
             }
         }
         if !problems.is_empty() {
-            let problems = problems.join("; ");
-            return Err(match audience {
+            let joined = problems.join("; ");
+            let message = match audience {
                 Audience::Agent => format!(
-                    "Could not resolve the target features: {problems}. Features in this plot: {}. Select them, or pass exact names/ids from debrief_summarizeCurrentPlot.",
+                    "Could not resolve the target features: {joined}. Features in this plot: {}. Select them, or pass exact names/ids from debrief_summarizeCurrentPlot.",
                     candidates(plot)
                 ),
                 Audience::Cli => format!(
-                    "Could not find the features to run on: {problems}. Features in this plot: {}. Name them with --feature NAME or --feature-id ID (`toolgate plot summary` lists them).",
+                    "Could not find the features to run on: {joined}. Features in this plot: {}. Name them with --feature NAME or --feature-id ID (`toolgate plot summary` lists them).",
                     candidates_for_a_person(plot)
                 ),
                 Audience::Page => format!(
-                    "Could not find the features to run on: {problems}. Features in this plot: {}. Select them on the map, or choose Pick features and pick them in the list.",
+                    "Could not find the features to run on: {joined}. Features in this plot: {}. Select them on the map, or choose Pick features and pick them in the list.",
                     candidates_for_a_person(plot)
                 ),
-            });
+            };
+            return Err(TargetError::Unresolved { problems, message });
         }
         let description = describe(plot, &ids);
         return Ok(Targets { ids, description });
@@ -147,7 +245,7 @@ pub fn resolve_for(
         (None, false, _) => Scope::Selection,
         (None, true, Intent::Analyse) => Scope::All,
         (None, true, Intent::Mutate) => {
-            return Err(match audience {
+            let message = match audience {
                 Audience::Agent => format!(
                     "{NOTHING_SELECTED} Features in this plot: {}.",
                     candidates(plot)
@@ -164,13 +262,14 @@ pub fn resolve_for(
                      tool accepts. Features in this plot: {}.",
                     candidates_for_a_person(plot)
                 ),
-            });
+            };
+            return Err(TargetError::NothingNamed { message });
         }
     };
     match scope {
         Scope::Selection => {
             if selected.is_empty() {
-                return Err(match audience {
+                let message = match audience {
                     Audience::Agent => NOTHING_SELECTED.to_owned(),
                     Audience::Cli => "--scope selection is empty: nothing can be selected on \
                                       the command line. Name the features with --feature NAME, \
@@ -180,7 +279,8 @@ pub fn resolve_for(
                                        one (Pick features), or choose Every feature the tool \
                                        accepts."
                         .to_owned(),
-                });
+                };
+                return Err(TargetError::EmptySelection { message });
             }
             let description = describe(plot, &selected);
             Ok(Targets {
@@ -190,7 +290,7 @@ pub fn resolve_for(
         }
         Scope::All => {
             if features.is_empty() {
-                return Err(EMPTY_PLOT.to_owned());
+                return Err(TargetError::EmptyPlot);
             }
             Ok(Targets {
                 ids: features.iter().map(model::feature_id).collect(),

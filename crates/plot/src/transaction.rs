@@ -20,7 +20,7 @@ use toolgate_core::{
 
 use crate::model;
 use crate::session::{OpenPlot, Session, SessionError};
-use crate::targeting::{self, Scope, TargetRequest};
+use crate::targeting::{self, TargetKeys, TargetRequest};
 use crate::tools;
 use crate::tools::units::Units;
 
@@ -197,9 +197,11 @@ impl PlotTransaction {
 
     /// Apply one tool's change set to the scratch copy (the sandbox host's applier).
     pub fn apply_to_scratch(&self, cs: &ChangeSet) -> Result<(), toolgate_core::Failure> {
-        lock(&self.scratch).doc.apply(cs).map(|_| ()).map_err(|e| {
-            toolgate_core::Failure::new(toolgate_core::FailureKind::Apply, e.to_string())
-        })
+        lock(&self.scratch)
+            .doc
+            .apply(cs)
+            .map(|_| ())
+            .map_err(SessionError::into_apply_failure)
     }
 
     /// The net change of the program: every feature whose final state differs from the start.
@@ -385,14 +387,7 @@ impl Commit {
                     lock(session)
                         .apply(&self.plot_id, cs, self.base_version)
                         .map(|_| ())
-                        .map_err(|e| {
-                            let kind = if matches!(e, SessionError::VersionMismatch { .. }) {
-                                FailureKind::Conflict
-                            } else {
-                                FailureKind::Apply
-                            };
-                            Failure::new(kind, e.to_string())
-                        })
+                        .map_err(SessionError::into_apply_failure)
                 },
             )
             .await;
@@ -494,8 +489,6 @@ pub struct ScratchTools {
     tx: Arc<PlotTransaction>,
 }
 
-const TARGET_KEYS: [&str; 3] = ["feature_names", "feature_ids", "scope"];
-
 #[async_trait]
 impl Provider for ScratchTools {
     fn name(&self) -> &str {
@@ -521,27 +514,7 @@ impl Provider for ScratchTools {
     }
 
     async fn call(&self, call: &ToolCall) -> Result<ToolOutcome, CallError> {
-        let strings = |k: &str| -> Vec<String> {
-            call.params
-                .get(k)
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_owned)
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        let req = TargetRequest {
-            feature_ids: strings("feature_ids"),
-            feature_names: strings("feature_names"),
-            scope: match call.params.get("scope").and_then(Value::as_str) {
-                Some("all") => Some(Scope::All),
-                Some("selection") => Some(Scope::Selection),
-                _ => None,
-            },
-        };
+        let req = TargetRequest::from_arguments(&call.params, TargetKeys::PROGRAM);
         let subject = {
             let scratch = lock(&self.tx.scratch);
             // Analytical tools default to every feature; edits need named targets, a selection
@@ -551,7 +524,8 @@ impl Provider for ScratchTools {
             } else {
                 targeting::Intent::Analyse
             };
-            let targets = targeting::resolve(&scratch, &req, intent).map_err(CallError::invalid)?;
+            let targets = targeting::resolve(&scratch, &req, intent)
+                .map_err(|e| CallError::invalid(e.to_string()))?;
             targets
                 .ids
                 .iter()
@@ -559,7 +533,7 @@ impl Provider for ScratchTools {
                 .collect::<Vec<_>>()
         };
         let mut params = call.params.clone();
-        for k in TARGET_KEYS {
+        for k in TargetKeys::PROGRAM.all() {
             params.remove(k);
         }
         if let Some(spec) = tools::spec(&call.tool_id) {

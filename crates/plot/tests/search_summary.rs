@@ -84,7 +84,16 @@ fn criteria_are_and_combined_and_description_is_searched() {
         },
     )
     .unwrap_err();
-    assert!(e.contains("\"startTime\" must be an ISO-8601 date"), "{e}");
+    assert!(
+        matches!(&e, toolgate_plot::search::QueryError::BadTime { field, value }
+            if field == "startTime" && value == "March"),
+        "{e:?}"
+    );
+    assert!(
+        e.to_string()
+            .contains("\"startTime\" must be an ISO-8601 date"),
+        "{e}"
+    );
 }
 
 #[test]

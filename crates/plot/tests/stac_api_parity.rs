@@ -270,7 +270,7 @@ async fn searches_open_and_saves_match_the_folder_store() {
                 assert_eq!(l, r, "query {q}");
                 matched += usize::from(l.total > 0);
             }
-            (Err(l), Err(r)) => assert_eq!(l, &r.to_string(), "query {q}"),
+            (Err(l), Err(r)) => assert_eq!(l.to_string(), r.to_string(), "query {q}"),
             _ => panic!("query {q}: folder {local:?} vs API {remote:?}"),
         }
         if q.as_object().unwrap().is_empty() {

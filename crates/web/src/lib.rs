@@ -839,7 +839,10 @@ async fn catalog_search(
         .map_err(|e| ApiError::bad_request(format!("internal: the search stopped ({e})")))?
     };
     let result = searched.map_err(|e| match e {
-        toolgate_plot::stac_api::SearchError::Invalid(m) => ApiError::bad_request(m),
+        e @ (toolgate_plot::stac_api::SearchError::Invalid(_)
+        | toolgate_plot::stac_api::SearchError::Stopped { .. }) => {
+            ApiError::bad_request(e.to_string())
+        }
         api => ApiError::new(
             StatusCode::BAD_GATEWAY,
             "catalogue_unavailable",
@@ -1399,15 +1402,10 @@ impl Shape for ImportBody {
     const SHAPE: &'static str = r#"{"files": [{"name": "ownship.rep", "contentBase64": "..."}, {"name": "contacts.rep", "contentBase64": "..."}], "plot": "Exercise Bravo", "replace": false} or, to add the files to a plot, {"files": [...], "into": "stac://…/item.json"}"#;
 }
 
-/// The import's messages name the CLI's flags; the page has a field and a checkbox instead.
-fn for_the_page(message: &str) -> String {
-    message
-        .replace(
-            "Pass --replace to replace it",
-            "Tick \"Replace an existing plot\" to replace it",
-        )
-        .replace("with --plot NAME", "in \"Plot name\"")
-        .replace("pass --plot NAME", "fill in \"Plot name\"")
+/// An import's message as the page words it (its "Plot name" field and "Replace" checkbox,
+/// not the command line's flags).
+fn for_the_page(e: &toolgate_plot::import::ImportError) -> String {
+    e.message_for(toolgate_plot::targeting::Audience::Page)
 }
 
 /// The blocking half of an import panicked or was cancelled.
@@ -1473,7 +1471,7 @@ async fn import_rep(
         })
         .await
         .map_err(import_stopped)?
-        .map_err(|e| ApiError::bad_request(for_the_page(&e.to_string())))?
+        .map_err(|e| ApiError::bad_request(for_the_page(&e)))?
     };
     let mut store = {
         let session = st.session();
@@ -1508,10 +1506,8 @@ async fn import_rep(
         .map_err(import_stopped)?
     };
     let (written, _) = written.map_err(|e| match e {
-        toolgate_plot::import::ImportError::Exists { .. } => {
-            ApiError::conflict(for_the_page(&e.to_string()))
-        }
-        other => ApiError::bad_request(for_the_page(&other.to_string())),
+        toolgate_plot::import::ImportError::Exists { .. } => ApiError::conflict(for_the_page(&e)),
+        other => ApiError::bad_request(for_the_page(&other)),
     })?;
     st.session().refresh_stores();
     st.directory
@@ -1617,7 +1613,7 @@ async fn add_to_plot(
         tokio::task::spawn_blocking(move || store.add_to_plot(&plot_id, &sources))
             .await
             .map_err(import_stopped)?
-            .map_err(|e| ApiError::bad_request(for_the_page(&e.to_string())))?
+            .map_err(|e| ApiError::bad_request(for_the_page(&e)))?
     };
     {
         let mut session = st.session();

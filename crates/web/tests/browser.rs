@@ -48,7 +48,7 @@ async fn external_edit(State(debrief): State<Arc<Debrief>>, Json(body): Json<Val
         .await
     {
         Ok(reply) => reply.text,
-        Err(text) => text,
+        Err(refusal) => refusal.message,
     }
 }
 
