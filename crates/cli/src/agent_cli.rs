@@ -440,27 +440,23 @@ fn command(debrief: &Debrief, cmd: &str) -> String {
     let active = session.active_id().map(str::to_owned);
     let need = |a: &Option<String>| {
         a.clone()
-            .ok_or_else(|| "No plot is open; ask the assistant to find and open one.".to_owned())
+            .context("No plot is open; ask the assistant to find and open one.")
     };
-    let r: Result<String, String> = match cmd {
+    let r: anyhow::Result<String> = match cmd {
         "/plots" => Ok(plots_listing(&session)),
         "/undo" => need(&active).and_then(|id| {
-            session
-                .undo(&id)
-                .map(|label| format!("Undid \"{label}\" on {id}."))
-                .map_err(|e| e.to_string())
+            let label = session.undo(&id)?;
+            Ok(format!("Undid \"{label}\" on {id}."))
         }),
         "/save" => need(&active).and_then(|id| {
-            session
-                .save(&id)
-                .map(|()| format!("Saved {id} to disk."))
-                .map_err(|e| e.to_string())
+            session.save(&id)?;
+            Ok(format!("Saved {id} to disk."))
         }),
         "/revert" => need(&active).and_then(|id| {
-            session
-                .revert(&id)
-                .map(|()| format!("Reverted {id} to the saved file; unsaved changes are gone."))
-                .map_err(|e| e.to_string())
+            session.revert(&id)?;
+            Ok(format!(
+                "Reverted {id} to the saved file; unsaved changes are gone."
+            ))
         }),
         _ => Ok(
             "Commands: /plots, /undo, /save, /revert, /quit. Anything else goes to the assistant."

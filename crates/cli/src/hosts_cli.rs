@@ -10,7 +10,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::Value;
 use toolgate_hosts::hook::{self, HookConfig, Mode};
@@ -304,19 +304,19 @@ fn same_file(a: &Path, b: &Path) -> bool {
 }
 
 /// `toolgate --version` of `bin`: the version number, or why it could not be read.
-fn binary_version(bin: &Path) -> Result<String, String> {
+fn binary_version(bin: &Path) -> Result<String> {
     let o = Command::new(bin)
         .arg("--version")
         .output()
-        .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
+        .map_err(|e| anyhow!("cannot run {}: {e}", bin.display()))?;
     let text = String::from_utf8_lossy(&o.stdout);
     match text.trim().strip_prefix("toolgate ") {
         Some(v) if o.status.success() => Ok(v.trim().to_owned()),
-        _ => Err(format!(
+        _ => bail!(
             "{} --version printed {:?}, not `toolgate <version>`",
             bin.display(),
             text.trim()
-        )),
+        ),
     }
 }
 
@@ -377,7 +377,7 @@ fn check_installs(loc: &Locations, report: &mut Report) -> Vec<Host> {
                     },
                 ),
                 Some(bin) => match binary_version(&bin) {
-                    Err(why) => Check::new(name, Level::Problem, why),
+                    Err(why) => Check::new(name, Level::Problem, why.to_string()),
                     Ok(v) if v != receipt.toolgate_version => Check::new(
                         name,
                         Level::Problem,
@@ -691,24 +691,25 @@ fn shown(program: &str, args: &[String]) -> String {
         .join(" ")
 }
 
-/// Run a host CLI and parse its JSON output; `None` when it failed (with the reason).
-fn host_json(cli: &Path, args: &[&str]) -> Result<Value, String> {
+/// Run a host CLI and parse its JSON output; `Err` when it failed (with the reason, one line
+/// for the report).
+fn host_json(cli: &Path, args: &[&str]) -> Result<Value> {
     let o = Command::new(cli)
         .args(args)
         .stdin(std::process::Stdio::null())
         .output()
-        .map_err(|e| format!("cannot run {}: {e}", cli.display()))?;
+        .map_err(|e| anyhow!("cannot run {}: {e}", cli.display()))?;
     if !o.status.success() {
-        return Err(format!(
+        bail!(
             "`{} {}` failed ({}): {}",
             cli.display(),
             args.join(" "),
             o.status,
             String::from_utf8_lossy(&o.stderr).trim()
-        ));
+        );
     }
     serde_json::from_slice(&o.stdout).map_err(|e| {
-        format!(
+        anyhow!(
             "`{} {}` printed no JSON ({e})",
             cli.display(),
             args.join(" ")
@@ -783,7 +784,7 @@ fn unregister(host: Host, global: bool, loc: &Locations) {
                         }
                     }
                 }
-                Err(e) => problems.push(e),
+                Err(e) => problems.push(e.to_string()),
             }
             if own_marketplace {
                 match host_json(&cli, &["plugin", "marketplace", "list", "--json"]) {
@@ -800,7 +801,7 @@ fn unregister(host: Host, global: bool, loc: &Locations) {
                             ]);
                         }
                     }
-                    Err(e) => problems.push(e),
+                    Err(e) => problems.push(e.to_string()),
                 }
             }
         }
@@ -819,7 +820,7 @@ fn unregister(host: Host, global: bool, loc: &Locations) {
                         ]);
                     }
                 }
-                Err(e) => problems.push(e),
+                Err(e) => problems.push(e.to_string()),
             }
             if own_marketplace {
                 match host_json(&cli, &["plugin", "marketplace", "list", "--json"]) {
@@ -840,7 +841,7 @@ fn unregister(host: Host, global: bool, loc: &Locations) {
                             ]);
                         }
                     }
-                    Err(e) => problems.push(e),
+                    Err(e) => problems.push(e.to_string()),
                 }
             }
         }
