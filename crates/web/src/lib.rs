@@ -1701,7 +1701,7 @@ mod tests {
     fn the_open_plot_is_preloaded_at_the_url_the_page_fetches() {
         let boot = json!({"state": {"activePlot": "stac://demo/a b/it'em.json"}});
         let html = page_with_boot(&boot);
-        // encodeURIComponent("stac://demo/a b/it'em.json"), as app.js's loadPlot writes it
+        // encodeURIComponent("stac://demo/a b/it'em.json"), as plot.js's loadPlot writes it
         assert!(html.contains(
             "<link rel=\"preload\" as=\"fetch\" crossorigin=\"anonymous\" href=\"/api/plot?view=map&amp;plotId=stac%3A%2F%2Fdemo%2Fa%20b%2Fit'em.json\">"
         ), "{html}");
