@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolgate_core::flow::{Answer, Confirmer};
 use toolgate_core::{Preview, Refusal, RefusalKind, Reply, TokenCounter};
-use toolgate_plot::agent::{Debrief, Settings, agent_tool_specs};
+use toolgate_plot::debrief::{Debrief, Settings, agent_tool_specs};
 
 use crate::call_parse;
 use crate::client::{ChatRequest, Message, ModelClient, Role, ToolCallRequest, ToolDef, Usage};
@@ -618,9 +618,9 @@ impl AgentLoop {
                     if !small.levers.arguments {
                         return v;
                     }
-                    let repaired = if call.name == toolgate_plot::agent::SEARCH {
+                    let repaired = if call.name == toolgate_plot::debrief::SEARCH {
                         small::repair_search(&v, utterance)
-                    } else if call.name == toolgate_plot::agent::RUN_TOOL {
+                    } else if call.name == toolgate_plot::debrief::RUN_TOOL {
                         self.repair_run(&v, utterance)
                     } else {
                         return v;
@@ -638,7 +638,7 @@ impl AgentLoop {
                 let target_question = match &parsed {
                     Ok(v)
                         if small.levers.arguments
-                            && call.name == toolgate_plot::agent::RUN_TOOL =>
+                            && call.name == toolgate_plot::debrief::RUN_TOOL =>
                     {
                         self.target_question(v, utterance)
                     }
@@ -752,7 +752,7 @@ impl AgentLoop {
                 let mut shown =
                     self.small_after_call(&mut small, call, &input, status, outcome, &result);
                 if small.levers.planning
-                    && call.name == toolgate_plot::agent::LIST_TOOLS
+                    && call.name == toolgate_plot::debrief::LIST_TOOLS
                     && status == CallStatus::Dispatched
                 {
                     // The model is offered only the few tools the request is about; their
@@ -909,7 +909,7 @@ impl AgentLoop {
         let session = self.debrief.session();
         let (names, span) = session.active().map_or((Vec::new(), None), |p| {
             let features = p.doc.features();
-            let mut names = toolgate_plot::agent::feature_names(features);
+            let mut names = toolgate_plot::debrief::feature_names(features);
             let mut span: Option<(DateTime<Utc>, DateTime<Utc>)> = None;
             for f in features {
                 let props = &f["properties"];
@@ -973,7 +973,7 @@ impl AgentLoop {
                 |_| Vec::new(),
                 |p| {
                     let features = p.doc.features();
-                    let mut n = toolgate_plot::agent::feature_names(features);
+                    let mut n = toolgate_plot::debrief::feature_names(features);
                     n.extend(features.iter().filter_map(|f| {
                         f.pointer("/properties/platform_id")
                             .and_then(Value::as_str)
@@ -1010,7 +1010,7 @@ impl AgentLoop {
         calls: &[CallRecord],
         versions: &[(String, u64)],
     ) -> Option<crate::ChatResponse> {
-        use toolgate_plot::agent::{LIST_TOOLS, RUN_TOOL, SUMMARIZE};
+        use toolgate_plot::debrief::{LIST_TOOLS, RUN_TOOL, SUMMARIZE};
         let turn = turn?;
         let stage = run.state?;
         let call = |name: &str, arguments: Value| crate::ChatResponse {
@@ -1064,22 +1064,22 @@ impl AgentLoop {
         // Asked to open a plot and the search found several: the analyst's own words that the
         // catalogue knows may single one out ("the prosecution day of Alpha").
         if stage == Stage::Searched
-            && !run.planned.contains(&toolgate_plot::agent::SEARCH)
+            && !run.planned.contains(&toolgate_plot::debrief::SEARCH)
             && let Some(last) = calls.last()
-            && last.tool == toolgate_plot::agent::SEARCH
+            && last.tool == toolgate_plot::debrief::SEARCH
             && last.status == CallStatus::Dispatched
             && last.input.get("open").and_then(Value::as_bool) == Some(true)
             && let Some(input) = self.refine_search(&last.input, utterance)
         {
-            run.planned.push(toolgate_plot::agent::SEARCH);
-            return Some(call(toolgate_plot::agent::SEARCH, input));
+            run.planned.push(toolgate_plot::debrief::SEARCH);
+            return Some(call(toolgate_plot::debrief::SEARCH, input));
         }
         // A search that opened a plot: say which.
         if run.intent == Some(small::Intent::FindPlots)
             && turn.reply
             && run.levers.grounding
             && let Some(last) = calls.last()
-            && last.tool == toolgate_plot::agent::SEARCH
+            && last.tool == toolgate_plot::debrief::SEARCH
             && last.status == CallStatus::Dispatched
             && last.result.contains("\"opened\"")
         {
@@ -1089,13 +1089,13 @@ impl AgentLoop {
         // answer; a second search with the model's same words finds the same.
         let searched = stage == Stage::Searched
             && calls.last().is_some_and(|c| {
-                c.tool == toolgate_plot::agent::SEARCH && c.status == CallStatus::Dispatched
+                c.tool == toolgate_plot::debrief::SEARCH && c.status == CallStatus::Dispatched
             });
         // Asked about, or to change, a plot while none is open: the session's own answer ("No
         // plot is open … search first") is the reply.
         let no_plot = stage == Stage::NoPlot
             && calls.last().is_some_and(|c| {
-                c.tool != toolgate_plot::agent::SEARCH
+                c.tool != toolgate_plot::debrief::SEARCH
                     && c.status == CallStatus::Dispatched
                     && c.outcome != toolgate_core::Status::Ok
             });
@@ -1251,7 +1251,7 @@ impl AgentLoop {
         let active_day = values::day_number(&active_title);
         let said = words(&crate::rank::without_names(
             utterance,
-            &toolgate_plot::agent::feature_names(active.doc.features()),
+            &toolgate_plot::debrief::feature_names(active.doc.features()),
         ));
         let said_day = values::day_number(utterance);
         let found = toolgate_plot::search::search(
@@ -1370,7 +1370,7 @@ impl AgentLoop {
             .active()
             .map(|p| {
                 (
-                    toolgate_plot::agent::feature_names(p.doc.features()),
+                    toolgate_plot::debrief::feature_names(p.doc.features()),
                     !p.selected_ids().is_empty(),
                 )
             })
@@ -1485,7 +1485,7 @@ impl AgentLoop {
                     (!question || !s.effect().is_mutating())
                         && kinds
                             .as_ref()
-                            .is_none_or(|k| toolgate_plot::agent::applies_to(s, k))
+                            .is_none_or(|k| toolgate_plot::debrief::applies_to(s, k))
                 })
             };
             let top: Vec<String> = if fitting.is_empty() {
@@ -1715,11 +1715,11 @@ impl AgentLoop {
                     // A failed run is remembered too: the identical call again would fail
                     // again (small models retry it until the turn limit).
                     if small::cacheable(&call.name)
-                        || (!ok && call.name == toolgate_plot::agent::RUN_TOOL)
+                        || (!ok && call.name == toolgate_plot::debrief::RUN_TOOL)
                     {
                         run.answered.push((call.name.clone(), input.clone()));
                     }
-                    if call.name == toolgate_plot::agent::RUN_TOOL {
+                    if call.name == toolgate_plot::debrief::RUN_TOOL {
                         run.run_tried = true;
                         if run.levers.planning
                             && outcome == toolgate_core::Status::Failed
@@ -1728,7 +1728,7 @@ impl AgentLoop {
                             run.failed.push(id.to_owned());
                         }
                     }
-                    if ok && call.name == toolgate_plot::agent::RUN_TOOL {
+                    if ok && call.name == toolgate_plot::debrief::RUN_TOOL {
                         // An edit may change what a summary or listing says.
                         run.answered.clear();
                     }

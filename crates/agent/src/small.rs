@@ -11,7 +11,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolgate_core::TokenCounter;
-use toolgate_plot::agent::{LIST_TOOLS, RUN_TOOL, SEARCH, SUMMARIZE};
+use toolgate_plot::debrief::{LIST_TOOLS, RUN_TOOL, SEARCH, SUMMARIZE};
 
 use crate::client::{Message, Role};
 use crate::constrain::MONTHS;

@@ -15,7 +15,7 @@ use toolgate_agent::{
     Provider, Stop, TextProtocol,
 };
 use toolgate_core::flow::{Answer, Fixed};
-use toolgate_plot::agent::{LIST_TOOLS, RUN_TOOL, SUMMARIZE};
+use toolgate_plot::debrief::{LIST_TOOLS, RUN_TOOL, SUMMARIZE};
 use toolgate_test_support::{MockModel, Reply};
 
 use common::{PLOT, Scripted, harness, hash_tree};

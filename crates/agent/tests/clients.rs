@@ -12,7 +12,7 @@ use toolgate_agent::{
 use toolgate_test_support::{MockModel, Reply};
 
 fn tools() -> Vec<ToolDef> {
-    toolgate_plot::agent::agent_tool_specs()
+    toolgate_plot::debrief::agent_tool_specs()
         .iter()
         .map(ToolDef::from_spec)
         .collect()

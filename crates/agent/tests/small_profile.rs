@@ -17,7 +17,7 @@ use toolgate_agent::{
     Profile, Provider, Stop,
 };
 use toolgate_core::flow::{Answer, Fixed};
-use toolgate_plot::agent::{LIST_TOOLS, RUN_TOOL, SEARCH, SUMMARIZE, agent_tool_specs};
+use toolgate_plot::debrief::{LIST_TOOLS, RUN_TOOL, SEARCH, SUMMARIZE, agent_tool_specs};
 use toolgate_test_support::{MockModel, Recorded, Reply};
 
 use common::{PLOT, harness};

@@ -153,18 +153,18 @@ fn bench(c: &mut Criterion) {
             .register(Arc::new(toolgate_plot::tools::NativeTools))
             .await
             .unwrap();
-        toolgate_plot::agent::Debrief::new(
+        toolgate_plot::debrief::Debrief::new(
             Arc::new(Mutex::new(toolgate_plot::session::Session::new(vec![
                 store,
             ]))),
             Arc::new(registry),
             Arc::new(toolgate_core::telemetry::NullSink),
-            toolgate_plot::agent::Settings::default(),
+            toolgate_plot::debrief::Settings::default(),
         )
     });
     let never = toolgate_core::flow::Fixed(toolgate_core::Answer::Decline);
     rt.block_on(debrief.call(
-        toolgate_plot::agent::SEARCH,
+        toolgate_plot::debrief::SEARCH,
         &json!({"text": "Alpha — Day 1", "open": true}),
         &never,
     ))

@@ -17,7 +17,7 @@ use toolgate_core::flow::{Answer, Confirmer};
 use toolgate_core::telemetry::JsonlSink;
 use toolgate_eval::probe::{self, Metric, ProbeOptions};
 use toolgate_eval::{arms, replay, scenario, tokens};
-use toolgate_plot::agent::Debrief;
+use toolgate_plot::debrief::Debrief;
 use toolgate_plot::session::Session;
 
 use crate::debrief_cli::{StoreArgs, debrief_registry};

@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use toolgate_core::flow::{Answer, Confirmer};
 use toolgate_core::telemetry::{JsonlSink, TelemetrySink};
 use toolgate_core::{Preview, Registry};
-use toolgate_plot::agent::{self, Debrief, Settings};
+use toolgate_plot::debrief::{self, Debrief, Settings};
 use toolgate_plot::session::Session;
 use toolgate_plot::stac_api::{self, ApiStore};
 use toolgate_plot::store::StacStore;
@@ -1426,7 +1426,7 @@ pub async fn plot(command: PlotCommand) -> Result<i32> {
             }
             let confirmer = TerminalConfirmer::new(yes);
             let reply = d
-                .run_tool_as(&input, &confirmer, agent::Audience::Cli)
+                .run_tool_as(&input, &confirmer, debrief::Audience::Cli)
                 .await;
             let (dirty, label) = {
                 let session = d.session();
@@ -1550,7 +1550,7 @@ fn human_summary(reply: &str) -> String {
 fn human_run(
     reply: &toolgate_core::outcome::Reply,
     title: &str,
-    dataset: Option<&agent::Dataset>,
+    dataset: Option<&debrief::Dataset>,
     asked: bool,
     units: Units,
 ) -> String {
@@ -1629,29 +1629,29 @@ pub async fn demo(args: &DemoArgs) -> Result<i32> {
     let steps: Vec<(&str, &str, Value)> = vec![
         (
             "find the Exercise Alpha day-1 plot and open it",
-            agent::SEARCH,
+            debrief::SEARCH,
             json!({"text": "Day 1", "open": true}),
         ),
-        ("what's in this plot?", agent::SUMMARIZE, json!({})),
-        ("which tools can I run?", agent::LIST_TOOLS, json!({})),
+        ("what's in this plot?", debrief::SUMMARIZE, json!({})),
+        ("which tools can I run?", debrief::LIST_TOOLS, json!({})),
         (
             "colour the submarine track red",
-            agent::RUN_TOOL,
+            debrief::RUN_TOOL,
             json!({"toolId": "set-track-color", "params": {"color": "red"}, "featureNames": ["Contact"], "utterance": "colour the submarine track red"}),
         ),
         (
             "how far did HMS Nelson go?",
-            agent::RUN_TOOL,
+            debrief::RUN_TOOL,
             json!({"toolId": "track-stats", "featureNames": ["HMS Nelson"]}),
         ),
         (
             "make it pretty (an invented tool)",
-            agent::RUN_TOOL,
+            debrief::RUN_TOOL,
             json!({"toolId": "make-it-pretty", "params": {}}),
         ),
         (
             "colour the track red (ambiguous)",
-            agent::RUN_TOOL,
+            debrief::RUN_TOOL,
             json!({"toolId": "set-track-color", "params": {"color": "red"}, "featureNames": ["HMS"]}),
         ),
     ];

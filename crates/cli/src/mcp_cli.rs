@@ -11,7 +11,7 @@ use toolgate_core::Registry;
 use toolgate_core::telemetry::{JsonlSink, TelemetrySink};
 use toolgate_mcp::upstream::{self, Upstream};
 use toolgate_mcp::{CodeRunner, DirectTools, McpShared, Surface};
-use toolgate_plot::agent::{Debrief, Settings};
+use toolgate_plot::debrief::{Debrief, Settings};
 use toolgate_plot::session::Session;
 use toolgate_plot::store::StacStore;
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::json;
 use toolgate_core::Registry;
 use toolgate_core::telemetry::MemorySink;
-use toolgate_plot::agent::{Debrief, Settings};
+use toolgate_plot::debrief::{Debrief, Settings};
 use toolgate_plot::calc_stdio::StdioToolServer;
 use toolgate_plot::session::Session;
 use toolgate_plot::store::StacStore;

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 use toolgate_core::flow::{Answer, Scripted};
-use toolgate_plot::agent::Settings;
+use toolgate_plot::debrief::Settings;
 
 use crate::EvalError;
 use crate::fixture::Fixture;

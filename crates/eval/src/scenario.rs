@@ -33,7 +33,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use toml::Spanned;
 use toolgate_core::flow::Answer;
-use toolgate_plot::agent::{LIST_TOOLS, RUN_TOOL, SEARCH, SUMMARIZE};
+use toolgate_plot::debrief::{LIST_TOOLS, RUN_TOOL, SEARCH, SUMMARIZE};
 
 /// The four tools a scenario may name.
 pub const TOOLS: [&str; 4] = [SEARCH, SUMMARIZE, LIST_TOOLS, RUN_TOOL];

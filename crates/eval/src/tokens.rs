@@ -6,7 +6,7 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 use toolgate_core::TokenCounter;
-use toolgate_plot::agent::agent_tool_specs;
+use toolgate_plot::debrief::agent_tool_specs;
 use toolgate_plot::demo;
 use toolgate_plot::session::Session;
 use toolgate_plot::store::StacStore;
@@ -131,9 +131,9 @@ pub fn report() -> Result<TokenReport, EvalError> {
             .map(toolgate_core::ToolListing::of)
             .collect();
         let full = counter.count(&serde_json::to_string(&listing).unwrap_or_default());
-        let sent = counter.count(&toolgate_plot::agent::fit_listing(
+        let sent = counter.count(&toolgate_plot::debrief::fit_listing(
             &listing,
-            toolgate_plot::agent::LIST_TOKEN_BUDGET,
+            toolgate_plot::debrief::LIST_TOKEN_BUDGET,
             &counter,
         ));
         [
@@ -144,7 +144,7 @@ pub fn report() -> Result<TokenReport, EvalError> {
             ToolCost {
                 name: format!(
                     "{label}, as sent (budget {})",
-                    toolgate_plot::agent::LIST_TOKEN_BUDGET
+                    toolgate_plot::debrief::LIST_TOKEN_BUDGET
                 ),
                 tokens: sent,
             },
@@ -178,7 +178,7 @@ pub fn report() -> Result<TokenReport, EvalError> {
             .unwrap_or_default();
         let applicable: Vec<&toolgate_core::ToolSpec> = native
             .iter()
-            .filter(|s| toolgate_plot::agent::applies_to(s, &kinds))
+            .filter(|s| toolgate_plot::debrief::applies_to(s, &kinds))
             .collect();
         list_tools.extend(listing_costs(
             format!("{label}: the {} tools that apply", applicable.len()),

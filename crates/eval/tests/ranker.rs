@@ -11,7 +11,7 @@
 use toolgate_agent::rank::ToolRanker;
 use toolgate_eval::fixture::Fixture;
 use toolgate_eval::panel::{self, Split};
-use toolgate_plot::agent::Settings;
+use toolgate_plot::debrief::Settings;
 
 /// recall@k for k in KS, per split, with the wordings whose tool is not ranked first.
 const KS: [usize; 4] = [1, 3, 5, 8];

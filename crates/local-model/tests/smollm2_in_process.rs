@@ -25,7 +25,7 @@ use toolgate_core::Registry;
 use toolgate_core::flow::{Answer, Fixed};
 use toolgate_core::telemetry::MemorySink;
 use toolgate_local_model::{LocalModel, LocalModelConfig};
-use toolgate_plot::agent::Debrief;
+use toolgate_plot::debrief::Debrief;
 use toolgate_plot::session::Session;
 use toolgate_plot::tools::NativeTools;
 

@@ -34,7 +34,7 @@ use toolgate_core::{
     Status,
 };
 use toolgate_plot::activity::{SessionDirectory, acting_as};
-use toolgate_plot::agent::{self, Debrief};
+use toolgate_plot::debrief::{self, Debrief};
 use toolgate_plot::session::Session;
 use toolgate_plot::transaction::{Commit, CommitGate, Committed, PlotTransaction, attach_report};
 
@@ -1421,7 +1421,7 @@ impl rmcp::ServerHandler for ToolgateServer {
             }
         } else {
             let debrief = self.session_for(&context);
-            if name == agent::RUN_TOOL {
+            if name == debrief::RUN_TOOL {
                 // The activity log names the client for whatever this call applies.
                 let who = Self::identity(&context);
                 acting_as(

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 use toolgate_core::{Effect, ToolSpec};
-use toolgate_plot::agent::{self, agent_tool_specs};
+use toolgate_plot::debrief::{self, agent_tool_specs};
 
 /// The CodeAct tool's name.
 pub const RUN_CODE: &str = "run_code";
@@ -116,7 +116,7 @@ pub fn surface_specs(surface: Surface, run_code_functions: &str) -> Vec<ToolSpec
 /// so the gate (policy + confirmation) is what protects the plot, not these flags.
 pub fn to_mcp_tool(spec: &ToolSpec) -> Tool {
     let mut schema = spec.input_schema.clone();
-    if spec.id == agent::RUN_TOOL
+    if spec.id == debrief::RUN_TOOL
         && let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut)
     {
         props.insert(
@@ -132,11 +132,11 @@ pub fn to_mcp_tool(spec: &ToolSpec) -> Tool {
     // so the advertised list stays small.
     let (read_only, destructive) = match spec.id.as_str() {
         // Searching can open a plot in the session (no document changes): not destructive.
-        agent::SEARCH => (false, false),
-        agent::SUMMARIZE | agent::LIST_TOOLS => (true, false),
+        debrief::SEARCH => (false, false),
+        debrief::SUMMARIZE | debrief::LIST_TOOLS => (true, false),
         // Runs tools that may modify the open plot (confirmed, unsaved, undoable) or, through
         // upstream servers, anything.
-        agent::RUN_TOOL | RUN_CODE => (false, true),
+        debrief::RUN_TOOL | RUN_CODE => (false, true),
         _ => {
             let read = spec.effect() == Effect::Read;
             (read, !read)
@@ -169,10 +169,10 @@ mod tests {
         assert_eq!(
             names(Surface::Debrief),
             [
-                agent::SEARCH,
-                agent::SUMMARIZE,
-                agent::LIST_TOOLS,
-                agent::RUN_TOOL
+                debrief::SEARCH,
+                debrief::SUMMARIZE,
+                debrief::LIST_TOOLS,
+                debrief::RUN_TOOL
             ]
         );
         assert_eq!(names(Surface::Codeact), [RUN_CODE]);
@@ -186,8 +186,8 @@ mod tests {
             let tool = to_mcp_tool(&spec);
             let a = tool.annotations.clone().unwrap();
             match spec.id.as_str() {
-                agent::SUMMARIZE | agent::LIST_TOOLS => assert_eq!(a.read_only_hint, Some(true)),
-                agent::RUN_TOOL | RUN_CODE => {
+                debrief::SUMMARIZE | debrief::LIST_TOOLS => assert_eq!(a.read_only_hint, Some(true)),
+                debrief::RUN_TOOL | RUN_CODE => {
                     assert_eq!(a.read_only_hint, Some(false));
                     assert_eq!(a.destructive_hint, Some(true));
                 }
@@ -233,7 +233,7 @@ mod tests {
     fn run_tool_advertises_the_confirm_token() {
         let spec = agent_tool_specs()
             .into_iter()
-            .find(|s| s.id == agent::RUN_TOOL)
+            .find(|s| s.id == debrief::RUN_TOOL)
             .unwrap();
         let tool = to_mcp_tool(&spec);
         assert!(tool.input_schema["properties"].get(CONFIRM_ARG).is_some());

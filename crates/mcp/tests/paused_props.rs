@@ -23,7 +23,7 @@ use toolgate_core::telemetry::NullSink;
 use toolgate_core::{Answer, CallDigest, Confirmer, Preview};
 use toolgate_mcp::confirm::ConfirmState;
 use toolgate_mcp::{CodeProgress, CodeRunner, McpShared, PausedCode, PendingLimits, Surface};
-use toolgate_plot::agent::Debrief;
+use toolgate_plot::debrief::Debrief;
 use toolgate_plot::transaction::PlotTransaction;
 
 /// Every answer a paused call was resumed with: (program id, call name, answer).

@@ -20,7 +20,7 @@ use serde_json::{Map, Value, json};
 use toolgate_core::telemetry::MemorySink;
 use toolgate_core::{Confirmer, Provider, Registry, ToolCall};
 use toolgate_mcp::{CodeRunner, McpShared, Surface};
-use toolgate_plot::agent::{Debrief, Settings};
+use toolgate_plot::debrief::{Debrief, Settings};
 use toolgate_plot::session::Session;
 use toolgate_plot::transaction::PlotTransaction;
 

@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 use toolgate_core::Registry;
 use toolgate_core::telemetry::{MemorySink, TelemetrySink};
 use toolgate_mcp::{McpShared, STATUS_META, Surface, ToolgateServer};
-use toolgate_plot::agent::{Debrief, Settings};
+use toolgate_plot::debrief::{Debrief, Settings};
 use toolgate_plot::session::Session;
 
 async fn registry() -> Arc<Registry> {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use toolgate_core::Registry;
 use toolgate_core::telemetry::NullSink;
-use toolgate_plot::agent::{Debrief, Settings};
+use toolgate_plot::debrief::{Debrief, Settings};
 use toolgate_plot::session::Session;
 use toolgate_plot::stac_api::ApiStore;
 

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use serde::Serialize;
 
-use crate::agent::Debrief;
+use crate::debrief::Debrief;
 
 /// Most entries the log keeps (older ones are dropped first).
 pub const MAX_ENTRIES: usize = 500;
@@ -283,7 +283,7 @@ mod tests {
             Arc::new(StdMutex::new(crate::session::Session::new(Vec::new()))),
             Arc::new(Registry::new()),
             Arc::new(NullSink),
-            crate::agent::Settings::default(),
+            crate::debrief::Settings::default(),
         ))
     }
 

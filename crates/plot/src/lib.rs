@@ -7,8 +7,8 @@
 //! `toolgate_plot::tools::…` and `crate::model::…` paths keep working.
 
 pub mod activity;
-pub mod agent;
 pub mod calc_stdio;
+pub mod debrief;
 pub mod demo;
 pub mod fsio;
 pub mod import;

@@ -936,7 +936,7 @@ impl Session {
 
     /// Open a plot (or focus it when already open) and make it active. This reads the file:
     /// async surfaces use [`Session::loader`] under the lock, [`PlotLoader::load`] off the runtime
-    /// without it, then [`Session::open_loaded`] (what [`crate::agent::Debrief::open_plot`] does).
+    /// without it, then [`Session::open_loaded`] (what [`crate::debrief::Debrief::open_plot`] does).
     pub fn open(&mut self, plot_id: &str) -> Result<&OpenPlot, SessionError> {
         if !self.focus_if_open(plot_id) {
             let loaded = self.loader(plot_id)?.load()?;

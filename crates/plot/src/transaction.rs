@@ -173,7 +173,7 @@ impl PlotTransaction {
 
     /// The unit setting the program's plot functions use where a call leaves its unit out
     /// (nautical miles and knots unless set; a surface passes its own, e.g.
-    /// [`Debrief::units`](crate::agent::Debrief::units)).
+    /// [`Debrief::units`](crate::debrief::Debrief::units)).
     pub fn set_units(&self, units: Units) {
         *lock(&self.units) = units;
     }

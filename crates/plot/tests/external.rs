@@ -11,7 +11,7 @@ use serde_json::json;
 use toolgate_core::Registry;
 use toolgate_core::flow::Answer;
 use toolgate_core::telemetry::MemorySink;
-use toolgate_plot::agent::{Debrief, RUN_TOOL, Settings};
+use toolgate_plot::debrief::{Debrief, RUN_TOOL, Settings};
 use toolgate_plot::calc_stdio::StdioToolServer;
 use toolgate_plot::session::Session;
 
@@ -163,7 +163,7 @@ async fn a_hung_process_is_killed_and_stderr_is_reported() {
     assert_eq!(errors.len(), 2, "{errors:?}");
     assert_eq!(
         (errors[0].0.as_str(), errors[0].1.as_str()),
-        ("py-hang", toolgate_plot::agent::ERROR_KIND)
+        ("py-hang", toolgate_plot::debrief::ERROR_KIND)
     );
     assert_eq!(
         errors[0].2,

@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use proptest::prelude::*;
 use serde_json::json;
 use toolgate_core::flow::Answer;
-use toolgate_plot::agent::RUN_TOOL;
+use toolgate_plot::debrief::RUN_TOOL;
 use toolgate_plot::session::SessionError;
 
 use common::{PLOT, Scripted, harness, hash_tree};

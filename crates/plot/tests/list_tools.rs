@@ -6,7 +6,7 @@
 mod common;
 
 use serde_json::{Value, json};
-use toolgate_plot::agent::{LIST_TOOLS, SEARCH};
+use toolgate_plot::debrief::{LIST_TOOLS, SEARCH};
 
 use common::{PLOT, Scripted, harness, parse};
 
@@ -108,7 +108,7 @@ async fn tool_ids_are_listed_in_full_and_unknown_ids_refused() {
     let all = reply(json!({"all": true})).await;
     let counter = toolgate_core::TokenCounter::default();
     assert!(
-        counter.count(&all) <= toolgate_plot::agent::LIST_TOKEN_BUDGET,
+        counter.count(&all) <= toolgate_plot::debrief::LIST_TOKEN_BUDGET,
         "{}",
         counter.count(&all)
     );

@@ -10,7 +10,7 @@ use serde_json::json;
 use toolgate_core::TokenCounter;
 use toolgate_core::flow::Answer;
 use toolgate_core::telemetry::{Confirmation, Validation, schema_problems};
-use toolgate_plot::agent::{LIST_TOOLS, RUN_TOOL, SEARCH, SUMMARIZE};
+use toolgate_plot::debrief::{LIST_TOOLS, RUN_TOOL, SEARCH, SUMMARIZE};
 
 use common::{PLOT, Scripted, harness, hash_tree, parse};
 

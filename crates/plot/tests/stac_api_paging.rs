@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use toolgate_core::Registry;
 use toolgate_core::telemetry::MemorySink;
-use toolgate_plot::agent::{Debrief, Settings};
+use toolgate_plot::debrief::{Debrief, Settings};
 use toolgate_plot::search::{SearchQuery, TotalIs, total_phrase};
 use toolgate_plot::session::Session;
 use toolgate_plot::stac_api::{ApiStore, search_catalogues};

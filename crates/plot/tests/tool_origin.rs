@@ -15,7 +15,7 @@ use toolgate_core::{
     CallError, OutputKind, Preview, Provider, ProviderError, RefusalKind, Registry, Status,
     ToolCall, ToolOrigin, ToolOutcome, ToolSpec,
 };
-use toolgate_plot::agent::{Debrief, RUN_TOOL, SEARCH, Settings};
+use toolgate_plot::debrief::{Debrief, RUN_TOOL, SEARCH, Settings};
 use toolgate_plot::session::Session;
 
 /// One mutating tool with a `units` parameter, of the given origin; its category is `mcp:github`

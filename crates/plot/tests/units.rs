@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use toolgate_core::flow::{Answer, Fixed};
 use toolgate_core::telemetry::MemorySink;
 use toolgate_core::{Provider, Registry, Status, ToolCall};
-use toolgate_plot::agent::{Debrief, Settings};
+use toolgate_plot::debrief::{Debrief, Settings};
 use toolgate_plot::session::Session;
 use toolgate_plot::tools::NativeTools;
 use toolgate_plot::tools::units::Units;

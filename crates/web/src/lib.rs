@@ -64,7 +64,7 @@ use toolgate_core::AccessToken;
 use toolgate_core::access::authority_host;
 use toolgate_core::flow::Answer;
 use toolgate_plot::activity::{Action, SessionDirectory, acting_as};
-use toolgate_plot::agent::Debrief;
+use toolgate_plot::debrief::Debrief;
 use toolgate_plot::search::SearchQuery;
 use toolgate_plot::session::Session;
 
@@ -1341,7 +1341,7 @@ async fn run_tool(
         // Worded for the person at the page: its controls, not the agent's parameters.
         let reply = acting_as(
             PALETTE_ACTOR,
-            debrief.run_tool_as(&input, &confirmer, toolgate_plot::agent::Audience::Page),
+            debrief.run_tool_as(&input, &confirmer, toolgate_plot::debrief::Audience::Page),
         )
         .await;
         let _ = tx

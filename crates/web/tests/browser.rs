@@ -21,7 +21,7 @@ use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::{Value, json};
 use toolgate_core::flow::{Answer, Fixed};
-use toolgate_plot::agent::{self, Debrief};
+use toolgate_plot::debrief::{self, Debrief};
 
 fn missing(what: &str) {
     let required = std::env::var("TOOLGATE_REQUIRE_TEST_CLIENTS").is_ok_and(|v| v == "1");
@@ -44,7 +44,7 @@ async fn external_edit(State(debrief): State<Arc<Debrief>>, Json(body): Json<Val
         "utterance": "external MCP client",
     });
     match debrief
-        .call(agent::RUN_TOOL, &input, &Fixed(Answer::Approve))
+        .call(debrief::RUN_TOOL, &input, &Fixed(Answer::Approve))
         .await
     {
         Ok(reply) => reply.text,
@@ -84,7 +84,7 @@ fn add_analyst_features(dir: &Path) {
 /// is listed in the workbench's session directory.
 async fn mcp_router(state: &toolgate_web::WebState, dir: &Path) -> Router {
     use std::sync::Mutex;
-    use toolgate_plot::agent::Settings;
+    use toolgate_plot::debrief::Settings;
     let store = toolgate_plot::demo::ensure_demo_store(dir).unwrap();
     let mut registry =
         toolgate_core::Registry::new().with_discovery_hint("Call debrief_listTools first.");

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use toolgate_agent::surface_settings;
 use toolgate_core::Registry;
 use toolgate_core::telemetry::MemorySink;
-use toolgate_plot::agent::Debrief;
+use toolgate_plot::debrief::Debrief;
 use toolgate_plot::session::Session;
 use toolgate_plot::store::StacStore;
 use toolgate_plot::tools::NativeTools;

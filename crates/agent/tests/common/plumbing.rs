@@ -4,7 +4,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use toolgate_agent::{CallStatus, Profile, RunOutcome, Stop};
-use toolgate_plot::agent::{LIST_TOOLS, RUN_TOOL, SEARCH, SUMMARIZE};
+use toolgate_plot::debrief::{LIST_TOOLS, RUN_TOOL, SEARCH, SUMMARIZE};
 
 /// Every request answered, the turn limit held, usage reported; under the small profile
 /// (constrained decoding) the first step is a dispatched call and every call is a well-formed

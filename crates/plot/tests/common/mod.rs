@@ -11,7 +11,7 @@ use toolgate_core::telemetry::MemorySink;
 use toolgate_core::{
     CallError, Provider, ProviderError, Registry, ToolCall, ToolOutcome, ToolSpec,
 };
-use toolgate_plot::agent::{Debrief, Settings};
+use toolgate_plot::debrief::{Debrief, Settings};
 use toolgate_plot::session::Session;
 use toolgate_plot::store::StacStore;
 use toolgate_plot::tools::NativeTools;

@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 use toolgate_core::Registry;
 use toolgate_core::flow::Confirmer;
 use toolgate_core::telemetry::NullSink;
-use toolgate_plot::agent::{Debrief, Settings};
+use toolgate_plot::debrief::{Debrief, Settings};
 use toolgate_plot::session::Session;
 use toolgate_web::{ChatBackend, ChatEvent, WebState};
 

@@ -1,6 +1,9 @@
 //! The four agent tools — `debrief_searchPlots`, `debrief_summarizeCurrentPlot`,
 //! `debrief_listTools`, `debrief_runTool` — over one session, with the fail-safe messages of
 //! reference §3. Every surface (MCP, workbench chat, `toolgate chat`, eval) calls these.
+//!
+//! Named for the [`Debrief`] tool surface it holds, not `agent`: that word already names the
+//! model loop (`toolgate-agent`) and the agent-definition files (`toolgate_convert::agent`).
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
