@@ -126,7 +126,7 @@ fn parse_seconds(s: &str) -> Result<Duration, String> {
 }
 
 fn parse_size(s: &str) -> Result<u64, String> {
-    toolgate_sandbox::parse_size(s)
+    toolgate_sandbox::parse_size(s).map_err(|e| e.to_string())
 }
 
 /// The program and the file name its tracebacks show.

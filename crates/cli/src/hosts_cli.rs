@@ -513,7 +513,7 @@ fn preflight_backend(
             report.push(Check::new(
                 format!("backend {requested}"),
                 Level::Problem,
-                why,
+                why.to_string(),
             ));
             None
         }

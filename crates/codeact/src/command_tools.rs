@@ -139,7 +139,7 @@ pub fn build_argv(
 ) -> Result<Vec<String>, CallError> {
     let mut out = Vec::with_capacity(argv.len());
     for arg in argv {
-        let pieces = parse_arg(arg).map_err(CallError::invalid)?;
+        let pieces = parse_arg(arg).map_err(|e| CallError::invalid(e.to_string()))?;
         if let [ArgPiece::Param(p)] = pieces.as_slice() {
             let values: &[Value] = match params.get(p) {
                 None | Some(Value::Null) => &[],

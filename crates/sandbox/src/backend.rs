@@ -2,6 +2,7 @@
 //! usable micro-VM guest exists.
 
 use std::fmt;
+use std::path::PathBuf;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
@@ -59,15 +60,62 @@ pub struct Selected {
     pub reason: String,
 }
 
+/// Why the hyperlight backend cannot run a program here.
+#[derive(Debug, thiserror::Error)]
+pub enum HyperlightUnusable {
+    #[error("hyperlight support is not compiled in (build with --features hyperlight)")]
+    NotCompiledIn,
+    #[error("hyperlight needs Linux KVM")]
+    NotLinux,
+    #[error("{} missing", device.display())]
+    DeviceMissing { device: PathBuf },
+    #[error("{} not accessible (permission denied; join the kvm group)", device.display())]
+    DeviceDenied { device: PathBuf },
+    #[error("{} cannot be opened: {source}", device.display())]
+    DeviceOpen {
+        device: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: unexpected KVM API version {version} (expected {expected})", device.display())]
+    ApiVersion {
+        device: PathBuf,
+        version: i32,
+        expected: i32,
+    },
+    #[error("KVM_CREATE_VM failed: {0}")]
+    CreateVm(#[source] std::io::Error),
+    #[error(
+        "guest failed to start: no hyperlight Python guest ships with this build (the published hyperlight host crates are placeholders); KVM itself is usable"
+    )]
+    NoGuest,
+}
+
+/// Why no backend could be chosen.
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    /// An environment variable names no backend.
+    #[error("{var}: {message}")]
+    BadEnv { var: &'static str, message: String },
+    #[error(
+        "the hyperlight backend was requested ({requested_by}) but is unusable here: {why}. Use --backend monty (or auto)."
+    )]
+    HyperlightUnusable {
+        requested_by: String,
+        #[source]
+        why: HyperlightUnusable,
+    },
+}
+
 /// Whether the hyperlight backend can run a program here; the error says why not.
-pub fn hyperlight_status() -> Result<(), String> {
+pub fn hyperlight_status() -> Result<(), HyperlightUnusable> {
     #[cfg(feature = "hyperlight")]
     {
         crate::hyperlight::probe()
     }
     #[cfg(not(feature = "hyperlight"))]
     {
-        Err("hyperlight support is not compiled in (build with --features hyperlight)".to_owned())
+        Err(HyperlightUnusable::NotCompiledIn)
     }
 }
 
@@ -78,22 +126,22 @@ pub fn hyperlight_status() -> Result<(), String> {
 pub fn detect(
     requested: Backend,
     env: impl Fn(&str) -> Option<String>,
-) -> Result<Selected, String> {
+) -> Result<Selected, BackendError> {
     detect_with(requested, env, hyperlight_status)
 }
 
 pub(crate) fn detect_with(
     requested: Backend,
     env: impl Fn(&str) -> Option<String>,
-    hyperlight: impl Fn() -> Result<(), String>,
-) -> Result<Selected, String> {
+    hyperlight: impl Fn() -> Result<(), HyperlightUnusable>,
+) -> Result<Selected, BackendError> {
     let (backend, source) = if requested == Backend::Auto {
         let mut chosen = (Backend::Auto, "default".to_owned());
         for var in BACKEND_ENV {
             if let Some(value) = env(var).filter(|v| !v.trim().is_empty()) {
                 let b = value
                     .parse::<Backend>()
-                    .map_err(|e| format!("{var}: {e}"))?;
+                    .map_err(|message| BackendError::BadEnv { var, message })?;
                 chosen = (b, format!("{var}={value}"));
                 break;
             }
@@ -112,9 +160,10 @@ pub(crate) fn detect_with(
                 backend: Backend::Hyperlight,
                 reason: format!("hyperlight ({source})"),
             }),
-            Err(why) => Err(format!(
-                "the hyperlight backend was requested ({source}) but is unusable here: {why}. Use --backend monty (or auto)."
-            )),
+            Err(why) => Err(BackendError::HyperlightUnusable {
+                requested_by: source,
+                why,
+            }),
         },
         Backend::Auto => match hyperlight() {
             Ok(()) => Ok(Selected {
@@ -140,7 +189,11 @@ mod tests {
     #[test]
     fn explicit_wins_env_overrides_auto() {
         let usable = || Ok(());
-        let unusable = || Err("/dev/kvm missing".to_owned());
+        let unusable = || {
+            Err(HyperlightUnusable::DeviceMissing {
+                device: PathBuf::from("/dev/kvm"),
+            })
+        };
         let s = detect_with(Backend::Monty, |_| Some("hyperlight".into()), usable).unwrap();
         assert_eq!(s.backend, Backend::Monty);
         let s = detect_with(
@@ -170,9 +223,13 @@ mod tests {
         assert!(s.reason.contains("/dev/kvm missing"), "{}", s.reason);
         let s = detect_with(Backend::Auto, no_env, usable).unwrap();
         assert_eq!(s.backend, Backend::Hyperlight);
-        let err = detect_with(Backend::Hyperlight, no_env, unusable).unwrap_err();
+        let err = detect_with(Backend::Hyperlight, no_env, unusable)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("/dev/kvm missing"), "{err}");
-        let err = detect_with(Backend::Auto, |_| Some("cpython".into()), usable).unwrap_err();
+        let err = detect_with(Backend::Auto, |_| Some("cpython".into()), usable)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("TOOLGATE_BACKEND"), "{err}");
     }
 }

@@ -459,7 +459,7 @@ impl ConfigFile {
             }
             range(&key("timeout_secs"), t.timeout_secs, 1, MAX_TIMEOUT_SECS)?;
             let schema = parameters_schema(t.parameters.as_ref())
-                .map_err(|m| ConfigError::key(path, key("parameters"), m))?;
+                .map_err(|m| ConfigError::key(path, key("parameters"), m.to_string()))?;
             let declared: Vec<&str> = schema
                 .get("properties")
                 .and_then(Value::as_object)
@@ -495,7 +495,7 @@ impl ConfigFile {
             }
             for (j, arg) in t.argv.iter().enumerate() {
                 let pieces = parse_arg(arg).map_err(|m| {
-                    ConfigError::key(path, format!("command_tools[{i}].argv[{j}]"), m)
+                    ConfigError::key(path, format!("command_tools[{i}].argv[{j}]"), m.to_string())
                 })?;
                 for piece in &pieces {
                     if let ArgPiece::Param(p) = piece {
@@ -640,9 +640,33 @@ pub enum ArgPiece {
     Param(String),
 }
 
+/// Why an argument template of a command tool cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ArgTemplateError {
+    #[error("unclosed placeholder in \"{arg}\" (write {{{{ for a literal brace)")]
+    Unclosed { arg: String },
+    #[error("\"{{{name}}}\" in \"{arg}\" is not a placeholder name")]
+    BadName { name: String, arg: String },
+    #[error("unmatched }} in \"{arg}\" (write }}}} for a literal brace)")]
+    Unmatched { arg: String },
+}
+
+/// Why a tool's declared parameters make no JSON Schema.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ParametersError {
+    #[error("expected a table of parameters or a JSON Schema object, found {0}")]
+    NotATable(Value),
+    #[error("a parameters schema must have \"type\": \"object\"")]
+    NotAnObjectSchema,
+    #[error("parameter `{name}`: expected a table such as {{ type = \"string\" }}, found {found}")]
+    ParameterNotATable { name: String, found: Value },
+    #[error("parameter `{name}`: `required` must be true or false, found {found}")]
+    RequiredNotBool { name: String, found: Value },
+}
+
 /// Split an argument template into literal text and `{param}` placeholders (`{{` and `}}` are
 /// literal braces).
-pub fn parse_arg(arg: &str) -> Result<Vec<ArgPiece>, String> {
+pub fn parse_arg(arg: &str) -> Result<Vec<ArgPiece>, ArgTemplateError> {
     let mut pieces = Vec::new();
     let mut lit = String::new();
     let mut chars = arg.chars().peekable();
@@ -663,9 +687,9 @@ pub fn parse_arg(arg: &str) -> Result<Vec<ArgPiece>, String> {
                         Some('}') => break,
                         Some(c) => name.push(c),
                         None => {
-                            return Err(format!(
-                                "unclosed placeholder in \"{arg}\" (write {{{{ for a literal brace)"
-                            ));
+                            return Err(ArgTemplateError::Unclosed {
+                                arg: arg.to_owned(),
+                            });
                         }
                     }
                 }
@@ -674,9 +698,10 @@ pub fn parse_arg(arg: &str) -> Result<Vec<ArgPiece>, String> {
                         .chars()
                         .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
                 {
-                    return Err(format!(
-                        "\"{{{name}}}\" in \"{arg}\" is not a placeholder name"
-                    ));
+                    return Err(ArgTemplateError::BadName {
+                        name,
+                        arg: arg.to_owned(),
+                    });
                 }
                 if !lit.is_empty() {
                     pieces.push(ArgPiece::Literal(std::mem::take(&mut lit)));
@@ -684,9 +709,9 @@ pub fn parse_arg(arg: &str) -> Result<Vec<ArgPiece>, String> {
                 pieces.push(ArgPiece::Param(name));
             }
             '}' => {
-                return Err(format!(
-                    "unmatched }} in \"{arg}\" (write }}}} for a literal brace)"
-                ));
+                return Err(ArgTemplateError::Unmatched {
+                    arg: arg.to_owned(),
+                });
             }
             c => lit.push(c),
         }
@@ -707,14 +732,12 @@ fn empty_schema() -> Value {
 /// - a JSON Schema (it has `"type": "object"` or `"properties"`) → used as written;
 /// - the anchor's form `{name: {type, required?, default?, description?}}` → an object schema
 ///   with those properties, `required` collected, unknown parameters rejected.
-pub fn parameters_schema(parameters: Option<&Value>) -> Result<Value, String> {
+pub fn parameters_schema(parameters: Option<&Value>) -> Result<Value, ParametersError> {
     let Some(p) = parameters.filter(|p| !p.is_null()) else {
         return Ok(empty_schema());
     };
     let Value::Object(map) = p else {
-        return Err(format!(
-            "expected a table of parameters or a JSON Schema object, found {p}"
-        ));
+        return Err(ParametersError::NotATable(p.clone()));
     };
     if map.is_empty() {
         return Ok(empty_schema());
@@ -725,7 +748,7 @@ pub fn parameters_schema(parameters: Option<&Value>) -> Result<Value, String> {
             .entry("type")
             .or_insert_with(|| Value::String("object".to_owned()));
         if schema.get("type").and_then(Value::as_str) != Some("object") {
-            return Err("a parameters schema must have \"type\": \"object\"".to_owned());
+            return Err(ParametersError::NotAnObjectSchema);
         }
         return Ok(Value::Object(schema));
     }
@@ -733,18 +756,20 @@ pub fn parameters_schema(parameters: Option<&Value>) -> Result<Value, String> {
     let mut required = Vec::new();
     for (name, spec) in map {
         let Value::Object(spec) = spec else {
-            return Err(format!(
-                "parameter `{name}`: expected a table such as {{ type = \"string\" }}, found {spec}"
-            ));
+            return Err(ParametersError::ParameterNotATable {
+                name: name.clone(),
+                found: spec.clone(),
+            });
         };
         let mut spec = spec.clone();
         match spec.remove("required") {
             None | Some(Value::Bool(false)) => {}
             Some(Value::Bool(true)) => required.push(Value::String(name.clone())),
             Some(other) => {
-                return Err(format!(
-                    "parameter `{name}`: `required` must be true or false, found {other}"
-                ));
+                return Err(ParametersError::RequiredNotBool {
+                    name: name.clone(),
+                    found: other,
+                });
             }
         }
         properties.insert(name.clone(), Value::Object(spec));

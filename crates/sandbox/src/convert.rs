@@ -11,16 +11,31 @@ use serde_json::{Map, Number, Value};
 /// conversion cannot exhaust a thread's stack.
 pub const MAX_DEPTH: usize = 100;
 
+/// A value that cannot cross the sandbox boundary (raised in the program as `TypeError`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConvertError {
+    #[error("value nested deeper than {MAX_DEPTH} levels cannot cross the sandbox boundary")]
+    TooDeep,
+    #[error(
+        "values of type '{0}' cannot cross the sandbox boundary; use None, bool, int, float, str, list, tuple or dict with str keys"
+    )]
+    Unsupported(String),
+    #[error("float {0} is not JSON data (only finite floats are)")]
+    NonFiniteFloat(String),
+    #[error("dict keys must be str to cross the sandbox boundary, found a key of type '{0}'")]
+    NonStrKey(String),
+    #[error("int {0} is out of range for JSON data (it must fit in a 64-bit integer)")]
+    IntOutOfRange(String),
+}
+
 /// JSON → Python.
-pub fn json_to_monty(value: &Value) -> Result<MontyObject, String> {
+pub fn json_to_monty(value: &Value) -> Result<MontyObject, ConvertError> {
     to_monty(value, 0)
 }
 
-fn to_monty(value: &Value, depth: usize) -> Result<MontyObject, String> {
+fn to_monty(value: &Value, depth: usize) -> Result<MontyObject, ConvertError> {
     if depth > MAX_DEPTH {
-        return Err(format!(
-            "value nested deeper than {MAX_DEPTH} levels cannot cross the sandbox boundary"
-        ));
+        return Err(ConvertError::TooDeep);
     }
     Ok(match value {
         Value::Null => MontyObject::none(),
@@ -36,7 +51,7 @@ fn to_monty(value: &Value, depth: usize) -> Result<MontyObject, String> {
         Value::Object(map) => MontyObject::dict(
             map.iter()
                 .map(|(k, v)| Ok((MontyObject::string(k.as_str()), to_monty(v, depth + 1)?)))
-                .collect::<Result<Vec<_>, String>>()?,
+                .collect::<Result<Vec<_>, ConvertError>>()?,
         ),
     })
 }
@@ -52,7 +67,7 @@ fn number_to_monty(n: &Number) -> MontyObject {
 }
 
 /// Python → JSON, strictly: the error is a `TypeError` message naming the offending type.
-pub fn monty_to_json(obj: ObjectRef<'_>) -> Result<Value, String> {
+pub fn monty_to_json(obj: ObjectRef<'_>) -> Result<Value, ConvertError> {
     to_json(obj, 0)
 }
 
@@ -62,11 +77,9 @@ pub fn return_value_to_json(obj: &MontyObject) -> Value {
     monty_to_json(obj.as_ref()).unwrap_or_else(|_| Value::String(obj.py_repr()))
 }
 
-fn to_json(obj: ObjectRef<'_>, depth: usize) -> Result<Value, String> {
+fn to_json(obj: ObjectRef<'_>, depth: usize) -> Result<Value, ConvertError> {
     if depth > MAX_DEPTH {
-        return Err(format!(
-            "value nested deeper than {MAX_DEPTH} levels cannot cross the sandbox boundary"
-        ));
+        return Err(ConvertError::TooDeep);
     }
     let type_name = obj.type_name();
     match type_name {
@@ -78,12 +91,9 @@ fn to_json(obj: ObjectRef<'_>, depth: usize) -> Result<Value, String> {
         "int" => int_to_json(obj),
         "float" => {
             let f = obj.as_float().ok_or_else(|| unsupported(type_name))?;
-            Number::from_f64(f).map(Value::Number).ok_or_else(|| {
-                format!(
-                    "float {} is not JSON data (only finite floats are)",
-                    obj.py_repr()
-                )
-            })
+            Number::from_f64(f)
+                .map(Value::Number)
+                .ok_or_else(|| ConvertError::NonFiniteFloat(obj.py_repr()))
         }
         "str" => obj
             .as_str()
@@ -102,10 +112,7 @@ fn to_json(obj: ObjectRef<'_>, depth: usize) -> Result<Value, String> {
             let mut map = Map::with_capacity(pairs.len());
             for (k, v) in pairs {
                 let Some(key) = k.as_str().filter(|_| k.type_name() == "str") else {
-                    return Err(format!(
-                        "dict keys must be str to cross the sandbox boundary, found a key of type '{}'",
-                        k.type_name()
-                    ));
+                    return Err(ConvertError::NonStrKey(k.type_name().to_owned()));
                 };
                 map.insert(key.to_owned(), to_json(v, depth + 1)?);
             }
@@ -115,20 +122,19 @@ fn to_json(obj: ObjectRef<'_>, depth: usize) -> Result<Value, String> {
     }
 }
 
-fn int_to_json(obj: ObjectRef<'_>) -> Result<Value, String> {
+fn int_to_json(obj: ObjectRef<'_>) -> Result<Value, ConvertError> {
     if let Some(i) = obj.as_int() {
         return Ok(Value::from(i));
     }
     let digits = obj.py_repr();
-    digits.parse::<u64>().map(Value::from).map_err(|_| {
-        format!("int {digits} is out of range for JSON data (it must fit in a 64-bit integer)")
-    })
+    digits
+        .parse::<u64>()
+        .map(Value::from)
+        .map_err(|_| ConvertError::IntOutOfRange(digits))
 }
 
-fn unsupported(type_name: &str) -> String {
-    format!(
-        "values of type '{type_name}' cannot cross the sandbox boundary; use None, bool, int, float, str, list, tuple or dict with str keys"
-    )
+fn unsupported(type_name: &str) -> ConvertError {
+    ConvertError::Unsupported(type_name.to_owned())
 }
 
 #[cfg(test)]
@@ -155,13 +161,14 @@ mod tests {
     #[test]
     fn non_json_types_are_named() {
         let set = MontyObject::set([MontyObject::int(1)]);
-        let err = monty_to_json(set.as_ref()).unwrap_err();
+        let err = monty_to_json(set.as_ref()).unwrap_err().to_string();
         assert!(err.contains("'set'"), "{err}");
         assert_eq!(return_value_to_json(&set), json!("{1}"));
         let bad_key = MontyObject::dict([(MontyObject::int(1), MontyObject::none())]);
         assert!(
             monty_to_json(bad_key.as_ref())
                 .unwrap_err()
+                .to_string()
                 .contains("'int'")
         );
         let nan = MontyObject::float(f64::NAN);
@@ -170,6 +177,7 @@ mod tests {
         assert!(
             monty_to_json(huge.as_ref())
                 .unwrap_err()
+                .to_string()
                 .contains("out of range")
         );
     }

@@ -212,24 +212,19 @@ impl PythonTools {
 
     /// Read one file's `TOOL` by running it in the sandbox with no tools, within
     /// [`LOAD_BUDGET`].
-    pub async fn load_file(path: &Path) -> Result<PythonTool, String> {
+    pub async fn load_file(path: &Path) -> Result<PythonTool, LoadError> {
         Self::load_file_by(path, Instant::now() + LOAD_BUDGET).await
     }
 
     /// Read one file's `TOOL`; every run of it must end by `deadline`.
-    pub async fn load_file_by(path: &Path, deadline: Instant) -> Result<PythonTool, String> {
+    pub async fn load_file_by(path: &Path, deadline: Instant) -> Result<PythonTool, LoadError> {
         // A regular file within the cap, read once; a workspace's file never through a link.
         // A FIFO or a device (a repository can ship one) is refused without blocking.
         let source = match read_regular(path, links_for(path), MAX_SOURCE_BYTES) {
-            Ok(Some(bytes)) => String::from_utf8(bytes)
-                .map_err(|e| format!("cannot read it: it is not UTF-8 text ({e})"))?,
-            Ok(None) => return Err("cannot read it: it does not exist".to_owned()),
-            Err(Unreadable::TooLarge { size, .. }) => {
-                return Err(format!(
-                    "it is {size} bytes; custom tools may be at most {MAX_SOURCE_BYTES}"
-                ));
-            }
-            Err(e) => return Err(format!("it {}; ignored", e.reason())),
+            Ok(Some(bytes)) => String::from_utf8(bytes).map_err(LoadError::NotUtf8)?,
+            Ok(None) => return Err(LoadError::Missing),
+            Err(Unreadable::TooLarge { size, .. }) => return Err(LoadError::TooLarge { size }),
+            Err(e) => return Err(LoadError::Unreadable(e)),
         };
         let file_name = path.file_name().map_or_else(
             || "tool.py".to_owned(),
@@ -266,54 +261,49 @@ impl PythonTools {
                 .as_ref()
                 .is_some_and(|e| e.type_ == "TimeoutError")
             {
-                return Err(
-                    "its top-level code did not finish within the time left of the custom-tool load budget (it may only define TOOL and functions)".to_owned(),
-                );
+                return Err(LoadError::OverBudget);
             }
-            return Err(format!("running it failed: {}", error_text(&env)));
+            return Err(LoadError::Failed(error_text(&env)));
         }
         if env.return_value.is_null() {
-            return Err("it defines no TOOL dict (TOOL = {\"name\": ..., \"description\": ..., \"parameters\": {...}})".to_owned());
+            return Err(LoadError::NoTool);
         }
         let Value::Object(tool) = env.return_value else {
-            return Err(format!("TOOL must be a dict, found {}", env.return_value));
+            return Err(LoadError::ToolNotADict(env.return_value));
         };
-        let text = |key: &str| -> Result<Option<String>, String> {
+        let text = |key: &'static str| -> Result<Option<String>, LoadError> {
             match tool.get(key) {
                 None | Some(Value::Null) => Ok(None),
                 Some(Value::String(s)) => Ok(Some(s.clone())),
-                Some(other) => Err(format!("TOOL[\"{key}\"] must be a string, found {other}")),
+                Some(other) => Err(LoadError::NotAString {
+                    key,
+                    found: other.clone(),
+                }),
             }
         };
         let name = text("name")?.unwrap_or(stem);
         if !is_identifier(&name) {
-            return Err(format!(
-                "TOOL[\"name\"] \"{name}\" is not a tool name (letters, digits and _, not starting with a digit)"
-            ));
+            return Err(LoadError::BadName(name));
         }
         let description = text("description")?
             .or_else(|| module_docstring(&source))
             .unwrap_or_else(|| "User tool".to_owned());
-        let input_schema = parameters_schema(tool.get("parameters"))
-            .map_err(|m| format!("TOOL[\"parameters\"]: {m}"))?;
+        let input_schema =
+            parameters_schema(tool.get("parameters")).map_err(LoadError::Parameters)?;
         let function = match text("function")? {
             Some(f) => {
                 if !is_identifier(&f) {
-                    return Err(format!("TOOL[\"function\"] \"{f}\" is not a Python name"));
+                    return Err(LoadError::BadFunctionName(f));
                 }
                 if !crate::engine::run(probe(&f), &NoTools).await.success {
-                    return Err(format!("it has no function \"{f}\" (TOOL[\"function\"])"));
+                    return Err(LoadError::NoSuchFunction(f));
                 }
                 f
             }
             // A function named like the tool, else `run` (the anchor's default).
             None if crate::engine::run(probe(&name), &NoTools).await.success => name.clone(),
             None if crate::engine::run(probe("run"), &NoTools).await.success => "run".to_owned(),
-            None => {
-                return Err(format!(
-                    "it defines no function \"{name}\" (or \"run\") to call"
-                ));
-            }
+            None => return Err(LoadError::NoFunction(name)),
         };
         let mut annotations = Map::new();
         annotations.insert("source".to_owned(), json!(path.display().to_string()));
@@ -333,6 +323,46 @@ impl PythonTools {
             path: path.to_owned(),
         })
     }
+}
+
+/// Why a custom tool file was skipped; said after "FILE: custom tool skipped: ".
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read it: it is not UTF-8 text ({0})")]
+    NotUtf8(#[source] std::string::FromUtf8Error),
+    #[error("cannot read it: it does not exist")]
+    Missing,
+    #[error("it is {size} bytes; custom tools may be at most {MAX_SOURCE_BYTES}")]
+    TooLarge { size: u64 },
+    #[error("it {}; ignored", .0.reason())]
+    Unreadable(Unreadable),
+    #[error(
+        "its top-level code did not finish within the time left of the custom-tool load budget (it may only define TOOL and functions)"
+    )]
+    OverBudget,
+    /// Running the file raised; the Python error as `Type: message (line N)`.
+    #[error("running it failed: {0}")]
+    Failed(String),
+    #[error(
+        "it defines no TOOL dict (TOOL = {{\"name\": ..., \"description\": ..., \"parameters\": {{...}}}})"
+    )]
+    NoTool,
+    #[error("TOOL must be a dict, found {0}")]
+    ToolNotADict(Value),
+    #[error("TOOL[\"{key}\"] must be a string, found {found}")]
+    NotAString { key: &'static str, found: Value },
+    #[error(
+        "TOOL[\"name\"] \"{0}\" is not a tool name (letters, digits and _, not starting with a digit)"
+    )]
+    BadName(String),
+    #[error("TOOL[\"parameters\"]: {0}")]
+    Parameters(#[source] crate::config::ParametersError),
+    #[error("TOOL[\"function\"] \"{0}\" is not a Python name")]
+    BadFunctionName(String),
+    #[error("it has no function \"{0}\" (TOOL[\"function\"])")]
+    NoSuchFunction(String),
+    #[error("it defines no function \"{0}\" (or \"run\") to call")]
+    NoFunction(String),
 }
 
 fn is_identifier(name: &str) -> bool {

@@ -34,7 +34,7 @@ use monty_types::{
 };
 use serde_json::{Map, Value};
 
-use crate::convert::{json_to_monty, monty_to_json, return_value_to_json};
+use crate::convert::{ConvertError, json_to_monty, monty_to_json, return_value_to_json};
 use crate::envelope::{Envelope, ExecError};
 use crate::host::{HostError, ToolHost};
 use crate::limits::{ExecRequest, Limits, TRUNCATION_MARKER};
@@ -383,9 +383,9 @@ impl<'a> Session<'a> {
         let host = self.host;
         let args = match build_args(&name, &call.args, || host.param_names(&name)) {
             Ok(a) => a,
-            Err(msg) => {
+            Err(e) => {
                 return call.resume(
-                    ExtFunctionResult::Error(exc(ExcType::TypeError, msg)),
+                    ExtFunctionResult::Error(exc(ExcType::TypeError, e.to_string())),
                     PrintWriter::Callback(&mut self.out),
                 );
             }
@@ -691,44 +691,83 @@ fn to_answer(name: &str, result: Result<Value, HostError>) -> ExtFunctionResult 
     }
 }
 
+/// Why a tool call's Python arguments do not make its parameters (raised as `TypeError`).
+#[derive(Debug, thiserror::Error)]
+enum ArgsError {
+    #[error("{name}() takes keyword arguments only, e.g. {name}(name=value)")]
+    KeywordsOnly { name: String },
+    #[error(
+        "{name}() takes at most {max} positional argument{} ({params}) but {given} were given",
+        if *max == 1 { "" } else { "s" }
+    )]
+    TooManyPositional {
+        name: String,
+        max: usize,
+        params: String,
+        given: usize,
+    },
+    #[error("{name}() argument '{param}': {source}")]
+    Argument {
+        name: String,
+        param: String,
+        #[source]
+        source: ConvertError,
+    },
+    #[error("{name}() keywords must be strings")]
+    KeywordNotStr { name: String },
+    #[error("{name}() got multiple values for argument '{key}'")]
+    Repeated { name: String, key: String },
+}
+
 /// Python call arguments → the tool's JSON parameters. Positional arguments map onto the
 /// declared parameters in order when the host knows them.
 fn build_args(
     name: &str,
     args: &CallArgs,
     params: impl FnOnce() -> Option<Vec<String>>,
-) -> Result<Map<String, Value>, String> {
+) -> Result<Map<String, Value>, ArgsError> {
+    let argument = |param: &str| {
+        let param = param.to_owned();
+        move |source| ArgsError::Argument {
+            name: name.to_owned(),
+            param,
+            source,
+        }
+    };
     let mut map = Map::new();
     let positional = args.args();
     if positional.len() > 0 {
         let Some(params) = params() else {
-            return Err(format!(
-                "{name}() takes keyword arguments only, e.g. {name}(name=value)"
-            ));
+            return Err(ArgsError::KeywordsOnly {
+                name: name.to_owned(),
+            });
         };
         if positional.len() > params.len() {
-            return Err(format!(
-                "{name}() takes at most {} positional argument{} ({}) but {} were given",
-                params.len(),
-                if params.len() == 1 { "" } else { "s" },
-                params.join(", "),
-                positional.len()
-            ));
+            return Err(ArgsError::TooManyPositional {
+                name: name.to_owned(),
+                max: params.len(),
+                params: params.join(", "),
+                given: positional.len(),
+            });
         }
         for (param, value) in params.iter().zip(positional) {
-            let v =
-                monty_to_json(value).map_err(|e| format!("{name}() argument '{param}': {e}"))?;
+            let v = monty_to_json(value).map_err(argument(param))?;
             map.insert(param.clone(), v);
         }
     }
     for (key, value) in args.kwargs() {
         let Some(key) = key.as_str() else {
-            return Err(format!("{name}() keywords must be strings"));
+            return Err(ArgsError::KeywordNotStr {
+                name: name.to_owned(),
+            });
         };
         if map.contains_key(key) {
-            return Err(format!("{name}() got multiple values for argument '{key}'"));
+            return Err(ArgsError::Repeated {
+                name: name.to_owned(),
+                key: key.to_owned(),
+            });
         }
-        let v = monty_to_json(value).map_err(|e| format!("{name}() argument '{key}': {e}"))?;
+        let v = monty_to_json(value).map_err(argument(key))?;
         map.insert(key.to_owned(), v);
     }
     Ok(map)

@@ -52,15 +52,22 @@ mod stubs;
 pub mod trust;
 mod worker;
 
-pub use backend::{BACKEND_ENV, Backend, Selected, detect, hyperlight_status};
-pub use config::{CodeactConfig, ConfigError, ConfigFile, ProjectTrust};
-pub use custom::{CUSTOM_TOOL_KIND, CUSTOM_TOOLS_PROVIDER, MAX_NESTING, PythonTool, PythonTools};
+pub use backend::{
+    BACKEND_ENV, Backend, BackendError, HyperlightUnusable, Selected, detect, hyperlight_status,
+};
+pub use config::{
+    ArgTemplateError, CodeactConfig, ConfigError, ConfigFile, ParametersError, ProjectTrust,
+};
+pub use custom::{
+    CUSTOM_TOOL_KIND, CUSTOM_TOOLS_PROVIDER, LoadError, MAX_NESTING, PythonTool, PythonTools,
+};
 pub use engine::run;
 pub use envelope::{Envelope, ExecError};
 pub use host::{GateEnd, HostError, PyExc, ToolHost};
 pub use limits::{
     DEFAULT_MAX_MEMORY_BYTES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_RECURSION_DEPTH,
-    DEFAULT_MAX_TOOL_CALLS, DEFAULT_TIMEOUT, ExecRequest, Limits, TRUNCATION_MARKER, parse_size,
+    DEFAULT_MAX_TOOL_CALLS, DEFAULT_TIMEOUT, ExecRequest, Limits, SizeError, TRUNCATION_MARKER,
+    parse_size,
 };
 pub use pause::{PauseClock, Waiting};
 pub use pool::{PoolConfig, WORKER_SUBCOMMAND, WorkerCommand, WorkerPool};

@@ -96,9 +96,20 @@ impl ExecRequest {
     }
 }
 
+/// Why a size such as `256M` cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SizeError {
+    #[error("invalid size \"{0}\": expected a number such as 256M")]
+    NotANumber(String),
+    #[error("invalid size unit \"{unit}\" in \"{text}\": use B, K, M or G")]
+    Unit { unit: String, text: String },
+    #[error("invalid size \"{0}\": out of range")]
+    OutOfRange(String),
+}
+
 /// Parse a size such as `256M`, `1G`, `512k`, `64MiB` or `1048576` (bytes). Suffixes are binary
 /// (`k` = 1024).
-pub fn parse_size(text: &str) -> Result<u64, String> {
+pub fn parse_size(text: &str) -> Result<u64, SizeError> {
     let t = text.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -106,21 +117,22 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     let (num, unit) = t.split_at(split);
     let value: f64 = num
         .parse()
-        .map_err(|_| format!("invalid size \"{text}\": expected a number such as 256M"))?;
+        .map_err(|_| SizeError::NotANumber(text.to_owned()))?;
     let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "k" | "kb" | "kib" => 1 << 10,
         "m" | "mb" | "mib" => 1 << 20,
         "g" | "gb" | "gib" => 1 << 30,
         other => {
-            return Err(format!(
-                "invalid size unit \"{other}\" in \"{text}\": use B, K, M or G"
-            ));
+            return Err(SizeError::Unit {
+                unit: other.to_owned(),
+                text: text.to_owned(),
+            });
         }
     };
     let bytes = value * mult as f64;
     if !bytes.is_finite() || bytes < 1.0 || bytes > u64::MAX as f64 {
-        return Err(format!("invalid size \"{text}\": out of range"));
+        return Err(SizeError::OutOfRange(text.to_owned()));
     }
     Ok(bytes as u64)
 }

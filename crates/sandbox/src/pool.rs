@@ -650,3 +650,35 @@ fn sanitize(mut env: Envelope, limits: &Limits, calls: u32, started: Instant) ->
     env.duration_ms = started.elapsed().as_secs_f64() * 1000.0;
     env
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+
+    /// A worker's end is classified by the kind it reported and its exit status; the stderr
+    /// tail is quoted, never read: the same text decides nothing.
+    #[test]
+    fn a_workers_end_is_classified_by_kind_and_status_not_by_stderr() {
+        let limits = Limits::default();
+        let misleading =
+            "memory allocation of 8 bytes failed\nthread 'main' has overflowed its stack";
+        let exited = |code: i32| Some(ExitStatus::from_raw(code << 8));
+        let signalled = |sig: i32| Some(ExitStatus::from_raw(sig));
+        let (t, m) = classify_exit(exited(101), Some(CrashKind::Panic), "boom", &limits);
+        assert_eq!(t, "RuntimeError");
+        assert!(
+            m.contains("internal error (a panic)") && m.ends_with(": boom"),
+            "{m}"
+        );
+        let (t, _) = classify_exit(exited(monty_types::OOM_EXIT_CODE), None, "", &limits);
+        assert_eq!(t, "MemoryError");
+        let (t, _) = classify_exit(signalled(SIGKILL), None, "", &limits);
+        assert_eq!(t, "MemoryError");
+        let (t, _) = classify_exit(signalled(SIGABRT), None, "", &limits);
+        assert_eq!(t, "MemoryError");
+        let (t, m) = classify_exit(exited(3), None, misleading, &limits);
+        assert_eq!(t, "RuntimeError", "{m}");
+        assert!(m.contains("exit code 3"), "{m}");
+    }
+}

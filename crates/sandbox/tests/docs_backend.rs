@@ -187,16 +187,17 @@ fn backend_selection_honours_flags_and_environment() {
     let err = detect(Backend::Auto, |k: &str| {
         (k == "CODEACT_BACKEND").then(|| "wasm".to_owned())
     })
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert!(err.contains("CODEACT_BACKEND"), "{err}");
     assert_eq!("Hyperlight".parse::<Backend>(), Ok(Backend::Hyperlight));
-    match hyperlight_status() {
+    match hyperlight_status().map_err(|e| e.to_string()) {
         Err(why) => {
             // auto falls back and says why; explicit hyperlight fails and says why
             let s = detect(Backend::Auto, none).unwrap();
             assert_eq!(s.backend, Backend::Monty);
             assert!(s.reason.contains(&why), "{} / {why}", s.reason);
-            let err = detect(Backend::Hyperlight, none).unwrap_err();
+            let err = detect(Backend::Hyperlight, none).unwrap_err().to_string();
             assert!(err.contains(&why), "{err}");
             #[cfg(not(feature = "hyperlight"))]
             assert!(why.contains("not compiled in"), "{why}");
@@ -225,7 +226,7 @@ fn hyperlight_runtime_checks() {
             Ok(()) => eprintln!("{}: ran: KVM_CREATE_VM succeeded", checks[0]),
             Err(why) => eprintln!("{}: NOT RUN: {why}", checks[0]),
         }
-        match hyperlight_status() {
+        match hyperlight_status().map_err(|e| e.to_string()) {
             Ok(()) => {
                 panic!("hyperlight reports usable, but no hyperlight runner exists in this build")
             }
