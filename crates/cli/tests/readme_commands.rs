@@ -1,10 +1,12 @@
-//! Every `toolgate …` command in the README's fenced `sh`/`bash`/`console` blocks runs: against a
+//! Every `toolgate …` command in the README's and `docs/*.md`'s fenced `sh`/`bash`/`console`
+//! blocks (the README links the reference pages in docs/; a command moved there is still run) runs: against a
 //! temporary HOME / data dir (the demo data is generated there on first use), in a temporary
 //! working directory holding the sample files the commands name. Optional parts written as
 //! `[…]` are left out, so the command's minimal form runs. A command that cannot run in a test
 //! must be in [`SKIP`] with the reason; a README command that is neither runnable nor listed
 //! fails the test, and so does a stale entry in [`SKIP`].
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_methods)]
 
 use std::fs;
 use std::path::Path;
@@ -12,6 +14,36 @@ use std::process::Command;
 
 /// Command prefixes (after `[…]` and `# comments` are removed) that are not run, and why.
 const SKIP: &[(&str, &str)] = &[
+    (
+        "curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs",
+        "installs Rust with rustup (the set-up; the test runs under the installed toolchain)",
+    ),
+    (". \"$HOME/.cargo/env\"", "the set-up's shell environment"),
+    (
+        "sudo apt-get install",
+        "system packages of the set-up (.ci/run installs them)",
+    ),
+    ("git clone", "the set-up's checkout"),
+    (
+        "eval/local-models.sh",
+        "the local-model evaluation (docs/local-model-eval.md): minutes per model",
+    ),
+    (
+        "LEVERS_ROWS=",
+        "the local-model evaluation with its settings (docs/local-model-eval.md)",
+    ),
+    (
+        "BACKEND=in-process",
+        "the local-model evaluation in process (docs/local-model-eval.md)",
+    ),
+    (
+        "python3 eval/compare-backends.py",
+        "compares two evaluation runs' outputs (docs/local-model-eval.md)",
+    ),
+    (
+        "bash .ci/install-test-clients",
+        "installs the tests' clients (.ci/run runs it)",
+    ),
     (
         "cargo install",
         "installs into ~/.cargo; the test runs the built binary",
@@ -152,6 +184,10 @@ fn readme_commands(readme: &str) -> Vec<String> {
 
 /// Sample files the commands name (`DIR` is the README's workspace placeholder).
 fn seed(cwd: &Path) {
+    let rep = Path::new(env!("CARGO_MANIFEST_DIR")).join("../rep/tests/fixtures/rep/valid");
+    for f in ["boat1.rep", "boat2.rep"] {
+        fs::copy(rep.join(f), cwd.join(f)).unwrap();
+    }
     fs::create_dir_all(cwd.join("DIR")).unwrap();
     fs::write(cwd.join("DIR/notes.txt"), "TODO: one\nTODO: two\n").unwrap();
     let agent = "---\nname: reviewer\ndescription: Reviews code\ntools: Read, Grep, Glob, Bash\n---\nReview.\n";
@@ -181,9 +217,27 @@ fn seed(cwd: &Path) {
 
 #[test]
 fn every_readme_command_runs_or_is_skipped_with_a_reason() {
-    let readme_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
-    let readme = fs::read_to_string(&readme_path).unwrap();
-    let commands = readme_commands(&readme);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut pages = vec![root.join("README.md")];
+    let mut docs: Vec<_> = fs::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    docs.sort();
+    pages.extend(docs);
+    let mut commands = Vec::new();
+    for page in &pages {
+        commands.extend(readme_commands(&fs::read_to_string(page).unwrap()));
+    }
+    // The README keeps the two commands at the top (the rest may live in docs/).
+    let top = readme_commands(&fs::read_to_string(&pages[0]).unwrap());
+    for want in ["cargo run --release", "cargo test --workspace"] {
+        assert!(
+            top.iter().any(|c| c.starts_with(want)),
+            "README lacks `{want}`: {top:?}"
+        );
+    }
     assert!(commands.len() > 20, "{commands:?}");
     let home = tempfile::tempdir().unwrap();
     let cwd = home.path().join("project");
