@@ -20,7 +20,7 @@ const SKIP: &[(&str, &str)] = &[
     ),
     (". \"$HOME/.cargo/env\"", "the set-up's shell environment"),
     (
-        "sudo apt-get install",
+        "sudo apt-get update",
         "system packages of the set-up (.ci/run installs them)",
     ),
     ("git clone", "the set-up's checkout"),
