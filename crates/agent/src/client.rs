@@ -172,6 +172,24 @@ impl ModelError {
     }
 }
 
+/// A failed read of a reply body. A timeout — ureq's own (`ureq::Error::Timeout`, which its
+/// body reader wraps in the `io::Error`) or the socket's — becomes [`ModelError::Timeout`] here,
+/// where it happens; the request that read the body fills in the URL and the limit.
+pub(crate) fn read_error(e: std::io::Error, what: &str) -> ModelError {
+    let ureq_timeout = e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<ureq::Error>())
+        .is_some_and(|u| matches!(u, ureq::Error::Timeout(_)));
+    if ureq_timeout || e.kind() == std::io::ErrorKind::TimedOut {
+        ModelError::Timeout {
+            url: String::new(),
+            secs: 0,
+        }
+    } else {
+        ModelError::Protocol(format!("{what}: {e}"))
+    }
+}
+
 /// Receives text as it streams in.
 pub type DeltaSink<'a> = &'a (dyn Fn(&str) + Send + Sync);
 
@@ -409,7 +427,7 @@ impl HttpModel {
             let mut text = String::new();
             reader
                 .read_to_string(&mut text)
-                .map_err(|e| ModelError::Protocol(format!("reading the body: {e}")))
+                .map_err(|e| read_error(e, "reading the body"))
                 .and_then(|_| {
                     let v: Value = serde_json::from_str(&text).map_err(|e| {
                         ModelError::Protocol(format!(
@@ -431,9 +449,8 @@ impl HttpModel {
                 r
             })
             .map_err(|e| match e {
-                ModelError::Protocol(m) if m.contains("imeout") || m.contains("timed out") => {
-                    (self.timeout_error(url), None)
-                }
+                // Set by `read_error` without the URL and limit, which are known here.
+                ModelError::Timeout { .. } => (self.timeout_error(url), None),
                 other => (other, None),
             })
     }
@@ -581,7 +598,7 @@ pub(crate) fn for_each_sse<R: Read>(
 ) -> Result<(), ModelError> {
     let mut event = String::new();
     for line in lines.lines() {
-        let line = line.map_err(|e| ModelError::Protocol(format!("reading the stream: {e}")))?;
+        let line = line.map_err(|e| read_error(e, "reading the stream"))?;
         let line = line.trim_end_matches('\r');
         if let Some(e) = line.strip_prefix("event:") {
             event = e.trim().to_owned();
@@ -601,6 +618,27 @@ pub(crate) fn for_each_sse<R: Read>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A timeout while reading a body is typed where it happens: ureq's own (wrapped in the
+    /// `io::Error` its body reader returns) and the socket's; anything else stays a protocol error.
+    #[test]
+    fn a_body_read_timeout_is_a_timeout() {
+        let ureq_timeout = std::io::Error::other(ureq::Error::Timeout(ureq::Timeout::Global));
+        assert!(matches!(
+            read_error(ureq_timeout, "reading the body"),
+            ModelError::Timeout { .. }
+        ));
+        let socket = std::io::Error::from(std::io::ErrorKind::TimedOut);
+        assert!(matches!(
+            read_error(socket, "reading the stream"),
+            ModelError::Timeout { .. }
+        ));
+        let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+        assert!(matches!(
+            read_error(reset, "reading the body"),
+            ModelError::Protocol(m) if m.starts_with("reading the body: ")
+        ));
+    }
 
     /// What decided against the SSE crates (see `for_each_sse`): lines they refuse or drop.
     #[test]
