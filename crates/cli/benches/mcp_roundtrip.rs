@@ -101,9 +101,9 @@ fn bench(c: &mut Criterion) {
     // Token cost of the advertised tool lists.
     let counter = toolgate_core::TokenCounter::default();
     for surface in [
-        toolgate_mcp::Surface::Debrief,
-        toolgate_mcp::Surface::Codeact,
-        toolgate_mcp::Surface::All,
+        toolgate_mcp::ToolSet::Debrief,
+        toolgate_mcp::ToolSet::Codeact,
+        toolgate_mcp::ToolSet::All,
     ] {
         let list = toolgate_mcp::tool_list_json(
             surface,

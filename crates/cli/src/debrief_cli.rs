@@ -10,7 +10,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use serde_json::{Map, Value, json};
 use toolgate_core::flow::{Answer, Confirmer};
 use toolgate_core::telemetry::{JsonlSink, TelemetrySink};
-use toolgate_core::{Preview, Registry};
+use toolgate_core::{Preview, Registry, ToolSet};
 use toolgate_plot::debrief::{self, Debrief, Settings};
 use toolgate_plot::session::Session;
 use toolgate_plot::stac_api::{self, ApiStore};
@@ -31,8 +31,8 @@ pub enum ToolsCommand {
         #[arg(long)]
         markdown: bool,
         /// Which tools: the Debrief analysis tools, the CodeAct sandbox functions, or both.
-        #[arg(long, value_enum, default_value = "all")]
-        surface: Surface,
+        #[arg(long, default_value = "all", value_parser = tool_set_parser(false))]
+        surface: ToolSet,
         /// With `--surface codeact`: also the plot functions a program can call when it runs
         /// with a plot open (`toolgate exec --plot PLOT_ID`), with their parameters.
         #[arg(long)]
@@ -47,11 +47,21 @@ pub enum ToolsCommand {
     },
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Surface {
-    Debrief,
-    Codeact,
-    All,
+/// The parser of a `--surface` flag: the tool sets by name (exactly as written), listed in the
+/// help, with a line on each when `described`.
+pub(crate) fn tool_set_parser(
+    described: bool,
+) -> impl clap::builder::TypedValueParser<Value = ToolSet> {
+    let value = |t: ToolSet, help: &'static str| {
+        let v = clap::builder::PossibleValue::new(t.as_str());
+        if described { v.help(help) } else { v }
+    };
+    let names = clap::builder::PossibleValuesParser::new([
+        value(ToolSet::Debrief, "The Debrief analysis tools"),
+        value(ToolSet::Codeact, "`run_code` and the CodeAct sandbox tools"),
+        value(ToolSet::All, "Both"),
+    ]);
+    clap::builder::TypedValueParser::try_map(names, |name: String| ToolSet::parse(&name))
 }
 
 #[derive(Args, Debug, Clone)]
@@ -483,7 +493,7 @@ pub async fn tools(command: ToolsCommand) -> Result<i32> {
         workspace,
         upstream,
     } = command;
-    if plot && surface != Surface::Codeact {
+    if plot && surface != ToolSet::Codeact {
         bail!(
             "--plot lists the plot functions of a CodeAct program (`toolgate exec --plot`); use it with --surface codeact"
         );
@@ -499,10 +509,10 @@ pub async fn tools(command: ToolsCommand) -> Result<i32> {
         None => std::env::current_dir().context("reading the current directory")?,
     };
     let mut registry = match surface {
-        Surface::Debrief => debrief_registry().await?,
-        Surface::Codeact | Surface::All => codeact_tools(&root).await?.into_registry(),
+        ToolSet::Debrief => debrief_registry().await?,
+        ToolSet::Codeact | ToolSet::All => codeact_tools(&root).await?.into_registry(),
     };
-    if surface == Surface::All {
+    if surface == ToolSet::All {
         registry
             .register(Arc::new(toolgate_plot::tools::NativeTools))
             .await
@@ -536,7 +546,7 @@ pub async fn tools(command: ToolsCommand) -> Result<i32> {
             .map(|s| toolgate_sandbox::manifest_entry(s, backend))
             .collect();
         out(&serde_json::to_string_pretty(&manifest)?);
-    } else if markdown && surface == Surface::Codeact {
+    } else if markdown && surface == ToolSet::Codeact {
         let specs: Vec<_> = registry.specs().cloned().collect();
         let mut md = toolgate_sandbox::markdown_reference(&specs, backend);
         if plot {

@@ -10,7 +10,7 @@ use toolgate_codeact::{Executor, Surface as CodeactSurface};
 use toolgate_core::Registry;
 use toolgate_core::telemetry::{JsonlSink, TelemetrySink};
 use toolgate_mcp::upstream::{self, Upstream};
-use toolgate_mcp::{CodeRunner, DirectTools, McpShared, Surface};
+use toolgate_mcp::{CodeRunner, DirectTools, McpShared, ToolSet};
 use toolgate_plot::debrief::{Debrief, Settings};
 use toolgate_plot::session::Session;
 use toolgate_plot::store::StacStore;
@@ -23,7 +23,7 @@ use crate::paths;
 pub struct SurfaceArgs {
     /// Which tools to serve: `debrief` (the four plot tools), `codeact` (run_code) or `all`.
     #[arg(long, default_value = "all", env = "TOOLGATE_SURFACE")]
-    pub surface: Surface,
+    pub surface: ToolSet,
     #[command(flatten)]
     pub store: StoreArgs,
     /// The folder run_code's file and shell tools work in. Without it there is no workspace:
@@ -210,7 +210,7 @@ pub async fn setup(args: &SurfaceArgs, surface_label: &str) -> Result<McpSetup> 
 /// The surface actually served: run_code needs a workspace the person named, so without
 /// `--workspace` the default `all` serves the Debrief tools only (said on stderr) and an explicit
 /// `codeact` is an error.
-fn served_surface(args: &SurfaceArgs) -> Result<Surface> {
+fn served_surface(args: &SurfaceArgs) -> Result<ToolSet> {
     if args.workspace.is_some() || !args.surface.has_codeact() {
         return Ok(args.surface);
     }
@@ -219,7 +219,7 @@ fn served_surface(args: &SurfaceArgs) -> Result<Surface> {
             "--workspace-tools needs --workspace DIR: the folder the tools may read and change (toolgate never uses the current directory by default)"
         );
     }
-    if args.surface == Surface::Codeact {
+    if args.surface == ToolSet::Codeact {
         anyhow::bail!(
             "--surface codeact needs --workspace DIR: run_code's file and shell tools work only in a folder you name (toolgate never uses the current directory by default). Add --workspace . to serve this one, or use --surface debrief."
         );
@@ -227,7 +227,7 @@ fn served_surface(args: &SurfaceArgs) -> Result<Surface> {
     let note = "run_code is not served: no --workspace DIR was given (toolgate never hands the current directory to MCP clients by default). Serving the Debrief tools only.";
     tracing::info!("{note}");
     eprintln!("toolgate: {note}");
-    Ok(Surface::Debrief)
+    Ok(ToolSet::Debrief)
 }
 
 pub async fn mcp(args: McpArgs) -> Result<i32> {

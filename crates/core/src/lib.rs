@@ -24,6 +24,7 @@ pub mod registry;
 pub mod spec;
 pub mod telemetry;
 pub mod tokens;
+pub mod tool_set;
 pub mod validate;
 
 pub use access::{AccessToken, AccessTokenError};
@@ -40,4 +41,5 @@ pub use provider::{
 pub use registry::{Registry, RegistryError, ResolvedTool, ToolListing};
 pub use spec::{Effect, OutputKind, ParamInfo, ToolSpec};
 pub use tokens::{Encoding, TokenCounter};
+pub use tool_set::{ToolSet, UnknownToolSet};
 pub use validate::{ParamValidator, SchemaError};

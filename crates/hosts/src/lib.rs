@@ -29,6 +29,8 @@ pub use install::{
 };
 pub use jsonedit::{JsonEditError, parse_jsonc};
 pub use manifest::{Param, ToolInfo, parse_manifest};
+/// Which tools the registered MCP server (`toolgate mcp --surface …`) exposes.
+pub use toolgate_core::ToolSet;
 
 /// The agent hosts toolgate installs into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -97,31 +99,6 @@ impl fmt::Display for Backend {
     }
 }
 
-/// Which tools the registered MCP server (`toolgate mcp --surface …`) exposes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Surface {
-    Debrief,
-    Codeact,
-    All,
-}
-
-impl Surface {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Surface::Debrief => "debrief",
-            Surface::Codeact => "codeact",
-            Surface::All => "all",
-        }
-    }
-}
-
-impl fmt::Display for Surface {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// What to install.
 #[derive(Debug, Clone)]
 pub struct InstallOptions {
@@ -129,7 +106,7 @@ pub struct InstallOptions {
     /// User-level install (home and data dir) instead of the project at `Locations::target`.
     pub global: bool,
     pub backend: Backend,
-    pub surface: Surface,
+    pub surface: ToolSet,
     /// How the installed files run toolgate: `toolgate` (found on the host's `PATH`, what a
     /// project install writes so that it works in every clone), `./rel/path` (relative to the
     /// project root, where the hosts start hooks and servers) or an absolute path.

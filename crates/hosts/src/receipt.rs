@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::install::EntryKey;
-use crate::{Backend, Host, HostsError, Surface, fsutil};
+use crate::{Backend, Host, HostsError, ToolSet, fsutil};
 
 pub const RECEIPT_VERSION: u32 = 1;
 
@@ -17,7 +17,7 @@ pub struct Receipt {
     pub global: bool,
     pub toolgate_version: String,
     pub backend: Backend,
-    pub surface: Surface,
+    pub surface: ToolSet,
     /// How the installed files run toolgate: `toolgate` (found on the host's `PATH`), a path
     /// relative to the project (`./bin/toolgate`) or an absolute path. `None` in receipts written
     /// before portable installs. `toolgate doctor` checks that it exists and is this version.

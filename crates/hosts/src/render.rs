@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use crate::install::{Action, EntryKey, JsonEntry};
 use crate::shell::quote;
-use crate::{Backend, Host, InstallOptions, Locations, MARKETPLACE_NAME, PLUGIN_NAME, Surface};
+use crate::{Backend, Host, InstallOptions, Locations, MARKETPLACE_NAME, PLUGIN_NAME, ToolSet};
 
 const INSTRUCTIONS: &str = include_str!("../templates/instructions.md");
 const AGENT_BODY: &str = include_str!("../templates/agent-body.md");
@@ -130,7 +130,7 @@ fn pretty(v: &Value) -> String {
 
 fn mcp_server(opts: &InstallOptions, vscode: bool) -> Value {
     let mut args = vec!["mcp", "--surface", opts.surface.as_str()];
-    if opts.surface != Surface::Debrief {
+    if opts.surface != ToolSet::Debrief {
         // `run_code` gets a workspace only when one is named (never the server's cwd by
         // default): installing names the project the host runs in — VS Code says which, the
         // CLIs start their servers in it.

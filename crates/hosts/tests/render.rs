@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use toolgate_hosts::{
-    Action, Backend, Host, InstallOptions, Locations, Surface, parse_manifest, plan,
+    Action, Backend, Host, InstallOptions, Locations, ToolSet, parse_manifest, plan,
 };
 
 const MANIFEST: &str = include_str!("fixtures/codeact-tools.json");
@@ -26,7 +26,7 @@ fn options(host: Host, backend: Backend, global: bool) -> InstallOptions {
         host,
         global,
         backend,
-        surface: Surface::All,
+        surface: ToolSet::All,
         // What the CLI writes by default: the command on PATH for a project (portable), the
         // absolute binary for the user's own install.
         exe: if global {

@@ -23,4 +23,6 @@ pub use server::{
     CodeRunner, DirectError, DirectTools, McpShared, SESSION_HEADER, STATUS_META, SessionFactory,
     ToolgateServer,
 };
-pub use surface::{RUN_CODE, Surface, surface_specs, tool_list_json};
+pub use surface::{RUN_CODE, surface_specs, tool_list_json};
+/// Which tools a server serves (`--surface`).
+pub use toolgate_core::ToolSet;

@@ -44,7 +44,8 @@ use crate::paused::{
 };
 use crate::pending::{Pending, PendingLimits, Taken, TooLarge, json_size};
 use crate::sessions::SessionLimits;
-use crate::surface::{CONFIRM_ARG, DECLINE_ARG, RUN_CODE, Surface, surface_specs, to_mcp_tool};
+use crate::surface::{CONFIRM_ARG, DECLINE_ARG, RUN_CODE, surface_specs, to_mcp_tool};
+use toolgate_core::ToolSet;
 
 /// The header a stateless HTTP client names its session with.
 pub const SESSION_HEADER: &str = "x-toolgate-session";
@@ -133,7 +134,7 @@ pub type NamedSessionFactory = dyn Fn(&str, &str) -> Arc<Debrief> + Send + Sync;
 
 /// Process-wide state every handler instance shares.
 pub struct McpShared {
-    pub surface: Surface,
+    pub surface: ToolSet,
     pub new_session: Arc<SessionFactory>,
     /// The session stateless HTTP requests drive (the workbench's under `serve`).
     pub shared_session: OnceLock<Arc<Debrief>>,
@@ -169,7 +170,7 @@ pub struct McpShared {
 
 impl McpShared {
     pub fn new(
-        surface: Surface,
+        surface: ToolSet,
         new_session: Arc<SessionFactory>,
         code: Option<Arc<dyn CodeRunner>>,
         sink: Arc<dyn TelemetrySink>,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
-use toolgate_core::{Effect, ToolSpec};
+use toolgate_core::{Effect, ToolSet, ToolSpec};
 use toolgate_plot::debrief::{self, agent_tool_specs};
 
 /// The CodeAct tool's name.
@@ -21,53 +21,6 @@ pub const CONFIRM_ARG: &str = "confirm";
 /// The argument a `run_code` round declines a paused call's token with (the program goes on
 /// with `PermissionError` raised at that call).
 pub const DECLINE_ARG: &str = "decline";
-
-/// A selectable set of tools.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Surface {
-    /// The four Debrief agent tools over a session.
-    Debrief,
-    /// `run_code` (CodeAct).
-    Codeact,
-    /// Both.
-    All,
-}
-
-impl Surface {
-    pub fn parse(text: &str) -> Result<Self, String> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "debrief" => Ok(Self::Debrief),
-            "codeact" => Ok(Self::Codeact),
-            "all" => Ok(Self::All),
-            other => Err(format!(
-                "unknown surface \"{other}\": use debrief, codeact or all"
-            )),
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Debrief => "debrief",
-            Self::Codeact => "codeact",
-            Self::All => "all",
-        }
-    }
-
-    pub fn has_debrief(self) -> bool {
-        matches!(self, Self::Debrief | Self::All)
-    }
-
-    pub fn has_codeact(self) -> bool {
-        matches!(self, Self::Codeact | Self::All)
-    }
-}
-
-impl std::str::FromStr for Surface {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::parse(s)
-    }
-}
 
 /// The `run_code` tool as toolgate describes it. `functions` is a one-line-per-function list of
 /// what a program can call (kept short: the full reference is `toolgate tools list --markdown`).
@@ -101,7 +54,7 @@ pub fn run_code_spec(functions: &str) -> ToolSpec {
 }
 
 /// The specs a surface advertises, in order.
-pub fn surface_specs(surface: Surface, run_code_functions: &str) -> Vec<ToolSpec> {
+pub fn surface_specs(surface: ToolSet, run_code_functions: &str) -> Vec<ToolSpec> {
     let mut specs = Vec::new();
     if surface.has_debrief() {
         specs.extend(agent_tool_specs());
@@ -151,7 +104,7 @@ pub fn to_mcp_tool(spec: &ToolSpec) -> Tool {
 }
 
 /// The advertised tool list as JSON (what `tools/list` sends), for measuring its token cost.
-pub fn tool_list_json(surface: Surface, run_code_functions: &str) -> Value {
+pub fn tool_list_json(surface: ToolSet, run_code_functions: &str) -> Value {
     let tools: Vec<Tool> = surface_specs(surface, run_code_functions)
         .iter()
         .map(to_mcp_tool)
@@ -167,7 +120,7 @@ mod tests {
     fn surfaces_are_fixed_and_small() {
         let names = |s| -> Vec<String> { surface_specs(s, "").into_iter().map(|t| t.id).collect() };
         assert_eq!(
-            names(Surface::Debrief),
+            names(ToolSet::Debrief),
             [
                 debrief::SEARCH,
                 debrief::SUMMARIZE,
@@ -175,14 +128,14 @@ mod tests {
                 debrief::RUN_TOOL
             ]
         );
-        assert_eq!(names(Surface::Codeact), [RUN_CODE]);
-        assert_eq!(names(Surface::All).len(), 5);
-        assert!(Surface::parse("nope").is_err());
+        assert_eq!(names(ToolSet::Codeact), [RUN_CODE]);
+        assert_eq!(names(ToolSet::All).len(), 5);
+        assert!(ToolSet::parse("nope").is_err());
     }
 
     #[test]
     fn annotations_are_honest() {
-        for spec in surface_specs(Surface::All, "") {
+        for spec in surface_specs(ToolSet::All, "") {
             let tool = to_mcp_tool(&spec);
             let a = tool.annotations.clone().unwrap();
             match spec.id.as_str() {
@@ -201,7 +154,7 @@ mod tests {
     fn the_whole_advertised_list_stays_near_a_thousand_tokens() {
         let counter = toolgate_core::TokenCounter::default();
         let functions = "view, create, edit, glob, grep, bash, sql, web_fetch, github_api.";
-        for surface in [Surface::Debrief, Surface::Codeact, Surface::All] {
+        for surface in [ToolSet::Debrief, ToolSet::Codeact, ToolSet::All] {
             let tokens = counter.count(&tool_list_json(surface, functions).to_string());
             eprintln!("tools/list ({}): {tokens} tokens (o200k)", surface.as_str());
             // 1000 until debrief_listTools took featureNames/toolIds/all (about 45 tokens): they

@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use toolgate_core::telemetry::NullSink;
 use toolgate_core::{Answer, CallDigest, Confirmer, Preview};
 use toolgate_mcp::confirm::ConfirmState;
-use toolgate_mcp::{CodeProgress, CodeRunner, McpShared, PausedCode, PendingLimits, Surface};
+use toolgate_mcp::{CodeProgress, CodeRunner, McpShared, PausedCode, PendingLimits, ToolSet};
 use toolgate_plot::debrief::Debrief;
 use toolgate_plot::transaction::PlotTransaction;
 
@@ -146,7 +146,7 @@ async fn world(ttl: Duration, limits: PendingLimits) -> World {
     let log: Log = Arc::default();
     let factory = Arc::new(|_: &str| -> Arc<Debrief> { unreachable!("codeact surface") });
     let mut shared = McpShared::new(
-        Surface::Codeact,
+        ToolSet::Codeact,
         factory,
         Some(Arc::new(FakeRunner { log: log.clone() })),
         Arc::new(NullSink),

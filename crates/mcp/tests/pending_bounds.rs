@@ -19,7 +19,7 @@ use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Imple
 use serde_json::{Map, Value, json};
 use toolgate_core::telemetry::MemorySink;
 use toolgate_core::{Confirmer, Provider, Registry, ToolCall};
-use toolgate_mcp::{CodeRunner, McpShared, Surface};
+use toolgate_mcp::{CodeRunner, McpShared, ToolSet};
 use toolgate_plot::debrief::{Debrief, Settings};
 use toolgate_plot::session::Session;
 use toolgate_plot::transaction::PlotTransaction;
@@ -95,7 +95,7 @@ async fn unconfirmed_run_code_commits_are_capped_and_the_oldest_token_answers_ex
         d
     });
     let shared = Arc::new(McpShared::new(
-        Surface::All,
+        ToolSet::All,
         factory,
         Some(Arc::new(ScriptedRunner)),
         sink.clone(),

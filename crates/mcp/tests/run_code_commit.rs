@@ -20,7 +20,7 @@ use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Imple
 use serde_json::{Map, Value, json};
 use toolgate_core::telemetry::MemorySink;
 use toolgate_core::{Confirmer, Provider, Registry, ToolCall};
-use toolgate_mcp::{CodeRunner, McpShared, Surface};
+use toolgate_mcp::{CodeRunner, McpShared, ToolSet};
 use toolgate_plot::debrief::{Debrief, Settings};
 use toolgate_plot::session::Session;
 use toolgate_plot::transaction::{COMMIT_TOOL, PlotTransaction};
@@ -131,7 +131,7 @@ async fn case(
         runs: AtomicUsize::new(0),
     });
     let shared = Arc::new(McpShared::new(
-        Surface::All,
+        ToolSet::All,
         factory,
         Some(runner.clone()),
         sink.clone(),

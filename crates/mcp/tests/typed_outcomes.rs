@@ -12,7 +12,7 @@ use rmcp::model::{
 use serde_json::{Map, Value, json};
 use toolgate_core::Registry;
 use toolgate_core::telemetry::{MemorySink, TelemetrySink};
-use toolgate_mcp::{McpShared, STATUS_META, Surface, ToolgateServer};
+use toolgate_mcp::{McpShared, STATUS_META, ToolSet, ToolgateServer};
 use toolgate_plot::debrief::{Debrief, Settings};
 use toolgate_plot::session::Session;
 
@@ -47,7 +47,7 @@ impl Client {
                 },
             ))
         });
-        let shared = Arc::new(McpShared::new(Surface::Debrief, factory, None, sink, ""));
+        let shared = Arc::new(McpShared::new(ToolSet::Debrief, factory, None, sink, ""));
         let (server_io, client_io) = tokio::io::duplex(1 << 20);
         tokio::spawn(async move {
             if let Ok(running) = ToolgateServer::new(shared).serve(server_io).await {
