@@ -3,7 +3,7 @@
 //! fails a conversation; problems are logged. Credentials never reach it: the loop only ever
 //! sees messages and tool results, and the client reads keys from the environment itself.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -32,7 +32,7 @@ impl Transcript {
             })
             .collect();
         let path = dir.join(format!("{safe}.jsonl"));
-        let file = OpenOptions::new().create(true).append(true).open(&path)?;
+        let file = toolgate_fs::open::open_append(&path)?;
         Ok(Self {
             path,
             file: Some(file),

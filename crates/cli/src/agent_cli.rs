@@ -807,9 +807,7 @@ async fn drive_copilot(
                 .with_context(|| format!("{id} ({arm}) ran past 300 s"))?
                 .with_context(|| format!("running {}", copilot.display()))?;
             let file = dir.join(format!("{id}.{arm}.jsonl"));
-            let tmp = dir.join(format!(".{id}.{arm}.jsonl.tmp"));
-            std::fs::write(&tmp, &output.stdout)
-                .and_then(|()| std::fs::rename(&tmp, &file))
+            toolgate_fs::atomic_write(&file, &output.stdout)
                 .with_context(|| format!("writing {}", file.display()))?;
         }
     }

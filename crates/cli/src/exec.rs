@@ -3,7 +3,6 @@
 //! pre-approvals, the plot commit through the gate) is `toolgate_codeact`; this file is the
 //! command line around it.
 
-use std::fs::OpenOptions;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -190,11 +189,7 @@ async fn ask(text: String) -> Option<Answer> {
 }
 
 fn ask_on_tty(text: &str) -> Option<Answer> {
-    let mut tty = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/tty")
-        .ok()?;
+    let mut tty = toolgate_fs::open::open_device(std::path::Path::new("/dev/tty"), true).ok()?;
     Some(answer_from(&mut tty, text))
 }
 

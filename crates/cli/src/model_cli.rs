@@ -286,19 +286,10 @@ fn known_names() -> String {
     KNOWN.iter().map(|k| k.name).collect::<Vec<_>>().join(", ")
 }
 
-/// The default marker, written atomically (a temporary file renamed over it).
+/// The default marker, written atomically ([`toolgate_fs::atomic_write`]).
 fn write_default(dir: &Path, file_name: &str) -> Result<()> {
-    let mut t = tempfile::Builder::new()
-        .prefix(".default-")
-        .tempfile_in(dir)
-        .context("writing the default model marker")?;
-    writeln!(t, "{file_name}").context("writing the default model marker")?;
-    t.as_file()
-        .sync_all()
-        .context("writing the default model marker")?;
-    t.persist(dir.join("default"))
-        .map_err(|e| anyhow!("writing the default model marker: {}", e.error))?;
-    Ok(())
+    toolgate_fs::atomic_write(&dir.join("default"), format!("{file_name}\n").as_bytes())
+        .context("writing the default model marker")
 }
 
 /// The last path segment of a URL, as a plain `.gguf` file name.

@@ -293,7 +293,8 @@ impl<'a> Spooler<'a> {
                 let path = self.dir.join(format!("part-{key}.tsv"));
                 let out = BufWriter::with_capacity(
                     1 << 20,
-                    File::create(&path).with_context(|| format!("creating {}", path.display()))?,
+                    toolgate_fs::open::create_new(&path)
+                        .with_context(|| format!("creating {}", path.display()))?,
                 );
                 self.spools.entry(key).or_insert(Spool {
                     path,

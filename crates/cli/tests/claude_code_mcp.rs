@@ -10,6 +10,7 @@
 //!
 //! A missing client skips the test loudly, unless TOOLGATE_REQUIRE_TEST_CLIENTS=1 (CI).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_methods)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,6 +1,7 @@
 //! The real binary, end to end: --version, tools list, import, catalog search, plot summary,
 //! plot run (confirm/save rules), demo.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_methods)]
 
 mod support;
 

@@ -3,6 +3,7 @@
 //! sparse features file is refused by its size (it was read whole: 3.1 GB RSS); a catalogue
 //! listing one item 200,000 times has one plot (it had 200,000).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_methods)]
 
 mod support;
 

@@ -6,6 +6,7 @@
 //! Every test points `HOME`, `TOOLGATE_CONFIG` and `TOOLGATE_DATA_DIR` at its own temp dir and
 //! clears the tool-list variables, so nothing from the machine leaks in.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_methods)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -4,6 +4,7 @@
 //! clock fires. Where confinement is unavailable, `bash` is off unless the *user* opts out.
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_methods)]
 
 use std::net::TcpListener;
 use std::path::PathBuf;

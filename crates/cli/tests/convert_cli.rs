@@ -1,6 +1,7 @@
 //! `toolgate convert` driven through the real binary: reports, JSON, and bad input (clear error on
 //! stderr, non-zero exit, nothing written).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_methods)]
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -10,6 +10,7 @@
 //! Every assertion on host output shows the host's whole output when it fails, so a change in a
 //! host's wording is visible.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_methods)]
 
 use std::collections::BTreeSet;
 use std::fs;

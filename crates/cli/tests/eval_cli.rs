@@ -1,5 +1,6 @@
 //! `toolgate eval replay|probe|tokens|arms` through the real binary.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_methods)]
 
 use std::collections::HashMap;
 use std::path::Path;

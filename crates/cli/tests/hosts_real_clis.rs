@@ -5,6 +5,7 @@
 //! rejected or under-reported. When a host's wording changes, the assertion shows its output.
 //!
 //! A missing client skips the test loudly, unless TOOLGATE_REQUIRE_TEST_CLIENTS=1 (CI).
+#![allow(clippy::disallowed_methods)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

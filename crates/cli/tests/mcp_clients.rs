@@ -5,6 +5,7 @@
 //! The clients are installed by `.ci/install-test-clients` into `.tools/`. Without them these
 //! tests say so and pass, unless `TOOLGATE_REQUIRE_TEST_CLIENTS=1` (CI), where they fail.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+#![allow(clippy::disallowed_methods)]
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -6,6 +6,7 @@
 //! private pgstac served by stac-fastapi-pgstac (crates/plot/tests/support/pgstac.sh); without it
 //! installed the test prints why and passes, unless TOOLGATE_REQUIRE_TEST_CLIENTS=1 (CI).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_methods)]
 
 mod support;
 

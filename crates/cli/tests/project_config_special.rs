@@ -5,6 +5,7 @@
 //! with a warning naming the path. Every test runs the real binary under a deadline, so a hang
 //! fails the test instead of hanging CI.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_methods)]
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};

@@ -8,6 +8,7 @@
 //! what the tools return, the config key an error names is one the config accepts, and the
 //! generated reference is snapshotted (`tests/snapshots/`) so changes show in review.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_methods)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -5,6 +5,7 @@
 //! The first test is the reproduction of issue 14: one unauthenticated POST to `/mcp` ran
 //! `bash(command="id")`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_methods)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};

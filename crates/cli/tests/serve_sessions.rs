@@ -2,6 +2,7 @@
 //! sessions viewing the same plot share one copy of it, the number of sessions is capped, and
 //! a features file that never finishes reading (a FIFO) delays only the call that reads it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_methods)]
 
 use std::io::{Read, Write};
 use std::path::Path;

@@ -6,6 +6,7 @@
 //! Every test points `HOME`, `TOOLGATE_CONFIG`, `XDG_CONFIG_HOME` and `TOOLGATE_DATA_DIR` at
 //! its own temp dir, so nothing touches a real home and the trust file is private.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_methods)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -2,6 +2,7 @@
 //! `sql` opens only regular single-link files (the database and its `-journal`/`-wal`
 //! companions), and a `[[command_tools]]` value never becomes an option.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_methods)]
 
 use std::path::{Path, PathBuf};
 

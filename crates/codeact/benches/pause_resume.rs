@@ -11,6 +11,7 @@
 //! The difference between the last two is what a pause and a resume cost. In process always;
 //! through a sandbox worker too when `TOOLGATE_WORKER_BIN` names a toolgate binary (build the
 //! release one for numbers worth reporting).
+#![allow(clippy::disallowed_methods)]
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};

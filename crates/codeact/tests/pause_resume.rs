@@ -3,6 +3,7 @@
 //! program can handle, and time spent waiting does not count against the wall clock.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_methods)]
 
 use std::sync::Arc;
 use std::time::Duration;

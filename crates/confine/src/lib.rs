@@ -616,6 +616,7 @@ fn split_args(args: &[OsString]) -> Result<(Policy, OsString, Vec<OsString>), Co
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
 

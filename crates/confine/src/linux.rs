@@ -13,6 +13,8 @@ use seccompiler::{
     SeccompRule, TargetArch,
 };
 
+use toolgate_fs::open::write_procfs;
+
 use crate::{ConfineError, Level, Policy, Unavailable};
 
 /// The newest Landlock ABI these rules were written and tested for. Newer kernels get exactly
@@ -142,9 +144,15 @@ pub fn enter_namespaces() -> bool {
             if !uid.is_root() {
                 // Map the caller to itself inside the new user namespace; without a map the
                 // child would run as the overflow id and could not read its own files.
-                let _ = std::fs::write("/proc/self/setgroups", "deny");
-                let _ = std::fs::write("/proc/self/uid_map", format!("{uid} {uid} 1"));
-                let _ = std::fs::write("/proc/self/gid_map", format!("{gid} {gid} 1"));
+                let _ = write_procfs(Path::new("/proc/self/setgroups"), b"deny");
+                let _ = write_procfs(
+                    Path::new("/proc/self/uid_map"),
+                    format!("{uid} {uid} 1").as_bytes(),
+                );
+                let _ = write_procfs(
+                    Path::new("/proc/self/gid_map"),
+                    format!("{gid} {gid} 1").as_bytes(),
+                );
             }
             true
         }

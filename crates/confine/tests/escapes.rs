@@ -3,6 +3,7 @@
 //! call, children left running when the call is killed. Each must fail.
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_methods)]
 
 use std::io::Read;
 use std::net::TcpListener;

@@ -6,6 +6,7 @@
 //! - `plugin_to_disk/copilot`: the whole pipeline from a plugin directory on disk (read, convert,
 //!   write into a temporary directory, rename into place).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_methods)]
 
 use std::fs;
 use std::hint::black_box;

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 use std::fs;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use serde_json::{Map, Value as Json, json};
@@ -490,7 +490,7 @@ fn confined(root: &Path, manifest: &Path, key: &str, value: &str) -> Result<Path
         key: key.to_string(),
         value: value.to_string(),
     };
-    if rel.is_absolute() || rel.components().any(|c| matches!(c, Component::ParentDir)) {
+    if !toolgate_fs::is_beneath_lexically(rel) {
         return Err(escape());
     }
     // Resolved beneath the root's descriptor: a link inside the plugin that leads out of it is

@@ -1,6 +1,7 @@
 //! Bad input: a clear error naming the file (and line), and nothing written — no destination, no
 //! temporary directory left beside it, an existing destination untouched.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_methods)]
 
 mod common;
 

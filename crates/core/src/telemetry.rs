@@ -1,6 +1,5 @@
 //! One JSONL record per invocation. Writing telemetry never fails a call.
 
-use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -235,10 +234,7 @@ impl JsonlSink {
             std::fs::create_dir_all(dir)?;
         }
         let _guard = self.lock.lock();
-        let mut f = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)?;
+        let mut f = toolgate_fs::open::open_append(&self.path)?;
         f.write_all(&line)
     }
 }

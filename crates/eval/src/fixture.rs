@@ -10,8 +10,8 @@ use std::time::Duration;
 use serde_json::json;
 use toolgate_core::Registry;
 use toolgate_core::telemetry::MemorySink;
-use toolgate_plot::debrief::{Debrief, Settings};
 use toolgate_plot::calc_stdio::StdioToolServer;
+use toolgate_plot::debrief::{Debrief, Settings};
 use toolgate_plot::session::Session;
 use toolgate_plot::store::StacStore;
 use toolgate_plot::tools::NativeTools;
@@ -99,7 +99,7 @@ async fn registry(kind: RegistryKind, dir: &Path) -> Result<Registry, EvalError>
             let answer = json!({"error": {"code": -32000, "message": FAILING_TOOL_ERROR,
                 "data": {"debrief:errorCategory": "algorithm_failure"}}});
             for (path, v) in [(&listing, tools), (&response, answer)] {
-                std::fs::write(path, v.to_string())
+                toolgate_fs::atomic_write(path, v.to_string().as_bytes())
                     .map_err(|e| EvalError::Setup(format!("writing {}: {e}", path.display())))?;
             }
             // One process per call, as debrief-calc: read the request, print the error, exit 1.

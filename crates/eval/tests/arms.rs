@@ -1,6 +1,7 @@
 //! `eval arms` on the checked-in sample (crates/eval/arms-sample): the per-prompt and total
 //! numbers, worked out by hand from the sample's events.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_methods)]
 
 use std::path::Path;
 

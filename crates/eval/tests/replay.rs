@@ -2,6 +2,7 @@
 //! session: its expectations hold, and the set covers the spike's corpus, every tool and every
 //! fail-safe.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_methods)]
 
 use std::collections::BTreeSet;
 use std::path::Path;

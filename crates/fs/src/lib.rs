@@ -45,6 +45,17 @@ pub use check::{
 };
 pub use rustix::fs::{FileType, OFlags, Stat};
 
+/// Whether `path` is relative and never climbs (`..`): the lexical half of "beneath", for a
+/// path given as text (a setting, a glob pattern, a manifest entry) before anything is opened.
+/// What it names on disk is still resolved beneath a [`Root`].
+pub fn is_beneath_lexically(path: &std::path::Path) -> bool {
+    use std::path::Component;
+    !path.is_absolute()
+        && path
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+}
+
 /// Why a file operation was refused or failed. Each kind names the path it was about.
 #[derive(Debug, thiserror::Error)]
 pub enum FsError {
@@ -129,5 +140,20 @@ impl FsError {
 impl From<FsError> for io::Error {
     fn from(e: FsError) -> Self {
         e.into_io()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    #[test]
+    fn lexically_beneath() {
+        for ok in ["a", "a/b", "./a", "a/./b", ""] {
+            assert!(super::is_beneath_lexically(Path::new(ok)), "{ok}");
+        }
+        for bad in ["/a", "..", "a/../b", "a/..", "../a"] {
+            assert!(!super::is_beneath_lexically(Path::new(bad)), "{bad}");
+        }
     }
 }

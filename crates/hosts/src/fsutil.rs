@@ -154,6 +154,7 @@ pub fn confine_lexically(path: &Path, roots: &[PathBuf]) -> Result<PathBuf, Host
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
 

@@ -1,5 +1,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The hook over real payload shapes of both hosts, in every mode.
+#![allow(clippy::disallowed_methods)]
 
 use serde_json::{Value, json};
 use toolgate_hosts::hook::{self, HookConfig, Kind, Mode, answer, classify};

@@ -4,13 +4,14 @@
 //! the fix `uninstall copilot` deleted the files there and `install vscode` wrote `mcp.json`
 //! through the link.
 #![cfg(unix)]
+#![allow(clippy::disallowed_methods)]
 
 use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
 use toolgate_hosts::{
-    Backend, Host, HostsError, InstallOptions, Locations, ToolSet, apply, parse_manifest, plan,
+    Backend, Host, HostsError, InstallOptions, Locations, Surface, apply, parse_manifest, plan,
     uninstall,
 };
 
@@ -31,7 +32,7 @@ fn options(host: Host) -> InstallOptions {
         host,
         global: false,
         backend: Backend::Monty,
-        surface: ToolSet::All,
+        surface: Surface::All,
         exe: "/usr/local/bin/toolgate".to_owned(),
         tools: parse_manifest(MANIFEST).unwrap(),
         tools_reference: REFERENCE.to_owned(),

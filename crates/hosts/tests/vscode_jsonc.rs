@@ -1,13 +1,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Issue 19 item 3: VS Code's `mcp.json` is JSONC. Before the fix `install vscode` refused a file
 //! with comments, and re-indented the user's file when it did accept it.
+#![allow(clippy::disallowed_methods)]
 
 use std::fs;
 use std::path::Path;
 
 use serde_json::json;
 use toolgate_hosts::{
-    Backend, Host, InstallOptions, Locations, ToolSet, apply, parse_jsonc, parse_manifest, plan,
+    Backend, Host, InstallOptions, Locations, Surface, apply, parse_jsonc, parse_manifest, plan,
     uninstall,
 };
 
@@ -29,7 +30,7 @@ fn options() -> InstallOptions {
         host: Host::Vscode,
         global: false,
         backend: Backend::Monty,
-        surface: ToolSet::All,
+        surface: Surface::All,
         exe: "/usr/local/bin/toolgate".to_owned(),
         tools: parse_manifest(MANIFEST).unwrap(),
         tools_reference: REFERENCE.to_owned(),

@@ -459,7 +459,7 @@ pub(crate) fn parse_sources(
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
 

@@ -654,7 +654,7 @@ fn update_item(
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
     use crate::import::import_rep_files;

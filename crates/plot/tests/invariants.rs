@@ -1,6 +1,7 @@
 //! Property and crash tests for the session's promises: nothing unconfirmed is ever applied, a
 //! decline leaves everything byte-identical, saves refuse on-disk conflicts and are atomic.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_methods)]
 
 mod common;
 

@@ -5,6 +5,7 @@
 //! that works through a descriptor of the directory opened beneath the store root cannot.
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_methods)]
 
 #[allow(unused)]
 mod common;

@@ -8,6 +8,7 @@
 //! installs them; `tests/support/pgstac.sh` starts a private one per test). Without them each
 //! test prints why and passes, unless TOOLGATE_REQUIRE_TEST_CLIENTS=1 (CI), where it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_methods)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1321,6 +1321,7 @@ fn python_files(dir: &Path) -> Vec<String> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
 

@@ -166,6 +166,7 @@ pub fn read_regular(path: &Path, links: Links, max: u64) -> Result<Option<Vec<u8
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
     use std::time::{Duration, Instant};

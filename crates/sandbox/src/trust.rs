@@ -307,6 +307,7 @@ fn hash_file(h: &mut Sha256, name: &str, path: &Path) -> Result<(), TrustError> 
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
 

@@ -1,5 +1,6 @@
 //! Every workbench endpoint, through the router (and once over real TCP with `serve_on`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_methods)]
 
 mod common;
 

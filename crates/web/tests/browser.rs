@@ -9,6 +9,7 @@
 //!
 //! Screenshots and `metrics.json` are left in `<target>/tmp/web-e2e/`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_methods)]
 
 mod common;
 
@@ -108,7 +109,7 @@ async fn mcp_router(state: &toolgate_web::WebState, dir: &Path) -> Router {
         ))
     });
     let shared = toolgate_mcp::McpShared::new(
-        toolgate_mcp::ToolSet::Debrief,
+        toolgate_mcp::Surface::Debrief,
         new_session,
         None,
         Arc::new(toolgate_core::telemetry::NullSink),

@@ -340,6 +340,7 @@ pub fn edit(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, Call
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use serde_json::json;
 

@@ -449,6 +449,7 @@ pub(crate) fn write_in(
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
     use std::os::fd::AsFd;

@@ -211,11 +211,7 @@ impl WorkspaceConfig {
                 "must be relative to the workspace root",
             ));
         }
-        if self
-            .sql_default_db
-            .components()
-            .any(|c| matches!(c, std::path::Component::ParentDir))
-        {
+        if !toolgate_fs::is_beneath_lexically(&self.sql_default_db) {
             return Err(setting("sql_default_db", "must not contain \"..\""));
         }
         if self.bash_timeout.is_zero() || self.bash_timeout > self.bash_max_timeout {
@@ -413,6 +409,7 @@ impl Provider for WorkspaceTools {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)]
 pub(crate) mod testutil {
     use super::*;
     use serde_json::{Map, json};

@@ -319,7 +319,7 @@ fn open_checked(
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
     use std::ffi::CString;
 

@@ -2,6 +2,7 @@
 //! tried against a temporary workspace. Each test ends by checking that nothing was created
 //! outside the workspace: the temp parent directory holds exactly what the test put there.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_methods)]
 
 use std::collections::BTreeSet;
 use std::net::TcpListener;

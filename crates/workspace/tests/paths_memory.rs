@@ -3,6 +3,7 @@
 //! Each case runs in a child process (this test binary re-run for one test) so the peak
 //! resident size it reports (`VmHWM` in /proc/self/status) is the tool's alone.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+#![allow(clippy::disallowed_methods)]
 
 use std::io::Write;
 use std::path::Path;

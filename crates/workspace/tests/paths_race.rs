@@ -4,6 +4,7 @@
 //! `real/`. A guard that checks a path and then re-opens it by name loses this race; a guard
 //! that opens everything beneath a descriptor of the workspace root cannot.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_methods)]
 
 use std::collections::BTreeMap;
 use std::path::Path;

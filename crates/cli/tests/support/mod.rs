@@ -1,6 +1,7 @@
 //! Helpers shared by the CLI's integration tests (`mod support;` in each test file): the host
 //! process table seen by marker, and upstream MCP server configs. Each test binary uses some.
 #![allow(dead_code, clippy::unwrap_used)]
+#![allow(clippy::disallowed_methods)]
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -1,5 +1,6 @@
 //! Helpers shared by the converter's integration tests.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_methods)]
 
 use std::fs;
 use std::path::{Path, PathBuf};

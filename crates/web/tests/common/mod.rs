@@ -1,6 +1,7 @@
 //! Shared by the workbench's integration tests: a workbench over a temporary demo store, and a
 //! scripted chat backend that stands in for a model by calling `Debrief::run_tool` itself.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_methods)]
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
