@@ -38,7 +38,7 @@ pub use client::{
     ChatRequest, ChatResponse, HttpModel, Message, ModelClient, ModelConfig, ModelError, Provider,
     Role, ToolCallRequest, ToolDef, Usage,
 };
-pub use small::{Levers, Profile, Stage};
+pub use small::{Levers, Profile, Stage, UnknownLever};
 pub use text_protocol::TextProtocol;
 
 /// Build the client a configuration describes; `text_tools` wraps it in the text protocol.

@@ -176,7 +176,7 @@ impl Levers {
     ///
     /// # Errors
     /// A word that names no lever, with the valid words.
-    pub fn parse(list: &str) -> Result<Levers, String> {
+    pub fn parse(list: &str) -> Result<Levers, UnknownLever> {
         let mut l = Levers::NONE;
         for w in list.split(',').map(str::trim).filter(|w| !w.is_empty()) {
             match w {
@@ -190,16 +190,19 @@ impl Levers {
                 "arguments" => l.arguments = true,
                 "grounding" => l.grounding = true,
                 "planning" => l.planning = true,
-                other => {
-                    return Err(format!(
-                        "unknown lever \"{other}\": use a comma-separated list of parsing, constraints, state, compaction, intent, arguments, grounding, planning (or none / all)"
-                    ));
-                }
+                other => return Err(UnknownLever(other.to_owned())),
             }
         }
         Ok(l)
     }
 }
+
+/// A word in a `--levers` list that names no lever.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown lever \"{0}\": use a comma-separated list of parsing, constraints, state, compaction, intent, arguments, grounding, planning (or none / all)"
+)]
+pub struct UnknownLever(pub String);
 
 /// Where a conversation stands, as far as tool choice goes. Ordered: later stages know more.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -1383,7 +1386,7 @@ mod tests {
         assert_eq!(Levers::parse("all").unwrap(), Levers::SMALL);
         let l = Levers::parse("parsing, state").unwrap();
         assert!(l.parsing && l.state_machine && !l.constraints && !l.compaction);
-        let e = Levers::parse("parsing,routing").unwrap_err();
+        let e = Levers::parse("parsing,routing").unwrap_err().to_string();
         assert!(e.contains("routing") && e.contains("compaction"), "{e}");
         assert_eq!(Levers::for_profile(Profile::Large), Levers::LARGE);
     }

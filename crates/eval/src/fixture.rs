@@ -128,10 +128,12 @@ async fn registry(kind: RegistryKind, dir: &Path) -> Result<Registry, EvalError>
 
 /// The demo store is generated once per process and copied for each run.
 fn demo_template() -> Result<&'static Path, EvalError> {
-    static TEMPLATE: OnceLock<Result<tempfile::TempDir, String>> = OnceLock::new();
+    // The first failure is kept, typed, and reported to every run of this process.
+    type Failure = Box<dyn std::error::Error + Send + Sync>;
+    static TEMPLATE: OnceLock<Result<tempfile::TempDir, Failure>> = OnceLock::new();
     let t = TEMPLATE.get_or_init(|| {
-        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-        toolgate_plot::demo::ensure_demo_store(dir.path()).map_err(|e| e.to_string())?;
+        let dir = tempfile::tempdir()?;
+        toolgate_plot::demo::ensure_demo_store(dir.path())?;
         Ok(dir)
     });
     match t {

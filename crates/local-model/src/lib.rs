@@ -172,17 +172,16 @@ impl std::fmt::Debug for LocalModel {
 
 /// llama.cpp's process-wide backend: initialised once, never freed (it lives as long as the
 /// process, as llama.cpp expects).
-fn backend() -> Result<&'static LlamaBackend, String> {
-    static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
+fn backend() -> Result<&'static LlamaBackend, &'static llama_cpp_2::LlamaCppError> {
+    static BACKEND: OnceLock<Result<LlamaBackend, llama_cpp_2::LlamaCppError>> = OnceLock::new();
     BACKEND
         .get_or_init(|| {
-            let mut b = LlamaBackend::init().map_err(|e| e.to_string())?;
+            let mut b = LlamaBackend::init()?;
             // llama.cpp logs every tensor at load; toolgate's logs go through tracing.
             b.void_logs();
             Ok(b)
         })
         .as_ref()
-        .map_err(Clone::clone)
 }
 
 /// The instruction-set extensions this build of ggml was compiled for must be on the CPU, or
@@ -425,9 +424,9 @@ fn model_thread(
     ready: &mpsc::SyncSender<Result<u32, LocalModelError>>,
 ) {
     let loaded = (|| {
-        let backend = backend().map_err(|detail| LocalModelError::Load {
+        let backend = backend().map_err(|e| LocalModelError::Load {
             path: config.path.clone(),
-            detail,
+            detail: e.to_string(),
         })?;
         let model = LlamaModel::load_from_file(backend, &config.path, &LlamaModelParams::default())
             .map_err(|e| LocalModelError::Load {
@@ -514,7 +513,8 @@ struct Engine<'m> {
     config: &'m LocalModelConfig,
     /// The tokens whose keys and values are in the KV cache, in order.
     cached: Vec<LlamaToken>,
-    grammars: HashMap<String, Result<String, String>>,
+    /// Grammars by schema; a schema llama.cpp's converter refused is remembered as refused.
+    grammars: HashMap<String, Result<String, Arc<llama_cpp_2::LlamaCppError>>>,
 }
 
 fn protocol(what: &str, e: impl std::fmt::Display) -> ModelError {
@@ -547,7 +547,7 @@ impl Engine<'_> {
         self.grammars
             .entry(schema.to_owned())
             .or_insert_with(|| {
-                llama_cpp_2::json_schema_to_grammar(schema).map_err(|e| e.to_string())
+                llama_cpp_2::json_schema_to_grammar(schema).map_err(Arc::new)
             })
             .clone()
             .map_err(|e| {
@@ -745,7 +745,7 @@ impl Engine<'_> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
 
     #[test]

@@ -19,7 +19,7 @@ use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
-use rmcp::model::RequestStateCodec;
+use rmcp::model::{RequestStateCodec, RequestStateError};
 use serde::{Deserialize, Serialize};
 use toolgate_core::{Answer, CallDigest, Confirmer, Preview};
 
@@ -237,13 +237,13 @@ impl ConfirmState {
     }
 
     /// Seal an MRTR state for this digest.
-    pub fn seal(&self, digest: &CallDigest) -> Result<String, String> {
+    pub fn seal(&self, digest: &CallDigest) -> Result<String, RequestStateError> {
         let state = SealedConfirm {
             digest: digest.as_str().to_owned(),
             nonce: random_hex(),
             expires: now_secs() + self.ttl.as_secs(),
         };
-        self.codec.seal_json(&state).map_err(|e| e.to_string())
+        self.codec.seal_json(&state)
     }
 
     /// Open a sealed MRTR state (integrity and expiry; the nonce is consumed by

@@ -544,7 +544,7 @@ impl ToolgateServer {
                 };
                 let sealed = confirm
                     .seal(&asked.digest)
-                    .map_err(|e| ErrorData::internal_error(e, None))?;
+                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
                 let mut requests = InputRequests::new();
                 requests.insert(
                     CONFIRM_KEY.to_owned(),

@@ -132,16 +132,32 @@ pub struct ServerConfig {
     pub settings: ToolgateServerSettings,
 }
 
+/// Why a `${VAR}` reference in an MCP server's configuration cannot be filled in.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InterpolateError {
+    #[error("unclosed \"${{\" in \"{text}\"")]
+    Unclosed { text: String },
+    #[error("\"${{{expr}}}\" is not a variable reference")]
+    NotAReference { expr: String },
+    #[error("environment variable {name} is not set (use ${{{name}:-default}} for a default)")]
+    Unset { name: String },
+}
+
 /// Replace `${VAR}` and `${VAR:-default}` from `lookup`. An unset variable without a default is
 /// an error naming it (a silent empty string would send a request without its credentials).
-pub fn interpolate(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+pub fn interpolate(
+    text: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, InterpolateError> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("${") {
         out.push_str(&rest[..start]);
         let after = &rest[start + 2..];
         let Some(end) = after.find('}') else {
-            return Err(format!("unclosed \"${{\" in \"{text}\""));
+            return Err(InterpolateError::Unclosed {
+                text: text.to_owned(),
+            });
         };
         let expr = &after[..end];
         let (name, default) = match expr.split_once(":-") {
@@ -149,15 +165,17 @@ pub fn interpolate(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Resul
             None => (expr, None),
         };
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return Err(format!("\"${{{expr}}}\" is not a variable reference"));
+            return Err(InterpolateError::NotAReference {
+                expr: expr.to_owned(),
+            });
         }
         match (lookup(name), default) {
             (Some(v), _) => out.push_str(&v),
             (None, Some(d)) => out.push_str(d),
             (None, None) => {
-                return Err(format!(
-                    "environment variable {name} is not set (use ${{{name}:-default}} for a default)"
-                ));
+                return Err(InterpolateError::Unset {
+                    name: name.to_owned(),
+                });
             }
         }
         rest = &after[end + 1..];
@@ -665,6 +683,7 @@ mod tests {
         assert!(
             interpolate("${NOPE}", &env)
                 .unwrap_err()
+                .to_string()
                 .contains("NOPE is not set")
         );
         assert!(interpolate("${TOKEN", &env).is_err());
