@@ -23,7 +23,7 @@ use toolgate_plot::debrief::{Debrief, Settings, agent_tool_specs};
 
 use crate::call_parse;
 use crate::client::{ChatRequest, Message, ModelClient, Role, ToolCallRequest, ToolDef, Usage};
-use crate::constrain::{self, Step, Surface};
+use crate::constrain::{self, Choices, Step};
 use crate::grounded;
 use crate::small::{self, Levers, Offer, Profile, Stage};
 use crate::transcript::Transcript;
@@ -758,7 +758,7 @@ impl AgentLoop {
                     // The model is offered only the few tools the request is about; their
                     // lines are what it needs to fill the call.
                     let few: Vec<String> = self
-                        .surface(utterance, &small.failed)
+                        .choices(utterance, &small.failed)
                         .tools
                         .into_iter()
                         .map(|(id, _)| id)
@@ -1126,8 +1126,8 @@ impl AgentLoop {
     /// ([`crate::refs::resolve`]; a request that names nothing or something ambiguous is then
     /// asked about by the target check, as a model's call would be).
     fn settled_run(&self, utterance: &str, excluded: &[String]) -> Option<Value> {
-        let surface = self.surface(utterance, excluded);
-        let [(id, schema)] = surface.tools.as_slice() else {
+        let choices = self.choices(utterance, excluded);
+        let [(id, schema)] = choices.tools.as_slice() else {
             return None;
         };
         let mut input = self.repair_run(&json!({"toolId": id, "params": {}}), utterance);
@@ -1364,7 +1364,7 @@ impl AgentLoop {
     /// tools.
     /// What a constrained turn may choose from; `excluded`: tools that already failed in this
     /// utterance (offered again, a small model runs them again).
-    fn surface(&self, utterance: &str, excluded: &[String]) -> Surface {
+    fn choices(&self, utterance: &str, excluded: &[String]) -> Choices {
         let session = self.debrief.session();
         let (mut feature_names, has_selection) = session
             .active()
@@ -1517,7 +1517,7 @@ impl AgentLoop {
         } else {
             Vec::new()
         };
-        Surface {
+        Choices {
             feature_names,
             has_selection,
             open_plots,
@@ -1643,7 +1643,7 @@ impl AgentLoop {
                 .rev()
                 .find(|m| m.role == Role::User)
                 .map_or("", |m| m.content.as_str());
-            let schema = constrain::call_schema(&offer, &self.surface(utterance, &run.failed));
+            let schema = constrain::call_schema(&offer, &self.choices(utterance, &run.failed));
             (
                 constrained_view(&conversation.messages),
                 Vec::new(),

@@ -102,9 +102,9 @@ pub fn detect(props: Option<&Value>, models: Option<&Value>) -> ServerInfo {
     info
 }
 
-/// What the live session contributes to the schema.
+/// What a constrained turn may choose from: what the live session contributes to the schema.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Surface {
+pub struct Choices {
     /// Display names of the active plot's features (targets for `featureNames`).
     pub feature_names: Vec<String>,
     /// Something is selected on the active plot.
@@ -264,7 +264,7 @@ pub fn closed(schema: &Value) -> Value {
 }
 
 /// The argument schema of one agent tool, closed and narrowed to the live session.
-pub fn arguments_schema(tool: &str, s: &Surface) -> Value {
+pub fn arguments_schema(tool: &str, s: &Choices) -> Value {
     let mut p = Map::new();
     match tool {
         SEARCH => {
@@ -348,7 +348,7 @@ pub fn arguments_schema(tool: &str, s: &Surface) -> Value {
 
 /// The schema of one reply under `offer`: exactly one offered tool's call (`name` and that
 /// tool's closed `arguments`), or — when the offer allows it — a final `reply`.
-pub fn call_schema(offer: &Offer, s: &Surface) -> Value {
+pub fn call_schema(offer: &Offer, s: &Choices) -> Value {
     let mut branches: Vec<Value> = Vec::new();
     for &tool in &offer.tools {
         if tool == RUN_TOOL && s.tools.is_empty() {
@@ -419,8 +419,8 @@ mod tests {
     use super::*;
     use crate::small::Stage;
 
-    fn surface() -> Surface {
-        Surface {
+    fn choices() -> Choices {
+        Choices {
             feature_names: vec!["HMS Nelson".into(), "Contact".into()],
             has_selection: true,
             open_plots: vec!["stac://a".into()],
@@ -443,7 +443,7 @@ mod tests {
 
     #[test]
     fn what_code_settles_is_not_decoded() {
-        let mut s = surface();
+        let mut s = choices();
         s.settled_targets = true;
         s.settled_params = vec!["color".into()];
         let a = arguments_schema(RUN_TOOL, &s);
@@ -458,7 +458,7 @@ mod tests {
     }
 
     fn validator(offer: &Offer) -> jsonschema::Validator {
-        let schema = call_schema(offer, &surface());
+        let schema = call_schema(offer, &choices());
         jsonschema::validator_for(&schema).expect("the schema compiles")
     }
 
@@ -539,7 +539,7 @@ mod tests {
             &json!({"name": SEARCH, "arguments": {"text": "submarine", "platforms": ["submarine"]}})
         ));
         // A request that names no date gets no time window.
-        let mut s = surface();
+        let mut s = choices();
         s.dates = false;
         let v = jsonschema::validator_for(&call_schema(&Stage::NoPlot.offer(0, true), &s)).unwrap();
         assert!(!v.is_valid(
@@ -548,16 +548,16 @@ mod tests {
         assert!(v.is_valid(&json!({"name": SEARCH, "arguments": {"text": "Alpha", "open": true}})));
         assert!(!v.is_valid(&json!({"name": SUMMARIZE, "arguments": {}})));
         // Only one branch: the schema is that call itself.
-        let s = call_schema(&Stage::Opened.offer(0, true), &surface());
+        let s = call_schema(&Stage::Opened.offer(0, true), &choices());
         assert_eq!(s["properties"]["name"]["const"], SUMMARIZE);
         // Nothing offered: only the reply.
-        let s = call_schema(&Stage::Ran.offer(3, true), &surface());
+        let s = call_schema(&Stage::Ran.offer(3, true), &choices());
         assert_eq!(s["required"], json!(["reply"]));
     }
 
     #[test]
     fn without_a_selection_or_features_the_schema_narrows() {
-        let mut s = surface();
+        let mut s = choices();
         s.has_selection = false;
         s.feature_names.clear();
         let v = jsonschema::validator_for(&call_schema(&Stage::Listed.offer(1, true), &s)).unwrap();
