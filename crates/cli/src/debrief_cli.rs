@@ -170,11 +170,11 @@ fn parse_bbox(s: &str) -> std::result::Result<[f64; 4], String> {
             parts.len()
         ));
     };
-    let num = |name: &str, t: &str| -> std::result::Result<f64, String> {
-        match t.parse::<f64>() {
-            Ok(v) if v.is_finite() => Ok(v),
-            _ => Err(format!("the {name} \"{t}\" is not a number: {usage}")),
-        }
+    let num = |name: &str, t: &str| {
+        t.parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| format!("the {name} \"{t}\" is not a number: {usage}"))
     };
     let b = [
         num("west", w)?,

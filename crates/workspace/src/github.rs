@@ -18,31 +18,34 @@ pub const API_BASE: &str = "https://api.github.com";
 /// Check the endpoint and build the URL. The endpoint is a path (with an optional query) that is
 /// appended to the API base; anything that could change the host is refused.
 pub fn endpoint_url(base: &str, endpoint: &str) -> Result<Url, CallError> {
-    let e = endpoint.trim();
+    let path_given = endpoint.trim();
     let bad = |why: &str| {
         CallError::invalid(format!(
             "github_api: endpoint \"{endpoint}\" {why}. Give an API path such as \"/repos/owner/repo/issues\"."
         ))
     };
-    if e.is_empty() {
+    if path_given.is_empty() {
         return Err(bad("is empty"));
     }
-    if e.contains("://") || e.starts_with("//") {
+    if path_given.contains("://") || path_given.starts_with("//") {
         return Err(CallError::PermissionDenied {
             message: format!(
                 "github_api: endpoint \"{endpoint}\" is a full URL; github_api only calls {API_BASE}. Give the path alone."
             ),
         });
     }
-    if e.chars().any(|c| c.is_control() || c == '\\' || c == '#') {
+    if path_given
+        .chars()
+        .any(|c| c.is_control() || c == '\\' || c == '#')
+    {
         return Err(bad(
             "contains characters that are not allowed in an API path",
         ));
     }
-    let path = if e.starts_with('/') {
-        e.to_owned()
+    let path = if path_given.starts_with('/') {
+        path_given.to_owned()
     } else {
-        format!("/{e}")
+        format!("/{path_given}")
     };
     let (path_part, _) = path.split_once('?').unwrap_or((&path, ""));
     if path_part
