@@ -56,6 +56,28 @@ pub fn is_beneath_lexically(path: &std::path::Path) -> bool {
             .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
 }
 
+/// `path` with `.` removed and each `..` applied lexically, without looking at the disk; `None`
+/// when a `..` climbs above where the path starts (the file system root for an absolute path,
+/// its first component for a relative one). The one lexical normaliser: what the result names
+/// is still opened beneath a [`Root`].
+pub fn normalize(path: &std::path::Path) -> Option<PathBuf> {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::Prefix(_) | Component::RootDir => out.push(c.as_os_str()),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    return None;
+                }
+            }
+            Component::Normal(n) => out.push(n),
+        }
+    }
+    Some(out)
+}
+
 /// Why a file operation was refused or failed. Each kind names the path it was about.
 #[derive(Debug, thiserror::Error)]
 pub enum FsError {
@@ -146,6 +168,15 @@ impl From<FsError> for io::Error {
 #[cfg(test)]
 mod tests {
     use std::path::Path;
+
+    #[test]
+    fn normalizes_lexically() {
+        let n = |p: &str| super::normalize(Path::new(p));
+        assert_eq!(n("/w/./a/../b"), Some("/w/b".into()));
+        assert_eq!(n("a/b/.."), Some("a".into()));
+        assert_eq!(n("/.."), None);
+        assert_eq!(n("a/../.."), None);
+    }
 
     #[test]
     fn lexically_beneath() {

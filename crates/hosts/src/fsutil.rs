@@ -7,7 +7,7 @@
 //! with `O_EXCL`, so a link swapped in after the check is not followed either.
 
 use std::fs;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
@@ -72,20 +72,7 @@ pub fn normalize(path: &Path) -> Option<PathBuf> {
     if !path.is_absolute() {
         return None;
     }
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::Prefix(_) | Component::RootDir => out.push(c.as_os_str()),
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() {
-                    return None;
-                }
-            }
-            Component::Normal(n) => out.push(n),
-        }
-    }
-    Some(out)
+    toolgate_fs::normalize(path)
 }
 
 /// Check that no existing component of `path` strictly below `root` is a symbolic link (the

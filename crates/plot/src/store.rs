@@ -1,7 +1,7 @@
 //! A local STAC catalogue of plots (reference §11.2), read with the `stac` crate.
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -276,16 +276,12 @@ fn confine(root: &Path, base: &Path, href: &str) -> Result<PathBuf, StoreError> 
     } else {
         base.join(href)
     };
-    let mut out = PathBuf::new();
-    for c in joined.components() {
-        match c {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other.as_os_str()),
-        }
-    }
+    let Some(out) = toolgate_fs::normalize(&joined) else {
+        return Err(StoreError::OutsideStore {
+            path: joined,
+            root: root.to_owned(),
+        });
+    };
     let outside = || StoreError::OutsideStore {
         path: out.clone(),
         root: root.to_owned(),

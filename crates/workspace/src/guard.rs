@@ -23,7 +23,7 @@
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::fd::{BorrowedFd, OwnedFd};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rustix::fs::{AtFlags, FileType, OFlags, Stat, fstat, statat};
@@ -377,20 +377,9 @@ impl PathGuard {
         } else {
             self.root.join(given)
         };
-        let mut out = PathBuf::new();
-        for comp in joined.components() {
-            match comp {
-                Component::Prefix(p) => out.push(p.as_os_str()),
-                Component::RootDir => out.push(Component::RootDir.as_os_str()),
-                Component::CurDir => {}
-                Component::ParentDir => {
-                    if !out.pop() {
-                        return Err(self.outside(user_path, "climbs above the file system root"));
-                    }
-                }
-                Component::Normal(n) => out.push(n),
-            }
-        }
+        let Some(out) = toolgate_fs::normalize(&joined) else {
+            return Err(self.outside(user_path, "climbs above the file system root"));
+        };
         if !out.starts_with(&self.root) {
             return Err(if given.is_absolute() {
                 self.outside(user_path, "is outside the workspace")
