@@ -111,29 +111,7 @@ pub fn write_in(
     opts: WriteOptions,
 ) -> std::io::Result<()> {
     remove_stale_temps_in(dir, &name.to_string_lossy());
-    let mut tmp = None;
-    for _ in 0..RETRIES {
-        let candidate = temp_name(name);
-        match rustix::fs::openat(
-            dir,
-            &candidate,
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(opts.mode.map_or(0o666, |_| 0o600)),
-        ) {
-            Ok(fd) => {
-                tmp = Some((candidate, fd));
-                break;
-            }
-            Err(Errno::EXIST) => continue,
-            Err(e) => return Err(e.into()),
-        }
-    }
-    let Some((tmp_name, fd)) = tmp else {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::AlreadyExists,
-            "could not pick a temporary file name",
-        ));
-    };
+    let (tmp_name, fd) = create_temp(dir, name, opts.mode.map_or(0o666, |_| 0o600))?;
     let result = (|| -> std::io::Result<()> {
         let mut file = std::fs::File::from(fd);
         file.write_all(bytes)?;
@@ -142,25 +120,122 @@ pub fn write_in(
         }
         file.sync_all()?;
         drop(file);
-        if opts.noclobber {
-            match rustix::fs::renameat_with(dir, &tmp_name, dir, name, RenameFlags::NOREPLACE) {
-                Ok(()) => {}
-                Err(Errno::INVAL | Errno::NOSYS) => {
-                    rustix::fs::linkat(dir, &tmp_name, dir, name, AtFlags::empty())?;
-                    let _ = rustix::fs::unlinkat(dir, &tmp_name, AtFlags::empty());
-                }
-                Err(e) => return Err(e.into()),
-            }
-        } else {
-            rustix::fs::renameat(dir, &tmp_name, dir, name)?;
-        }
-        sync_dir(dir);
-        Ok(())
+        rename_temp(dir, &tmp_name, name, opts.noclobber)
     })();
     if result.is_err() {
         let _ = rustix::fs::unlinkat(dir, &tmp_name, AtFlags::empty());
     }
     result
+}
+
+/// An exclusive temporary file in `dir` for `name` (`O_CREAT | O_EXCL | O_NOFOLLOW`, read and
+/// write so a caller can check what it wrote).
+fn create_temp(
+    dir: BorrowedFd<'_>,
+    name: &OsStr,
+    mode: u32,
+) -> std::io::Result<(OsString, OwnedFd)> {
+    for _ in 0..RETRIES {
+        let candidate = temp_name(name);
+        match rustix::fs::openat(
+            dir,
+            &candidate,
+            OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(mode),
+        ) {
+            Ok(fd) => return Ok((candidate, fd)),
+            Err(Errno::EXIST) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::AlreadyExists,
+        "could not pick a temporary file name",
+    ))
+}
+
+/// Rename the (synced) temporary over `name` within `dir`, then sync `dir`.
+fn rename_temp(
+    dir: BorrowedFd<'_>,
+    tmp_name: &OsStr,
+    name: &OsStr,
+    noclobber: bool,
+) -> std::io::Result<()> {
+    if noclobber {
+        match rustix::fs::renameat_with(dir, tmp_name, dir, name, RenameFlags::NOREPLACE) {
+            Ok(()) => {}
+            // A file system without RENAME_NOREPLACE: a hard link is just as exclusive.
+            Err(Errno::INVAL | Errno::NOSYS) => {
+                rustix::fs::linkat(dir, tmp_name, dir, name, AtFlags::empty())?;
+                let _ = rustix::fs::unlinkat(dir, tmp_name, AtFlags::empty());
+            }
+            Err(e) => return Err(e.into()),
+        }
+    } else {
+        rustix::fs::renameat(dir, tmp_name, dir, name)?;
+    }
+    sync_dir(dir);
+    Ok(())
+}
+
+/// A replace written as a stream (a download too large to hold in memory): the same exclusive
+/// temporary in the target's directory as [`write_in`], written through [`AtomicFile::file`],
+/// and renamed over the target only by [`AtomicFile::commit`]. Dropped uncommitted, the
+/// temporary is removed: nothing half-written stays.
+#[derive(Debug)]
+pub struct AtomicFile {
+    dir: OwnedFd,
+    name: OsString,
+    tmp: OsString,
+    path: std::path::PathBuf,
+    file: std::fs::File,
+    committed: bool,
+}
+
+impl AtomicFile {
+    /// Start replacing the file at `path` (its directory must exist).
+    pub fn create(path: &Path) -> Result<Self, FsError> {
+        let (dir, name) = split(path)?;
+        let dir = open_dir(dir)?;
+        let (tmp, fd) = create_temp(dir.as_fd(), name, 0o666).map_err(|e| FsError::io(path, e))?;
+        Ok(Self {
+            name: name.to_owned(),
+            tmp,
+            path: path.to_path_buf(),
+            file: std::fs::File::from(fd),
+            dir,
+            committed: false,
+        })
+    }
+
+    /// The temporary file, open for reading and writing.
+    pub fn file(&mut self) -> &mut std::fs::File {
+        &mut self.file
+    }
+
+    /// fsync the temporary, rename it over the target, fsync the directory.
+    pub fn commit(self) -> Result<(), FsError> {
+        let name = self.name.clone();
+        self.commit_as(&name)
+    }
+
+    /// [`AtomicFile::commit`] under another name in the same directory (a download whose name
+    /// is known only once it is read).
+    pub fn commit_as(mut self, name: &OsStr) -> Result<(), FsError> {
+        let path = self.path.with_file_name(name);
+        self.file.sync_all().map_err(|e| FsError::io(&path, e))?;
+        rename_temp(self.dir.as_fd(), &self.tmp, name, false).map_err(|e| FsError::io(&path, e))?;
+        self.committed = true;
+        Ok(())
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = rustix::fs::unlinkat(&self.dir, &self.tmp, AtFlags::empty());
+        }
+    }
 }
 
 /// Persist a rename in `dir`. `dir` may be an `O_PATH` descriptor (which fsync refuses), so a
@@ -279,6 +354,37 @@ mod tests {
         );
         assert_eq!(std::fs::read(&p).unwrap(), b"new");
         assert_eq!(names(d.path()), ["a.json"], "no temp after a refused write");
+    }
+
+    #[test]
+    fn a_streamed_replace_appears_only_on_commit() {
+        use std::io::{Read, Seek};
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("model.gguf");
+        atomic_write(&p, b"old").unwrap();
+        let mut f = AtomicFile::create(&p).unwrap();
+        f.file().write_all(b"new bytes").unwrap();
+        f.file().seek(std::io::SeekFrom::Start(0)).unwrap();
+        let mut back = String::new();
+        f.file().read_to_string(&mut back).unwrap();
+        assert_eq!(back, "new bytes");
+        assert_eq!(
+            std::fs::read(&p).unwrap(),
+            b"old",
+            "nothing replaced before commit"
+        );
+        f.commit().unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"new bytes");
+        assert_eq!(names(d.path()), ["model.gguf"]);
+        let mut dropped = AtomicFile::create(&p).unwrap();
+        dropped.file().write_all(b"half").unwrap();
+        drop(dropped);
+        assert_eq!(std::fs::read(&p).unwrap(), b"new bytes");
+        assert_eq!(
+            names(d.path()),
+            ["model.gguf"],
+            "an uncommitted temp is removed"
+        );
     }
 
     #[test]

@@ -36,8 +36,8 @@ use std::io;
 use std::path::PathBuf;
 
 pub use atomic::{
-    WriteOptions, atomic_write, atomic_write_new, atomic_write_with, open_dir, remove_stale_temps,
-    remove_stale_temps_in, temp_prefix, write_in,
+    AtomicFile, WriteOptions, atomic_write, atomic_write_new, atomic_write_with, open_dir,
+    remove_stale_temps, remove_stale_temps_in, temp_prefix, write_in,
 };
 pub use beneath::{Links, Root, Walked, disable_openat2_for_tests};
 pub use check::{
