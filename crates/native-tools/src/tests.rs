@@ -1,4 +1,4 @@
-//! Shared fixtures for the tool tests, and tests across every tool.
+//! Tests across every tool (their fixtures: `toolgate_tool_catalogue::testing`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
