@@ -386,14 +386,18 @@ impl ConfigFile {
     /// messages and recorded as the source of its command tools).
     pub fn parse(path: &Path, text: &str) -> Result<Self, ConfigError> {
         // Syntax first, so a broken file says so (not "missing field").
-        if let Err(e) = text.parse::<toml::Table>() {
-            return Err(ConfigError::Syntax {
-                path: path.to_owned(),
-                message: first_line(e.message()),
-                position: e.span().map(|s| line_column(text, s.start)),
-            });
-        }
-        let mut file: ConfigFile = toml::from_str(text).map_err(|e| classify(path, text, &e))?;
+        let table = match text.parse::<toml::Table>() {
+            Ok(t) => t,
+            Err(e) => {
+                return Err(ConfigError::Syntax {
+                    path: path.to_owned(),
+                    message: first_line(e.message()),
+                    position: e.span().map(|s| line_column(text, s.start)),
+                });
+            }
+        };
+        let mut file: ConfigFile =
+            crate::toml_typed::from_table(table).map_err(|e| classify(path, text, &e))?;
         file.check(path)?;
         for t in &mut file.command_tools {
             t.source = path.to_owned();
@@ -550,68 +554,20 @@ fn line_column(text: &str, offset: usize) -> (usize, usize) {
     (line, column)
 }
 
-/// The dotted key path a toml deserialization error carries (only shown by its `Display` when
-/// the error has no input attached).
-fn error_keys(e: &toml::de::Error) -> Vec<String> {
-    let mut bare = e.clone();
-    bare.set_input(None);
-    bare.to_string()
-        .lines()
-        .find_map(|l| l.strip_prefix("in `").and_then(|r| r.strip_suffix('`')))
-        .map(|k| k.split('.').map(str::to_owned).collect())
-        .unwrap_or_default()
-}
-
-/// Serde's type names in the words a config author uses.
-fn friendly_expected(expected: &str) -> String {
-    let e = expected.trim();
-    match e {
-        "i8" | "i16" | "i32" | "i64" | "u8" | "u16" | "u32" | "u64" | "usize" | "isize" => {
-            "an integer".to_owned()
-        }
-        "f32" | "f64" => "a number".to_owned(),
-        "a sequence" => "an array".to_owned(),
-        "a map" => "a table".to_owned(),
-        _ if e.starts_with("struct ") => "a table".to_owned(),
-        _ => e.to_owned(),
-    }
-}
-
-/// Turn a toml/serde error into one that names the file and the key.
-fn classify(path: &Path, text: &str, e: &toml::de::Error) -> ConfigError {
-    let keys = error_keys(e);
-    let position = e.span().map(|s| line_column(text, s.start));
-    let message = first_line(e.message());
-    if let Some(rest) = message.strip_prefix("unknown field `")
-        && let Some((field, tail)) = rest.split_once('`')
-    {
-        let expected = tail
-            .split('`')
-            .skip(1)
-            .step_by(2)
-            .map(str::to_owned)
-            .collect();
-        let mut key = keys;
-        key.push(field.to_owned());
+/// A typed deserialization failure as a message that names the file and the key.
+fn classify(path: &Path, text: &str, e: &crate::toml_typed::TypedError) -> ConfigError {
+    use crate::toml_typed::Kind;
+    let mut keys = e.keys();
+    let position = e.span(text).map(|s| line_column(text, s.start));
+    if let Kind::UnknownKey { key, expected } = &e.kind {
+        keys.push(key.clone());
         return ConfigError::UnknownKey {
             path: path.to_owned(),
-            key: key.join("."),
-            expected,
+            key: keys.join("."),
+            expected: expected.iter().map(|k| (*k).to_owned()).collect(),
             position,
         };
     }
-    let friendly = ["invalid type: ", "invalid value: "]
-        .iter()
-        .find_map(|p| message.strip_prefix(p))
-        .and_then(|rest| rest.rsplit_once(", expected "))
-        .map(|(found, expected)| format!("expected {}, found {found}", friendly_expected(expected)))
-        .or_else(|| {
-            message
-                .strip_prefix("missing field `")
-                .and_then(|r| r.strip_suffix('`'))
-                .map(|f| format!("missing key `{f}`"))
-        })
-        .unwrap_or(message);
     ConfigError::Key {
         path: path.to_owned(),
         key: if keys.is_empty() {
@@ -619,7 +575,7 @@ fn classify(path: &Path, text: &str, e: &toml::de::Error) -> ConfigError {
         } else {
             keys.join(".")
         },
-        message: friendly,
+        message: e.to_string(),
         position,
     }
 }
@@ -1388,6 +1344,16 @@ parameters = { path = { type = "string", required = true } }
         assert_eq!(
             msg,
             "/x/.toolgate/config.toml: invalid value for key `limits.timeout_secs`: expected an integer, found string \"ten\" (line 2, column 16)"
+        );
+        // Read from the value itself, not the toml crate's wording (which said "found map").
+        let msg = parse("[limits]\ntimeout_secs = 1979-05-27T07:32:00Z\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.ends_with(
+                "`limits.timeout_secs`: expected an integer, found a date-time (line 2, column 16)"
+            ),
+            "{msg}"
         );
         let msg = parse("[limits]\ntimeout_secs = 0\n")
             .unwrap_err()

@@ -49,6 +49,7 @@ pub mod protocol;
 mod registry_host;
 pub mod regular_file;
 mod stubs;
+mod toml_typed;
 pub mod trust;
 mod worker;
 
