@@ -213,12 +213,9 @@ fn install(args: &InstallArgs) -> Result<i32> {
     });
     // Written here first; persisted under its final name only when every check passed (dropped,
     // the temporary file is removed: nothing half-written stays in the data directory).
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".install-")
-        .suffix(".part")
-        .tempfile_in(&dir)
+    let mut tmp = toolgate_fs::AtomicFile::create(&dir.join("install.part"))
         .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
-    let mut sink = HashingWriter::new(tmp.as_file_mut());
+    let mut sink = HashingWriter::new(tmp.file());
     let (file_name, expected) = if let Some(k) = known {
         if wanted_sha.as_deref().is_some_and(|h| h != k.sha256) {
             bail!(
@@ -253,7 +250,7 @@ fn install(args: &InstallArgs) -> Result<i32> {
         (name, wanted_sha)
     };
     let digest = sink.finish()?;
-    let file = tmp.as_file_mut();
+    let file = tmp.file();
     check_gguf(file, source)?;
     if let Some(expected) = &expected
         && *expected != digest
@@ -264,10 +261,9 @@ fn install(args: &InstallArgs) -> Result<i32> {
     }
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
     check_memory(size, source)?;
-    file.sync_all().context("writing the model to disk")?;
     let target = dir.join(&file_name);
-    tmp.persist(&target)
-        .map_err(|e| anyhow!("installing {}: {}", target.display(), e.error))?;
+    tmp.commit_as(std::ffi::OsStr::new(&file_name))
+        .with_context(|| format!("installing {}", target.display()))?;
     write_default(&dir, &file_name)?;
     eprintln!(
         "toolgate: installed {} ({}, sha256 {digest}{}); `toolgate serve` and `toolgate chat` now answer with it (small profile)",

@@ -146,7 +146,7 @@ fn bad_files_are_refused_and_leave_nothing_behind() {
     assert!(
         models(&data)
             .iter()
-            .all(|f| !f.ends_with(".gguf") && !f.ends_with(".part"))
+            .all(|f| !f.ends_with(".gguf") && !f.ends_with(".part") && !f.contains(".tmp-"))
     );
 }
 
