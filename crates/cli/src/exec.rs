@@ -109,7 +109,7 @@ impl ExecArgs {
 }
 
 fn parse_backend(s: &str) -> Result<Backend, String> {
-    s.parse()
+    s.parse().map_err(|e: toolgate_sandbox::UnknownBackend| e.to_string())
 }
 
 fn parse_seconds(s: &str) -> Result<Duration, String> {

@@ -150,7 +150,7 @@ struct HookCli {
 }
 
 fn parse_backend(s: &str) -> Result<Backend, String> {
-    s.parse()
+    s.parse().map_err(|e: toolgate_sandbox::UnknownBackend| e.to_string())
 }
 
 #[allow(clippy::print_stdout)]

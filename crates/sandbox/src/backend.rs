@@ -36,17 +36,20 @@ impl fmt::Display for Backend {
     }
 }
 
+/// A backend name that names no backend.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown backend \"{0}\": use auto, monty or hyperlight")]
+pub struct UnknownBackend(pub String);
+
 impl FromStr for Backend {
-    type Err = String;
+    type Err = UnknownBackend;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim().to_ascii_lowercase().as_str() {
             "auto" => Ok(Backend::Auto),
             "monty" => Ok(Backend::Monty),
             "hyperlight" => Ok(Backend::Hyperlight),
-            other => Err(format!(
-                "unknown backend \"{other}\": use auto, monty or hyperlight"
-            )),
+            other => Err(UnknownBackend(other.to_owned())),
         }
     }
 }
@@ -95,8 +98,12 @@ pub enum HyperlightUnusable {
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {
     /// An environment variable names no backend.
-    #[error("{var}: {message}")]
-    BadEnv { var: &'static str, message: String },
+    #[error("{var}: {source}")]
+    BadEnv {
+        var: &'static str,
+        #[source]
+        source: UnknownBackend,
+    },
     #[error(
         "the hyperlight backend was requested ({requested_by}) but is unusable here: {why}. Use --backend monty (or auto)."
     )]
@@ -141,7 +148,7 @@ pub(crate) fn detect_with(
             if let Some(value) = env(var).filter(|v| !v.trim().is_empty()) {
                 let b = value
                     .parse::<Backend>()
-                    .map_err(|message| BackendError::BadEnv { var, message })?;
+                    .map_err(|source| BackendError::BadEnv { var, source })?;
                 chosen = (b, format!("{var}={value}"));
                 break;
             }

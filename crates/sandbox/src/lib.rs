@@ -54,7 +54,8 @@ pub mod trust;
 mod worker;
 
 pub use backend::{
-    BACKEND_ENV, Backend, BackendError, HyperlightUnusable, Selected, detect, hyperlight_status,
+    BACKEND_ENV, Backend, BackendError, HyperlightUnusable, Selected, UnknownBackend, detect,
+    hyperlight_status,
 };
 pub use config::{
     ArgTemplateError, CodeactConfig, ConfigError, ConfigFile, ParametersError, ProjectTrust,
