@@ -289,8 +289,13 @@ fn confine(root: &Path, base: &Path, href: &str) -> Result<PathBuf, StoreError> 
     if !out.starts_with(root) {
         return Err(outside());
     }
-    if let Ok(real) = out.canonicalize()
-        && !real.starts_with(root)
+    // Resolved beneath the store root's descriptor (the one beneath-open): a link that leads
+    // out is refused here already; a path that does not exist yet is fine.
+    if let Ok(rel) = out.strip_prefix(root)
+        && let Ok(beneath) = toolgate_fs::Root::new(root)
+        && let Err(
+            toolgate_fs::FsError::Escapes { .. } | toolgate_fs::FsError::ThroughSymlink { .. },
+        ) = beneath.open(rel, toolgate_fs::OFlags::PATH, toolgate_fs::Links::Inside)
     {
         return Err(outside());
     }
