@@ -10,12 +10,16 @@
 //!   the native implementation and returns the ToolResponse (`content` items or `error`).
 //! * [`stdio`] answers one debrief-calc stdio request (`{tool, features, params}`, reference
 //!   §10.4) in that protocol's shape (nested `resource`, `duration_ms`).
+//! * [`tool_server`]: the other side of the same protocol — external tool servers (existing
+//!   Python tools) that speak it, as a registry provider.
+
+pub mod tool_server;
 
 use std::time::Instant;
 
 use serde_json::{Map, Value, json};
-use toolgate_native_tools::catalogue::{self, CalcInput, Item, ToolError};
 use toolgate_core::ParamValidator;
+use toolgate_native_tools::catalogue::{self, CalcInput, Item, ToolError};
 
 /// A usage error: the request itself cannot be run (unknown tool, input that is not JSON of a
 /// known layout). A tool's own error is a ToolResponse, not this.

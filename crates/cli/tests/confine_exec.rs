@@ -306,7 +306,7 @@ async fn probe_calc_server(
     std::fs::write(&script, PROBING_CALC_SERVER).unwrap();
     let script = script.to_string_lossy().into_owned();
     let mark = marker("calc");
-    let server = toolgate_plot::calc_stdio::StdioToolServer {
+    let server = toolgate_calc::tool_server::StdioToolServer {
         name: "probing-calc".into(),
         list_command: vec!["python3".into(), script.clone(), "list".into()],
         call_command: vec!["python3".into(), script, "call".into()],

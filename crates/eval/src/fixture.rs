@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde_json::json;
+use toolgate_calc::tool_server::StdioToolServer;
 use toolgate_core::Registry;
 use toolgate_core::telemetry::MemorySink;
-use toolgate_plot::calc_stdio::StdioToolServer;
 use toolgate_plot::debrief::{Debrief, Settings};
 use toolgate_plot::session::Session;
 use toolgate_plot::store::StacStore;

@@ -7,7 +7,6 @@
 //! `toolgate_plot::tools::…` and `crate::model::…` paths keep working.
 
 pub mod activity;
-pub mod calc_stdio;
 pub mod debrief;
 pub mod demo;
 pub mod fsio;

@@ -8,11 +8,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use toolgate_calc::tool_server::StdioToolServer;
 use toolgate_core::Registry;
 use toolgate_core::flow::Answer;
 use toolgate_core::telemetry::MemorySink;
 use toolgate_plot::debrief::{Debrief, RUN_TOOL, Settings};
-use toolgate_plot::calc_stdio::StdioToolServer;
 use toolgate_plot::session::Session;
 
 use common::{PLOT, Scripted, spike_store};

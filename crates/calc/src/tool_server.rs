@@ -361,7 +361,7 @@ pub fn parse_response(
         let edits = features
             .into_iter()
             .map(|f| Edit::Upsert {
-                id: crate::model::feature_id(&f),
+                id: toolgate_feature::Feature(&f).id().unwrap_or_default(),
                 item: f,
             })
             .filter(|e| !e.id().is_empty())
