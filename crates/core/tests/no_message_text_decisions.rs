@@ -368,6 +368,22 @@ fn scan(file: &str, src: &str, parsers: &BTreeSet<String>) -> Vec<Hit> {
             hits.push(hit(at, STRING_RESULT));
         }
     }
+    // (a) also as an associated error type: `impl FromStr … { type Err = String; }`.
+    for assoc in ["type Err", "type Error"] {
+        let mut from = 0;
+        while let Some(at) = code[from..].find(assoc).map(|a| a + from) {
+            from = at + 1;
+            let rest = code[at + assoc.len()..].trim_start();
+            if let Some(ty) = rest.strip_prefix('=')
+                && ty.trim_start().starts_with("String")
+                && ty.trim_start()["String".len()..]
+                    .trim_start()
+                    .starts_with(';')
+            {
+                hits.push(hit(at, STRING_RESULT));
+            }
+        }
+    }
     // (b)
     for method in TEXT_TESTS {
         let needle = format!(".{method}(");
@@ -668,6 +684,10 @@ mod scanner {
         );
         assert_eq!(
             hits("static T: OnceLock<Result<Dir, String>> = OnceLock::new();"),
+            [STRING_RESULT]
+        );
+        assert_eq!(
+            hits("impl FromStr for B {\n    type Err = String;\n}"),
             [STRING_RESULT]
         );
         assert!(hits("fn f() -> Result<String, Error> { todo!() }").is_empty());
