@@ -113,20 +113,19 @@ pub fn parse_yaml_mapping(path: &Path, yaml: &str, first_line: usize) -> Result<
     if yaml.trim().is_empty() {
         return Ok(Mapping::new());
     }
-    let value: Value = serde_yaml_ng::from_str(yaml).map_err(|e| {
+    // The YAML is parsed as it stands in the file — after the lines above it, left blank — so
+    // the positions the crate reports, in its location and in its own message, are the file's.
+    // (Its message has no form without them, and cutting them out would mean reading its text.)
+    let in_file = format!("{}{yaml}", "\n".repeat(first_line.saturating_sub(1)));
+    let value: Value = serde_yaml_ng::from_str(&in_file).map_err(|e| {
         let (line, column) = e
             .location()
-            .map_or((first_line, 1), |l| (first_line + l.line() - 1, l.column()));
-        let mut message = e.to_string();
-        // The crate appends its own (YAML-relative) position; ours is the file's.
-        if let Some(at) = message.rfind(" at line ") {
-            message.truncate(at);
-        }
+            .map_or((first_line, 1), |l| (l.line(), l.column()));
         ConvertError::Frontmatter {
             path: path.to_path_buf(),
             line,
             column,
-            message,
+            message: e.to_string(),
         }
     })?;
     match value {
