@@ -745,7 +745,7 @@ impl Engine<'_> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
     use super::*;
 
     #[test]
