@@ -47,7 +47,10 @@ fn spans(step: &str) -> Vec<String> {
 
 /// The surfaces' rows: lines starting with `- **<surface>**` followed by
 /// `` `crates/…/x.rs` `fn`, `Type::fn` `` groups separated by `→`.
-fn rows(section: &str) -> Vec<(String, Vec<(String, Vec<String>)>)> {
+/// One row: the surface and its files, each with the functions named beside it.
+type Row = (String, Vec<(String, Vec<String>)>);
+
+fn rows(section: &str) -> Vec<Row> {
     let mut out = Vec::new();
     for line in section.lines() {
         let Some(rest) = line.strip_prefix("- **") else {

@@ -799,6 +799,30 @@ fn nudge(
     }
 }
 
+/// Why a session's counter could not be read or written (the hook then allows the call and warns).
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    #[error("cannot {action} {path}: {source}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("not a toolgate hook state file")]
+    NotState,
+}
+
+impl StateError {
+    fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Self + use<> {
+        let path = path.to_path_buf();
+        move |source| StateError::Io {
+            action,
+            path,
+            source,
+        }
+    }
+}
+
 /// One session's counter file and its lock file.
 pub struct SessionState {
     pub path: PathBuf,
@@ -817,7 +841,7 @@ impl SessionState {
     /// Read the count, let `f` decide the new count, write it; all under an exclusive lock.
     /// Unreadable state is an error (the caller fails open) but is reset so that the next call
     /// works again.
-    pub fn update<T>(&self, f: impl FnOnce(u32) -> (u32, T)) -> Result<T, String> {
+    pub fn update<T>(&self, f: impl FnOnce(u32) -> (u32, T)) -> Result<T, StateError> {
         self.update_at(None, f)
     }
 
@@ -827,13 +851,12 @@ impl SessionState {
         &self,
         now_ms: Option<u64>,
         f: impl FnOnce(u32) -> (u32, T),
-    ) -> Result<T, String> {
+    ) -> Result<T, StateError> {
         let dir = self.path.parent().unwrap_or(Path::new("."));
-        fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        let lock = toolgate_fs::open::open_lock(&self.lock)
-            .map_err(|e| format!("cannot open {}: {e}", self.lock.display()))?;
-        lock.lock()
-            .map_err(|e| format!("cannot lock {}: {e}", self.lock.display()))?;
+        fs::create_dir_all(dir).map_err(StateError::io("create", dir))?;
+        let lock =
+            toolgate_fs::open::open_lock(&self.lock).map_err(StateError::io("open", &self.lock))?;
+        lock.lock().map_err(StateError::io("lock", &self.lock))?;
         let current = match fs::read(&self.path) {
             Ok(bytes) => {
                 let v = serde_json::from_slice::<Value>(&bytes).ok();
@@ -843,7 +866,7 @@ impl SessionState {
                     .and_then(|n| u32::try_from(n).ok());
                 let last = v.as_ref().and_then(|v| v.get("last_ms")?.as_u64());
                 match (count, now_ms, last) {
-                    (None, _, _) => Err("not a toolgate hook state file".to_owned()),
+                    (None, _, _) => Err(StateError::NotState),
                     (Some(_), Some(now), Some(last))
                         if now.saturating_sub(last) > SESSIONLESS_GAP_MS =>
                     {
@@ -853,7 +876,7 @@ impl SessionState {
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(StateError::io("read", &self.path)(e)),
         };
         let result = match current {
             Ok(n) => {
@@ -869,15 +892,18 @@ impl SessionState {
         result
     }
 
-    fn write(&self, _dir: &Path, count: u32, now_ms: Option<u64>) -> Result<(), String> {
+    fn write(&self, _dir: &Path, count: u32, now_ms: Option<u64>) -> Result<(), StateError> {
         let body = match now_ms {
             Some(t) => json!({"consecutive_read_only": count, "last_ms": t}),
             None => json!({"consecutive_read_only": count}),
         }
         .to_string();
         // Exclusive temp, fsync, rename, directory fsync: a crash never leaves half a count.
-        toolgate_fs::atomic_write(&self.path, body.as_bytes())
-            .map_err(|e| format!("cannot write {}: {e}", self.path.display()))
+        toolgate_fs::atomic_write(&self.path, body.as_bytes()).map_err(|e| StateError::Io {
+            action: "write",
+            path: self.path.clone(),
+            source: e.into(),
+        })
     }
 }
 
