@@ -15,7 +15,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::Value;
 use toolgate_hosts::hook::{self, HookConfig, Mode};
 use toolgate_hosts::preflight::{Check, Level, Report, check_writable};
-use toolgate_hosts::{Host, InstallOptions, Locations, Surface};
+use toolgate_hosts::{Host, InstallOptions, Locations, ToolSet};
 use toolgate_sandbox::Backend;
 
 use crate::paths;
@@ -40,26 +40,6 @@ impl From<HostArg> for Host {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum SurfaceArg {
-    /// The Debrief analysis tools.
-    Debrief,
-    /// `run_code` and the CodeAct sandbox tools.
-    Codeact,
-    /// Both.
-    All,
-}
-
-impl From<SurfaceArg> for Surface {
-    fn from(s: SurfaceArg) -> Self {
-        match s {
-            SurfaceArg::Debrief => Surface::Debrief,
-            SurfaceArg::Codeact => Surface::Codeact,
-            SurfaceArg::All => Surface::All,
-        }
-    }
-}
-
 /// Arguments of `toolgate install`.
 #[derive(Args, Debug)]
 pub struct InstallArgs {
@@ -74,8 +54,8 @@ pub struct InstallArgs {
     #[arg(long, value_name = "auto|monty|hyperlight", default_value = "auto", value_parser = parse_backend)]
     pub backend: Backend,
     /// Which tools the registered MCP server (`toolgate mcp --surface …`) exposes.
-    #[arg(long, value_enum, default_value = "all")]
-    pub surface: SurfaceArg,
+    #[arg(long, default_value = "all", value_parser = crate::debrief_cli::tool_set_parser(true))]
+    pub surface: ToolSet,
     /// Print the changes as a unified diff and write nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -573,7 +553,7 @@ pub async fn install(args: InstallArgs) -> Result<i32> {
         host,
         global: args.global,
         backend,
-        surface: args.surface.into(),
+        surface: args.surface,
         exe: binary,
         tools,
         tools_reference: reference,

@@ -523,7 +523,7 @@ fn exclusive_mode_exempts_only_toolgates_own_mcp_tools() {
 /// installs start (`all`): a tool added there must be added to the hook's exemption too.
 #[test]
 fn the_hooks_own_mcp_tools_are_the_servers() {
-    let mut served: Vec<String> = toolgate_mcp::surface_specs(toolgate_mcp::Surface::All, "")
+    let mut served: Vec<String> = toolgate_mcp::surface_specs(toolgate_mcp::ToolSet::All, "")
         .into_iter()
         .map(|t| t.id.to_ascii_lowercase())
         .collect();

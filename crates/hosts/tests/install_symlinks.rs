@@ -11,7 +11,7 @@ use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
 use toolgate_hosts::{
-    Backend, Host, HostsError, InstallOptions, Locations, Surface, apply, parse_manifest, plan,
+    Backend, Host, HostsError, InstallOptions, Locations, ToolSet, apply, parse_manifest, plan,
     uninstall,
 };
 
@@ -32,7 +32,7 @@ fn options(host: Host) -> InstallOptions {
         host,
         global: false,
         backend: Backend::Monty,
-        surface: Surface::All,
+        surface: ToolSet::All,
         exe: "/usr/local/bin/toolgate".to_owned(),
         tools: parse_manifest(MANIFEST).unwrap(),
         tools_reference: REFERENCE.to_owned(),

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::json;
 use toolgate_hosts::{
-    Backend, Host, InstallOptions, Locations, Surface, apply, parse_jsonc, parse_manifest, plan,
+    Backend, Host, InstallOptions, Locations, ToolSet, apply, parse_jsonc, parse_manifest, plan,
     uninstall,
 };
 
@@ -30,7 +30,7 @@ fn options() -> InstallOptions {
         host: Host::Vscode,
         global: false,
         backend: Backend::Monty,
-        surface: Surface::All,
+        surface: ToolSet::All,
         exe: "/usr/local/bin/toolgate".to_owned(),
         tools: parse_manifest(MANIFEST).unwrap(),
         tools_reference: REFERENCE.to_owned(),

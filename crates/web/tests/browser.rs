@@ -109,7 +109,7 @@ async fn mcp_router(state: &toolgate_web::WebState, dir: &Path) -> Router {
         ))
     });
     let shared = toolgate_mcp::McpShared::new(
-        toolgate_mcp::Surface::Debrief,
+        toolgate_mcp::ToolSet::Debrief,
         new_session,
         None,
         Arc::new(toolgate_core::telemetry::NullSink),
