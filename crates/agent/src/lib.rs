@@ -14,6 +14,7 @@
 //!
 //! [`Confirmer`]: toolgate_core::flow::Confirmer
 
+#![warn(unreachable_pub)]
 pub mod agent_loop;
 mod anthropic;
 pub mod ask;

@@ -13,6 +13,7 @@
 //! * [`tool_server`]: the other side of the same protocol — external tool servers (existing
 //!   Python tools) that speak it, as a registry provider.
 
+#![warn(unreachable_pub)]
 pub mod tool_server;
 
 use std::time::Instant;

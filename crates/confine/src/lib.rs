@@ -35,6 +35,7 @@
 //! Linux only. Elsewhere [`Confiner::detect`] says confinement is unavailable, and the callers
 //! turn process-starting tools off unless the user configured them unconfined on purpose.
 
+#![warn(unreachable_pub)]
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 

@@ -75,7 +75,7 @@ const ETC_PUBLIC: &[&str] = &[
     "/etc/pki/ca-trust",
 ];
 
-pub fn probe() -> Result<Level, Unavailable> {
+pub(crate) fn probe() -> Result<Level, Unavailable> {
     let (abi, crate_knows_up_to) = landlock_abi();
     if abi == 0 {
         return Err(Unavailable::NoLandlock {
@@ -132,7 +132,7 @@ fn landlock_abi() -> (u8, Option<u8>) {
 /// (see [`crate::launcher`]) instead. No network namespace: seccomp already refuses every `socket()` when the
 /// network is off, and Landlock every TCP bind/connect, and a network namespace would add
 /// milliseconds to every call.
-pub fn enter_namespaces() -> bool {
+pub(crate) fn enter_namespaces() -> bool {
     let mut flags = CloneFlags::CLONE_NEWPID;
     let uid = nix::unistd::geteuid();
     let gid = nix::unistd::getegid();
@@ -166,7 +166,7 @@ pub fn enter_namespaces() -> bool {
 /// Restrict the calling process (stage 2, just before `exec`): a session of its own, no new
 /// privileges, Landlock, seccomp, no capabilities. Every failure is fatal to the call: nothing
 /// runs unconfined by accident.
-pub fn restrict(policy: &Policy) -> Result<(), ConfineError> {
+pub(crate) fn restrict(policy: &Policy) -> Result<(), ConfineError> {
     // Asked for while still in the guard's process group: until `setsid` below, the caller's
     // kill of that group reaches this process directly; from then on the guard's death does.
     nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
@@ -193,7 +193,7 @@ pub fn restrict(policy: &Policy) -> Result<(), ConfineError> {
 /// set and the securebits need `CAP_SETPCAP`; without it (not root, no user namespace of
 /// its own) there is nothing they could take away that `NO_NEW_PRIVS` does not already keep
 /// out of reach. Fails unless the permitted, effective and inheritable sets end up empty.
-pub fn drop_capabilities() -> Result<(), ConfineError> {
+pub(crate) fn drop_capabilities() -> Result<(), ConfineError> {
     use rustix::thread::{
         self as t, CapabilitiesSecureBits as Bits, CapabilitySet, CapabilitySets,
     };
@@ -313,7 +313,7 @@ const THREAD_READ_ONLY: &[&str] = &["/dev/urandom", "/etc/localtime", "/usr/shar
 
 /// See [`crate::restrict_this_thread_to`]. `landlock_restrict_self` without the thread-sync
 /// flag applies to the calling thread only; `no_new_privs` too is per thread.
-pub fn restrict_thread<F: std::os::fd::AsFd>(dirs: &[F]) -> Result<bool, ConfineError> {
+pub(crate) fn restrict_thread<F: std::os::fd::AsFd>(dirs: &[F]) -> Result<bool, ConfineError> {
     let abi = TESTED_ABI;
     let err = |e: landlock::RulesetError| ConfineError::Landlock(e.into());
     let status = landlock::Ruleset::default()
@@ -507,7 +507,7 @@ fn filters(network: bool) -> Result<Vec<BpfProgram>, ConfineError> {
 /// Kill (SIGKILL) and reap every process left below this one, for a guard without a PID
 /// namespace: orphans are re-parented to it (it is a child subreaper), so it keeps killing its
 /// children until none is left. Bounded, in case something keeps forking.
-pub fn reap_all() {
+pub(crate) fn reap_all() {
     use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
     let me = std::process::id();
     for _ in 0..1000 {
@@ -527,7 +527,7 @@ pub fn reap_all() {
 
 /// What process `pid` holds, from `/proc/PID/status` and `/proc/PID/stat` (readable from
 /// outside: a confined process itself may not read `/proc`).
-pub fn held_by(pid: u32) -> std::io::Result<crate::Held> {
+pub(crate) fn held_by(pid: u32) -> std::io::Result<crate::Held> {
     let bad = |what: &str| {
         std::io::Error::new(
             std::io::ErrorKind::InvalidData,
@@ -575,7 +575,7 @@ pub fn held_by(pid: u32) -> std::io::Result<crate::Held> {
 }
 
 /// Every process below `ancestor` (children, their children, …), from `/proc`.
-pub fn descendants(ancestor: u32) -> Vec<u32> {
+pub(crate) fn descendants(ancestor: u32) -> Vec<u32> {
     let mut found = Vec::new();
     let mut next = vec![ancestor];
     while let Some(parent) = next.pop() {

@@ -21,6 +21,7 @@
 //! (`gemini-extension.json`, `agents/`, `skills/`, `commands/*.toml`) or a Kiro CLI directory
 //! (`agents/*.json`, `skills/`, `settings/mcp.json`).
 
+#![warn(unreachable_pub)]
 pub mod agent;
 pub mod error;
 pub mod frontmatter;

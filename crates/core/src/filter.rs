@@ -6,7 +6,7 @@
 //! Layers that may only take tools away — the environment, an untrusted project file — add
 //! their lists with [`ToolFilter::narrow`]: their denies always add, their allow list can only
 //! intersect. Only a layer the user controls (their own config file, or a project file they
-//! trusted; see `toolgate_sandbox::config`) may *replace* a list, and it does so before the
+//! trusted; see `toolgate_config`) may *replace* a list, and it does so before the
 //! filter is built.
 //!
 //! The environment ([`ToolFilter::with_env`]): `TOOLGATE_TOOLS` (else the CodeAct anchor's

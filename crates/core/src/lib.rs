@@ -11,6 +11,7 @@
 //! 6. [`policy::guard`] — a change set from a call that was not confirmed is refused.
 //! 7. [`telemetry`] — one record per invocation, declines included.
 
+#![warn(unreachable_pub)]
 pub mod access;
 pub mod clip;
 pub mod digest;

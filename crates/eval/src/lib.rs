@@ -7,6 +7,7 @@
 //! - [`tokens`]: summary and tool-list token costs against 4k/8k/32k windows.
 //! - [`arms`]: Copilot CLI JSONL transcripts of a baseline and a CodeAct arm, compared.
 
+#![warn(unreachable_pub)]
 pub mod arms;
 pub mod fixture;
 pub mod panel;

@@ -7,6 +7,7 @@
 //! name a feature through [`Feature::display_name`], so the name a model reads in one place is
 //! the name it can use in another.
 
+#![warn(unreachable_pub)]
 use serde_json::{Map, Value};
 
 /// A borrowed view of one GeoJSON feature. It never fails: a field that is missing, blank or of

@@ -25,6 +25,7 @@
 //! `clippy.toml` bans `std::fs::write`, `std::fs::rename`, `File::create` and
 //! `OpenOptions::open` everywhere else, so a new copy cannot appear unnoticed.
 
+#![warn(unreachable_pub)]
 #![allow(clippy::disallowed_methods)]
 
 mod atomic;

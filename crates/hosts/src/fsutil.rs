@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 use crate::HostsError;
 
 /// Lowercase hex SHA-256 of some bytes.
-pub fn sha256_hex(bytes: &[u8]) -> String {
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     let digest = Sha256::digest(bytes);
     let mut s = String::with_capacity(64);
     for b in digest.iter() {
@@ -25,7 +25,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 /// The file's bytes, `None` when it does not exist. A symbolic link is not followed (it is an
 /// error, `ELOOP`).
-pub fn read_opt(path: &Path) -> Result<Option<Vec<u8>>, HostsError> {
+pub(crate) fn read_opt(path: &Path) -> Result<Option<Vec<u8>>, HostsError> {
     match toolgate_fs::open::open_nofollow(path) {
         Ok(mut f) => {
             let mut b = Vec::new();
@@ -39,7 +39,7 @@ pub fn read_opt(path: &Path) -> Result<Option<Vec<u8>>, HostsError> {
 
 /// Create the missing ancestors of `path` (not `path` itself), returning the ones created,
 /// outermost first.
-pub fn create_parents(path: &Path) -> Result<Vec<PathBuf>, HostsError> {
+pub(crate) fn create_parents(path: &Path) -> Result<Vec<PathBuf>, HostsError> {
     let mut missing = Vec::new();
     let mut dir = path.parent();
     while let Some(d) = dir {
@@ -62,13 +62,13 @@ pub fn create_parents(path: &Path) -> Result<Vec<PathBuf>, HostsError> {
 
 /// Write `bytes` to `path` atomically ([`toolgate_fs::atomic_write`]: an exclusive temporary
 /// file in the same directory, synced, renamed over the target, the directory synced).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), HostsError> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), HostsError> {
     toolgate_fs::atomic_write(path, bytes).map_err(|e| HostsError::io(path, e.into_io()))
 }
 
 /// `path` with `.` removed and `..` applied lexically; `None` if `..` climbs above the root or
 /// the path is relative.
-pub fn normalize(path: &Path) -> Option<PathBuf> {
+pub(crate) fn normalize(path: &Path) -> Option<PathBuf> {
     if !path.is_absolute() {
         return None;
     }
@@ -78,7 +78,7 @@ pub fn normalize(path: &Path) -> Option<PathBuf> {
 /// Check that no existing component of `path` strictly below `root` is a symbolic link (the
 /// root itself may be one: the user chose it). Components that do not exist yet are fine;
 /// they will be created as real folders.
-pub fn no_symlinks_below(path: &Path, root: &Path) -> Result<(), HostsError> {
+pub(crate) fn no_symlinks_below(path: &Path, root: &Path) -> Result<(), HostsError> {
     let Ok(rel) = path.strip_prefix(root) else {
         return Ok(());
     };
@@ -105,7 +105,7 @@ pub fn no_symlinks_below(path: &Path, root: &Path) -> Result<(), HostsError> {
 
 /// Check that `path` lies strictly inside one of `roots`: lexically, after normalisation, and
 /// with no symbolic link below that root on the way ([`no_symlinks_below`]).
-pub fn confine(path: &Path, roots: &[PathBuf]) -> Result<PathBuf, HostsError> {
+pub(crate) fn confine(path: &Path, roots: &[PathBuf]) -> Result<PathBuf, HostsError> {
     let p = confine_lexically(path, roots)?;
     for r in roots {
         if let Some(r) = normalize(r)
@@ -119,7 +119,7 @@ pub fn confine(path: &Path, roots: &[PathBuf]) -> Result<PathBuf, HostsError> {
 }
 
 /// [`confine`] without looking at the disk.
-pub fn confine_lexically(path: &Path, roots: &[PathBuf]) -> Result<PathBuf, HostsError> {
+pub(crate) fn confine_lexically(path: &Path, roots: &[PathBuf]) -> Result<PathBuf, HostsError> {
     let outside = || HostsError::OutsideRoots {
         path: path.to_path_buf(),
         allowed: roots

@@ -57,7 +57,7 @@ fn container_mut<'a>(
 }
 
 /// The current value of the entry, if present.
-pub fn get<'a>(doc: &'a Value, container: &[String], key: &EntryKey) -> Option<&'a Value> {
+pub(crate) fn get<'a>(doc: &'a Value, container: &[String], key: &EntryKey) -> Option<&'a Value> {
     let mut cur = doc;
     for k in container {
         cur = cur.get(k)?;
@@ -72,7 +72,7 @@ pub fn get<'a>(doc: &'a Value, container: &[String], key: &EntryKey) -> Option<&
 }
 
 /// Set the entry to `value`. `Err` says why the document's shape does not allow it.
-pub fn set(
+pub(crate) fn set(
     doc: &mut Value,
     container: &[String],
     key: &EntryKey,
@@ -107,7 +107,7 @@ pub fn set(
 }
 
 /// Remove the entry; `true` if it was there.
-pub fn remove(doc: &mut Value, container: &[String], key: &EntryKey) -> bool {
+pub(crate) fn remove(doc: &mut Value, container: &[String], key: &EntryKey) -> bool {
     let mut cur = doc;
     for k in container {
         match cur.get_mut(k) {
@@ -198,7 +198,7 @@ fn write_value(prop: &CstObjectProp, v: &Value, unit: &str, nl: &str) {
 /// Set `container[name]` to `value` by editing `text` (JSONC) in place: an existing entry's value
 /// is replaced, a new one is added after the last member (or into the missing containers),
 /// indented like its neighbours. Every other byte is kept.
-pub fn splice_set(
+pub(crate) fn splice_set(
     text: &str,
     container: &[String],
     name: &str,
@@ -242,7 +242,7 @@ pub fn splice_set(
 /// Take `container[name]` out of `text` (JSONC): the member, the comma that joined it to its
 /// neighbour, and the blanks in front of it; comments around it stay. `None` when it is absent
 /// or the text is not JSONC.
-pub fn splice_remove(text: &str, container: &[String], name: &str) -> Option<String> {
+pub(crate) fn splice_remove(text: &str, container: &[String], name: &str) -> Option<String> {
     let root = CstRootNode::parse(text, &JSONC).ok()?;
     let mut obj: CstObject = root.object_value()?;
     for key in container {

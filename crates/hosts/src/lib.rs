@@ -6,6 +6,7 @@
 //! atomically and records a [`receipt::Receipt`], so that [`uninstall`] removes exactly what was
 //! written. [`hook`] answers the hosts' pre-tool-use hook.
 
+#![warn(unreachable_pub)]
 mod error;
 mod fsutil;
 pub mod hook;

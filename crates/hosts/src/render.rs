@@ -17,13 +17,13 @@ const SKILL_CODEACT: &str = include_str!("../templates/skill-codeact.md");
 const SKILL_INSTALL: &str = include_str!("../templates/skill-install.md");
 
 /// The version written into plugin manifests.
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+pub(crate) const VERSION: &str = env!("CARGO_PKG_VERSION");
 const DESCRIPTION: &str = "toolgate: sandboxed CodeAct (one Python program instead of many tool calls), its enforcement hook and the toolgate MCP server.";
 /// Seconds a host waits for the hook.
-pub const HOOK_TIMEOUT_SECS: u64 = 5;
+pub(crate) const HOOK_TIMEOUT_SECS: u64 = 5;
 
 /// Where the files of one (host, scope) go.
-pub struct Layout {
+pub(crate) struct Layout {
     /// The folder that holds the marketplace manifest (`.github/plugin/` or `.claude-plugin/`
     /// below it) for the plugin hosts.
     pub marketplace_root: PathBuf,
@@ -32,7 +32,7 @@ pub struct Layout {
     pub roots: Vec<PathBuf>,
 }
 
-pub fn layout(host: Host, global: bool, loc: &Locations) -> Layout {
+pub(crate) fn layout(host: Host, global: bool, loc: &Locations) -> Layout {
     let receipt = if global {
         loc.data_dir
             .join("receipts")
@@ -89,7 +89,7 @@ fn limitations(backend: Backend) -> String {
 }
 
 /// The hook command line the hosts run (absolute binary, the tool names for the deny reason).
-pub fn hook_command(opts: &InstallOptions) -> String {
+pub(crate) fn hook_command(opts: &InstallOptions) -> String {
     let tools: Vec<&str> = opts.tools.iter().map(|t| t.python.as_str()).collect();
     let mut cmd = format!("{} hook pre-tool-use", quote(&opts.exe));
     if !tools.is_empty() {
@@ -100,7 +100,7 @@ pub fn hook_command(opts: &InstallOptions) -> String {
 }
 
 /// `toolgate exec` exactly as the model should type it (before `--code '…'`).
-pub fn exec_command(exe: &str, backend: Backend) -> String {
+pub(crate) fn exec_command(exe: &str, backend: Backend) -> String {
     format!(
         "{} exec --backend {backend} --workspace . --raw",
         quote(exe)
@@ -163,7 +163,7 @@ fn agent(template: &str, v: &Vars) -> String {
 }
 
 /// Every file and JSON entry of one install, in write order.
-pub fn actions(opts: &InstallOptions, loc: &Locations) -> Vec<Action> {
+pub(crate) fn actions(opts: &InstallOptions, loc: &Locations) -> Vec<Action> {
     let lay = layout(opts.host, opts.global, loc);
     let v = vars(opts);
     let instructions = v.fill(INSTRUCTIONS);

@@ -24,6 +24,7 @@
 //! Threads: one by default. On the 2-core build machine one llama.cpp thread was measured
 //! fastest (two threads were 4–6× slower with the server; `docs/local-model-eval.md`).
 
+#![warn(unreachable_pub)]
 use std::collections::HashMap;
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};

@@ -7,6 +7,7 @@
 //! - [`upstream`]: other MCP servers as a toolgate [`toolgate_core::Provider`], namespaced
 //!   `server__tool`.
 
+#![warn(unreachable_pub)]
 pub mod confirm;
 pub mod paused;
 pub mod pending;

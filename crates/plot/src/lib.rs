@@ -6,6 +6,7 @@
 //! re-exported as [`rep`], [`tools`] and [`model`] so `toolgate_plot::rep::…`,
 //! `toolgate_plot::tools::…` and `crate::model::…` paths keep working.
 
+#![warn(unreachable_pub)]
 pub mod activity;
 pub mod debrief;
 pub mod demo;

@@ -105,14 +105,14 @@ const EXCERPT_MIN: usize = 40;
 const EXCERPT_SLACK: usize = 80;
 /// Most bytes of the offending token an error quotes. With `EXCERPT_MAX` it makes
 /// `toolgate_core::clip::QUOTE_MAX`: a message quotes at most 200 bytes of the input.
-pub const FOUND_MAX: usize = 80;
+pub(crate) const FOUND_MAX: usize = 80;
 /// Most bytes of the line an error quotes as its context. Real REP lines are shorter: the
 /// excerpt of a well-formed line with a bad field is unchanged.
-pub const EXCERPT_MAX: usize = toolgate_core::clip::QUOTE_MAX - FOUND_MAX;
+pub(crate) const EXCERPT_MAX: usize = toolgate_core::clip::QUOTE_MAX - FOUND_MAX;
 
 impl LineCtx<'_> {
     /// An invalid token.
-    pub fn invalid(
+    pub(crate) fn invalid(
         &self,
         field: &'static str,
         tok: Tok<'_>,
@@ -122,7 +122,7 @@ impl LineCtx<'_> {
     }
 
     /// Invalid text starting at byte `start` of the line.
-    pub fn invalid_at(
+    pub(crate) fn invalid_at(
         &self,
         field: &'static str,
         start: usize,
@@ -141,7 +141,11 @@ impl LineCtx<'_> {
     }
 
     /// A required field after the end of the line.
-    pub fn missing(&self, field: &'static str, expected: impl Into<String>) -> Box<RepError> {
+    pub(crate) fn missing(
+        &self,
+        field: &'static str,
+        expected: impl Into<String>,
+    ) -> Box<RepError> {
         let content = self.line.trim_end();
         Box::new(RepError::MissingField {
             file: clip(self.file, QUOTE_MAX).into_owned(),

@@ -57,7 +57,7 @@ pub(super) struct Tok<'a> {
 
 impl<'a> Tok<'a> {
     /// Byte offset just past the token.
-    pub fn end(&self) -> usize {
+    pub(crate) fn end(&self) -> usize {
         self.start + self.text.len()
     }
 }
@@ -69,7 +69,7 @@ pub(super) struct Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
-    pub fn new(line: &'a str) -> Self {
+    pub(crate) fn new(line: &'a str) -> Self {
         Self { line, pos: 0 }
     }
 
@@ -96,19 +96,19 @@ impl<'a> Cursor<'a> {
     }
 
     /// The next token, without consuming it.
-    pub fn peek(&self) -> Option<Tok<'a>> {
+    pub(crate) fn peek(&self) -> Option<Tok<'a>> {
         self.scan()
     }
 
     /// The next token.
-    pub fn next_token(&mut self) -> Option<Tok<'a>> {
+    pub(crate) fn next_token(&mut self) -> Option<Tok<'a>> {
         let tok = self.scan()?;
         self.pos = tok.end();
         Some(tok)
     }
 
     /// The next token, or a "missing" error.
-    pub fn require(
+    pub(crate) fn require(
         &mut self,
         ctx: &LineCtx<'_>,
         field: &'static str,
@@ -120,7 +120,12 @@ impl<'a> Cursor<'a> {
 
     /// A name: one token, or a run of text enclosed in double quotes (which may contain
     /// whitespace). The quotes are not part of the returned text.
-    pub fn name(&mut self, ctx: &LineCtx<'_>, field: &'static str, expected: &str) -> Res<Tok<'a>> {
+    pub(crate) fn name(
+        &mut self,
+        ctx: &LineCtx<'_>,
+        field: &'static str,
+        expected: &str,
+    ) -> Res<Tok<'a>> {
         let start = self.skip_ws(self.pos);
         if self.line.as_bytes().get(start) != Some(&b'"') {
             return self.require(ctx, field, expected);
@@ -136,7 +141,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// The rest of the line, trimmed; empty when nothing is left.
-    pub fn rest(&self) -> &'a str {
+    pub(crate) fn rest(&self) -> &'a str {
         self.line.get(self.pos..).unwrap_or_default().trim()
     }
 }

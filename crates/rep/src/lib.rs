@@ -88,6 +88,7 @@
 //! the calling thread, which is faster there); the output is identical to a single-threaded
 //! parse. Call it from a blocking context (e.g. `spawn_blocking`).
 
+#![warn(unreachable_pub)]
 mod error;
 mod json;
 mod lex;

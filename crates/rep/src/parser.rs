@@ -97,14 +97,14 @@ impl Bounds {
         }
     }
 
-    pub fn add(&mut self, [lon, lat]: [f64; 2]) {
+    pub(crate) fn add(&mut self, [lon, lat]: [f64; 2]) {
         self.west = self.west.min(lon);
         self.east = self.east.max(lon);
         self.south = self.south.min(lat);
         self.north = self.north.max(lat);
     }
 
-    pub fn get(&self) -> Option<[f64; 4]> {
+    pub(crate) fn get(&self) -> Option<[f64; 4]> {
         (self.west <= self.east).then_some([self.west, self.south, self.east, self.north])
     }
 }
@@ -235,7 +235,7 @@ pub(super) struct Parser<'a> {
 }
 
 impl<'a> Parser<'a> {
-    pub fn new(file: &'a str) -> Self {
+    pub(crate) fn new(file: &'a str) -> Self {
         Self {
             file,
             tracks: Vec::new(),
@@ -257,7 +257,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    pub fn note_time(&mut self, t: DateTime<Utc>) {
+    pub(crate) fn note_time(&mut self, t: DateTime<Utc>) {
         self.span = Some(match self.span {
             None => (t, t),
             Some((lo, hi)) => (lo.min(t), hi.max(t)),
@@ -265,7 +265,7 @@ impl<'a> Parser<'a> {
     }
 
     /// Parses one line (without its line terminator).
-    pub fn line(&mut self, line_no: usize, line: &'a str) -> Res<()> {
+    pub(crate) fn line(&mut self, line_no: usize, line: &'a str) -> Res<()> {
         let ctx = LineCtx {
             file: self.file,
             line_no,
@@ -339,14 +339,14 @@ impl<'a> Parser<'a> {
     }
 
     /// Adds `lines` to the line numbers recorded so far (for a run that followed `lines` lines).
-    pub fn shift_lines(&mut self, lines: usize) {
+    pub(crate) fn shift_lines(&mut self, lines: usize) {
         for u in &mut self.unhandled {
             u.first_line += lines;
         }
     }
 
     /// Appends the results of parsing the text that follows this parser's text.
-    pub fn merge(&mut self, other: Parser<'a>) {
+    pub(crate) fn merge(&mut self, other: Parser<'a>) {
         for u in other.unhandled {
             add_unhandled(&mut self.unhandled, u);
         }

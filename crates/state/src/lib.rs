@@ -22,6 +22,7 @@
 //! (one round trip, answered within [`CALL_TIMEOUT`]); the listener is a second thread with a
 //! second connection.
 
+#![warn(unreachable_pub)]
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;

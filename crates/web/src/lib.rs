@@ -40,6 +40,7 @@
 //! Anything else gets 401: a small HTML page saying how to get the current URL for a page a
 //! browser opens, `{"code": "unauthorized"}` for the API and the assets.
 
+#![warn(unreachable_pub)]
 pub mod chat;
 pub mod error;
 pub mod views;

@@ -22,7 +22,7 @@ fn shell() -> &'static str {
     "/bin/sh"
 }
 
-pub async fn bash(
+pub(crate) async fn bash(
     inner: &Inner,
     map: &Map<String, Value>,
     deadline: Option<Duration>,

@@ -31,7 +31,7 @@ pub(crate) fn io_error(rel: &str, action: &str, e: &io::Error) -> CallError {
     }
 }
 
-pub fn view(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, CallError> {
+pub(crate) fn view(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, CallError> {
     let p = Params::new("view", map);
     let user_path = p.str_req("path")?;
     let range = p.int_pair_opt("view_range")?;
@@ -212,7 +212,7 @@ fn exists_error(rel: &str) -> CallError {
     }
 }
 
-pub fn create(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, CallError> {
+pub(crate) fn create(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, CallError> {
     let p = Params::new("create", map);
     let user_path = p.str_req("path")?;
     let text = p.str_req("file_text")?;
@@ -236,7 +236,7 @@ pub fn create(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, Ca
     ))
 }
 
-pub fn edit(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, CallError> {
+pub(crate) fn edit(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, CallError> {
     let p = Params::new("edit", map);
     let user_path = p.str_req("path")?;
     let old = p.str_req("old_str")?;

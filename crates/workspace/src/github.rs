@@ -13,11 +13,11 @@ use crate::specs::{github_methods, kinds};
 use crate::web::{Hop, Reach, fetch};
 use crate::{Inner, outcome};
 
-pub const API_BASE: &str = "https://api.github.com";
+pub(crate) const API_BASE: &str = "https://api.github.com";
 
 /// Check the endpoint and build the URL. The endpoint is a path (with an optional query) that is
 /// appended to the API base; anything that could change the host is refused.
-pub fn endpoint_url(base: &str, endpoint: &str) -> Result<Url, CallError> {
+pub(crate) fn endpoint_url(base: &str, endpoint: &str) -> Result<Url, CallError> {
     let path_given = endpoint.trim();
     let bad = |why: &str| {
         CallError::invalid(format!(
@@ -66,7 +66,7 @@ pub fn endpoint_url(base: &str, endpoint: &str) -> Result<Url, CallError> {
     Ok(url)
 }
 
-pub fn github_api(
+pub(crate) fn github_api(
     inner: &Inner,
     map: &Map<String, Value>,
     deadline: Option<Duration>,

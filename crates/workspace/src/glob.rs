@@ -12,7 +12,7 @@ use crate::params::Params;
 use crate::specs::{DEFAULT_EXCLUDE_DIRS, kinds};
 use crate::{GuardError, Inner, outcome};
 
-pub fn glob(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, CallError> {
+pub(crate) fn glob(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, CallError> {
     let p = Params::new("glob", map);
     let pattern = p.str_or("pattern", "**/*")?;
     let base_arg = p.str_or("paths", ".")?;

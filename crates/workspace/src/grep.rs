@@ -86,7 +86,7 @@ impl Sink for Collect<'_> {
     }
 }
 
-pub fn grep(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, CallError> {
+pub(crate) fn grep(inner: &Inner, map: &Map<String, Value>) -> Result<ToolOutcome, CallError> {
     let p = Params::new("grep", map);
     let pattern = p.str_req("pattern")?;
     let paths = p.strings_opt("paths")?.unwrap_or_else(|| vec!["."]);

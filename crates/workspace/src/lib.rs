@@ -10,6 +10,7 @@
 //! default, http(s) only, and vets every address (redirects included) before connecting;
 //! `github_api` only talks to api.github.com. Every output is capped with a visible marker.
 
+#![warn(unreachable_pub)]
 // Tests may unwrap; library code may not (workspace lints).
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
@@ -414,7 +415,7 @@ pub(crate) mod testutil {
     use super::*;
     use serde_json::{Map, json};
 
-    pub fn ws() -> (tempfile::TempDir, WorkspaceTools) {
+    pub(crate) fn ws() -> (tempfile::TempDir, WorkspaceTools) {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("ws");
         std::fs::create_dir(&root).unwrap();
@@ -426,18 +427,22 @@ pub(crate) mod testutil {
         (dir, tools)
     }
 
-    pub fn params(v: Value) -> Map<String, Value> {
+    pub(crate) fn params(v: Value) -> Map<String, Value> {
         match v {
             Value::Object(m) => m,
             _ => Map::new(),
         }
     }
 
-    pub async fn run(t: &WorkspaceTools, tool: &str, v: Value) -> Result<ToolOutcome, CallError> {
+    pub(crate) async fn run(
+        t: &WorkspaceTools,
+        tool: &str,
+        v: Value,
+    ) -> Result<ToolOutcome, CallError> {
         t.call(&ToolCall::new(tool, params(v))).await
     }
 
-    pub fn write(t: &WorkspaceTools, rel: &str, text: &str) {
+    pub(crate) fn write(t: &WorkspaceTools, rel: &str, text: &str) {
         let p = t.config().root.join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, text).unwrap();

@@ -4,13 +4,13 @@
 use serde_json::{Map, Value};
 use toolgate_core::CallError;
 
-pub struct Params<'a> {
+pub(crate) struct Params<'a> {
     tool: &'static str,
     map: &'a Map<String, Value>,
 }
 
 impl<'a> Params<'a> {
-    pub fn new(tool: &'static str, map: &'a Map<String, Value>) -> Self {
+    pub(crate) fn new(tool: &'static str, map: &'a Map<String, Value>) -> Self {
         Self { tool, map }
     }
 
@@ -25,7 +25,7 @@ impl<'a> Params<'a> {
         ))
     }
 
-    pub fn str_opt(&self, name: &str) -> Result<Option<&'a str>, CallError> {
+    pub(crate) fn str_opt(&self, name: &str) -> Result<Option<&'a str>, CallError> {
         match self.get(name) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s)),
@@ -33,17 +33,17 @@ impl<'a> Params<'a> {
         }
     }
 
-    pub fn str_req(&self, name: &str) -> Result<&'a str, CallError> {
+    pub(crate) fn str_req(&self, name: &str) -> Result<&'a str, CallError> {
         self.str_opt(name)?.ok_or_else(|| {
             CallError::invalid(format!("{}: parameter \"{name}\" is required.", self.tool))
         })
     }
 
-    pub fn str_or(&self, name: &str, default: &'a str) -> Result<&'a str, CallError> {
+    pub(crate) fn str_or(&self, name: &str, default: &'a str) -> Result<&'a str, CallError> {
         Ok(self.str_opt(name)?.unwrap_or(default))
     }
 
-    pub fn int_opt(&self, name: &str) -> Result<Option<i64>, CallError> {
+    pub(crate) fn int_opt(&self, name: &str) -> Result<Option<i64>, CallError> {
         match self.get(name) {
             None => Ok(None),
             Some(v) => v
@@ -58,7 +58,7 @@ impl<'a> Params<'a> {
         }
     }
 
-    pub fn num_opt(&self, name: &str) -> Result<Option<f64>, CallError> {
+    pub(crate) fn num_opt(&self, name: &str) -> Result<Option<f64>, CallError> {
         match self.get(name) {
             None => Ok(None),
             Some(v) => v
@@ -68,7 +68,7 @@ impl<'a> Params<'a> {
         }
     }
 
-    pub fn bool_or(&self, name: &str, default: bool) -> Result<bool, CallError> {
+    pub(crate) fn bool_or(&self, name: &str, default: bool) -> Result<bool, CallError> {
         match self.get(name) {
             None => Ok(default),
             Some(Value::Bool(b)) => Ok(*b),
@@ -77,7 +77,7 @@ impl<'a> Params<'a> {
     }
 
     /// A list of strings; a single string counts as a list of one.
-    pub fn strings_opt(&self, name: &str) -> Result<Option<Vec<&'a str>>, CallError> {
+    pub(crate) fn strings_opt(&self, name: &str) -> Result<Option<Vec<&'a str>>, CallError> {
         match self.get(name) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(vec![s.as_str()])),
@@ -93,7 +93,7 @@ impl<'a> Params<'a> {
         }
     }
 
-    pub fn int_pair_opt(&self, name: &str) -> Result<Option<(i64, i64)>, CallError> {
+    pub(crate) fn int_pair_opt(&self, name: &str) -> Result<Option<(i64, i64)>, CallError> {
         match self.get(name) {
             None => Ok(None),
             Some(Value::Array(items)) if items.len() == 2 => {
@@ -107,11 +107,14 @@ impl<'a> Params<'a> {
         }
     }
 
-    pub fn value(&self, name: &str) -> Option<&'a Value> {
+    pub(crate) fn value(&self, name: &str) -> Option<&'a Value> {
         self.get(name)
     }
 
-    pub fn object_opt(&self, name: &str) -> Result<Option<&'a Map<String, Value>>, CallError> {
+    pub(crate) fn object_opt(
+        &self,
+        name: &str,
+    ) -> Result<Option<&'a Map<String, Value>>, CallError> {
         match self.get(name) {
             None => Ok(None),
             Some(Value::Object(m)) => Ok(Some(m)),

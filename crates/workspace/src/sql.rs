@@ -226,7 +226,7 @@ fn json_size(v: &Value) -> usize {
 /// file SQLite opens goes through `sql_open`'s checked open (beneath the root, no symbolic
 /// links, one hard link, a regular file). Without Landlock (an old kernel) the name checks,
 /// `SQLITE_OPEN_NOFOLLOW` and the checked open remain.
-pub fn sql(
+pub(crate) fn sql(
     inner: &Inner,
     map: &Map<String, Value>,
     deadline: Option<Duration>,

@@ -31,7 +31,7 @@ use crate::specs::{kinds, web_methods};
 use crate::{Inner, outcome};
 
 /// Redirects followed at most.
-pub const MAX_REDIRECTS: usize = 5;
+pub(crate) const MAX_REDIRECTS: usize = 5;
 
 /// Is this address on the public internet? Everything special-purpose is refused.
 pub fn is_public_ip(ip: IpAddr) -> bool {
@@ -376,14 +376,14 @@ const FORBIDDEN_HEADERS: &[&str] = &[
 ];
 
 /// How a person turns web_fetch on: the key of the CodeAct config file
-/// (`toolgate_sandbox::config`, `[workspace]` table), which is what people edit; the
+/// (`toolgate_config`, `[workspace]` table), which is what people edit; the
 /// `WorkspaceConfig` field it sets has another name.
 pub(crate) const ENABLE_WEB_FETCH: &str = "A person can enable it in the user config file ($TOOLGATE_CONFIG, else ~/.config/toolgate/config.toml) with `web_fetch = true` in its `[workspace]` table (a project's .toolgate/config.toml counts only after `toolgate trust`).";
 
 /// The same for write methods in web_fetch and github_api.
 pub(crate) const ENABLE_HTTP_WRITES: &str = " Write methods need `http_writes = true` in the `[workspace]` table of the user config file ($TOOLGATE_CONFIG, else ~/.config/toolgate/config.toml).";
 
-pub fn web_fetch(
+pub(crate) fn web_fetch(
     inner: &Inner,
     map: &Map<String, Value>,
     deadline: Option<Duration>,
@@ -614,7 +614,7 @@ impl TokenSink for TextSink {
 /// a tree and compiles a CSS selector engine this does not need. Measured on a release build
 /// with the workspace's profile (LTO, opt-level "s") of a program that only converts one page:
 /// 365 KB without a parser, 1,103 KB with html5ever's tokenizer, 1,260 KB with scraper.
-pub fn html_to_text(html: &str) -> String {
+pub(crate) fn html_to_text(html: &str) -> String {
     // Tendrils hold at most u32::MAX bytes; pages are fed in pieces cut at character boundaries.
     const PIECE: usize = 1 << 20;
     let queue = BufferQueue::default();
@@ -667,7 +667,7 @@ pub(crate) mod tests {
 
     /// A tiny HTTP server on 127.0.0.1: each connection gets the next scripted response.
     /// Returns the port and a log of the request heads received.
-    pub fn serve(responses: Vec<String>) -> (u16, Arc<Mutex<Vec<String>>>) {
+    pub(crate) fn serve(responses: Vec<String>) -> (u16, Arc<Mutex<Vec<String>>>) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let log = Arc::new(Mutex::new(Vec::new()));
@@ -698,7 +698,7 @@ pub(crate) mod tests {
         (port, log)
     }
 
-    pub fn response(status: &str, headers: &[(&str, &str)], body: &str) -> String {
+    pub(crate) fn response(status: &str, headers: &[(&str, &str)], body: &str) -> String {
         let mut r = format!(
             "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n",
             body.len()
