@@ -299,10 +299,10 @@ async fn registry_with_hint(hint: &str) -> Result<Registry> {
 }
 
 /// Allow/deny lists: the user config file's `[tools]` table, then the environment, which may
-/// only narrow them: the same layering as CodeAct (`toolgate_sandbox::config`), without a
+/// only narrow them: the same layering as CodeAct (`toolgate_config`), without a
 /// project layer.
 pub fn tool_filter() -> Result<toolgate_core::ToolFilter> {
-    let config = toolgate_sandbox::CodeactConfig::load_user(&paths::user_config(), |k| {
+    let config = toolgate_config::CodeactConfig::load_user(&paths::user_config(), |k| {
         std::env::var(k).ok()
     })?;
     Ok(config.tool_filter())
@@ -334,7 +334,7 @@ pub fn api_address(args: &StoreArgs) -> Option<&str> {
 /// Connect to a STAC API store; its opened plots are copied under the data directory.
 pub fn open_api_store(address: &str) -> Result<ApiStore> {
     let api = ApiStore::connect(None, address, std::time::Duration::from_secs(30))?;
-    let key = toolgate_plot::fsio::sha256_hex(api.address.canonical().as_bytes());
+    let key = toolgate_plot::sha256_hex(api.address.canonical().as_bytes());
     let mirror = paths::data_dir()
         .join("stac-api")
         .join(key.get(..16).unwrap_or(&key));
@@ -1723,5 +1723,5 @@ pub fn hash_tree(root: &Path) -> Result<String> {
         all.extend_from_slice(p.to_string_lossy().as_bytes());
         all.extend_from_slice(&std::fs::read(&p)?);
     }
-    Ok(toolgate_plot::fsio::sha256_hex(&all))
+    Ok(toolgate_plot::sha256_hex(&all))
 }

@@ -109,7 +109,8 @@ impl ExecArgs {
 }
 
 fn parse_backend(s: &str) -> Result<Backend, String> {
-    s.parse().map_err(|e: toolgate_sandbox::UnknownBackend| e.to_string())
+    s.parse()
+        .map_err(|e: toolgate_sandbox::UnknownBackend| e.to_string())
 }
 
 fn parse_seconds(s: &str) -> Result<Duration, String> {
@@ -125,7 +126,7 @@ fn parse_seconds(s: &str) -> Result<Duration, String> {
 }
 
 fn parse_size(s: &str) -> Result<u64, String> {
-    toolgate_sandbox::parse_size(s).map_err(|e| e.to_string())
+    toolgate_config::parse_size(s).map_err(|e| e.to_string())
 }
 
 /// The program and the file name its tracebacks show.

@@ -1022,7 +1022,7 @@ pub fn hook_main() -> i32 {
 /// mode the user chose (issue 30 item 5).
 fn hook_config(warnings: &mut Vec<String>) -> (Option<(String, String)>, Option<u32>) {
     fn read(path: &Path, warnings: &mut Vec<String>) -> (Option<(String, String)>, Option<u32>) {
-        match toolgate_sandbox::config::ConfigFile::read(path) {
+        match toolgate_config::ConfigFile::read(path) {
             Ok(Some(f)) => (
                 f.hook.mode.map(|m| (path.display().to_string(), m)),
                 f.hook.nudge_after,

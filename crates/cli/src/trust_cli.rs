@@ -1,14 +1,14 @@
 //! `toolgate trust [DIR]` / `toolgate untrust [DIR]`: record (or forget) that the user trusts a
 //! workspace's project configuration (`.toolgate/config.toml` and `.toolgate/tools/`) to widen
 //! their own, in `<user config dir>/trusted.toml` with a hash of those files; see
-//! `toolgate_sandbox::trust`. A change to the files makes the workspace untrusted again.
+//! `toolgate_config::trust`. A change to the files makes the workspace untrusted again.
 
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use toolgate_sandbox::config::PROJECT_CONFIG;
-use toolgate_sandbox::trust::{self, TrustStatus, TrustStore};
+use toolgate_config::PROJECT_CONFIG;
+use toolgate_config::trust::{self, TrustStatus, TrustStore};
 
 use crate::paths;
 

@@ -12,10 +12,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
+use toolgate_config::{ArgPiece, CommandToolDecl, parse_arg};
 use toolgate_core::{
     CallError, OutputKind, Provider, ProviderError, ToolCall, ToolOutcome, ToolSpec,
 };
-use toolgate_sandbox::config::{ArgPiece, CommandToolDecl, parse_arg};
 use toolgate_workspace::WorkspaceConfig;
 use toolgate_workspace::process::{Processes, Run, run};
 
@@ -370,9 +370,8 @@ mod tests {
     /// of the schema the model sees.
     #[test]
     fn allow_options_is_declared_per_parameter() {
-        let parse = |text: &str| {
-            toolgate_sandbox::config::ConfigFile::parse(std::path::Path::new("/c.toml"), text)
-        };
+        let parse =
+            |text: &str| toolgate_config::ConfigFile::parse(std::path::Path::new("/c.toml"), text);
         let f = parse(
             "[[command_tools]]\nname = \"a\"\nargv = [\"echo\", \"{f}\", \"{g}\"]\nparameters = { f = { type = \"string\", allow_options = true }, g = { type = \"string\" } }\n",
         )

@@ -25,6 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
+use toolgate_config::CodeactConfig;
 use toolgate_core::flow::Confirmer;
 use toolgate_core::policy::Mode;
 use toolgate_core::telemetry::TelemetrySink;
@@ -33,8 +34,8 @@ use toolgate_plot::transaction::{
     CommitGate, Committed, PlotTransaction, SCRATCH_PROVIDER, scratch_ids, scratch_specs,
 };
 use toolgate_sandbox::{
-    Backend, CUSTOM_TOOLS_PROVIDER, CodeactConfig, Envelope, ExecRequest, HostError, Limits,
-    PoolConfig, RegistryHost, ToolHost, WORKSPACE_PROVIDER, WorkerCommand, WorkerPool,
+    Backend, CUSTOM_TOOLS_PROVIDER, Envelope, ExecRequest, HostError, Limits, PoolConfig,
+    RegistryHost, ToolHost, WORKSPACE_PROVIDER, WorkerCommand, WorkerPool,
 };
 
 pub use command_tools::COMMAND_TOOLS_PROVIDER;
@@ -43,7 +44,7 @@ pub use command_tools::COMMAND_TOOLS_PROVIDER;
 #[derive(Debug, thiserror::Error)]
 pub enum CodeactError {
     #[error(transparent)]
-    Config(#[from] toolgate_sandbox::ConfigError),
+    Config(#[from] toolgate_config::ConfigError),
     #[error("opening the workspace {}: {message}", root.display())]
     Workspace { root: PathBuf, message: String },
     #[error("the [workspace] settings ({sources}): {message}")]
@@ -67,7 +68,7 @@ pub enum CodeactError {
 /// How the process around the runtime is set up.
 #[derive(Debug, Clone)]
 pub struct Host {
-    /// The user's config file (`toolgate_sandbox::config`: it may widen; the project may only
+    /// The user's config file (`toolgate_config`: it may widen; the project may only
     /// narrow unless trusted).
     pub user_config: PathBuf,
     /// Where configuration warnings go (one line each; the CLI prints them to stderr).

@@ -1,13 +1,14 @@
 //! The CodeAct tool set of one workspace: the configuration (the user file, the project's
-//! `.toolgate/config.toml`, the environment; see `toolgate_sandbox::config`), the workspace
+//! `.toolgate/config.toml`, the environment; see `toolgate_config`), the workspace
 //! tools under its `[workspace]` switches, the `[[command_tools]]`, and the custom Python tools
 //! of `<user config dir>/tools/` and `<workspace>/.toolgate/tools/`.
 
 use std::path::Path;
 use std::sync::Arc;
 
+use toolgate_config::CodeactConfig;
 use toolgate_core::{ParamValidator, Provider, Registry, RegistryError, ToolSpec};
-use toolgate_sandbox::{CodeactConfig, PythonTools};
+use toolgate_sandbox::PythonTools;
 use toolgate_workspace::{Processes, WorkspaceConfig, WorkspaceSettings, WorkspaceTools};
 
 use crate::command_tools::CommandTools;
@@ -182,7 +183,7 @@ pub(crate) async fn register_codeact_tools(
 
 #[cfg(test)]
 mod tests {
-    use toolgate_sandbox::config::{
+    use toolgate_config::{
         DEFAULT_BASH_MAX_TIMEOUT_SECS, DEFAULT_BASH_TIMEOUT_SECS, DEFAULT_OUTPUT_CAP_BYTES,
     };
 

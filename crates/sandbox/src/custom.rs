@@ -33,12 +33,13 @@ use toolgate_core::{
     CallError, OutputKind, Provider, ProviderError, ToolCall, ToolOutcome, ToolSpec,
 };
 
-use crate::config::parameters_schema;
 use crate::envelope::Envelope;
 use crate::host::{HostError, ToolHost};
-use crate::limits::{ExecRequest, Limits};
+use crate::limits::ExecRequest;
 use crate::registry_host::calling_host;
-use crate::regular_file::{Links, Unreadable, read_regular};
+use toolgate_config::Limits;
+use toolgate_config::parameters_schema;
+use toolgate_config::regular_file::{Links, Unreadable, read_regular};
 
 /// How a custom tool file is opened: a workspace's (`<root>/.toolgate/tools/`) never through a
 /// symbolic link (it could point anywhere, or change after `toolgate trust` hashed it); the
@@ -46,7 +47,7 @@ use crate::regular_file::{Links, Unreadable, read_regular};
 fn links_for(file: &Path) -> Links {
     if file
         .parent()
-        .is_some_and(|d| d.ends_with(crate::config::PROJECT_TOOLS_DIR))
+        .is_some_and(|d| d.ends_with(toolgate_config::PROJECT_TOOLS_DIR))
     {
         Links::Refuse
     } else {
@@ -356,7 +357,7 @@ pub enum LoadError {
     )]
     BadName(String),
     #[error("TOOL[\"parameters\"]: {0}")]
-    Parameters(#[source] crate::config::ParametersError),
+    Parameters(#[source] toolgate_config::ParametersError),
     #[error("TOOL[\"function\"] \"{0}\" is not a Python name")]
     BadFunctionName(String),
     #[error("it has no function \"{0}\" (TOOL[\"function\"])")]

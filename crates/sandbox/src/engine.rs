@@ -37,8 +37,9 @@ use serde_json::{Map, Value};
 use crate::convert::{ConvertError, json_to_monty, monty_to_json, return_value_to_json};
 use crate::envelope::{Envelope, ExecError};
 use crate::host::{HostError, ToolHost};
-use crate::limits::{ExecRequest, Limits, TRUNCATION_MARKER};
+use crate::limits::{ExecRequest, TRUNCATION_MARKER};
 use crate::pause::PauseClock;
+use toolgate_config::Limits;
 
 /// How many tool names an error message lists before it says how many more exist.
 const LISTED_TOOLS: usize = 25;
@@ -319,7 +320,7 @@ impl<'a> Session<'a> {
         let limits = ResourceLimits {
             max_feed_duration: Some(self.limits.timeout + TIME_BACKSTOP),
             max_turn_duration: Some(self.limits.timeout + TIME_BACKSTOP),
-            max_memory: Some(self.limits.memory_usize()),
+            max_memory: Some(crate::limits::memory_usize(&self.limits)),
             max_recursion_depth: self.limits.max_recursion_depth as usize,
             max_suspensions: self.limits.max_tool_calls as usize,
             ..ResourceLimits::default()

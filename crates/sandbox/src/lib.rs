@@ -9,6 +9,11 @@
 //! - [`RegistryHost`] is the host over a [`toolgate_core::Registry`]: resolve → validate →
 //!   policy → provider, with core errors turned into Python exceptions.
 //! - [`python_signatures`] and [`markdown_reference`] tell a model what it may call.
+//! - [`PythonTools`]: custom tools, Python files that define `TOOL` and a function, probed with
+//!   the interpreter when loaded and run as nested programs when called, so they live here.
+//!   Which folders they load from, whether a project's folder is trusted, how their files are
+//!   read and their parameters' schema are configuration: `toolgate_config`, which also owns
+//!   [`Limits`] (this crate enforces them) and does not depend on monty.
 //!
 //! # Limits ([`Limits`], all on by default)
 //!
@@ -34,7 +39,6 @@
 //! `PermissionError`.
 
 mod backend;
-pub mod config;
 pub mod convert;
 mod custom;
 mod engine;
@@ -47,18 +51,12 @@ mod pause;
 mod pool;
 pub mod protocol;
 mod registry_host;
-pub mod regular_file;
 mod stubs;
-mod toml_typed;
-pub mod trust;
 mod worker;
 
 pub use backend::{
     BACKEND_ENV, Backend, BackendError, HyperlightUnusable, Selected, UnknownBackend, detect,
     hyperlight_status,
-};
-pub use config::{
-    ArgTemplateError, CodeactConfig, ConfigError, ConfigFile, ParametersError, ProjectTrust,
 };
 pub use custom::{
     CUSTOM_TOOL_KIND, CUSTOM_TOOLS_PROVIDER, LoadError, MAX_NESTING, PythonTool, PythonTools,
@@ -66,11 +64,7 @@ pub use custom::{
 pub use engine::run;
 pub use envelope::{Envelope, ExecError};
 pub use host::{GateEnd, HostError, PyExc, ToolHost};
-pub use limits::{
-    DEFAULT_MAX_MEMORY_BYTES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_RECURSION_DEPTH,
-    DEFAULT_MAX_TOOL_CALLS, DEFAULT_TIMEOUT, ExecRequest, Limits, SizeError, TRUNCATION_MARKER,
-    parse_size,
-};
+pub use limits::{ExecRequest, TRUNCATION_MARKER};
 pub use pause::{PauseClock, Waiting};
 pub use pool::{PoolConfig, WORKER_SUBCOMMAND, WorkerCommand, WorkerPool};
 pub use registry_host::{
@@ -80,4 +74,5 @@ pub use stubs::{
     OUTPUT_SCHEMA, manifest_entry, markdown_reference, plot_functions_reference, python_identifier,
     python_return_type, python_signatures,
 };
+pub use toolgate_config::Limits;
 pub use worker::worker_main;

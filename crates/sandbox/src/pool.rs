@@ -22,10 +22,11 @@ use tokio::sync::Semaphore;
 use crate::engine::human_duration;
 use crate::envelope::{Envelope, ExecError};
 use crate::host::{HostError, ToolHost};
-use crate::limits::{ExecRequest, Limits, TRUNCATION_MARKER};
+use crate::limits::{ExecRequest, TRUNCATION_MARKER};
 use crate::protocol::{
     CrashKind, FrameError, FromWorker, ToWorker, ToolDecl, read_frame, write_frame,
 };
+use toolgate_config::Limits;
 
 /// The hidden subcommand that turns the binary into a worker.
 pub const WORKER_SUBCOMMAND: &str = "__sandbox-worker";

@@ -7,9 +7,10 @@ use serde_json::Value;
 use toolgate_core::ToolSpec;
 
 use crate::backend::Backend;
-use crate::limits::{
+use crate::limits::TRUNCATION_MARKER;
+use toolgate_config::{
     DEFAULT_MAX_MEMORY_BYTES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_RECURSION_DEPTH,
-    DEFAULT_MAX_TOOL_CALLS, DEFAULT_TIMEOUT, TRUNCATION_MARKER,
+    DEFAULT_MAX_TOOL_CALLS, DEFAULT_TIMEOUT,
 };
 
 const KEYWORDS: &[&str] = &[

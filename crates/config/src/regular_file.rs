@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 /// Largest project configuration file read (`config.toml`, one custom tool): hand-written TOML
 /// and Python are a few KiB; a megabyte leaves room for generated files and still reads in a
 /// moment.
-pub const MAX_PROJECT_FILE_BYTES: u64 = 1 << 20;
+pub(crate) const MAX_PROJECT_FILE_BYTES: u64 = 1 << 20;
 
 /// Whether a symbolic link at the file's own name is followed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,7 +68,7 @@ impl Unreadable {
     }
 
     /// Whether the file is of a kind or size that is never read (as opposed to an I/O error).
-    pub fn is_refused(&self) -> bool {
+    pub(crate) fn is_refused(&self) -> bool {
         !matches!(self, Unreadable::Io { .. })
     }
 }
@@ -94,7 +94,7 @@ fn kind(m: &Metadata) -> &'static str {
 
 /// Open `path` for reading only if it is a regular file of at most `max` bytes; `Ok(None)` when
 /// nothing is at that name. Returns the file and its size (from `fstat` on the descriptor).
-pub fn open_regular(
+pub(crate) fn open_regular(
     path: &Path,
     links: Links,
     max: u64,

@@ -2,8 +2,8 @@
 //!
 //! A workspace's `.toolgate/config.toml` and `.toolgate/tools/` come with the repository, so
 //! whoever wrote the repository wrote them. Until the user trusts the workspace they may only
-//! narrow what the user configured (see [`crate::config`]). `toolgate trust DIR` records the
-//! workspace in `<user config dir>/trusted.toml` ([`TRUST_FILE`], next to the user's
+//! narrow what the user configured (see [`crate::CodeactConfig`]). `toolgate trust DIR` records the
+//! workspace in `<user config dir>/trusted.toml` (`TRUST_FILE`, next to the user's
 //! `config.toml`) together with a SHA-256 of the project configuration ([`project_digest`]:
 //! `config.toml` and every file in `tools/`), so that any later change to those files makes the
 //! workspace untrusted again until the user looks and runs `toolgate trust` once more (the
@@ -29,7 +29,7 @@ use crate::config::{PROJECT_CONFIG, PROJECT_TOOLS_DIR};
 use crate::regular_file::{Links, MAX_PROJECT_FILE_BYTES, Unreadable, open_regular, read_regular};
 
 /// The trust file's name, in the directory of the user config file.
-pub const TRUST_FILE: &str = "trusted.toml";
+pub(crate) const TRUST_FILE: &str = "trusted.toml";
 
 /// Largest trust file read (it holds one short entry per trusted workspace).
 const MAX_TRUST_FILE_BYTES: u64 = 4 << 20;
@@ -54,7 +54,7 @@ pub enum TrustError {
 /// One trusted workspace.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct TrustEntry {
+pub(crate) struct TrustEntry {
     /// The canonical workspace root.
     pub path: PathBuf,
     /// [`project_digest`] when the user trusted it.
@@ -88,7 +88,7 @@ pub struct TrustStore {
 
 /// The canonical form of a workspace root, the key it is trusted under (the path as given
 /// when it cannot be resolved).
-pub fn workspace_key(root: &Path) -> PathBuf {
+pub(crate) fn workspace_key(root: &Path) -> PathBuf {
     root.canonicalize().unwrap_or_else(|_| root.to_owned())
 }
 
@@ -133,16 +133,6 @@ impl TrustStore {
             path: path.to_owned(),
             entries: doc.workspace,
         })
-    }
-
-    /// The trust file.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// The trusted workspaces.
-    pub fn entries(&self) -> &[TrustEntry] {
-        &self.entries
     }
 
     /// Whether the workspace at `root`, whose project configuration now hashes to `digest`, is

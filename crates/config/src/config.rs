@@ -33,7 +33,7 @@
 //! tools alike. Patterns are exact ids or a prefix followed by `*`
 //! ([`toolgate_core::ToolFilter`]). Custom Python tools are read from
 //! `<user config dir>/tools/*.py` and, when trusted, `<workspace>/.toolgate/tools/*.py`
-//! ([`CodeactConfig::tool_dirs`]; see [`crate::PythonTools`]).
+//! ([`CodeactConfig::tool_dirs`]; see `toolgate_sandbox::PythonTools`).
 //!
 //! # The file
 //!
@@ -95,10 +95,6 @@ use crate::trust::{self, TrustError, TrustStatus, TrustStore};
 pub const PROJECT_CONFIG: &str = ".toolgate/config.toml";
 /// The project's custom-tools folder, relative to the workspace root.
 pub const PROJECT_TOOLS_DIR: &str = ".toolgate/tools";
-/// Allow-list variables, in the order they are consulted.
-pub const ENV_ALLOW: [&str; 2] = ["TOOLGATE_TOOLS", "CODEACT_TOOLS"];
-/// Deny-list variables, in the order they are consulted.
-pub const ENV_DENY: [&str; 2] = ["TOOLGATE_DISABLE", "CODEACT_DISABLE"];
 
 /// Longest program wall clock a config may set (one day).
 const MAX_TIMEOUT_SECS: i64 = 86_400;
@@ -293,7 +289,7 @@ pub struct CommandToolDecl {
 }
 
 /// The per-parameter key that lets a value start an argument with `-` (an option).
-pub const ALLOW_OPTIONS: &str = "allow_options";
+pub(crate) const ALLOW_OPTIONS: &str = "allow_options";
 
 impl CommandToolDecl {
     /// The parameters as a JSON Schema object, as the model and the validator see them
@@ -367,7 +363,7 @@ impl ConfigFile {
     /// Read a config file whose symbolic links are followed (`links`) or refused; `Ok(None)`
     /// when it does not exist. A file that is not a regular file within the size cap is a
     /// [`ConfigError::Read`] naming it (nothing is read from it).
-    pub fn read_with(path: &Path, links: Links) -> Result<Option<Self>, ConfigError> {
+    pub(crate) fn read_with(path: &Path, links: Links) -> Result<Option<Self>, ConfigError> {
         let read_err = |message: String| ConfigError::Read {
             path: path.to_owned(),
             message,
@@ -809,7 +805,7 @@ fn ignored_file(e: &Unreadable) -> String {
 }
 
 /// Keys of `[workspace]` that only the user file may set.
-pub const USER_ONLY_WORKSPACE_KEYS: [&str; 2] =
+pub(crate) const USER_ONLY_WORKSPACE_KEYS: [&str; 2] =
     ["workspace.unconfined_processes", "workspace.network"];
 
 impl CodeactConfig {
@@ -906,7 +902,7 @@ impl CodeactConfig {
     /// Layer parsed files and the environment: the user file, then the project file (replacing
     /// when `project_trusted`, else only narrowing), then the environment (narrowing).
     /// `tool_dirs` is left empty.
-    pub fn layered(
+    pub(crate) fn layered(
         user: Option<(PathBuf, ConfigFile)>,
         project: Option<(PathBuf, ConfigFile)>,
         project_trusted: bool,
