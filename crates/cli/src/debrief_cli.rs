@@ -334,7 +334,7 @@ pub fn api_address(args: &StoreArgs) -> Option<&str> {
 /// Connect to a STAC API store; its opened plots are copied under the data directory.
 pub fn open_api_store(address: &str) -> Result<ApiStore> {
     let api = ApiStore::connect(None, address, std::time::Duration::from_secs(30))?;
-    let key = toolgate_plot::fsio::sha256_hex(api.address.canonical().as_bytes());
+    let key = toolgate_plot::sha256_hex(api.address.canonical().as_bytes());
     let mirror = paths::data_dir()
         .join("stac-api")
         .join(key.get(..16).unwrap_or(&key));
@@ -1723,5 +1723,5 @@ pub fn hash_tree(root: &Path) -> Result<String> {
         all.extend_from_slice(p.to_string_lossy().as_bytes());
         all.extend_from_slice(&std::fs::read(&p)?);
     }
-    Ok(toolgate_plot::fsio::sha256_hex(&all))
+    Ok(toolgate_plot::sha256_hex(&all))
 }

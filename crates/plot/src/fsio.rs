@@ -44,7 +44,7 @@ pub(crate) fn fs_io(e: FsError) -> std::io::Error {
 /// `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)`, or the walk where it is missing), and
 /// every link that would leave `root` is refused (`EXDEV`). Without a root (a file opened on
 /// its own) it is opened by name.
-pub fn open_dir_beneath(root: Option<&Path>, dir: &Path) -> std::io::Result<OwnedFd> {
+pub(crate) fn open_dir_beneath(root: Option<&Path>, dir: &Path) -> std::io::Result<OwnedFd> {
     if let Some(root) = root
         && let Ok(rel) = dir.strip_prefix(root)
     {
@@ -56,7 +56,7 @@ pub fn open_dir_beneath(root: Option<&Path>, dir: &Path) -> std::io::Result<Owne
 
 /// Read the regular file `name` in `dir` (never through a symbolic link, never blocking on a
 /// FIFO, never more than [`crate::store::MAX_FEATURES_BYTES`]).
-pub fn read_in(dir: BorrowedFd<'_>, name: &OsStr) -> std::io::Result<Vec<u8>> {
+pub(crate) fn read_in(dir: BorrowedFd<'_>, name: &OsStr) -> std::io::Result<Vec<u8>> {
     use rustix::fs::{Mode, OFlags};
     let fd = rustix::fs::openat(
         dir,
@@ -86,15 +86,11 @@ pub fn read_in(dir: BorrowedFd<'_>, name: &OsStr) -> std::io::Result<Vec<u8>> {
 }
 
 /// Remove the temp files a save of `path` left behind when its process died mid-write (a
-/// `kill -9` between creating `.<name>.tmp-<pid>-<n>` and renaming it). Only temps of *this*
-/// file whose writing process no longer exists are removed: this process's own (a save in
-/// another thread may be under way) and a live process's are kept. Best effort; never fails.
-pub fn remove_stale_temps(path: &Path) {
-    toolgate_fs::remove_stale_temps(path);
-}
-
-/// [`remove_stale_temps`] through a descriptor of the directory opened beneath `root`.
-pub fn remove_stale_temps_beneath(root: Option<&Path>, path: &Path) {
+/// `kill -9` between creating `.<name>.tmp-<pid>-<n>` and renaming it), through a descriptor of
+/// the directory opened beneath `root`. Only temps of *this* file whose writing process no longer
+/// exists are removed: this process's own (a save in another thread may be under way) and a live
+/// process's are kept. Best effort; never fails.
+pub(crate) fn remove_stale_temps_beneath(root: Option<&Path>, path: &Path) {
     if let Ok(dir) = open_dir_beneath(root, dir_of(path)) {
         toolgate_fs::remove_stale_temps_in(dir.as_fd(), &file_name_lossy(path));
     }
@@ -107,21 +103,25 @@ fn file_name_lossy(path: &Path) -> String {
 }
 
 /// Atomically replace `path` with `bytes` (its directory made first, by name).
-pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::create_dir_all(dir_of(path))?;
     atomic_write_beneath(None, path, bytes)
 }
 
 /// Atomically replace `path` with `bytes`, through a descriptor of its directory opened
 /// beneath `root` (see [`open_dir_beneath`]). The directory must exist.
-pub fn atomic_write_beneath(root: Option<&Path>, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn atomic_write_beneath(
+    root: Option<&Path>,
+    path: &Path,
+    bytes: &[u8],
+) -> std::io::Result<()> {
     let dir = open_dir_beneath(root, dir_of(path))?;
     write_in(dir.as_fd(), file_name(path)?, bytes)
 }
 
 /// What [`replace_beneath`] found.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Replaced {
+pub(crate) enum Replaced {
     Done,
     /// The file's bytes no longer hash to the expected SHA-256: nothing was written.
     Changed,
@@ -130,7 +130,7 @@ pub enum Replaced {
 /// Replace `path` with `bytes` only if its current content hashes to `expected_sha256` (the
 /// save's conflict check), checked and written through one descriptor of its directory opened
 /// beneath `root`.
-pub fn replace_beneath(
+pub(crate) fn replace_beneath(
     root: Option<&Path>,
     path: &Path,
     expected_sha256: &str,
@@ -148,7 +148,7 @@ pub fn replace_beneath(
 /// Replace `name` in `dir` atomically ([`toolgate_fs::write_in`]: an exclusive temp file in
 /// `dir`, fsynced, renamed over `name` within `dir`); stale temps of `name` from killed saves
 /// go first.
-pub fn write_in(dir: BorrowedFd<'_>, name: &OsStr, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_in(dir: BorrowedFd<'_>, name: &OsStr, bytes: &[u8]) -> std::io::Result<()> {
     toolgate_fs::write_in(dir, name, bytes, WriteOptions::default())
 }
 
@@ -226,7 +226,7 @@ mod tests {
         let p = dir.path().join("features.geojson");
         atomic_write(&p, b"{}").unwrap();
         let stale = killed_mid_save(dir.path(), "features.geojson");
-        remove_stale_temps(&p);
+        remove_stale_temps_beneath(None, &p);
         assert!(!stale.exists());
     }
 }

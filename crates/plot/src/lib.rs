@@ -7,22 +7,25 @@
 //! `toolgate_plot::tools::…` and `crate::model::…` paths keep working.
 
 #![warn(unreachable_pub)]
+// Public: the modules other crates name. `fsio` (the store's use of toolgate-fs),
+// `import_into` (methods on `StacStore`) and `stac_model` (the types `store` reads) are not.
 pub mod activity;
 pub mod debrief;
 pub mod demo;
-pub mod fsio;
+mod fsio;
 pub mod import;
-pub mod import_into;
+mod import_into;
 pub mod journal;
 pub mod model;
 pub mod search;
 pub mod session;
 pub mod stac_api;
-pub mod stac_model;
+mod stac_model;
 pub mod store;
 pub mod summary;
 pub mod targeting;
 pub mod transaction;
 
+pub use fsio::sha256_hex;
 pub use toolgate_native_tools as tools;
 pub use toolgate_rep as rep;

@@ -22,7 +22,7 @@ use serde_json::{Map, Value as Json};
 /// One STAC object, chosen by its `type` (`Feature` is an Item).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "type")]
-pub enum Value {
+pub(crate) enum Value {
     #[serde(rename = "Feature")]
     Item(Box<Item>),
     Catalog(Catalog),
@@ -31,7 +31,7 @@ pub enum Value {
 
 /// A Catalog or a Collection: what the store follows (its `links`) and shows (its title).
 #[derive(Debug, Clone, Deserialize)]
-pub struct Catalog {
+pub(crate) struct Catalog {
     pub id: String,
     #[serde(default)]
     pub title: Option<String>,
@@ -41,27 +41,26 @@ pub struct Catalog {
 
 /// A link of a catalogue or an item.
 #[derive(Debug, Clone, Deserialize)]
-pub struct Link {
+pub(crate) struct Link {
     pub href: String,
     pub rel: String,
 }
 
 /// A STAC Item: one plot.
 #[derive(Debug, Clone, Deserialize)]
-pub struct Item {
+pub(crate) struct Item {
     pub id: String,
     #[serde(default, deserialize_with = "bbox")]
     pub bbox: Option<[f64; 4]>,
     pub properties: Properties,
-    #[serde(default)]
-    pub links: Vec<Link>,
+    // An item's own links are not read: the plot's files are its assets.
     #[serde(default)]
     pub assets: BTreeMap<String, Asset>,
 }
 
 /// An Item's properties: the common metadata the store reads, and every other field as JSON.
 #[derive(Debug, Clone, Deserialize)]
-pub struct Properties {
+pub(crate) struct Properties {
     #[serde(default)]
     pub title: Option<String>,
     #[serde(default)]
@@ -79,7 +78,7 @@ pub struct Properties {
 
 /// An Item's asset: where its data is.
 #[derive(Debug, Clone, Deserialize)]
-pub struct Asset {
+pub(crate) struct Asset {
     pub href: String,
     #[serde(default)]
     pub roles: Vec<String>,

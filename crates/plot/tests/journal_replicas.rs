@@ -45,7 +45,7 @@ fn observe(s: &mut Session) -> Value {
                 "undoLabel": p.doc.undo_label(),
                 "selection": p.selection_raw(),
                 "disk": p.doc.disk_sha256(),
-                "features": toolgate_plot::fsio::sha256_hex(&p.doc.to_bytes()),
+                "features": toolgate_plot::sha256_hex(&p.doc.to_bytes()),
             })
         })
         .collect();

@@ -99,7 +99,7 @@ pub fn hash_tree(root: &Path) -> String {
         all.extend_from_slice(f.to_string_lossy().as_bytes());
         all.extend_from_slice(&std::fs::read(&f).unwrap());
     }
-    toolgate_plot::fsio::sha256_hex(&all)
+    toolgate_plot::sha256_hex(&all)
 }
 
 pub fn parse(reply: &str) -> Value {
