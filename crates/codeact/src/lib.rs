@@ -4,7 +4,9 @@
 //!
 //! - [`Tools::open`] loads the configuration of one workspace (user file, the project's
 //!   `.toolgate/config.toml`, the environment) and registers its tools: the workspace tools,
-//!   the `[[command_tools]]` and the custom Python tools ([`setup`]); other providers (upstream
+//!   the `[[command_tools]]` and the custom Python tools ([`setup`]; [`PythonTools`], which run
+//!   as nested sandbox programs, are here rather than in `toolgate_config` because loading and
+//!   calling one runs the interpreter); other providers (upstream
 //!   MCP servers) join with [`Tools::add`]. [`Tools::manifest`] / [`Tools::reference`] are what
 //!   installers and models read.
 //! - [`Tools::runtime`] binds them to a [`Surface`], whose pre-approval list
@@ -16,6 +18,7 @@
 //! - [`mcp`] adapts the runtime to the MCP server's `CodeRunner` and `DirectTools`.
 
 pub mod command_tools;
+mod custom_tools;
 pub mod mcp;
 pub mod paused;
 pub mod setup;
@@ -34,11 +37,12 @@ use toolgate_plot::transaction::{
     CommitGate, Committed, PlotTransaction, SCRATCH_PROVIDER, scratch_ids, scratch_specs,
 };
 use toolgate_sandbox::{
-    Backend, CUSTOM_TOOLS_PROVIDER, Envelope, ExecRequest, HostError, Limits, PoolConfig,
-    RegistryHost, ToolHost, WORKSPACE_PROVIDER, WorkerCommand, WorkerPool,
+    Backend, Envelope, ExecRequest, HostError, Limits, PoolConfig, RegistryHost, ToolHost,
+    WORKSPACE_PROVIDER, WorkerCommand, WorkerPool,
 };
 
 pub use command_tools::COMMAND_TOOLS_PROVIDER;
+pub use custom_tools::{CUSTOM_TOOLS_PROVIDER, LoadError, PythonTool, PythonTools};
 
 /// What went wrong composing the runtime, with the file or setting to fix.
 #[derive(Debug, thiserror::Error)]

@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use toolgate_config::CodeactConfig;
 use toolgate_core::{ParamValidator, Provider, Registry, RegistryError, ToolSpec};
-use toolgate_sandbox::PythonTools;
 use toolgate_workspace::{Processes, WorkspaceConfig, WorkspaceSettings, WorkspaceTools};
 
+use crate::PythonTools;
 use crate::command_tools::CommandTools;
 use crate::{CodeactError, Host};
 

@@ -33,7 +33,7 @@
 //! tools alike. Patterns are exact ids or a prefix followed by `*`
 //! ([`toolgate_core::ToolFilter`]). Custom Python tools are read from
 //! `<user config dir>/tools/*.py` and, when trusted, `<workspace>/.toolgate/tools/*.py`
-//! ([`CodeactConfig::tool_dirs`]; see `toolgate_sandbox::PythonTools`).
+//! ([`CodeactConfig::tool_dirs`]; see `toolgate_codeact::PythonTools`).
 //!
 //! # The file
 //!

@@ -18,13 +18,14 @@
 //!
 //! A custom tool is a Python file that runs in the sandbox: loading one probes it with the
 //! interpreter (does it define `TOOL` and a function?) and calling one runs a nested program on
-//! the calling host. Both need monty, so the custom-tool provider (`toolgate_sandbox::PythonTools`)
-//! stays with the interpreter, and this crate holds what decides *which* custom tools load: the
-//! folders ([`CodeactConfig::tool_dirs`], [`PROJECT_TOOLS_DIR`]), the trust that gates a project's
+//! the calling host. Both need monty, so the custom-tool provider is composed where the sandbox
+//! and this configuration meet: `toolgate_codeact::PythonTools` (`custom_tools.rs`, beside the
+//! command tools). This crate holds what decides *which* custom tools load: the folders
+//! ([`CodeactConfig::tool_dirs`], [`PROJECT_TOOLS_DIR`]), the trust that gates a project's
 //! folder, the reader for their files and the schema of their parameters
 //! ([`parameters_schema`]). So this crate does not depend on monty and builds on the workspace's
-//! Rust 1.95, and anything that only reads configuration (the hook, `toolgate trust`, the Debrief
-//! CLI's tool lists) need not build the interpreter.
+//! Rust 1.95, and code that only reads configuration (the hook, `toolgate trust`, the Debrief
+//! CLI's tool lists) can depend on it without the interpreter.
 
 #![warn(unreachable_pub)]
 

@@ -9,11 +9,9 @@
 //! - [`RegistryHost`] is the host over a [`toolgate_core::Registry`]: resolve → validate →
 //!   policy → provider, with core errors turned into Python exceptions.
 //! - [`python_signatures`] and [`markdown_reference`] tell a model what it may call.
-//! - [`PythonTools`]: custom tools, Python files that define `TOOL` and a function, probed with
-//!   the interpreter when loaded and run as nested programs when called, so they live here.
-//!   Which folders they load from, whether a project's folder is trusted, how their files are
-//!   read and their parameters' schema are configuration: `toolgate_config`, which also owns
-//!   [`Limits`] (this crate enforces them) and does not depend on monty.
+//! - [`Limits`] are configuration (`toolgate_config`, with the rest of the layered
+//!   `config.toml` and project trust); this crate enforces them. Custom Python tools, which run
+//!   as nested programs here, are composed in `toolgate_codeact` (`custom_tools.rs`).
 //!
 //! # Limits ([`Limits`], all on by default)
 //!
@@ -40,7 +38,6 @@
 
 mod backend;
 pub mod convert;
-mod custom;
 mod engine;
 mod envelope;
 mod host;
@@ -58,9 +55,6 @@ pub use backend::{
     BACKEND_ENV, Backend, BackendError, HyperlightUnusable, Selected, UnknownBackend, detect,
     hyperlight_status,
 };
-pub use custom::{
-    CUSTOM_TOOL_KIND, CUSTOM_TOOLS_PROVIDER, LoadError, MAX_NESTING, PythonTool, PythonTools,
-};
 pub use engine::run;
 pub use envelope::{Envelope, ExecError};
 pub use host::{GateEnd, HostError, PyExc, ToolHost};
@@ -71,8 +65,8 @@ pub use registry_host::{
     CallLog, RegistryHost, WORKSPACE_PROVIDER, call_error_to_host, calling_host,
 };
 pub use stubs::{
-    OUTPUT_SCHEMA, manifest_entry, markdown_reference, plot_functions_reference, python_identifier,
-    python_return_type, python_signatures,
+    OUTPUT_SCHEMA, manifest_entry, markdown_reference, plot_functions_reference, py_literal,
+    python_identifier, python_return_type, python_signatures,
 };
 pub use toolgate_config::Limits;
 pub use worker::worker_main;

@@ -150,7 +150,7 @@ fn json_type(t: &str, schema: &Value) -> String {
 }
 
 /// A JSON value written as a Python literal.
-pub(crate) fn py_literal(v: &Value) -> String {
+pub fn py_literal(v: &Value) -> String {
     match v {
         Value::Null => "None".to_owned(),
         Value::Bool(true) => "True".to_owned(),

@@ -18,9 +18,9 @@
 //!
 //! At registration each file runs once in the sandbox, with no tools, to read `TOOL` (a file
 //! that fails, or whose top-level code calls a tool, is skipped with a warning). A call runs the
-//! file again followed by `function(**params)` in a nested [`crate::run`] on the host that
-//! called the tool ([`crate::calling_host`]; the host must be made with
-//! [`crate::RegistryHost::shared`]), under the provider's limits and the call's deadline. The
+//! file again followed by `function(**params)` in a nested [`toolgate_sandbox::run`] on the host that
+//! called the tool ([`toolgate_sandbox::calling_host`]; the host must be made with
+//! [`toolgate_sandbox::RegistryHost::shared`]), under the provider's limits and the call's deadline. The
 //! function's return value is the tool's result; what it prints becomes the result when it
 //! returns `None`. Custom tools may call custom tools, at most [`MAX_NESTING`] deep.
 
@@ -33,13 +33,11 @@ use toolgate_core::{
     CallError, OutputKind, Provider, ProviderError, ToolCall, ToolOutcome, ToolSpec,
 };
 
-use crate::envelope::Envelope;
-use crate::host::{HostError, ToolHost};
-use crate::limits::ExecRequest;
-use crate::registry_host::calling_host;
-use toolgate_config::Limits;
-use toolgate_config::parameters_schema;
 use toolgate_config::regular_file::{Links, Unreadable, read_regular};
+use toolgate_config::{Limits, parameters_schema};
+use toolgate_sandbox::{
+    Envelope, ExecRequest, HostError, PyExc, ToolHost, calling_host, py_literal,
+};
 
 /// How a custom tool file is opened: a workspace's (`<root>/.toolgate/tools/`) never through a
 /// symbolic link (it could point anywhere, or change after `toolgate trust` hashed it); the
@@ -54,22 +52,21 @@ fn links_for(file: &Path) -> Links {
         Links::Follow
     }
 }
-use crate::stubs::py_literal;
 
 /// The provider name of custom Python tools.
 pub const CUSTOM_TOOLS_PROVIDER: &str = "custom-tools";
 /// The output kind custom tools declare. Mutating (a custom tool may call mutating tools), so
 /// a surface confirms them unless it pre-approves the provider; the calls they make are gated
 /// on their own either way.
-pub const CUSTOM_TOOL_KIND: &str = "workspace/custom_tool";
+pub(crate) const CUSTOM_TOOL_KIND: &str = "workspace/custom_tool";
 /// How deep custom tools may call custom tools.
-pub const MAX_NESTING: usize = 4;
+pub(crate) const MAX_NESTING: usize = 4;
 /// Largest custom-tool file read.
 const MAX_SOURCE_BYTES: u64 = 1 << 20;
 /// Time allowed to read the `TOOL`s of **all** custom-tool files together at registration (one
 /// budget, not one per file: twenty files with a top-level `while True: pass` must not stall
 /// a program's start for 20 × the budget). Files left when it is spent are refused.
-pub const LOAD_BUDGET: Duration = Duration::from_secs(2);
+pub(crate) const LOAD_BUDGET: Duration = Duration::from_secs(2);
 
 tokio::task_local! {
     static NESTING: usize;
@@ -105,7 +102,7 @@ impl ToolHost for NoTools {
 
     async fn call(&self, name: &str, _args: Map<String, Value>) -> Result<Value, HostError> {
         Err(HostError::new(
-            crate::PyExc::NameError,
+            PyExc::NameError,
             format!("name '{name}' is not defined"),
         ))
     }
@@ -251,7 +248,7 @@ impl PythonTools {
         };
         // A file that never binds TOOL reads as None here, not as a NameError whose message
         // would have to be read to tell it from a NameError in the file's own code.
-        let env = crate::engine::run(
+        let env = toolgate_sandbox::run(
             probe("try:\n    __toolgate_tool__ = TOOL\nexcept NameError:\n    __toolgate_tool__ = None\n__toolgate_tool__"),
             &NoTools,
         )
@@ -296,14 +293,14 @@ impl PythonTools {
                 if !is_identifier(&f) {
                     return Err(LoadError::BadFunctionName(f));
                 }
-                if !crate::engine::run(probe(&f), &NoTools).await.success {
+                if !toolgate_sandbox::run(probe(&f), &NoTools).await.success {
                     return Err(LoadError::NoSuchFunction(f));
                 }
                 f
             }
             // A function named like the tool, else `run` (the anchor's default).
-            None if crate::engine::run(probe(&name), &NoTools).await.success => name.clone(),
-            None if crate::engine::run(probe("run"), &NoTools).await.success => "run".to_owned(),
+            None if toolgate_sandbox::run(probe(&name), &NoTools).await.success => name.clone(),
+            None if toolgate_sandbox::run(probe("run"), &NoTools).await.success => "run".to_owned(),
             None => return Err(LoadError::NoFunction(name)),
         };
         let mut annotations = Map::new();
@@ -460,7 +457,7 @@ impl Provider for PythonTools {
             .with_script_name(script)
             .with_limits(limits.clone());
         let env = NESTING
-            .scope(depth + 1, crate::engine::run(req, host.as_ref()))
+            .scope(depth + 1, toolgate_sandbox::run(req, host.as_ref()))
             .await;
         if !env.success {
             return Err(call_error(tool, &env, &limits));

@@ -9,14 +9,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
+use toolgate_codeact::{CUSTOM_TOOLS_PROVIDER, PythonTools};
 use toolgate_core::flow::{Answer, Confirmer};
 use toolgate_core::{
     CallError, OutputKind, Preview, Provider, ProviderError, Registry, ToolCall, ToolFilter,
     ToolOutcome, ToolSpec,
 };
-use toolgate_sandbox::{
-    CUSTOM_TOOLS_PROVIDER, Envelope, ExecRequest, Limits, PythonTools, RegistryHost, ToolHost, run,
-};
+use toolgate_sandbox::{Envelope, ExecRequest, Limits, RegistryHost, ToolHost, run};
 
 /// `echo(text)` (a read) and `post(text)` (a mutation that needs a confirmation).
 struct Chat {
