@@ -17,6 +17,8 @@
 //!   net change through the gate as one call ([`toolgate_plot::transaction::Commit::invoke`]).
 //! - [`mcp`] adapts the runtime to the MCP server's `CodeRunner` and `DirectTools`.
 
+#![warn(unreachable_pub)]
+
 pub mod command_tools;
 mod custom_tools;
 pub mod mcp;

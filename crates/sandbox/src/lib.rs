@@ -36,6 +36,8 @@
 //! `os`/`pathlib` file access, environment variables and unknown imports raise
 //! `PermissionError`.
 
+#![warn(unreachable_pub)]
+
 mod backend;
 pub mod convert;
 mod engine;
