@@ -136,7 +136,7 @@ impl PythonTools {
     }
 
     /// Load every `*.py` file (names starting with `_` skipped) of each folder, folders in
-    /// order, files sorted by name, all within [`LOAD_BUDGET`]. A tool of a later folder
+    /// order, files sorted by name, all within `LOAD_BUDGET` (2 s). A tool of a later folder
     /// replaces one of the same name from an earlier folder. Missing folders are fine. Returns
     /// the tools and one warning per file skipped (naming the file and why).
     pub async fn load_dirs(dirs: &[PathBuf]) -> (Vec<PythonTool>, Vec<String>) {
@@ -209,7 +209,7 @@ impl PythonTools {
     }
 
     /// Read one file's `TOOL` by running it in the sandbox with no tools, within
-    /// [`LOAD_BUDGET`].
+    /// `LOAD_BUDGET` (2 s).
     pub async fn load_file(path: &Path) -> Result<PythonTool, LoadError> {
         Self::load_file_by(path, Instant::now() + LOAD_BUDGET).await
     }

@@ -354,7 +354,7 @@ impl ConfigFile {
     /// Read a config file; `Ok(None)` when it does not exist.
     ///
     /// This is for the user's own file: a symbolic link is followed (dotfile managers link it),
-    /// but only a regular file of at most [`MAX_PROJECT_FILE_BYTES`] is read — a FIFO or a
+    /// but only a regular file of at most `MAX_PROJECT_FILE_BYTES` (1 MiB) is read — a FIFO or a
     /// device there is an error naming the file, never a hang.
     pub fn read(path: &Path) -> Result<Option<Self>, ConfigError> {
         Self::read_with(path, Links::Follow)

@@ -143,7 +143,7 @@ pub(crate) fn open_regular(
     Ok(Some((file, m.len())))
 }
 
-/// The bytes of `path` if it is a regular file of at most `max` bytes (see [`open_regular`]);
+/// The bytes of `path` if it is a regular file of at most `max` bytes (see `open_regular`);
 /// `Ok(None)` when nothing is at that name. One read, bounded by `max` even if the file grows
 /// meanwhile.
 pub fn read_regular(path: &Path, links: Links, max: u64) -> Result<Option<Vec<u8>>, Unreadable> {
