@@ -139,7 +139,9 @@ mod tests {
             let tool = to_mcp_tool(&spec);
             let a = tool.annotations.clone().unwrap();
             match spec.id.as_str() {
-                debrief::SUMMARIZE | debrief::LIST_TOOLS => assert_eq!(a.read_only_hint, Some(true)),
+                debrief::SUMMARIZE | debrief::LIST_TOOLS => {
+                    assert_eq!(a.read_only_hint, Some(true))
+                }
                 debrief::RUN_TOOL | RUN_CODE => {
                     assert_eq!(a.read_only_hint, Some(false));
                     assert_eq!(a.destructive_hint, Some(true));
