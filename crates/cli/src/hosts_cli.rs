@@ -130,7 +130,8 @@ struct HookCli {
 }
 
 fn parse_backend(s: &str) -> Result<Backend, String> {
-    s.parse().map_err(|e: toolgate_sandbox::UnknownBackend| e.to_string())
+    s.parse()
+        .map_err(|e: toolgate_sandbox::UnknownBackend| e.to_string())
 }
 
 #[allow(clippy::print_stdout)]
