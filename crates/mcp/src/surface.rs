@@ -140,7 +140,7 @@ mod tests {
             let a = tool.annotations.clone().unwrap();
             match spec.id.as_str() {
                 debrief::SUMMARIZE | debrief::LIST_TOOLS => {
-                    assert_eq!(a.read_only_hint, Some(true))
+                    assert_eq!(a.read_only_hint, Some(true));
                 }
                 debrief::RUN_TOOL | RUN_CODE => {
                     assert_eq!(a.read_only_hint, Some(false));
