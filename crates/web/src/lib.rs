@@ -1418,6 +1418,24 @@ fn import_stopped(e: tokio::task::JoinError) -> ApiError {
     )
 }
 
+/// Each REP file's report as the import box shows it (both a new plot and "Add to the open plot").
+fn file_reports(files: &[toolgate_plot::import::FileReport]) -> Vec<Value> {
+    files
+        .iter()
+        .map(|f| {
+            json!({
+                "name": f.name,
+                "windows1252": f.windows_1252,
+                "kinds": f.kinds.iter().map(|(k, n)| json!({"kind": k, "count": n})).collect::<Vec<_>>(),
+                "positions": f.positions,
+                "contacts": f.contacts,
+                "notImported": f.unhandled,
+                "undated": f.undated,
+            })
+        })
+        .collect()
+}
+
 /// Import REP files as one plot into the first catalogue, as a person's action from the page.
 async fn import_rep(
     State(st): State<WebState>,
@@ -1532,21 +1550,7 @@ async fn import_rep(
             ),
         });
     st.notify_changed();
-    let files: Vec<Value> = prepared
-        .files
-        .iter()
-        .map(|f| {
-            json!({
-                "name": f.name,
-                "windows1252": f.windows_1252,
-                "kinds": f.kinds.iter().map(|(k, n)| json!({"kind": k, "count": n})).collect::<Vec<_>>(),
-                "positions": f.positions,
-                "contacts": f.contacts,
-                "notImported": f.unhandled,
-                "undated": f.undated,
-            })
-        })
-        .collect();
+    let files = file_reports(&prepared.files);
     Ok(Json(json!({
         "plotId": written.plot_id,
         "title": prepared.title,
@@ -1645,21 +1649,7 @@ async fn add_to_plot(
             .map(|(name, n)| json!({"track": name, "count": n}))
             .collect()
     };
-    let files: Vec<Value> = added
-        .files
-        .iter()
-        .map(|f| {
-            json!({
-                "name": f.name,
-                "windows1252": f.windows_1252,
-                "kinds": f.kinds.iter().map(|(k, n)| json!({"kind": k, "count": n})).collect::<Vec<_>>(),
-                "positions": f.positions,
-                "contacts": f.contacts,
-                "notImported": f.unhandled,
-                "undated": f.undated,
-            })
-        })
-        .collect();
+    let files = file_reports(&added.files);
     Ok(Json(json!({
         "plotId": added.plot_id,
         "title": added.title,
