@@ -446,6 +446,7 @@ impl Upstream {
                         .map_err(|e| start_err(format!("header \"{k}\": {e}")))?;
                     map.insert(name, value);
                 }
+                install_tls_provider();
                 let transport = StreamableHttpClientTransport::from_config(
                     StreamableHttpClientTransportConfig::with_uri(url.clone()).custom_headers(map),
                 );
@@ -457,7 +458,9 @@ impl Upstream {
                             startup.as_secs_f64()
                         ))
                     })?
-                    .map_err(|e| start_err(format!("initialisation failed: {e}")))?;
+                    .map_err(|e| {
+                        start_err(format!("initialisation failed: {}", init_failure(&e)))
+                    })?;
                 (client, None)
             }
         };
@@ -525,6 +528,55 @@ impl Upstream {
     pub fn child_pid(&self) -> Option<i32> {
         self.child_group
     }
+}
+
+/// rustls's process-wide crypto provider: ring, the one ureq already uses. reqwest is built with
+/// `rustls-no-provider` and panics when building a client without one; installing it twice is
+/// harmless (the second install reports the first and changes nothing).
+fn install_tls_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+/// Why an HTTP upstream did not initialise, with the reason reqwest keeps in its sources (a
+/// refused connection, an untrusted certificate) instead of rmcp's transport type name.
+fn init_failure(e: &rmcp::service::ClientInitializeError) -> String {
+    match e {
+        rmcp::service::ClientInitializeError::TransportError { error, context } => {
+            // rmcp's `StreamableHttpError::Client` does not mark reqwest's error as its source,
+            // so the chain is picked up from there by hand.
+            use rmcp::transport::streamable_http_client::StreamableHttpError;
+            let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(error.error.as_ref());
+            while let Some(c) = cur {
+                if let Some(StreamableHttpError::Client(r)) =
+                    c.downcast_ref::<StreamableHttpError<reqwest::Error>>()
+                {
+                    return format!("{context}: {}", with_causes(r));
+                }
+                cur = c.source();
+            }
+            format!("{context}: {}", with_causes(error.error.as_ref()))
+        }
+        other => with_causes(other),
+    }
+}
+
+/// An error with its causes, outermost first: rmcp's transport errors say "error sending request"
+/// and keep the reason (a refused connection, an untrusted certificate) in their sources.
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let line = c.to_string();
+        if !text.contains(&line) {
+            text.push_str(": ");
+            text.push_str(&line);
+        }
+        cause = c.source();
+    }
+    text
 }
 
 fn kill_group(pid: Option<i32>) {
