@@ -41,7 +41,7 @@
 //! browser opens, `{"code": "unauthorized"}` for the API and the assets.
 
 #![warn(unreachable_pub)]
-pub mod chat;
+pub mod calls;
 pub mod error;
 pub mod views;
 
@@ -60,16 +60,15 @@ use axum::{Json, Router};
 use futures_util::Stream;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::Notify;
 use toolgate_core::AccessToken;
 use toolgate_core::access::authority_host;
-use toolgate_core::flow::Answer;
-use toolgate_plot::activity::{Action, SessionDirectory, acting_as};
+use toolgate_plot::activity::{Action, SessionDirectory};
 use toolgate_plot::debrief::Debrief;
 use toolgate_plot::search::SearchQuery;
 use toolgate_plot::session::Session;
 
-pub use chat::{ChatBackend, ChatEvent, Pending, WebConfirmer};
+pub use calls::{ChatBackend, ChatEvent, Pending, WebConfirmer};
 pub use error::ApiError;
 use error::{ApiJson, ApiQuery, Shape};
 pub use views::{InventoryRow, PlotState, SessionBrief, SessionView, StateView};
@@ -306,10 +305,10 @@ pub fn router(state: WebState) -> Router {
         .route("/api/save", post(save))
         .route("/api/datasets", get(datasets))
         .route("/api/settings", get(get_settings).post(set_settings))
-        .route("/api/chat", post(chat))
-        .route("/api/chat/confirm", post(confirm))
+        .route("/api/chat", post(calls::chat))
+        .route("/api/chat/confirm", post(calls::confirm))
         .route("/api/tools", get(tools))
-        .route("/api/tools/run", post(run_tool))
+        .route("/api/tools/run", post(calls::run_tool))
         .route("/api/sessions", get(sessions))
         .route("/api/activity", get(activity))
         .route(
@@ -1156,111 +1155,6 @@ async fn set_settings(
     Ok(Json(settings_json(&st)))
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ChatBody {
-    utterance: String,
-}
-
-impl Shape for ChatBody {
-    const SHAPE: &'static str = r#"{"utterance": "colour the submarine track red"}"#;
-}
-
-async fn chat(
-    State(st): State<WebState>,
-    ApiJson(body): ApiJson<ChatBody>,
-) -> Result<Response, ApiError> {
-    let utterance = body.utterance.trim().to_owned();
-    if utterance.is_empty() {
-        return Err(ApiError::bad_request(
-            "\"utterance\" is empty. Type what you want done, e.g. \"colour the submarine track red\".",
-        ));
-    }
-    let Some(backend) = st.chat.clone() else {
-        return Err(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "no_chat_backend",
-            st.chat_hint,
-        ));
-    };
-    let guard = st.turn.clone().try_lock_owned().map_err(|_| {
-        ApiError::conflict(
-            "A chat turn is still running (it may be waiting for your confirmation). Answer it or wait for it to finish, then send again.",
-        )
-    })?;
-    let (tx, rx) = mpsc::channel::<ChatEvent>(64);
-    let confirmer = Arc::new(WebConfirmer::new(
-        st.pending.clone(),
-        tx.clone(),
-        st.confirm_timeout,
-    ));
-    let changed = st.changed.clone();
-    tokio::spawn(async move {
-        let inner = tx.clone();
-        let run = tokio::spawn(async move { backend.send(utterance, confirmer, inner).await });
-        if let Err(e) = run.await {
-            tracing::error!(error = %e, "chat backend task failed");
-            let _ = tx
-                .send(ChatEvent::Error {
-                    message: "The chat backend stopped unexpectedly; see the server log. Nothing further was changed.".to_owned(),
-                })
-                .await;
-        }
-        // Release the turn before the stream ends, so a page that sees the end can send again.
-        drop(guard);
-        changed.notify_waiters();
-        drop(tx);
-    });
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        let ev = rx.recv().await?;
-        let data = serde_json::to_string(&ev).unwrap_or_default();
-        let event = Event::default().event(ev.name()).data(data);
-        Some((Ok::<_, Infallible>(event), rx))
-    });
-    Ok(Sse::new(stream)
-        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
-        .into_response())
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum AnswerBody {
-    Approve,
-    Decline,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ConfirmBody {
-    id: String,
-    answer: AnswerBody,
-}
-
-impl Shape for ConfirmBody {
-    const SHAPE: &'static str =
-        r#"{"id": "<id from the confirmationAsked event>", "answer": "approve" | "decline"}"#;
-}
-
-async fn confirm(
-    State(st): State<WebState>,
-    ApiJson(body): ApiJson<ConfirmBody>,
-) -> Result<Json<Value>, ApiError> {
-    let answer = match body.answer {
-        AnswerBody::Approve => Answer::Approve,
-        AnswerBody::Decline => Answer::Decline,
-    };
-    if st.pending.answer(&body.id, answer) {
-        Ok(Json(
-            json!({"ok": true, "id": body.id, "approved": answer == Answer::Approve}),
-        ))
-    } else {
-        Err(ApiError::not_found(format!(
-            "No confirmation \"{}\" is waiting: it was already answered, timed out, or its chat turn ended.",
-            body.id
-        )))
-    }
-}
-
 // ------------------------------------------------------------------------------------------------
 // the tool palette, the session list and the activity log
 
@@ -1288,83 +1182,6 @@ async fn tools(State(st): State<WebState>) -> Json<Value> {
         })
         .collect();
     Json(json!({ "tools": tools }))
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct RunBody {
-    tool_id: String,
-    #[serde(default)]
-    params: serde_json::Map<String, Value>,
-    #[serde(default)]
-    feature_ids: Vec<String>,
-    scope: Option<String>,
-    plot_id: Option<String>,
-}
-
-impl Shape for RunBody {
-    const SHAPE: &'static str = r#"{"toolId": "set-track-color", "params": {"color": "red"}, "featureIds": ["track-contact"], "scope": "all" | "selection", "plotId": "…"} (all but toolId optional)"#;
-}
-
-/// Run one tool from the palette through the same gate an agent's `debrief_runTool` goes
-/// through: validated, targets resolved, a mutation confirmed on the page (the answer comes
-/// back on `/api/chat/confirm`), applied as one undoable step; an analysis fills the Results
-/// panel. Streams `confirmationAsked`/`confirmationClosed`, then `toolCallFinished` and `final`.
-async fn run_tool(
-    State(st): State<WebState>,
-    ApiJson(body): ApiJson<RunBody>,
-) -> Result<Response, ApiError> {
-    let tool_id = body.tool_id.trim().to_owned();
-    if tool_id.is_empty() {
-        return Err(ApiError::bad_request(
-            "\"toolId\" is empty. Choose a tool from GET /api/tools.",
-        ));
-    }
-    let mut input = json!({
-        "toolId": tool_id,
-        "params": body.params,
-        "utterance": format!("{tool_id} run from the workbench tool palette"),
-    });
-    if !body.feature_ids.is_empty() {
-        input["featureIds"] = json!(body.feature_ids);
-    }
-    if let Some(scope) = body.scope {
-        input["scope"] = json!(scope);
-    }
-    if let Some(plot) = body.plot_id {
-        input["plotId"] = json!(plot);
-    }
-    let (tx, rx) = mpsc::channel::<ChatEvent>(16);
-    let confirmer = WebConfirmer::new(st.pending.clone(), tx.clone(), st.confirm_timeout);
-    let debrief = st.debrief.clone();
-    let changed = st.changed;
-    tokio::spawn(async move {
-        // Worded for the person at the page: its controls, not the agent's parameters.
-        let reply = acting_as(
-            PALETTE_ACTOR,
-            debrief.run_tool_as(&input, &confirmer, toolgate_plot::debrief::Audience::Page),
-        )
-        .await;
-        let _ = tx
-            .send(ChatEvent::ToolCallFinished {
-                tool: tool_id,
-                result: reply.text.clone(),
-                status: reply.status,
-                reason: reply.reason.clone(),
-            })
-            .await;
-        let _ = tx.send(ChatEvent::Final { text: reply.text }).await;
-        changed.notify_waiters();
-    });
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        let ev = rx.recv().await?;
-        let data = serde_json::to_string(&ev).unwrap_or_default();
-        let event = Event::default().event(ev.name()).data(data);
-        Some((Ok::<_, Infallible>(event), rx))
-    });
-    Ok(Sse::new(stream)
-        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
-        .into_response())
 }
 
 /// Every session of this instance: the page's own and each MCP client's.

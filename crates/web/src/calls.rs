@@ -1,18 +1,30 @@
-//! The chat panel's side of the server: the backend seam a model loop plugs into, the events a
-//! turn streams to the page, and the confirmer that turns a mutating call's preview into a dialog
-//! on the page and waits for the person's answer.
+//! Tool calls from the page: a chat turn (`POST /api/chat`, through the backend seam a model loop
+//! plugs into), the Tools tab's run (`POST /api/tools/run`), and the confirmer both use, which
+//! turns a mutating call's preview into a dialog on the page and waits for the answer
+//! (`POST /api/chat/confirm`). Both stream the same events to the page.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use std::convert::Infallible;
+
 use async_trait::async_trait;
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 use toolgate_core::Preview;
 use toolgate_core::flow::{Answer, Confirmer};
+use toolgate_plot::activity::acting_as;
+
+use crate::error::{ApiError, ApiJson, Shape};
+use crate::{PALETTE_ACTOR, WebState};
 
 /// One event of a chat turn, streamed to the page as a server-sent event whose `event` is the
 /// `type` tag and whose `data` is this value as JSON.
@@ -174,6 +186,189 @@ impl Confirmer for WebConfirmer {
             .await;
         answer
     }
+}
+
+// ------------------------------------------------------------------------------------------------
+// the endpoints that run tools: a chat turn, the palette's run, and the answer to a confirmation
+
+/// A turn's or a run's events as the server-sent-event stream the page reads (`live.js`
+/// `readSse`), kept alive while a confirmation waits for the person.
+fn event_stream(rx: mpsc::Receiver<ChatEvent>) -> Response {
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        let ev = rx.recv().await?;
+        let data = serde_json::to_string(&ev).unwrap_or_default();
+        let event = Event::default().event(ev.name()).data(data);
+        Some((Ok::<_, Infallible>(event), rx))
+    });
+    Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ChatBody {
+    utterance: String,
+}
+
+impl Shape for ChatBody {
+    const SHAPE: &'static str = r#"{"utterance": "colour the submarine track red"}"#;
+}
+
+pub(crate) async fn chat(
+    State(st): State<WebState>,
+    ApiJson(body): ApiJson<ChatBody>,
+) -> Result<Response, ApiError> {
+    let utterance = body.utterance.trim().to_owned();
+    if utterance.is_empty() {
+        return Err(ApiError::bad_request(
+            "\"utterance\" is empty. Type what you want done, e.g. \"colour the submarine track red\".",
+        ));
+    }
+    let Some(backend) = st.chat.clone() else {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "no_chat_backend",
+            st.chat_hint,
+        ));
+    };
+    let guard = st.turn.clone().try_lock_owned().map_err(|_| {
+        ApiError::conflict(
+            "A chat turn is still running (it may be waiting for your confirmation). Answer it or wait for it to finish, then send again.",
+        )
+    })?;
+    let (tx, rx) = mpsc::channel::<ChatEvent>(64);
+    let confirmer = Arc::new(WebConfirmer::new(
+        st.pending.clone(),
+        tx.clone(),
+        st.confirm_timeout,
+    ));
+    let changed = st.changed.clone();
+    tokio::spawn(async move {
+        let inner = tx.clone();
+        let run = tokio::spawn(async move { backend.send(utterance, confirmer, inner).await });
+        if let Err(e) = run.await {
+            tracing::error!(error = %e, "chat backend task failed");
+            let _ = tx
+                .send(ChatEvent::Error {
+                    message: "The chat backend stopped unexpectedly; see the server log. Nothing further was changed.".to_owned(),
+                })
+                .await;
+        }
+        // Release the turn before the stream ends, so a page that sees the end can send again.
+        drop(guard);
+        changed.notify_waiters();
+        drop(tx);
+    });
+    Ok(event_stream(rx))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum AnswerBody {
+    Approve,
+    Decline,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ConfirmBody {
+    id: String,
+    answer: AnswerBody,
+}
+
+impl Shape for ConfirmBody {
+    const SHAPE: &'static str =
+        r#"{"id": "<id from the confirmationAsked event>", "answer": "approve" | "decline"}"#;
+}
+
+pub(crate) async fn confirm(
+    State(st): State<WebState>,
+    ApiJson(body): ApiJson<ConfirmBody>,
+) -> Result<Json<Value>, ApiError> {
+    let answer = match body.answer {
+        AnswerBody::Approve => Answer::Approve,
+        AnswerBody::Decline => Answer::Decline,
+    };
+    if st.pending.answer(&body.id, answer) {
+        Ok(Json(
+            json!({"ok": true, "id": body.id, "approved": answer == Answer::Approve}),
+        ))
+    } else {
+        Err(ApiError::not_found(format!(
+            "No confirmation \"{}\" is waiting: it was already answered, timed out, or its chat turn ended.",
+            body.id
+        )))
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct RunBody {
+    tool_id: String,
+    #[serde(default)]
+    params: serde_json::Map<String, Value>,
+    #[serde(default)]
+    feature_ids: Vec<String>,
+    scope: Option<String>,
+    plot_id: Option<String>,
+}
+
+impl Shape for RunBody {
+    const SHAPE: &'static str = r#"{"toolId": "set-track-color", "params": {"color": "red"}, "featureIds": ["track-contact"], "scope": "all" | "selection", "plotId": "…"} (all but toolId optional)"#;
+}
+
+/// Run one tool from the palette through the same gate an agent's `debrief_runTool` goes
+/// through: validated, targets resolved, a mutation confirmed on the page (the answer comes
+/// back on `/api/chat/confirm`), applied as one undoable step; an analysis fills the Results
+/// panel. Streams `confirmationAsked`/`confirmationClosed`, then `toolCallFinished` and `final`.
+pub(crate) async fn run_tool(
+    State(st): State<WebState>,
+    ApiJson(body): ApiJson<RunBody>,
+) -> Result<Response, ApiError> {
+    let tool_id = body.tool_id.trim().to_owned();
+    if tool_id.is_empty() {
+        return Err(ApiError::bad_request(
+            "\"toolId\" is empty. Choose a tool from GET /api/tools.",
+        ));
+    }
+    let mut input = json!({
+        "toolId": tool_id,
+        "params": body.params,
+        "utterance": format!("{tool_id} run from the workbench tool palette"),
+    });
+    if !body.feature_ids.is_empty() {
+        input["featureIds"] = json!(body.feature_ids);
+    }
+    if let Some(scope) = body.scope {
+        input["scope"] = json!(scope);
+    }
+    if let Some(plot) = body.plot_id {
+        input["plotId"] = json!(plot);
+    }
+    let (tx, rx) = mpsc::channel::<ChatEvent>(16);
+    let confirmer = WebConfirmer::new(st.pending.clone(), tx.clone(), st.confirm_timeout);
+    let debrief = st.debrief.clone();
+    let changed = st.changed;
+    tokio::spawn(async move {
+        // Worded for the person at the page: its controls, not the agent's parameters.
+        let reply = acting_as(
+            PALETTE_ACTOR,
+            debrief.run_tool_as(&input, &confirmer, toolgate_plot::debrief::Audience::Page),
+        )
+        .await;
+        let _ = tx
+            .send(ChatEvent::ToolCallFinished {
+                tool: tool_id,
+                result: reply.text.clone(),
+                status: reply.status,
+                reason: reply.reason.clone(),
+            })
+            .await;
+        let _ = tx.send(ChatEvent::Final { text: reply.text }).await;
+        changed.notify_waiters();
+    });
+    Ok(event_stream(rx))
 }
 
 #[cfg(test)]
