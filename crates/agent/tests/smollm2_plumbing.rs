@@ -12,9 +12,10 @@
 mod common;
 
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use toolgate_test_support::{Killed, free_port};
 
 use toolgate_agent::{
     AgentConfig, AgentLoop, Conversation, HttpModel, ModelConfig, Profile, Provider,
@@ -57,24 +58,7 @@ fn available() -> bool {
     false
 }
 
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn start_server() -> (Server, u16) {
+fn start_server() -> (Killed, u16) {
     let port = free_port();
     let child = Command::new(python())
         .arg(root().join("eval/xllamacpp_server.py"))
@@ -85,7 +69,7 @@ fn start_server() -> (Server, u16) {
         .stderr(Stdio::null())
         .spawn()
         .expect("starting the xllamacpp server");
-    let server = Server(child);
+    let server = Killed(child);
     let started = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(

@@ -14,18 +14,12 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use toolgate_test_support::tools_dir;
 
 const BIN: &str = env!("CARGO_BIN_EXE_toolgate");
 
 /// Both tests start Claude Code and toolgate; one at a time on a loaded 2-core machine.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn tools_dir() -> PathBuf {
-    std::env::var_os("TOOLGATE_TOOLS_DIR").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools"),
-        PathBuf::from,
-    )
-}
 
 fn require_or_skip(what: &str, path: &Path) -> bool {
     if path.exists() {

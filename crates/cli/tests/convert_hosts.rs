@@ -18,6 +18,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use toolgate_test_support::tools_dir;
 
 use serde_json::Value as Json;
 
@@ -30,11 +31,6 @@ fn workspace_root() -> PathBuf {
 
 fn fixtures() -> PathBuf {
     workspace_root().join("crates/convert/tests/fixtures/ce-agents")
-}
-
-fn tools_dir() -> PathBuf {
-    std::env::var_os("TOOLGATE_TOOLS_DIR")
-        .map_or_else(|| workspace_root().join(".tools"), PathBuf::from)
 }
 
 /// The host CLI `name` (`claude` or `copilot`), or `None` (after a loud notice) when it is not

@@ -10,14 +10,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use toolgate_test_support::tools_dir;
 
 const BIN: &str = env!("CARGO_BIN_EXE_toolgate");
-
-fn tools_dir() -> PathBuf {
-    std::env::var_os("TOOLGATE_TOOLS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools"))
-}
 
 /// The host CLI, or `None` (test skipped) when it is not installed.
 fn client(name: &str) -> Option<PathBuf> {

@@ -11,6 +11,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use toolgate_test_support::tools_dir;
 
 const BIN: &str = env!("CARGO_BIN_EXE_toolgate");
 
@@ -22,13 +23,6 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-fn tools_dir() -> PathBuf {
-    std::env::var_os("TOOLGATE_TOOLS_DIR").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools"),
-        PathBuf::from,
-    )
 }
 
 fn require_or_skip(what: &str, path: &Path) -> bool {

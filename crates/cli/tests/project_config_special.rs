@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use toolgate_test_support::Killed;
 
 use serde_json::{Value, json};
 
@@ -200,15 +201,6 @@ fn lines_of(child: &mut Child) -> mpsc::Receiver<String> {
         }
     });
     rx
-}
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 #[test]

@@ -15,18 +15,13 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-const BIN: &str = env!("CARGO_BIN_EXE_toolgate");
+use toolgate_test_support::{Killed, free_port, missing_client, tools_dir};
 
-fn tools_dir() -> PathBuf {
-    std::env::var_os("TOOLGATE_TOOLS_DIR").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools"),
-        PathBuf::from,
-    )
-}
+const BIN: &str = env!("CARGO_BIN_EXE_toolgate");
 
 fn everything_js() -> PathBuf {
     tools_dir()
@@ -35,28 +30,13 @@ fn everything_js() -> PathBuf {
 
 fn installed() -> bool {
     let js = everything_js();
-    if js.exists() {
-        return true;
+    if !js.exists() {
+        missing_client(&format!(
+            "server-everything is not installed at {}",
+            js.display()
+        ));
     }
-    let msg = format!(
-        "server-everything is not installed at {} — run .ci/install-test-clients",
-        js.display()
-    );
-    if std::env::var("TOOLGATE_REQUIRE_TEST_CLIENTS").as_deref() == Ok("1") {
-        panic!("{msg}");
-    }
-    eprintln!("SKIPPED: {msg}");
-    false
-}
-
-/// A child killed when the test ends, however it ends.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+    js.exists()
 }
 
 /// Start `cmd` and wait (at most a minute) for a line on `stream` that `ready` accepts; returns
@@ -88,15 +68,6 @@ fn start_until(mut cmd: Command, stderr: bool, ready: fn(&str) -> bool) -> (Kill
         .recv_timeout(Duration::from_secs(60))
         .expect("the server never said it was listening");
     (child, line)
-}
-
-/// A free TCP port on 127.0.0.1 (the reference server takes its port from `PORT`, not 0).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// The reference server over streamable HTTP on a port of its own.

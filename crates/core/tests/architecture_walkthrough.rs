@@ -47,7 +47,9 @@ fn spans(step: &str) -> Vec<String> {
 /// The surfaces' rows: lines starting with `- **<surface>**` followed by
 /// `` `crates/…/x.rs` `fn`, `Type::fn` `` groups separated by `→`.
 /// One row: the surface and its files, each with the functions named beside it.
-type Row = (String, Vec<(String, Vec<String>)>);
+type Row = (String, Vec<FileFns>);
+/// A file and the functions named beside it.
+type FileFns = (String, Vec<String>);
 
 fn rows(section: &str) -> Vec<Row> {
     let mut out = Vec::new();
@@ -156,21 +158,20 @@ fn the_walkthrough_names_files_and_functions_that_exist() {
             .unwrap_or_default();
         // A surface that joins the shared path part-way ("the shared path from `x.rs`") reads
         // only the files from there on; the row's own files are those before it.
-        let (own_files, joined): (&[(String, Vec<String>)], &[(String, Vec<String>)]) =
-            match joins_at(line) {
-                Some(from) => {
-                    let Some(at) = shared.iter().position(|(f, _)| *f == from) else {
-                        problems.push(format!("{surface}: {from} is not on the shared path"));
-                        continue;
-                    };
-                    let own_end = files
-                        .iter()
-                        .position(|(f, _)| *f == from)
-                        .unwrap_or(files.len());
-                    (&files[..own_end], &shared[at..])
-                }
-                None => (files, &shared),
-            };
+        let (own_files, joined): (&[FileFns], &[FileFns]) = match joins_at(line) {
+            Some(from) => {
+                let Some(at) = shared.iter().position(|(f, _)| *f == from) else {
+                    problems.push(format!("{surface}: {from} is not on the shared path"));
+                    continue;
+                };
+                let own_end = files
+                    .iter()
+                    .position(|(f, _)| *f == from)
+                    .unwrap_or(files.len());
+                (&files[..own_end], &shared[at..])
+            }
+            None => (files, &shared),
+        };
         let own = rust(own_files);
         let total = own + rust(joined);
         let stated = format!("{own} + {} = {total} files", rust(joined));

@@ -538,6 +538,37 @@ pub fn feature_by_id<'a>(collection: &'a Value, id: &str) -> Option<&'a Value> {
         .find(|f| f["id"] == id)
 }
 
+/// Where `.ci/install-test-clients` puts the real clients, servers and models the integration
+/// tests drive: the checkout's `.tools/`, or `TOOLGATE_TOOLS_DIR`.
+pub fn tools_dir() -> std::path::PathBuf {
+    std::env::var_os("TOOLGATE_TOOLS_DIR").map_or_else(
+        || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools"),
+        std::path::PathBuf::from,
+    )
+}
+
+/// A free TCP port on 127.0.0.1, for a server that takes its port from a flag or the
+/// environment instead of binding port 0 and saying which (the port is free when this returns;
+/// another process could take it before the server binds, which a loaded test machine has not
+/// shown).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or_else(|e| panic!("no free port on 127.0.0.1: {e}"))
+}
+
+/// A child process that is killed and reaped when dropped, however the test ends (a failed
+/// assertion included), so no server outlives its test.
+pub struct Killed(pub std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A client, model or server a test needs is not installed: under
 /// `TOOLGATE_REQUIRE_TEST_CLIENTS=1` (CI) that fails the test; otherwise the test says why it
 /// skips (and then returns early).
