@@ -174,6 +174,19 @@ fn tls_terminator(dir: &Path, key: &Path, cert: &Path, target: u16) -> (Killed, 
     (child, line["port ".len()..].trim().parse().unwrap())
 }
 
+/// The reference server behind TLS with a certificate for `localhost` from a fresh test CA:
+/// its `https://` URL, the CA's file, and the two processes (stopped when dropped).
+fn everything_https(dir: &Path) -> (String, PathBuf, [Killed; 2]) {
+    let (ca, key, cert) = certificates(dir);
+    let (server, port) = everything_http();
+    let (tls, tls_port) = tls_terminator(dir, &key, &cert, port);
+    (
+        format!("https://localhost:{tls_port}/mcp"),
+        ca,
+        [server, tls],
+    )
+}
+
 /// `toolgate tools list --json --upstream` with one http upstream at `url`.
 fn list_tools(dir: &Path, url: &str, ca: Option<&Path>) -> Output {
     let config = dir.join("upstream.mcp.json");
@@ -246,14 +259,8 @@ fn an_https_upstream_with_a_trusted_certificate_lists_its_tools() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let (ca, key, cert) = certificates(dir.path());
-    let (_server, port) = everything_http();
-    let (_tls, tls_port) = tls_terminator(dir.path(), &key, &cert, port);
-    let out = list_tools(
-        dir.path(),
-        &format!("https://localhost:{tls_port}/mcp"),
-        Some(&ca),
-    );
+    let (url, ca, _servers) = everything_https(dir.path());
+    let out = list_tools(dir.path(), &url, Some(&ca));
     assert_lists_everything(&out);
 }
 
@@ -263,14 +270,8 @@ fn an_https_upstream_whose_certificate_nobody_vouches_for_is_refused() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let (_ca, key, cert) = certificates(dir.path());
-    let (_server, port) = everything_http();
-    let (_tls, tls_port) = tls_terminator(dir.path(), &key, &cert, port);
-    let out = list_tools(
-        dir.path(),
-        &format!("https://localhost:{tls_port}/mcp"),
-        None,
-    );
+    let (url, _ca, _servers) = everything_https(dir.path());
+    let out = list_tools(dir.path(), &url, None);
     let stderr = String::from_utf8_lossy(&out.stderr);
     // One unreachable upstream does not stop the listing: its tools are left out, with a warning.
     let manifest: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
