@@ -617,10 +617,10 @@ impl TokenSink for TextSink {
 /// What it costs every process (measured on the whole binary, release, 2-core machine): its
 /// static tables (atoms, named entities) are pointers the loader relocates at each start — the
 /// binary's relative relocations went from 39,526 to 50,819 and `.data.rel.ro` grew 258 KB
-/// between 872248c and a tree that added html5ever, jsonc-parser and the https client (most of
-/// it these tables), and `toolgate exec --code '1+1'` starts about 0.3 ms later at the median
-/// (8.2 → 8.5 ms, 25 alternating runs; `readelf -d BIN | grep RELACOUNT`). Kept: a correct
-/// reading of any page is worth a third of a millisecond.
+/// between 872248c and a tree that added html5ever, jsonc-parser and the https client (not
+/// split between them), and `toolgate exec --code '1+1'` starts about 0.3 ms later at the
+/// median (8.2 → 8.5 ms, 25 alternating runs; `readelf -d BIN | grep RELACOUNT`). Kept: a
+/// correct reading of any page is worth a third of a millisecond.
 pub(crate) fn html_to_text(html: &str) -> String {
     // Tendrils hold at most u32::MAX bytes; pages are fed in pieces cut at character boundaries.
     const PIECE: usize = 1 << 20;
