@@ -101,6 +101,11 @@ pub struct ToolgateServerSettings {
     /// the command line, so this is the user's own choice.
     #[serde(default)]
     pub unconfined: bool,
+    /// Send this server's `headers` over plain `http://` to a host other than this machine (a
+    /// network the user trusts). Without it such a server is refused: its credentials would
+    /// cross the network in clear.
+    #[serde(default)]
+    pub allow_plain_http: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -184,6 +189,40 @@ pub fn interpolate(
     Ok(out)
 }
 
+/// An HTTP server's URL: `http` or `https`, and — when the entry carries headers (tokens, keys) —
+/// `https` unless the host is this machine or the user allowed plain HTTP for it.
+fn check_http_url(
+    url: &str,
+    has_headers: bool,
+    settings: &ToolgateServerSettings,
+) -> Result<(), String> {
+    let parsed = url::Url::parse(url).map_err(|e| {
+        format!("\"url\" {url:?} is not a URL ({e}); write it as https://host/path")
+    })?;
+    match parsed.scheme() {
+        "https" => Ok(()),
+        "http" => {
+            let local = match parsed.host() {
+                Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+                Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+                Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+                None => false,
+            };
+            if has_headers && !local && !settings.allow_plain_http {
+                let host = parsed.host_str().unwrap_or_default();
+                Err(format!(
+                    "its headers would cross the network unencrypted to {host} over http://; use https://, or set \"toolgate\": {{\"allowPlainHttp\": true}} if that network is trusted"
+                ))
+            } else {
+                Ok(())
+            }
+        }
+        other => Err(format!(
+            "\"url\" has the scheme \"{other}\"; an http server's url starts with https:// (or http://)"
+        )),
+    }
+}
+
 /// Parse a `.mcp.json` text. Every problem names the server and what would work.
 pub fn parse_config(
     path: &str,
@@ -238,14 +277,15 @@ pub fn parse_config(
                 let url = entry.url.as_deref().ok_or_else(|| {
                     err(format!("server \"{name}\": an http server needs \"url\""))
                 })?;
-                Endpoint::Http {
-                    url: interp(url)?,
-                    headers: entry
-                        .headers
-                        .iter()
-                        .map(|(k, v)| Ok((k.clone(), interp(v)?)))
-                        .collect::<Result<_, UpstreamError>>()?,
-                }
+                let url = interp(url)?;
+                let headers: BTreeMap<String, String> = entry
+                    .headers
+                    .iter()
+                    .map(|(k, v)| Ok((k.clone(), interp(v)?)))
+                    .collect::<Result<_, UpstreamError>>()?;
+                check_http_url(&url, !headers.is_empty(), &entry.toolgate)
+                    .map_err(|m| err(format!("server \"{name}\": {m}")))?;
+                Endpoint::Http { url, headers }
             }
             "sse" => {
                 return Err(err(format!(
@@ -741,6 +781,59 @@ mod tests {
         assert!(interpolate("${TOKEN", &env).is_err());
         assert!(interpolate("${a b}", &env).is_err());
         assert_eq!(interpolate("no vars", &env).unwrap(), "no vars");
+    }
+
+    #[test]
+    fn headers_never_cross_the_network_over_plain_http_unless_allowed() {
+        let parse = |entry: Value| {
+            parse_config(
+                "up.json",
+                &json!({"mcpServers": {"s": entry}}).to_string(),
+                &env,
+            )
+        };
+        let token = json!({"Authorization": "Bearer ${TOKEN}"});
+        // refused: a token to another host over http://, saying what would work
+        let e =
+            parse(json!({"type": "http", "url": "http://mcp.example.com/mcp", "headers": token}))
+                .unwrap_err()
+                .to_string();
+        assert!(e.contains("server \"s\""), "{e}");
+        assert!(e.contains("mcp.example.com"), "{e}");
+        assert!(
+            e.contains("https://") && e.contains("allowPlainHttp"),
+            "{e}"
+        );
+        assert!(
+            !e.contains("s3cret"),
+            "the refusal never prints the header: {e}"
+        );
+        for ok in [
+            json!({"type": "http", "url": "https://mcp.example.com/mcp", "headers": token}),
+            json!({"type": "http", "url": "http://127.0.0.1:9/mcp", "headers": token}),
+            json!({"type": "http", "url": "http://localhost:9/mcp", "headers": token}),
+            json!({"type": "http", "url": "http://[::1]:9/mcp", "headers": token}),
+            json!({"type": "http", "url": "http://mcp.example.com/mcp"}),
+            json!({"type": "http", "url": "http://10.0.0.5/mcp", "headers": token,
+                   "toolgate": {"allowPlainHttp": true}}),
+        ] {
+            assert!(parse(ok.clone()).is_ok(), "{ok}");
+        }
+        // a look-alike host is not this machine
+        assert!(
+            parse(
+                json!({"type": "http", "url": "http://localhost.example.com/mcp", "headers": token})
+            )
+            .is_err()
+        );
+        let e = parse(json!({"type": "http", "url": "ftp://mcp.example.com/mcp"}))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("\"ftp\"") && e.contains("https://"), "{e}");
+        let e = parse(json!({"type": "http", "url": "not a url"}))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not a URL"), "{e}");
     }
 
     #[test]
