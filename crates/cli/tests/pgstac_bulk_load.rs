@@ -10,14 +10,11 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use support::toolgate_with_data as toolgate;
-
-fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../plot/tests/support/pgstac.sh")
-}
+use toolgate_test_support::pg::Pgstac;
 
 fn rep_fixture(rel: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -38,70 +35,18 @@ fn ok(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-struct Pgstac {
-    dir: tempfile::TempDir,
-    url: String,
-    dsn: String,
-}
-
-impl Pgstac {
-    fn start() -> Option<Self> {
-        let check = Command::new("bash")
-            .arg(script())
-            .arg("check")
-            .output()
-            .unwrap();
-        if !check.status.success() {
-            let why = String::from_utf8_lossy(&check.stdout).trim().to_owned();
-            if std::env::var("TOOLGATE_REQUIRE_TEST_CLIENTS").as_deref() == Ok("1") {
-                panic!("the pgstac test backend is required here: {why}");
-            }
-            eprintln!("SKIP: no pgstac test backend: {why}");
-            return None;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let out = Command::new("bash")
-            .arg(script())
-            .arg("start")
-            .arg(dir.path())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "pgstac.sh start: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let url = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-        let dsn = std::fs::read_to_string(dir.path().join("env"))
-            .unwrap()
-            .lines()
-            .find_map(|l| l.strip_prefix("PGSTAC_DSN=").map(str::to_owned))
-            .unwrap();
-        Some(Self { dir, url, dsn })
-    }
-
-    fn sql(&self, q: &str) -> String {
-        let o = Command::new("psql")
-            .args([self.dsn.as_str(), "-qAtc", q])
-            .output()
-            .unwrap();
-        ok(&o).trim().to_owned()
-    }
-}
-
-impl Drop for Pgstac {
-    fn drop(&mut self) {
-        let _ = Command::new("bash")
-            .arg(script())
-            .arg("stop")
-            .arg(self.dir.path())
-            .status();
-    }
+/// psql's answer to one query against the pgstac database.
+fn sql(pg: &Pgstac, q: &str) -> String {
+    let o = Command::new("psql")
+        .args([pg.dsn.as_str(), "-qAtc", q])
+        .output()
+        .unwrap();
+    ok(&o).trim().to_owned()
 }
 
 #[test]
 fn the_bulk_path_loads_what_a_folder_store_holds_and_indexes_it() {
-    let Some(pg) = Pgstac::start() else {
+    let Some(pg) = Pgstac::start(true) else {
         return;
     };
     let work = tempfile::tempdir().unwrap();
@@ -139,17 +84,21 @@ fn the_bulk_path_loads_what_a_folder_store_holds_and_indexes_it() {
     );
     // toolgate's indexes, a year-partitioned collection, every plot in the database.
     assert_eq!(
-        pg.sql(
+        sql(
+            &pg,
             "SELECT count(*) FROM pg_indexes WHERE schemaname = 'pgstac' AND tablename = 'items'
                AND indexname IN ('toolgate_search_text_trgm', 'toolgate_platform_text_trgm')"
         ),
         "2"
     );
     assert_eq!(
-        pg.sql("SELECT partition_trunc FROM pgstac.collections WHERE id = 'debrief'"),
+        sql(
+            &pg,
+            "SELECT partition_trunc FROM pgstac.collections WHERE id = 'debrief'"
+        ),
         "year"
     );
-    assert_eq!(pg.sql("SELECT count(*) FROM pgstac.items"), n.to_string());
+    assert_eq!(sql(&pg, "SELECT count(*) FROM pgstac.items"), n.to_string());
 
     // The same answers as the folder store.
     for q in [
@@ -193,7 +142,7 @@ fn the_bulk_path_loads_what_a_folder_store_holds_and_indexes_it() {
     // A second load replaces the plots.
     let out = load(&[&folder_s]);
     assert!(out.contains(&format!("; {n} replaced")), "{out}");
-    assert_eq!(pg.sql("SELECT count(*) FROM pgstac.items"), n.to_string());
+    assert_eq!(sql(&pg, "SELECT count(*) FROM pgstac.items"), n.to_string());
 
     // NDJSON items (their features assets already somewhere), one a line.
     let items = work.path().join("items.ndjson");

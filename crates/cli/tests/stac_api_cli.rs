@@ -8,12 +8,8 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../plot/tests/support/pgstac.sh")
-}
+use std::path::Path;
+use std::process::Output;
 
 fn rep_fixture(rel: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -24,6 +20,7 @@ fn rep_fixture(rel: &str) -> String {
 }
 
 use support::toolgate_with_data as toolgate;
+use toolgate_test_support::pg::Pgstac;
 
 fn ok(o: &Output) -> String {
     assert!(
@@ -36,56 +33,9 @@ fn ok(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-struct Pgstac {
-    dir: tempfile::TempDir,
-    url: String,
-}
-
-impl Pgstac {
-    fn start() -> Option<Self> {
-        let check = Command::new("bash")
-            .arg(script())
-            .arg("check")
-            .output()
-            .unwrap();
-        if !check.status.success() {
-            let why = String::from_utf8_lossy(&check.stdout).trim().to_owned();
-            if std::env::var("TOOLGATE_REQUIRE_TEST_CLIENTS").as_deref() == Ok("1") {
-                panic!("the pgstac test backend is required here: {why}");
-            }
-            eprintln!("SKIP: no pgstac test backend: {why}");
-            return None;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let out = Command::new("bash")
-            .arg(script())
-            .arg("start")
-            .arg(dir.path())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "pgstac.sh start: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let url = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-        Some(Self { dir, url })
-    }
-}
-
-impl Drop for Pgstac {
-    fn drop(&mut self) {
-        let _ = Command::new("bash")
-            .arg(script())
-            .arg("stop")
-            .arg(self.dir.path())
-            .status();
-    }
-}
-
 #[test]
 fn the_cli_on_a_stac_api_matches_the_folder_store() {
-    let Some(pg) = Pgstac::start() else {
+    let Some(pg) = Pgstac::start(true) else {
         return;
     };
     // The stac+api:// spelling of the same server.
@@ -211,8 +161,7 @@ fn the_cli_on_a_stac_api_matches_the_folder_store() {
     ));
     assert_eq!(json, again, "a fresh mirror reads the saved plot");
     let asset =
-        std::fs::read_to_string(pg.dir.path().join("assets/debrief/boat1/features.geojson"))
-            .unwrap();
+        std::fs::read_to_string(pg.dir().join("assets/debrief/boat1/features.geojson")).unwrap();
     assert!(
         asset.contains("#123456"),
         "the saved colour is on the server"

@@ -24,69 +24,13 @@ use toolgate_plot::session::Session;
 use toolgate_plot::stac_api::{ApiStore, search_catalogues};
 use toolgate_plot::store::StacStore;
 use toolgate_plot::{demo, import};
+use toolgate_test_support::pg::Pgstac;
 
-fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/pgstac.sh")
-}
-
-/// A private postgres + pgstac + stac-fastapi-pgstac, stopped (and reaped) on drop.
-struct Pgstac {
-    dir: tempfile::TempDir,
-    url: String,
-}
-
-impl Pgstac {
-    /// `None` (after printing why) when the backend is not installed and not required.
-    fn start(transactions: bool) -> Option<Self> {
-        let check = Command::new("bash")
-            .arg(script())
-            .arg("check")
-            .output()
-            .unwrap();
-        if !check.status.success() {
-            let why = String::from_utf8_lossy(&check.stdout).trim().to_owned();
-            if std::env::var("TOOLGATE_REQUIRE_TEST_CLIENTS").as_deref() == Ok("1") {
-                panic!("the pgstac test backend is required here: {why}");
-            }
-            eprintln!("SKIP: no pgstac test backend: {why}");
-            return None;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let out = Command::new("bash")
-            .arg(script())
-            .arg("start")
-            .arg(dir.path())
-            .env(
-                "PGSTAC_TRANSACTIONS",
-                if transactions { "true" } else { "false" },
-            )
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "pgstac.sh start failed: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let url = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-        Some(Self { dir, url })
-    }
-
-    fn api(&self, mirror: &Path) -> ApiStore {
-        ApiStore::connect(None, &self.url, Duration::from_secs(30))
-            .unwrap()
-            .with_mirror(mirror)
-    }
-}
-
-impl Drop for Pgstac {
-    fn drop(&mut self) {
-        let _ = Command::new("bash")
-            .arg(script())
-            .arg("stop")
-            .arg(self.dir.path())
-            .status();
-    }
+/// The API as a store, its features mirrored under `mirror`.
+fn api_store(pg: &Pgstac, mirror: &Path) -> ApiStore {
+    ApiStore::connect(None, &pg.url, Duration::from_secs(30))
+        .unwrap()
+        .with_mirror(mirror)
 }
 
 fn rep_fixture(name: &str) -> PathBuf {
@@ -229,7 +173,7 @@ async fn searches_open_and_saves_match_the_folder_store() {
     };
     let work = tempfile::tempdir().unwrap();
     let folder = parity_folder(&work.path().join("folder"));
-    let mut api = pg.api(&work.path().join("mirror"));
+    let mut api = api_store(&pg, &work.path().join("mirror"));
     // Small pages, so searches follow the `next` link several times.
     api.page_limit = 7;
     assert!(api.transactions && api.filter, "{api:?}");
@@ -290,7 +234,7 @@ async fn searches_open_and_saves_match_the_folder_store() {
     // Issue 35: a search reads one page (the cap and one more) and asks pgstac for the count
     // (`context: auto` through the request's `conf`): exact below the threshold, the planner's
     // estimate above it, said so.
-    let fresh = pg.api(&work.path().join("mirror4"));
+    let fresh = api_store(&pg, &work.path().join("mirror4"));
     let every = Criteria::new(&SearchQuery::default()).unwrap();
     let page = fresh.search_page(&every, 50).unwrap();
     assert_eq!(page.requests, 2, "one page and the count");
@@ -302,11 +246,7 @@ async fn searches_open_and_saves_match_the_folder_store() {
     // Statistics for the planner's estimate (pgstac counts exactly below the threshold, here 1),
     // and pgstac's cached estimates dropped (it keeps a query's first estimate for good), as
     // `toolgate catalog load --pgstac` does after a load.
-    let dsn = std::fs::read_to_string(pg.dir.path().join("env"))
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("PGSTAC_DSN=").map(str::to_owned))
-        .unwrap();
+    let dsn = pg.dsn.clone();
     let analyzed = Command::new("psql")
         .args([
             dsn.as_str(),
@@ -377,7 +317,8 @@ async fn searches_open_and_saves_match_the_folder_store() {
         "Renamed through the API"
     );
     let again = debrief(
-        Session::new(Vec::new()).with_api_stores(vec![pg.api(&work.path().join("mirror2"))]),
+        Session::new(Vec::new())
+            .with_api_stores(vec![api_store(&pg, &work.path().join("mirror2"))]),
     );
     again.open_plot(plot).await.unwrap();
     assert_eq!(
@@ -390,7 +331,7 @@ async fn searches_open_and_saves_match_the_folder_store() {
 
     // Someone else's change on the server since this session opened the plot: a save is
     // refused (as the folder store refuses over a changed file) and the server keeps theirs.
-    let other = pg.api(&work.path().join("mirror3"));
+    let other = api_store(&pg, &work.path().join("mirror3"));
     let theirs = other.fetch(plot).unwrap();
     let mut fc: Value = serde_json::from_slice(&theirs.features).unwrap();
     fc["features"][0]["properties"]["name"] = json!("Their change");
@@ -429,7 +370,7 @@ async fn without_transactions_the_catalogue_is_read_only_and_foreign_assets_are_
         return;
     };
     let work = tempfile::tempdir().unwrap();
-    let api = pg.api(&work.path().join("mirror"));
+    let api = api_store(&pg, &work.path().join("mirror"));
     assert!(!api.transactions);
     let item = demo::item_with_extent("p", "P", "", &[], json!([]), None, None);
     let e = api.put_plot(&item, b"{}").unwrap_err().to_string();
@@ -440,11 +381,7 @@ async fn without_transactions_the_catalogue_is_read_only_and_foreign_assets_are_
 
     // Items put straight into pgstac (as `pypgstac load` does): one plot's asset on another
     // host, one's not over http.
-    let dsn = std::fs::read_to_string(pg.dir.path().join("env"))
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("PGSTAC_DSN=").map(str::to_owned))
-        .unwrap();
+    let dsn = pg.dsn.clone();
     let mut ndjson = String::new();
     for (id, href) in [
         ("elsewhere", "http://example.com/features.geojson"),
