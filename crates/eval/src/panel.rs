@@ -36,6 +36,9 @@ pub enum Split {
     /// nor the other halves, and frozen in its own commit: new wordings of the same intents,
     /// scored only to report a result (`panel/README.md`).
     Fresh,
+    /// A second such split (104 wordings), written by another writer under the same rules after
+    /// the fresh split had been tuned on, and frozen before its first run.
+    Fresh2,
 }
 
 impl Split {
@@ -44,6 +47,7 @@ impl Split {
             Split::Test => "test",
             Split::Dev => "dev",
             Split::Fresh => "fresh",
+            Split::Fresh2 => "fresh2",
         }
     }
 
@@ -52,6 +56,7 @@ impl Split {
             "test" => Some(Split::Test),
             "dev" => Some(Split::Dev),
             "fresh" => Some(Split::Fresh),
+            "fresh2" => Some(Split::Fresh2),
             _ => None,
         }
     }
@@ -67,7 +72,7 @@ pub struct PanelCase {
     pub scenario: Scenario,
 }
 
-/// The panel files shipped in `crates/eval/panel/{test,dev,fresh}`, as `(split, file name, text)`.
+/// The panel files shipped in `crates/eval/panel/{test,dev,fresh,fresh2}`, as `(split, file name, text)`.
 const BUILTIN: &[(&str, &str, &str)] = include!(concat!(env!("OUT_DIR"), "/panel.rs"));
 
 /// The shipped panel cases of `split` (both when `None`), family by family in file order.
@@ -182,7 +187,7 @@ mod tests {
         let all: Vec<PanelCase> = builtin(None)
             .unwrap()
             .into_iter()
-            .filter(|c| c.split != Split::Fresh)
+            .filter(|c| !matches!(c.split, Split::Fresh | Split::Fresh2))
             .collect();
         assert!(all.len() >= 120, "{} wordings", all.len());
         let mut per_family: BTreeMap<&str, usize> = BTreeMap::new();
