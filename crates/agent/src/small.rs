@@ -415,18 +415,16 @@ impl Intent {
     pub fn narrow(self, stage: Stage, calls: usize, offer: Offer) -> Offer {
         let open = stage >= Stage::Opened;
         match self {
-            // A change or a summary asked for while no plot is open: the request's own tool
-            // first, so the analyst hears the gate's refusal ("No plot is open … search first")
-            // instead of a search for words that name no plot; the search comes next.
+            // A change or a summary asked for while no plot is open: the session's refusal first
+            // ("No plot is open … search first"), instead of a search for words that name no
+            // plot; the search comes next. Read from the summary for a change too: a change the
+            // model writes with a parameter missing is refused for the parameter before the
+            // plot is looked at, which tells the analyst to fix the wrong thing.
             Intent::RunTool | Intent::DescribePlot | Intent::ListTools
                 if stage == Stage::NoPlot && calls == 0 =>
             {
                 Offer {
-                    tools: vec![if self == Intent::RunTool {
-                        RUN_TOOL
-                    } else {
-                        SUMMARIZE
-                    }],
+                    tools: vec![SUMMARIZE],
                     reply: false,
                 }
             }
@@ -1282,10 +1280,10 @@ mod tests {
     }
 
     #[test]
-    fn with_no_plot_open_a_change_or_summary_first_asks_its_own_tool() {
+    fn with_no_plot_open_a_change_or_summary_first_hears_the_session_say_so() {
         let o =
             |i: Intent, calls| i.narrow(Stage::NoPlot, calls, Stage::NoPlot.offer(calls, false));
-        assert_eq!(o(Intent::RunTool, 0).tools, vec![RUN_TOOL]);
+        assert_eq!(o(Intent::RunTool, 0).tools, vec![SUMMARIZE]);
         assert_eq!(o(Intent::DescribePlot, 0).tools, vec![SUMMARIZE]);
         assert!(!o(Intent::RunTool, 0).reply);
         // After the refusal, the search (or an answer relaying the refusal).

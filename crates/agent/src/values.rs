@@ -153,6 +153,33 @@ pub fn colour(utterance: &str) -> Option<String> {
     }
 }
 
+/// A colour name of five or more letters misspelt by one letter ("grean", "yelow", "purpel"),
+/// when the words name no colour exactly; None for two different ones. Shorter names and the
+/// English words one letter from a colour ("while", "block", "alive", "grown", …) are left
+/// alone: "gold" is one letter from "hold", "lime" from "time".
+pub fn misspelt_colour(utterance: &str) -> Option<String> {
+    const NOT_COLOURS: &[&str] = &[
+        "while", "whine", "write", "block", "slack", "blank", "clack", "alive", "grown", "crown",
+        "drown", "brows", "greet", "greek", "preen", "greed", "violent", "sliver", "fellow",
+        "bellow", "mellow", "range", "blacks", "whites", "browns", "greens", "yellows",
+    ];
+    let mut found: Vec<&str> = Vec::new();
+    for w in words(utterance) {
+        if w.len() < 5 || NOT_COLOURS.contains(&w.as_str()) || COLOUR_NAMES.contains(&w.as_str()) {
+            continue;
+        }
+        for name in COLOUR_NAMES.iter().filter(|n| n.len() >= 5) {
+            if strsim::osa_distance(&w, name) == 1 && !found.contains(name) {
+                found.push(name);
+            }
+        }
+    }
+    match found.as_slice() {
+        [one] => Some((*one).to_owned()),
+        _ => None,
+    }
+}
+
 /// Speed bounds in knots: `max` from "below/under/slower than/less than/at most/up to N kn" or
 /// "N knots or less", `min` from "above/over/faster than/more than/at least N kn" or "N knots or
 /// more". Only numbers followed by a knot unit (knots, kts, kt, kn) count.
@@ -429,8 +456,10 @@ pub fn repair_run(input: &Value, schema: &Value, utterance: &str, ctx: &RunConte
         .cloned()
         .unwrap_or_default();
     let before = params.clone();
+    // A colour misspelt by a letter is still the analyst's colour ("recolour it grean" once went
+    // to the model, which wrote red).
     if declared("color")
-        && let Some(c) = colour(utterance)
+        && let Some(c) = colour(utterance).or_else(|| misspelt_colour(utterance))
     {
         params.insert("color".into(), Value::String(c));
     }
@@ -625,6 +654,27 @@ mod tests {
         assert_eq!(day_number("open the alpha plot"), None);
         assert_eq!(day_number("compare day 1 and day 2"), None);
         assert_eq!(day_number("the first 10 minutes"), None);
+    }
+
+    #[test]
+    fn a_colour_misspelt_by_one_letter_is_read_and_an_invented_one_dropped() {
+        assert_eq!(
+            misspelt_colour("recolour hms nelson grean").as_deref(),
+            Some("green")
+        );
+        assert_eq!(misspelt_colour("make it yelow").as_deref(), Some("yellow"));
+        assert_eq!(misspelt_colour("the range while it was quiet"), None);
+        assert_eq!(
+            misspelt_colour("hold the time line"),
+            None,
+            "short names are not guessed"
+        );
+        assert_eq!(misspelt_colour("trim the track"), None);
+        let ctx = RunContext::default();
+        let schema = json!({"properties": {"color": {}}});
+        let model = json!({"toolId": "set-track-color", "params": {"color": "red"}});
+        let r = repair_run(&model, &schema, "recolour hms nelson grean", &ctx);
+        assert_eq!(r["params"]["color"], "green");
     }
 
     #[test]
