@@ -961,11 +961,11 @@ impl AgentLoop {
     /// The answer to a request that names a tool the registry does not have
     /// ([`crate::rank::invented_tool`]): that it was not run, and the nearest real tools.
     fn invented_tool(&self, utterance: &str) -> Option<crate::Ask> {
-        let specs: Vec<(String, String)> = self
+        let specs: Vec<(String, String, String)> = self
             .debrief
             .registry()
             .specs()
-            .map(|s| (s.id.clone(), s.title.clone()))
+            .map(|s| (s.id.clone(), s.title.clone(), s.description.clone()))
             .collect();
         let names: Vec<String> = {
             let session = self.debrief.session();

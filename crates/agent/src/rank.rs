@@ -276,14 +276,14 @@ const HYPHENATED_WORDS: &[&str] = &[
 /// request is refused with the nearest real tools; it is never given to another tool.
 pub fn invented_tool(
     utterance: &str,
-    specs: &[(String, String)],
+    specs: &[(String, String, String)],
     names: &[String],
 ) -> Option<String> {
     let lower = without_names(utterance, names);
-    let ids: Vec<String> = specs.iter().map(|(id, _)| id.to_lowercase()).collect();
+    let ids: Vec<String> = specs.iter().map(|(id, _, _)| id.to_lowercase()).collect();
     let vocabulary: Vec<String> = specs
         .iter()
-        .flat_map(|(id, title)| {
+        .flat_map(|(id, title, _)| {
             format!("{id} {title}")
                 .to_lowercase()
                 .split(|c: char| !c.is_alphanumeric())
@@ -353,8 +353,95 @@ pub fn invented_tool(
             return Some(named.iter().rev().copied().collect::<Vec<_>>().join(" "));
         }
     }
+    // "<verb> <noun phrase>" asking for a computation the tools do not name: "compute the
+    // radiated noise footprint", "do a fuel burn estimate", "run an IR signature assessment".
+    // The phrase runs from the verb to a preposition (or a second article: "the distance the sub
+    // covered" is about a distance). It is invented when none of its words is in a tool's id or
+    // title and its head (last word) is no word of any tool's description — "the total distance
+    // travelled" is what a real tool measures, in words it does not have in its name.
+    let described: Vec<String> = specs
+        .iter()
+        .flat_map(|(_, _, description)| {
+            description
+                .to_lowercase()
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| w.len() > 2)
+                .map(|w| norm(w))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let in_names = |w: &str| {
+        let stem = norm(w);
+        vocabulary
+            .iter()
+            .any(|v| v.starts_with(stem.as_str()) || stem.starts_with(v.as_str()))
+    };
+    for (at, verb) in tokens.iter().enumerate() {
+        if !COMPUTE_VERBS.contains(verb) {
+            continue;
+        }
+        let mut object: Vec<&str> = Vec::new();
+        for w in &tokens[at + 1..] {
+            let article = matches!(*w, "the" | "a" | "an");
+            if OBJECT_END.contains(w)
+                || COMPUTE_VERBS.contains(w)
+                || (article && object.iter().any(|o| !PHRASE_STOP.contains(o)))
+            {
+                break;
+            }
+            object.push(w);
+        }
+        if object.first().is_none_or(|w| WH_WORDS.contains(w)) {
+            continue;
+        }
+        let content: Vec<&str> = object
+            .iter()
+            .filter(|w| {
+                w.len() >= 3
+                    && !PHRASE_STOP.contains(w)
+                    && !TOOL_NOUNS.contains(w)
+                    && !w.ends_with("'s")
+            })
+            .copied()
+            .collect();
+        // Only generic words ("a quick analysis of the range"): what it is about follows.
+        let Some(head) = content.last() else {
+            continue;
+        };
+        if !content.iter().any(|w| in_names(w)) && !described.contains(&norm(head)) {
+            return Some(content.join(" "));
+        }
+    }
     None
 }
+
+/// Verbs that ask for something to be worked out or run.
+const COMPUTE_VERBS: &[&str] = &[
+    "run",
+    "use",
+    "apply",
+    "launch",
+    "execute",
+    "do",
+    "perform",
+    "try",
+    "compute",
+    "calculate",
+    "produce",
+    "generate",
+    "estimate",
+];
+
+/// Words that end the object of such a verb: prepositions, and adverbs of place and time.
+const OBJECT_END: &[&str] = &[
+    "for", "on", "of", "to", "with", "from", "between", "against", "over", "across", "at", "in",
+    "by", "during", "here", "now", "there", "then", "next", "and",
+];
+
+/// An object starting with these is a question, not a thing to run ("work out how far").
+const WH_WORDS: &[&str] = &[
+    "how", "what", "where", "when", "which", "who", "whether", "if", "out", "it", "them",
+];
 
 /// Words that head a noun phrase naming a tool ("the wake analysis", "a CPA alarm tool").
 const TOOL_NOUNS: &[&str] = &[
@@ -524,9 +611,9 @@ mod tests {
 
     #[test]
     fn an_invented_tool_is_named_and_a_real_one_is_not() {
-        let specs: Vec<(String, String)> = corpus()
+        let specs: Vec<(String, String, String)> = corpus()
             .iter()
-            .map(|s| (s.id.clone(), s.title.clone()))
+            .map(|s| (s.id.clone(), s.title.clone(), s.description.clone()))
             .collect();
         let names = vec!["SSK-RED".to_owned(), "HMS Nelson".to_owned()];
         let inv = |u: &str| invented_tool(u, &specs, &names);
@@ -548,6 +635,34 @@ mod tests {
         assert_eq!(inv("colour the anti-submarine track red"), None);
         assert_eq!(inv("summarise the north-east area"), None);
         assert_eq!(inv("what was SSK-RED's average speed"), None);
+        // A computation asked for in words no tool has: invented; one a tool describes: not.
+        for (u, named) in [
+            (
+                "compute the thermal wake footprint for Nelson",
+                "thermal wake footprint",
+            ),
+            (
+                "can you do a fuel burn estimate for HMS Nelson",
+                "fuel burn",
+            ),
+            (
+                "run an IR signature assessment on this track",
+                "signature assessment",
+            ),
+        ] {
+            assert_eq!(inv(u).as_deref(), Some(named), "{u}");
+        }
+        for u in [
+            "calculate the distance the sub covered",
+            "compute the total distance travelled by SSK-RED",
+            "do the range and bearing from Nelson to SSK-RED",
+            "run a speed filter on SSK-RED",
+            "calculate how far it went",
+            "compute the average speed of SSK-RED",
+            "what tools can I run here?",
+        ] {
+            assert_eq!(inv(u), None, "{u}");
+        }
         // A noun phrase headed by a word for a tool, with or without a run verb; a real tool's
         // words in it make it that tool.
         for (u, named) in [
