@@ -268,6 +268,24 @@ pub fn plain_words(result: &str) -> String {
             );
         }
     }
+    // Nothing matched, but some plots share words with the request: name them and ask, rather
+    // than stop at "no plots matched" (the analyst meant one of them more often than not).
+    let near: Vec<String> = v
+        .get("nearMatches")
+        .and_then(serde_json::Value::as_array)
+        .map(|m| {
+            m.iter()
+                .filter_map(|x| x.get("title").and_then(serde_json::Value::as_str))
+                .map(|t| format!("\"{t}\""))
+                .collect()
+        })
+        .unwrap_or_default();
+    if titles.is_empty() && !near.is_empty() {
+        return format!(
+            "No plot matched exactly. Did you mean {}? Say which one to open.",
+            near.join(" or ")
+        );
+    }
     for key in ["message", "hint", "error"] {
         if let Some(m) = v.get(key).and_then(serde_json::Value::as_str) {
             return m.to_owned();
@@ -409,6 +427,11 @@ mod tests {
 
     #[test]
     fn a_json_result_is_told_in_words_never_as_json() {
+        let near = r#"{"matches":[],"total":0,"nearMatches":[{"plotId":"stac://demo/alpha-day2/item.json","title":"Exercise Alpha — Day 2"}],"message":"No plots matched. Searched for the text \"alpha d9\". Near matches: Exercise Alpha — Day 2 (stac://demo/alpha-day2/item.json). Search again with words from one of these titles (or its id) to open it."}"#;
+        assert_eq!(
+            grounded_reply(&[call("debrief_searchPlots", Status::Ok, near)], false),
+            "No plot matched exactly. Did you mean \"Exercise Alpha — Day 2\"? Say which one to open. Nothing on the plot was changed."
+        );
         let none = r#"{"matches":[],"total":0,"message":"No plots matched. Searched for the text \"Bravo\"."}"#;
         assert_eq!(
             plain_words(none),

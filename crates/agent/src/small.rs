@@ -511,13 +511,19 @@ pub fn asks_quantity(utterance: &str) -> bool {
 pub const RUN_ATTEMPTS: usize = 5;
 
 /// Words a small model copies from the request into the search text that name no plot.
-const NOT_SEARCH_WORDS: [&str; 22] = [
+const NOT_SEARCH_WORDS: [&str; 28] = [
     "plot",
     "plots",
     "find",
     "open",
     "show",
     "search",
+    "load",
+    "bring",
+    "pull",
+    "up",
+    "get",
+    "need",
     "the",
     "a",
     "an",
@@ -541,7 +547,11 @@ fn named_month(utterance: &str) -> Option<u32> {
     let lower = utterance.to_lowercase();
     let named: Vec<u32> = lower
         .split(|c: char| !c.is_alphabetic())
-        .filter_map(|w| MONTHS.iter().position(|m| *m == w))
+        .filter_map(|w| {
+            MONTHS
+                .iter()
+                .position(|m| *m == w || (w.len() >= 3 && month_abbreviation(m, w)))
+        })
         .filter_map(|i| u32::try_from(i + 1).ok())
         .collect();
     match named.as_slice() {
@@ -566,10 +576,25 @@ fn named_day_of_month(utterance: &str) -> Option<u32> {
             .filter(|d| (1..=31).contains(d))
             .filter(|_| x.chars().next().is_some_and(|c| c.is_ascii_digit()))
     };
-    let i = w.iter().position(|x| MONTHS.contains(x))?;
+    let i = w.iter().position(|x| named_month(x).is_some())?;
     i.checked_sub(1)
         .and_then(|j| day(w[j]))
         .or_else(|| w.get(i + 1).and_then(|x| day(x)))
+}
+
+/// `w` abbreviates the month `m` as dates are written ("Mar", "Sept"; not "May", which is a
+/// word and the whole name).
+fn month_abbreviation(m: &str, w: &str) -> bool {
+    m != "may" && m.len() > w.len() && (w.len() == 3 || w == "sept") && m.starts_with(w)
+}
+
+/// A token that is a date or a bare number ("2026-03-02", "02", "26"): with the window set from
+/// the words, it names no plot.
+fn date_or_number(bare: &str) -> bool {
+    !bare.is_empty()
+        && bare
+            .chars()
+            .all(|c| c.is_ascii_digit() || c == '-' || c == '/')
 }
 
 /// Repair a search call's arguments (the `arguments` lever): drop words that name no plot from
@@ -610,8 +635,9 @@ pub fn repair_search(input: &Value, utterance: &str) -> Value {
                     let bare = w
                         .trim_matches(|c: char| !c.is_alphanumeric())
                         .to_lowercase();
-                    !MONTHS.contains(&bare.as_str())
+                    named_month(&bare).is_none()
                         && bare.trim_end_matches(|c: char| c.is_alphabetic()) != d.to_string()
+                        && !date_or_number(&bare)
                 })
                 .collect();
             obj.insert("text".into(), Value::String(kept.join(" ")));
@@ -658,13 +684,15 @@ fn finish_search(mut out: Value, utterance: &str, widened: bool) -> Value {
                 let bare = w
                     .trim_matches(|c: char| !c.is_alphanumeric())
                     .to_lowercase();
-                let month = widened && MONTHS.contains(&bare.as_str());
+                let month = widened && named_month(&bare).is_some();
+                // A date the model copied into the text ("2023-03-02"): the window says it.
+                let date = bare.len() >= 8 && bare.contains('-') && date_or_number(&bare);
                 let day_word = day.is_some()
                     && (bare == "day"
                         || crate::values::day_number(&bare).is_some()
                         || crate::values::day_number(&format!("day {bare}")).is_some()
                         || crate::values::day_number(&format!("{bare} day")).is_some());
-                !(NOT_SEARCH_WORDS.contains(&bare.as_str()) || month || day_word)
+                !(NOT_SEARCH_WORDS.contains(&bare.as_str()) || month || day_word || date)
             })
             .map(str::to_owned)
             .collect();
@@ -1376,6 +1404,25 @@ mod tests {
             json!({"startTime": "2026-03-01T00:00:00Z", "endTime": "2026-03-01T23:00:00Z"});
         assert_eq!(repair_search(&one_day, "find the plots"), one_day);
         assert_eq!(repair_search(&one_day, "March or April"), one_day);
+        // A date as signals write it ("02 Mar 26"), and a date the model copied into the text:
+        // the window holds the day, the text keeps only words a title could have.
+        let r = repair_search(
+            &json!({"text": "bring up Bravo 05 Jun 26", "startTime": "2026-06-26T00:00:00Z", "endTime": "2026-06-26T00:00:00Z"}),
+            "bring up Bravo 05 Jun 26",
+        );
+        assert_eq!(
+            r,
+            json!({"text": "Bravo", "startTime": "2026-06-05T00:00:00Z", "endTime": "2026-06-06T00:00:00Z", "open": true})
+        );
+        let r = repair_search(
+            &json!({"text": "2025-07-04", "startTime": "2026-07-04", "endTime": "2026-07-04"}),
+            "the third day of exercise bravo, the 4th of July one",
+        );
+        assert_eq!(r["text"], "Day 3");
+        assert_eq!(r["startTime"], "2026-07-04T00:00:00Z");
+        assert_eq!(named_month("in May"), Some(5));
+        assert_eq!(named_month("from Sept"), Some(9));
+        assert_eq!(named_month("a mare's nest"), None);
     }
 
     #[test]

@@ -101,6 +101,12 @@ pub fn day_number(utterance: &str) -> Option<u32> {
     for (i, x) in w.iter().enumerate() {
         let n = if let Some(rest) = x.strip_prefix("day").filter(|r| !r.is_empty()) {
             small(rest)
+        } else if let Some(rest) = x
+            .strip_prefix('d')
+            .filter(|r| (1..=2).contains(&r.len()) && r.chars().all(|c| c.is_ascii_digit()))
+        {
+            // "alpha d2": the day as analysts abbreviate it.
+            small(rest)
         } else if x == "day" {
             w.get(i + 1).and_then(|n| small(n)).or_else(|| {
                 w.get(i.wrapping_sub(1))
@@ -648,6 +654,7 @@ mod tests {
             "day two of the exercise",
             "the second day of Alpha",
             "the 2nd day",
+            "open alpha d2",
         ] {
             assert_eq!(day_number(u), Some(2), "{u}");
         }

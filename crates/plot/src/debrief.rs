@@ -579,6 +579,14 @@ impl Debrief {
             let near =
                 crate::search::rank_near(&hits, &seen, crate::search::lenient_words(text).len(), 3);
             let text = toolgate_core::clip::quote(text);
+            if !near.is_empty() {
+                // The same near matches as data, for a reply composed in code.
+                reply["nearMatches"] = Value::Array(
+                    near.iter()
+                        .map(|(id, title)| json!({"plotId": id, "title": title}))
+                        .collect(),
+                );
+            }
             reply["message"] = Value::String(if near.is_empty() {
                 format!(
                     "No plots matched. Searched for the text \"{text}\"; no plot shares a word with it. Try fewer words, a platform, or a date range."
