@@ -848,7 +848,10 @@ impl AgentLoop {
 
     /// The targets of the active plot a run call may name, the tool's selection requirements
     /// (any; tracks only), and whether something is selected.
-    fn run_targets(&self, tool: &str) -> Option<(Vec<crate::refs::Candidate>, bool, bool, bool)> {
+    fn run_targets(
+        &self,
+        tool: &str,
+    ) -> Option<(Vec<crate::refs::Candidate>, bool, bool, Vec<String>)> {
         let spec = self
             .debrief
             .registry()
@@ -868,7 +871,7 @@ impl AgentLoop {
         let session = self.debrief.session();
         let plot = session.active().ok()?;
         let candidates = crate::refs::candidates(plot.doc.features(), &plot.entry.platforms);
-        let selected = !plot.selected_ids().is_empty();
+        let selected = plot.selected_ids();
         let tracks_only = !kinds.is_empty() && kinds.iter().all(|k| k == "TRACK");
         Some((candidates, !kinds.is_empty(), tracks_only, selected))
     }
@@ -885,7 +888,8 @@ impl AgentLoop {
         if !needs_targets {
             return None;
         }
-        let refs = crate::refs::resolve(utterance, &candidates, selected, tracks_only);
+        let refs =
+            crate::refs::resolve_with_selection(utterance, &candidates, &selected, tracks_only);
         crate::refs::question(&refs, &candidates, tracks_only)
     }
 
@@ -943,7 +947,12 @@ impl AgentLoop {
         if let Some((candidates, true, tracks_only, selected)) = self.run_targets(tool)
             && let Some(obj) = out.as_object_mut()
         {
-            match crate::refs::resolve(utterance, &candidates, selected, tracks_only) {
+            match crate::refs::resolve_with_selection(
+                utterance,
+                &candidates,
+                &selected,
+                tracks_only,
+            ) {
                 crate::refs::Refs::Named(names) => {
                     obj.insert("featureNames".into(), json!(names));
                     obj.remove("scope");
@@ -1149,7 +1158,7 @@ impl AgentLoop {
         }
         if let Some((candidates, true, tracks_only, selected)) = self.run_targets(id)
             && let crate::refs::Refs::Named(names) =
-                crate::refs::resolve(utterance, &candidates, selected, tracks_only)
+                crate::refs::resolve_with_selection(utterance, &candidates, &selected, tracks_only)
             && let Some(o) = input.as_object_mut()
         {
             o.insert("featureNames".to_owned(), json!(names));

@@ -242,6 +242,29 @@ pub fn resolve(
     Refs::Nothing
 }
 
+/// [`resolve`] with the selected features' ids: a request that names features and also points
+/// at the selection ("range and bearing from this ship to the contact") means both, the
+/// selection first.
+pub fn resolve_with_selection(
+    utterance: &str,
+    candidates: &[Candidate],
+    selected: &[String],
+    tracks_only: bool,
+) -> Refs {
+    match resolve(utterance, candidates, !selected.is_empty(), tracks_only) {
+        Refs::Named(mut names) if points_at_selection(utterance) => {
+            let chosen: Vec<String> = candidates
+                .iter()
+                .filter(|c| selected.contains(&c.id) && !names.contains(&c.name))
+                .map(|c| c.name.clone())
+                .collect();
+            names.splice(0..0, chosen);
+            Refs::Named(names)
+        }
+        other => other,
+    }
+}
+
 /// The question for a request whose target cannot be settled: which of the candidates.
 pub fn question(refs: &Refs, candidates: &[Candidate], tracks_only: bool) -> Option<Ask> {
     match refs {
@@ -300,6 +323,31 @@ mod tests {
         assert_eq!(
             r("range from the frigate to the submarine"),
             named(&["HMS Nelson", "Contact"])
+        );
+    }
+
+    #[test]
+    fn a_request_naming_one_feature_and_pointing_at_the_selection_means_both() {
+        let c = plot();
+        let sel = vec!["track-nelson".to_owned()];
+        assert_eq!(
+            resolve_with_selection(
+                "range and bearing from this ship to the contact",
+                &c,
+                &sel,
+                true
+            ),
+            named(&["HMS Nelson", "Contact"])
+        );
+        // without a word for the selection, only what is named
+        assert_eq!(
+            resolve_with_selection("average speed of the contact", &c, &sel, true),
+            named(&["Contact"])
+        );
+        // nothing selected: the named feature alone
+        assert_eq!(
+            resolve_with_selection("from this ship to the contact", &c, &[], true),
+            named(&["Contact"])
         );
     }
 
