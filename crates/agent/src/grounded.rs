@@ -208,14 +208,9 @@ fn sentences(text: &str, n: usize) -> String {
     out
 }
 
-/// A result in words for the analyst: a JSON result (a search, a refusal with a hint) by its own
-/// message, or its matches by title; plain text as it is. Never the raw JSON.
-pub fn plain_words(result: &str) -> String {
-    let Ok(v) = serde_json::from_str::<serde_json::Value>(result) else {
-        return result.to_owned();
-    };
-    let titles: Vec<String> = v
-        .get("matches")
+/// The quoted titles of a search result's plots listed under `key` (`matches`, `nearMatches`).
+fn quoted_titles(v: &serde_json::Value, key: &str) -> Vec<String> {
+    v.get(key)
         .and_then(serde_json::Value::as_array)
         .map(|m| {
             m.iter()
@@ -223,7 +218,16 @@ pub fn plain_words(result: &str) -> String {
                 .map(|t| format!("\"{t}\""))
                 .collect()
         })
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+/// A result in words for the analyst: a JSON result (a search, a refusal with a hint) by its own
+/// message, or its matches by title; plain text as it is. Never the raw JSON.
+pub fn plain_words(result: &str) -> String {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(result) else {
+        return result.to_owned();
+    };
+    let titles = quoted_titles(&v, "matches");
     if let Some(opened) = v.get("opened").and_then(serde_json::Value::as_str) {
         let title = v
             .get("matches")
@@ -270,16 +274,7 @@ pub fn plain_words(result: &str) -> String {
     }
     // Nothing matched, but some plots share words with the request: name them and ask, rather
     // than stop at "no plots matched" (the analyst meant one of them more often than not).
-    let near: Vec<String> = v
-        .get("nearMatches")
-        .and_then(serde_json::Value::as_array)
-        .map(|m| {
-            m.iter()
-                .filter_map(|x| x.get("title").and_then(serde_json::Value::as_str))
-                .map(|t| format!("\"{t}\""))
-                .collect()
-        })
-        .unwrap_or_default();
+    let near = quoted_titles(&v, "nearMatches");
     if titles.is_empty() && !near.is_empty() {
         return format!(
             "No plot matched exactly. Did you mean {}? Say which one to open.",

@@ -366,7 +366,7 @@ pub fn invented_tool(
                 .to_lowercase()
                 .split(|c: char| !c.is_alphanumeric())
                 .filter(|w| w.len() > 2)
-                .map(|w| norm(w))
+                .map(&norm)
                 .collect::<Vec<_>>()
         })
         .collect();
