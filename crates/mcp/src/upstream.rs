@@ -189,15 +189,34 @@ pub fn interpolate(
     Ok(out)
 }
 
+/// Why an HTTP server's URL is refused.
+#[derive(Debug, thiserror::Error)]
+enum HttpUrlError {
+    #[error("\"url\" {url:?} is not a URL ({reason}); write it as https://host/path")]
+    NotAUrl {
+        url: String,
+        reason: url::ParseError,
+    },
+    #[error(
+        "\"url\" has the scheme \"{scheme}\"; an http server's url starts with https:// (or http://)"
+    )]
+    Scheme { scheme: String },
+    #[error(
+        "its headers would cross the network unencrypted to {host} over http://; use https://, or set \"toolgate\": {{\"allowPlainHttp\": true}} if that network is trusted"
+    )]
+    PlainHttp { host: String },
+}
+
 /// An HTTP server's URL: `http` or `https`, and — when the entry carries headers (tokens, keys) —
 /// `https` unless the host is this machine or the user allowed plain HTTP for it.
 fn check_http_url(
     url: &str,
     has_headers: bool,
     settings: &ToolgateServerSettings,
-) -> Result<(), String> {
-    let parsed = url::Url::parse(url).map_err(|e| {
-        format!("\"url\" {url:?} is not a URL ({e}); write it as https://host/path")
+) -> Result<(), HttpUrlError> {
+    let parsed = url::Url::parse(url).map_err(|reason| HttpUrlError::NotAUrl {
+        url: url.to_owned(),
+        reason,
     })?;
     match parsed.scheme() {
         "https" => Ok(()),
@@ -209,17 +228,16 @@ fn check_http_url(
                 None => false,
             };
             if has_headers && !local && !settings.allow_plain_http {
-                let host = parsed.host_str().unwrap_or_default();
-                Err(format!(
-                    "its headers would cross the network unencrypted to {host} over http://; use https://, or set \"toolgate\": {{\"allowPlainHttp\": true}} if that network is trusted"
-                ))
+                Err(HttpUrlError::PlainHttp {
+                    host: parsed.host_str().unwrap_or_default().to_owned(),
+                })
             } else {
                 Ok(())
             }
         }
-        other => Err(format!(
-            "\"url\" has the scheme \"{other}\"; an http server's url starts with https:// (or http://)"
-        )),
+        other => Err(HttpUrlError::Scheme {
+            scheme: other.to_owned(),
+        }),
     }
 }
 
