@@ -1,5 +1,5 @@
 //! Compiles the scenario files in `scenarios/` into the library (`BUILTIN_SCENARIOS`), and the
-//! panel set in `panel/test/` (frozen) `panel/dev/`, `panel/fresh/` and `panel/fresh2/` (frozen) (`panel::BUILTIN`).
+//! panel set in `panel/test/` (frozen) `panel/dev/`, `panel/fresh/`, `panel/fresh2/` and `panel/fresh3/` (frozen) (`panel::BUILTIN`).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -56,7 +56,7 @@ fn main() {
     out.push(']');
     write(&out_dir, "scenarios.rs", &out);
     let mut panel = String::from("&[\n");
-    for split in ["test", "dev", "fresh", "fresh2"] {
+    for split in ["test", "dev", "fresh", "fresh2", "fresh3"] {
         for (name, f) in toml_files(&Path::new(&manifest).join("panel").join(split)) {
             let _ = writeln!(
                 panel,

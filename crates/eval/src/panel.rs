@@ -39,6 +39,9 @@ pub enum Split {
     /// A second such split (104 wordings), written by another writer under the same rules after
     /// the fresh split had been tuned on, and frozen before its first run.
     Fresh2,
+    /// A third (104 wordings), by a third writer under the same rules after `fresh2` had been
+    /// tuned on, frozen before its first run.
+    Fresh3,
 }
 
 impl Split {
@@ -48,6 +51,7 @@ impl Split {
             Split::Dev => "dev",
             Split::Fresh => "fresh",
             Split::Fresh2 => "fresh2",
+            Split::Fresh3 => "fresh3",
         }
     }
 
@@ -57,6 +61,7 @@ impl Split {
             "dev" => Some(Split::Dev),
             "fresh" => Some(Split::Fresh),
             "fresh2" => Some(Split::Fresh2),
+            "fresh3" => Some(Split::Fresh3),
             _ => None,
         }
     }
@@ -72,7 +77,7 @@ pub struct PanelCase {
     pub scenario: Scenario,
 }
 
-/// The panel files shipped in `crates/eval/panel/{test,dev,fresh,fresh2}`, as `(split, file name, text)`.
+/// The panel files shipped in `crates/eval/panel/{test,dev,fresh,fresh2,fresh3}`, as `(split, file name, text)`.
 const BUILTIN: &[(&str, &str, &str)] = include!(concat!(env!("OUT_DIR"), "/panel.rs"));
 
 /// The shipped panel cases of `split` (both when `None`), family by family in file order.
@@ -187,7 +192,7 @@ mod tests {
         let all: Vec<PanelCase> = builtin(None)
             .unwrap()
             .into_iter()
-            .filter(|c| !matches!(c.split, Split::Fresh | Split::Fresh2))
+            .filter(|c| !matches!(c.split, Split::Fresh | Split::Fresh2 | Split::Fresh3))
             .collect();
         assert!(all.len() >= 120, "{} wordings", all.len());
         let mut per_family: BTreeMap<&str, usize> = BTreeMap::new();
