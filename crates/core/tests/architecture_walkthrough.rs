@@ -11,7 +11,7 @@ use std::path::Path;
 const SECTION: &str = "## Follow one mutating call";
 /// A ratchet, not the goal: issue 34 asks for six files per surface; the chat and CodeAct rows
 /// need ten today (ARCHITECTURE.md says why). Lower it as files merge; it may never rise.
-const MAX_FILES: usize = 10;
+const MAX_FILES: usize = 9;
 
 /// The walk-through section's text (up to the next `## ` heading).
 fn section(doc: &str) -> &str {

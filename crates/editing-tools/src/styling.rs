@@ -635,7 +635,7 @@ mod tests {
         params: Value,
         subject: &Value,
     ) -> Result<toolgate_core::ToolOutcome, toolgate_core::CallError> {
-        entry(id).call(&call(id, params, subject))
+        toolgate_native_tools::call_entry(entry(id), &call(id, params, subject))
     }
 
     fn validator(id: &str) -> ParamValidator {

@@ -170,7 +170,7 @@ async fn the_fail_safe_scenarios_fail_when_the_cause_is_removed() {
             .expect
             .result_contains
             .iter()
-            .any(|t| t == toolgate_plot::targeting::EMPTY_PLOT)
+            .any(|t| t == toolgate_plot::run::EMPTY_PLOT)
     );
     let failing = list
         .iter()

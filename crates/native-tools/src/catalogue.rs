@@ -28,8 +28,8 @@ pub fn entry(id: &str) -> Option<&'static Entry> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use crate::outcome;
     use serde_json::{Map, json};
-    use toolgate_tool_catalogue::outcome;
 
     use super::*;
 

@@ -26,6 +26,7 @@
 #![warn(unreachable_pub)]
 
 pub mod catalogue;
+pub mod dataset;
 pub mod params;
 pub mod units;
 
@@ -33,12 +34,14 @@ pub mod units;
 mod tests;
 
 use async_trait::async_trait;
+use serde_json::{Value, json};
 use toolgate_analysis_tools::{OWN_TOOLS, OwnTool};
 use toolgate_core::{
-    CallError, CheckError, Checked, Normalised, Provider, ProviderError, ToolCall, ToolOutcome,
-    ToolSpec,
+    CallError, ChangeSet, CheckError, Checked, Edit, Normalised, OutputKind, Provider,
+    ProviderError, ToolCall, ToolOutcome, ToolSpec,
 };
 use toolgate_tool_catalogue::common::subject;
+use toolgate_tool_catalogue::{Body, CalcInput, Entry, ErrorCategory, Item, ToolError};
 
 /// The provider of the native tools.
 #[derive(Debug, Clone, Copy, Default)]
@@ -83,7 +86,7 @@ pub fn ids() -> Vec<&'static str> {
 /// Run one call synchronously. [`Provider::call`] delegates here.
 pub fn run(call: &ToolCall) -> Result<ToolOutcome, CallError> {
     if let Some(entry) = catalogue::entry(&call.tool_id) {
-        return entry.call(call);
+        return call_entry(entry, call);
     }
     match legacy().find(|t| t.id == call.tool_id) {
         Some(tool) => (tool.run)(call),
@@ -94,6 +97,107 @@ pub fn run(call: &ToolCall) -> Result<ToolOutcome, CallError> {
                 ids().join(", ")
             ),
         }),
+    }
+}
+
+/// Run a catalogue tool on a registry call (its `subject`: the target features) and turn its
+/// items into the registry's outcome ([`outcome`]).
+pub fn call_entry(entry: &Entry, call: &ToolCall) -> Result<ToolOutcome, CallError> {
+    let features: Vec<serde_json::Value> = subject(call)?.into_iter().cloned().collect();
+    let input = CalcInput::new(&features, &call.params);
+    outcome(entry, (entry.run)(&input))
+}
+
+/// The registry's outcome of a catalogue run: feature items of mutations and additions become
+/// upserts of one change set (labelled by the items' labels); everything else is data.
+pub fn outcome(
+    entry: &Entry,
+    result: Result<Vec<Item>, ToolError>,
+) -> Result<ToolOutcome, CallError> {
+    let items = result.map_err(|e| match e.category {
+        ErrorCategory::ResourceNotFound => CallError::NotFound { message: e.message },
+        ErrorCategory::InvalidInput => CallError::InvalidInput { message: e.message },
+        ErrorCategory::AlgorithmFailure => CallError::failed(e.message),
+    })?;
+    let kind = items
+        .first()
+        .map(|i| i.result_type.clone())
+        .unwrap_or_else(|| entry.output_kind.to_owned());
+    let labels: Vec<&str> = {
+        let mut seen: Vec<&str> = Vec::new();
+        for i in &items {
+            if !seen.contains(&i.label.as_str()) {
+                seen.push(&i.label);
+            }
+        }
+        seen
+    };
+    let summary = labels.join("; ");
+    let changes = OutputKind::new(kind.clone()).is_mutation();
+    if changes {
+        let edits: Vec<Edit> = items
+            .iter()
+            .filter_map(|i| match &i.body {
+                Body::Feature(f) => Some(Edit::Upsert {
+                    id: toolgate_tool_catalogue::model::id_of(f).unwrap_or_default(),
+                    item: f.clone(),
+                }),
+                _ => None,
+            })
+            .collect();
+        // What a program or a model reads back: the ids the change touches, as the legacy tools
+        // reported them (`modified` for mutations, `added` for additions).
+        let ids: Vec<&str> = edits.iter().map(Edit::id).collect();
+        let key = if kind.starts_with("addition/") {
+            "added"
+        } else {
+            "modified"
+        };
+        let data = json!({ key: ids });
+        Ok(ToolOutcome {
+            kind: OutputKind::new(kind),
+            summary: summary.clone(),
+            data,
+            change_set: Some(ChangeSet {
+                label: undo_label(&summary, &edits),
+                edits,
+            }),
+        })
+    } else {
+        let data: Vec<Value> = items
+            .iter()
+            .map(|i| match &i.body {
+                Body::Feature(v) | Body::Json(v) => dataset::dataset_of(v),
+                Body::Text(t) => json!({"mimeType": i.mime_type, "text": t}),
+            })
+            .collect();
+        Ok(ToolOutcome {
+            kind: OutputKind::new(kind),
+            summary,
+            data: if data.len() == 1 {
+                data.into_iter().next().unwrap_or_default()
+            } else {
+                Value::Array(data)
+            },
+            change_set: None,
+        })
+    }
+}
+
+/// The undo step's name: the tool's label and the features it touches by the names people use
+/// (the catalogue's labels count features — "for 1 track(s)" — rather than naming them).
+fn undo_label(summary: &str, edits: &[Edit]) -> String {
+    let names: Vec<String> = edits
+        .iter()
+        .filter_map(|e| match e {
+            Edit::Upsert { item, .. } => Some(toolgate_feature::Feature(item).display_name()),
+            Edit::Remove { .. } => None,
+        })
+        .collect();
+    match names.len() {
+        0 => summary.to_owned(),
+        1..=3 => format!("{summary} — {}", names.join(", ")),
+        n => format!("{summary} — {} and {} more", names[..3].join(", "), n - 3),
     }
 }
 

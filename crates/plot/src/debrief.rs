@@ -8,21 +8,18 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{Map, Value, json};
-use toolgate_core::flow::{Confirmer, Ended, Gate, Prepared};
-use toolgate_core::policy::{Approvals, Mode};
+use toolgate_core::flow::Confirmer;
+use toolgate_core::policy::Mode;
 use toolgate_core::telemetry::{Outcome, TelemetryRecord, TelemetrySink, Validation};
 use toolgate_core::validate::ParamValidator;
-use toolgate_core::{
-    Failure, FailureKind, OutputKind, Refusal, RefusalKind, Registry, Reply, TokenCounter,
-    ToolCall, ToolOrigin, ToolSpec,
-};
+use toolgate_core::{OutputKind, Refusal, RefusalKind, Registry, Reply, TokenCounter, ToolSpec};
 
 use crate::model;
+pub use crate::run::Audience;
+use crate::run::{self, TargetKeys, TargetRequest};
 use crate::search::SearchQuery;
 use crate::session::{self, Session, SessionError};
 use crate::summary::{self, NoPlot, SummaryRequest};
-pub use crate::targeting::Audience;
-use crate::targeting::{self, Intent, TargetKeys, TargetRequest};
 use crate::tools::units::Units;
 
 pub const SEARCH: &str = "debrief_searchPlots";
@@ -139,23 +136,23 @@ pub fn agent_tool_specs() -> Vec<ToolSpec> {
 
 /// The Debrief tool surface over one session.
 pub struct Debrief {
-    session: Arc<Mutex<Session>>,
-    registry: Arc<Registry>,
-    sink: Arc<dyn TelemetrySink>,
-    counter: TokenCounter,
-    settings: Settings,
-    validators: Vec<(String, ParamValidator)>,
-    datasets: Mutex<Vec<Dataset>>,
-    store_read_timeout: std::time::Duration,
+    pub(crate) session: Arc<Mutex<Session>>,
+    pub(crate) registry: Arc<Registry>,
+    pub(crate) sink: Arc<dyn TelemetrySink>,
+    pub(crate) counter: TokenCounter,
+    pub(crate) settings: Settings,
+    pub(crate) validators: Vec<(String, ParamValidator)>,
+    pub(crate) datasets: Mutex<Vec<Dataset>>,
+    pub(crate) store_read_timeout: std::time::Duration,
     /// One save at a time: each checks the file against the last save's hash.
-    saving: tokio::sync::Mutex<()>,
+    pub(crate) saving: tokio::sync::Mutex<()>,
     /// Where applied changes are logged (set when the session is listed in a directory).
-    activity: std::sync::OnceLock<crate::activity::ActivityHook>,
+    pub(crate) activity: std::sync::OnceLock<crate::activity::ActivityHook>,
     /// The analyst's unit setting, filled into a tool call that leaves its unit out.
-    units: std::sync::RwLock<Units>,
+    pub(crate) units: std::sync::RwLock<Units>,
 }
 
-fn refused_outcome(r: &Refusal) -> Outcome {
+pub(crate) fn refused_outcome(r: &Refusal) -> Outcome {
     Outcome::typed(
         toolgate_core::Status::Refused,
         Some(r.kind.as_str()),
@@ -378,7 +375,7 @@ impl Debrief {
     }
 
     /// Keep a result (or a failed run's error) for the Results panel; returns its id.
-    fn keep_result(
+    pub(crate) fn keep_result(
         &self,
         tool_id: &str,
         plot_id: String,
@@ -407,7 +404,7 @@ impl Debrief {
         self.datasets.lock().map(|d| d.len()).unwrap_or_default()
     }
 
-    fn record(
+    pub(crate) fn record(
         &self,
         tool: &str,
         input: Value,
@@ -426,7 +423,11 @@ impl Debrief {
 
     /// Check a tool's input shape. A non-object input is treated as `{}` (as the spike did).
     /// `Err` lists every problem.
-    fn check(&self, tool: &str, input: &Value) -> Result<Map<String, Value>, Vec<String>> {
+    pub(crate) fn check(
+        &self,
+        tool: &str,
+        input: &Value,
+    ) -> Result<Map<String, Value>, Vec<String>> {
         let map = input.as_object().cloned().unwrap_or_default();
         let Some((_, v)) = self.validators.iter().find(|(id, _)| id == tool) else {
             return Ok(map);
@@ -436,7 +437,7 @@ impl Debrief {
 
     /// Check an input's shape; a rejection is recorded (as rejected, with input `{}`) and the
     /// message to return is given back.
-    fn accept(
+    pub(crate) fn accept(
         &self,
         tool: &str,
         input: &Value,
@@ -770,7 +771,7 @@ impl Debrief {
     /// tools without requirements always apply.
     fn applicable_listing(&self, args: &Map<String, Value>) -> Vec<toolgate_core::ToolListing> {
         let listing = self.registry.listing();
-        let wanted = targeting::strings(args, "toolIds");
+        let wanted = run::strings(args, "toolIds");
         if !wanted.is_empty() {
             return listing
                 .into_iter()
@@ -834,249 +835,6 @@ impl Debrief {
             .into_iter()
             .filter(|l| keep.contains(l.id.as_str()))
             .collect()
-    }
-
-    pub async fn run_tool(&self, input: &Value, confirmer: &dyn Confirmer) -> Reply {
-        self.run_tool_as(input, confirmer, Audience::Agent).await
-    }
-
-    /// [`Debrief::run_tool`] with the reply worded for `audience`: a person at the command line
-    /// or on the page reads its own flags or controls, never the agent's parameter names, and
-    /// no state that a later Save, Undo or Revert would make untrue.
-    pub async fn run_tool_as(
-        &self,
-        input: &Value,
-        confirmer: &dyn Confirmer,
-        audience: Audience,
-    ) -> Reply {
-        let started = std::time::Instant::now();
-        let args = match self.accept(RUN_TOOL, input, "", started) {
-            Ok(a) => a,
-            Err(msg) => return msg,
-        };
-        let tool_id = args
-            .get("toolId")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .trim()
-            .to_owned();
-        if tool_id.is_empty() {
-            let refusal = Refusal::new(
-                RefusalKind::InvalidParameters,
-                "\"toolId\" is required and must be a non-empty string",
-            );
-            self.record(
-                RUN_TOOL,
-                json!({}),
-                Validation::rejected(&refusal.message),
-                refused_outcome(&refusal),
-                started,
-            );
-            return Reply::refused(refusal);
-        }
-        let mut params = args
-            .get("params")
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
-        // The unit setting for a plot tool that leaves its unit out (shown in the preview and
-        // bound by the digest like any parameter); an upstream MCP tool is not a plot tool.
-        if let Ok(tool) = self.registry.resolve(&tool_id)
-            && tool.origin() == ToolOrigin::Toolgate
-        {
-            self.units().fill(tool.spec, &mut params);
-        }
-        let targets_req = TargetRequest::from_arguments(&args, TargetKeys::AGENT);
-        let plot_arg = args
-            .get("plotId")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        // Shared between prepare and apply: which plot, at which version, and its title.
-        let prepared_on: Mutex<Option<(String, u64, String, usize)>> = Mutex::new(None);
-        let approvals = Approvals::none();
-        let gate = Gate {
-            registry: &self.registry,
-            mode: self.settings.mode,
-            approvals: &approvals,
-            sink: self.sink.as_ref(),
-            surface: &self.settings.surface,
-            active_model: &self.settings.active_model,
-            priming_enabled: self.settings.priming_enabled,
-            record_as: Some(RUN_TOOL),
-        };
-        let ended = gate
-            .invoke(
-                &tool_id,
-                &params,
-                Value::Object(args.clone()),
-                |tool, params| {
-                    // Tools from upstream MCP servers do not operate on the plot: no target, no
-                    // subject; the approval binds to the exact call only.
-                    if let ToolOrigin::UpstreamMcp { server } = tool.origin() {
-                        return Ok(Prepared {
-                            call: ToolCall::new(tool.spec.id.clone(), params),
-                            document_title: None,
-                            target: format!("the external tool {} (it does not change the plot)", tool.spec.id),
-                            context: json!({"external": tool.spec.category}),
-                            consequence: Some(format!(
-                                "The call runs on the external MCP server {server}; toolgate cannot undo what it does."
-                            )),
-                        });
-                    }
-                    let session = self.session();
-                    let active = session.active_id().map(str::to_owned);
-                    let plot = match (&plot_arg, &active) {
-                        (None, None) => {
-                            return Err(Refusal::new(RefusalKind::NoPlot, "No plot is open, so there is nothing to run a tool against. Search the catalog and open a plot first."));
-                        }
-                        (Some(id), _) if session.plot(id).is_err() => {
-                            // Each reader is told what works where they are.
-                            let what_works = match audience {
-                                Audience::Agent => "Ask to summarise the current plot to see the open plots.",
-                                Audience::Cli => "Name an open plot with --plot (its id or short name).",
-                                Audience::Page => "Open it from the Catalogue first.",
-                            };
-                            return Err(Refusal::new(RefusalKind::UnknownPlot, format!(
-                                "No open plot matches \"{id}\". {what_works}"
-                            )));
-                        }
-                        (Some(id), Some(a)) if id != a => {
-                            return Err(Refusal::new(RefusalKind::PlotNotFocused, format!(
-                                "The plot \"{id}\" is open but not focused. Open it before running a tool against it."
-                            )));
-                        }
-                        (Some(id), _) | (None, Some(id)) => session
-                            .plot(id)
-                            .map_err(|e| Refusal::new(RefusalKind::UnknownPlot, e.to_string()))?,
-                    };
-                    let intent = if tool.effect.is_mutating() { Intent::Mutate } else { Intent::Analyse };
-                    let targets = targeting::resolve_for(plot, &targets_req, intent, audience)
-                        .map_err(|e| Refusal::new(RefusalKind::Target, e.to_string()))?;
-                    let subject: Vec<Value> = targets
-                        .ids
-                        .iter()
-                        .filter_map(|id| plot.doc.feature(id).cloned())
-                        .collect();
-                    let version = plot.doc.version();
-                    if let Ok(mut slot) = prepared_on.lock() {
-                        *slot = Some((plot.id.clone(), version, plot.title.clone(), targets.ids.len()));
-                    }
-                    Ok(Prepared {
-                        call: ToolCall::new(tool.spec.id.clone(), params).with_subject(Value::Array(subject)),
-                        document_title: Some(plot.title.clone()),
-                        target: targets.description,
-                        context: json!({"plot": plot.id, "version": version, "targets": targets.ids}),
-                        consequence: Some(
-                            "The change is applied to the open plot and left unsaved (undo or revert to discard, save to keep)."
-                                .to_owned(),
-                        ),
-                    })
-                },
-                confirmer,
-                |cs| {
-                    let (plot_id, version) = prepared_on
-                        .lock()
-                        .ok()
-                        .and_then(|s| s.as_ref().map(|(p, v, _, _)| (p.clone(), *v)))
-                        .ok_or_else(|| Failure::new(FailureKind::Apply, "internal: the call was not prepared"))?;
-                    self.session()
-                        .apply(&plot_id, cs, version)
-                        .map(|_| ())
-                        .map_err(SessionError::into_apply_failure)
-                },
-            )
-            .await;
-        let title = self
-            .registry
-            .resolve(&tool_id)
-            .map(|t| t.spec.title.clone())
-            .unwrap_or_else(|_| tool_id.clone());
-        let prepared = prepared_on.lock().ok().and_then(|s| s.clone());
-        match ended {
-            Ended::Done { outcome, .. } => match outcome.change_set {
-                Some(cs) if !cs.is_empty() => {
-                    let (plot_id, _, plot_title, _) = prepared.unwrap_or_default();
-                    let n = cs.touched_ids().len();
-                    if let Some(hook) = self.activity.get() {
-                        let what: &str = if cs.label.is_empty() {
-                            &title
-                        } else {
-                            &cs.label
-                        };
-                        hook.record(
-                            None,
-                            crate::activity::Action::Edit,
-                            &plot_id,
-                            &plot_title,
-                            what,
-                        );
-                    }
-                    let state = match audience {
-                        Audience::Agent => {
-                            "The plot is now dirty (unsaved) — undo/revert to discard, or Save to persist."
-                        }
-                        // The command line says itself whether it saved.
-                        Audience::Cli => "",
-                        Audience::Page => {
-                            "It is one undoable step; Save writes it to the plot's file."
-                        }
-                    };
-                    Reply::ok(
-                        format!(
-                            "Applied {title} to {n} feature(s) in \"{plot_title}\". {} {state}",
-                            if cs.label.is_empty() {
-                                String::new()
-                            } else {
-                                format!("{}.", cs.label.trim_end_matches('.'))
-                            }
-                        )
-                        .replace(". .", ".")
-                        .replace("  ", " ")
-                        .trim_end()
-                        .to_owned(),
-                    )
-                }
-                Some(_) => Reply::ok(format!("{title} ran but produced no editable change.")),
-                None => {
-                    let (plot_id, _, _, _) = prepared.unwrap_or_default();
-                    let id = self.keep_result(
-                        &tool_id,
-                        plot_id,
-                        outcome.kind.as_str(),
-                        &outcome.summary,
-                        outcome.data,
-                    );
-                    let summary = outcome.summary.trim();
-                    let stop = if summary.ends_with('.') { "" } else { "." };
-                    let whereabouts = match audience {
-                        Audience::Agent | Audience::Page => {
-                            format!(" The full result is in the Results panel as {id}.")
-                        }
-                        // The command line prints the result (`--json`: all of it as `data`).
-                        Audience::Cli => String::new(),
-                    };
-                    Reply::ok(format!("Ran {title}. {summary}{stop}{whereabouts}")).with_dataset(id)
-                }
-            },
-            Ended::Failed(failure) => {
-                // As in the spike, a tool that ran and failed also leaves an error entry in the
-                // Results panel, so the analyst sees it next to the results; the model gets the
-                // error text unchanged.
-                let plot_id = prepared.map(|p| p.0).unwrap_or_default();
-                let data = json!({ "error": failure.message });
-                let id = self.keep_result(&tool_id, plot_id, ERROR_KIND, &failure.message, data);
-                Reply::failed(failure).with_dataset(id)
-            }
-            Ended::Refused(refusal) => Reply::refused(refusal),
-            Ended::Declined { .. } => Reply::declined(match audience {
-                Audience::Agent => format!(
-                    "The analyst declined {title}; nothing was run or changed. Do not retry unless they ask again."
-                ),
-                Audience::Cli | Audience::Page => {
-                    format!("You declined {title}: nothing was run or changed.")
-                }
-            }),
-        }
     }
 }
 

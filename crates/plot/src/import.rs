@@ -18,8 +18,8 @@ use toolgate_core::clip::quote;
 use toolgate_rep as rep;
 
 use crate::fsio::sha256_hex;
+use crate::run::Audience;
 use crate::store::{MAX_FEATURES_BYTES, StacStore, StoreError, StoreFile};
-use crate::targeting::Audience;
 
 /// Most bytes of a plot name: its slug names the plot's folder, and a file name has at most 255
 /// bytes.

@@ -17,13 +17,13 @@ pub mod import;
 mod import_into;
 pub mod journal;
 pub mod model;
+pub mod run;
 pub mod search;
 pub mod session;
 pub mod stac_api;
 mod stac_model;
 pub mod store;
 pub mod summary;
-pub mod targeting;
 pub mod transaction;
 
 pub use fsio::sha256_hex;

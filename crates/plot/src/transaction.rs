@@ -19,8 +19,8 @@ use toolgate_core::{
 };
 
 use crate::model;
+use crate::run::{self, TargetKeys, TargetRequest};
 use crate::session::{OpenPlot, Session, SessionError};
-use crate::targeting::{self, TargetKeys, TargetRequest};
 use crate::tools;
 use crate::tools::units::Units;
 
@@ -520,11 +520,11 @@ impl Provider for ScratchTools {
             // Analytical tools default to every feature; edits need named targets, a selection
             // or an explicit scope "all" (toolgate does not guess what to change).
             let intent = if tools::spec(&call.tool_id).is_some_and(|s| s.effect().is_mutating()) {
-                targeting::Intent::Mutate
+                run::Intent::Mutate
             } else {
-                targeting::Intent::Analyse
+                run::Intent::Analyse
             };
-            let targets = targeting::resolve(&scratch, &req, intent)
+            let targets = run::resolve(&scratch, &req, intent)
                 .map_err(|e| CallError::invalid(e.to_string()))?;
             targets
                 .ids

@@ -170,10 +170,10 @@ fn nested_selection_paths_resolve_to_their_feature() {
         &counter,
     );
     assert_eq!(view.listed, 2);
-    let t = toolgate_plot::targeting::resolve(
+    let t = toolgate_plot::run::resolve(
         plot,
-        &toolgate_plot::targeting::TargetRequest::default(),
-        toolgate_plot::targeting::Intent::Mutate,
+        &toolgate_plot::run::TargetRequest::default(),
+        toolgate_plot::run::Intent::Mutate,
     )
     .unwrap();
     assert_eq!(t.description, "Contact, RV Point");

@@ -5,9 +5,10 @@
 //! parameters) to the content items of a ToolResponse ([`Item`]s), or a [`ToolError`] — exactly
 //! the shape Debrief's golden fixtures record, so `toolgate calc` can print it unchanged and the
 //! conformance test can compare it with the goldens. The same functions serve the registry:
-//! [`outcome`] turns the items into a [`ToolOutcome`] (mutations and additions become a
-//! [`ChangeSet`] the session applies as one undo step; artifacts become data), so agents,
-//! CodeAct programs and the workbench palette run the implementation the goldens check.
+//! `toolgate-native-tools` (the provider) runs them and turns their items into the registry's
+//! outcome (mutations and additions become a change set the session applies as one undo step;
+//! artifacts become data), so agents, CodeAct programs and the workbench palette run the
+//! implementation the goldens check.
 //!
 //! The tools themselves live in the crates named for Debrief's categories
 //! (`toolgate-analysis-tools`, `toolgate-editing-tools`), each category one `TOOLS` table of
@@ -17,7 +18,7 @@
 #![warn(unreachable_pub)]
 
 use serde_json::{Map, Value, json};
-use toolgate_core::{CallError, ChangeSet, Edit, OutputKind, ToolCall, ToolOutcome, ToolSpec};
+use toolgate_core::ToolSpec;
 
 use crate::common::{Def, humanise};
 
@@ -269,201 +270,5 @@ impl Entry {
         spec.annotations
             .insert("debrief:specVersion".into(), json!(self.spec_version));
         spec
-    }
-
-    /// Run this tool on a registry call (its `subject`: the target features) and turn its items
-    /// into the registry's outcome ([`outcome`]).
-    pub fn call(&self, call: &ToolCall) -> Result<ToolOutcome, CallError> {
-        let features: Vec<Value> = common::subject(call)?.into_iter().cloned().collect();
-        let input = CalcInput::new(&features, &call.params);
-        outcome(self, (self.run)(&input))
-    }
-}
-
-/// The registry's outcome of a catalogue run: feature items of mutations and additions become
-/// upserts of one change set (labelled by the items' labels); everything else is data.
-pub fn outcome(
-    entry: &Entry,
-    result: Result<Vec<Item>, ToolError>,
-) -> Result<ToolOutcome, CallError> {
-    let items = result.map_err(|e| match e.category {
-        ErrorCategory::ResourceNotFound => CallError::NotFound { message: e.message },
-        ErrorCategory::InvalidInput => CallError::InvalidInput { message: e.message },
-        ErrorCategory::AlgorithmFailure => CallError::failed(e.message),
-    })?;
-    let kind = items
-        .first()
-        .map(|i| i.result_type.clone())
-        .unwrap_or_else(|| entry.output_kind.to_owned());
-    let labels: Vec<&str> = {
-        let mut seen: Vec<&str> = Vec::new();
-        for i in &items {
-            if !seen.contains(&i.label.as_str()) {
-                seen.push(&i.label);
-            }
-        }
-        seen
-    };
-    let summary = labels.join("; ");
-    let changes = OutputKind::new(kind.clone()).is_mutation();
-    if changes {
-        let edits: Vec<Edit> = items
-            .iter()
-            .filter_map(|i| match &i.body {
-                Body::Feature(f) => Some(Edit::Upsert {
-                    id: model::id_of(f).unwrap_or_default(),
-                    item: f.clone(),
-                }),
-                _ => None,
-            })
-            .collect();
-        // What a program or a model reads back: the ids the change touches, as the legacy tools
-        // reported them (`modified` for mutations, `added` for additions).
-        let ids: Vec<&str> = edits.iter().map(Edit::id).collect();
-        let key = if kind.starts_with("addition/") {
-            "added"
-        } else {
-            "modified"
-        };
-        let data = json!({ key: ids });
-        Ok(ToolOutcome {
-            kind: OutputKind::new(kind),
-            summary: summary.clone(),
-            data,
-            change_set: Some(ChangeSet {
-                label: undo_label(&summary, &edits),
-                edits,
-            }),
-        })
-    } else {
-        let data: Vec<Value> = items
-            .iter()
-            .map(|i| match &i.body {
-                Body::Feature(v) | Body::Json(v) => dataset_of(v),
-                Body::Text(t) => json!({"mimeType": i.mime_type, "text": t}),
-            })
-            .collect();
-        Ok(ToolOutcome {
-            kind: OutputKind::new(kind),
-            summary,
-            data: if data.len() == 1 {
-                data.into_iter().next().unwrap_or_default()
-            } else {
-                Value::Array(data)
-            },
-            change_set: None,
-        })
-    }
-}
-
-/// The undo step's name: the tool's label and the features it touches by the names people use
-/// (the catalogue's labels count features — "for 1 track(s)" — rather than naming them).
-fn undo_label(summary: &str, edits: &[Edit]) -> String {
-    let names: Vec<String> = edits
-        .iter()
-        .filter_map(|e| match e {
-            Edit::Upsert { item, .. } => Some(toolgate_feature::Feature(item).display_name()),
-            Edit::Remove { .. } => None,
-        })
-        .collect();
-    match names.len() {
-        0 => summary.to_owned(),
-        1..=3 => format!("{summary} — {}", names.join(", ")),
-        n => format!("{summary} — {} and {} more", names[..3].join(", "), n - 3),
-    }
-}
-
-/// An artifact as a dataset the Results panel, `plot run` and models read: a measurement
-/// feature's properties without the `debrief:` prefix (a plain JSON artifact as it is), plus —
-/// when it holds values over time (an array of objects with `time`, `time_start` or
-/// `timestamp`, found up to three levels down) — those rows as `series`, each with a `time`, so
-/// a time series is charted over time, tabulated and exported as CSV.
-pub fn dataset_of(v: &Value) -> Value {
-    let body = if v.get("type").and_then(Value::as_str) == Some("Feature") {
-        match v.get("properties").and_then(Value::as_object) {
-            Some(p) => Value::Object(
-                p.iter()
-                    .map(|(k, v)| {
-                        (
-                            k.strip_prefix("debrief:").unwrap_or(k).to_owned(),
-                            v.clone(),
-                        )
-                    })
-                    .collect(),
-            ),
-            None => v.clone(),
-        }
-    } else {
-        v.clone()
-    };
-    let Value::Object(mut out) = body else {
-        return body;
-    };
-    if !out.contains_key("series")
-        && let Some(rows) = timed_rows(&Value::Object(out.clone()), 3)
-    {
-        out.insert("series".into(), Value::Array(rows));
-    }
-    Value::Object(out)
-}
-
-fn time_of(row: &Map<String, Value>) -> Option<&Value> {
-    ["time", "time_start", "timestamp"]
-        .iter()
-        .find_map(|k| row.get(*k).filter(|v| v.is_string()))
-}
-
-/// The first array of objects that each carry a time, as rows with `time` first.
-fn timed_rows(v: &Value, depth: usize) -> Option<Vec<Value>> {
-    match v {
-        Value::Array(a) if a.len() >= 2 => {
-            let rows: Option<Vec<Value>> = a
-                .iter()
-                .map(|r| {
-                    let o = r.as_object()?;
-                    let t = time_of(o)?.clone();
-                    let mut row = Map::new();
-                    row.insert("time".into(), t);
-                    for (k, v) in o {
-                        if k != "time" && !v.is_object() && !v.is_array() {
-                            row.insert(k.clone(), v.clone());
-                        }
-                    }
-                    Some(Value::Object(row))
-                })
-                .collect();
-            rows.or_else(|| {
-                (depth > 0)
-                    .then(|| a.iter().find_map(|x| timed_rows(x, depth - 1)))
-                    .flatten()
-            })
-        }
-        Value::Object(o) if depth > 0 => o.values().find_map(|x| timed_rows(x, depth - 1)),
-        _ => None,
-    }
-}
-
-#[cfg(test)]
-mod dataset_tests {
-    use super::*;
-
-    #[test]
-    fn a_measurement_over_time_becomes_a_series() {
-        let f = json!({"type": "Feature", "id": "m", "geometry": null, "properties": {
-            "debrief:kind": "measurement", "debrief:unit": "kn/s^2",
-            "debrief:values": [{"time": "2024-01-15T10:00:00Z", "value": 0.1},
-                               {"time": "2024-01-15T10:01:00Z", "value": 0.2}]}});
-        let d = dataset_of(&f);
-        assert_eq!(d["unit"], "kn/s^2");
-        assert_eq!(d["series"][1]["value"], 0.2);
-        assert_eq!(d["series"][0]["time"], "2024-01-15T10:00:00Z");
-        let rates = json!({"rates": [{"time_start": "2024-01-15T10:00:00Z", "rate": 1.0},
-                                     {"time_start": "2024-01-15T10:01:00Z", "rate": 2.0}]});
-        assert_eq!(
-            dataset_of(&rates)["series"][1]["time"],
-            "2024-01-15T10:01:00Z"
-        );
-        let single = json!({"type": "Feature", "properties": {"debrief:value": 3}});
-        assert!(dataset_of(&single).get("series").is_none());
     }
 }

@@ -1223,7 +1223,7 @@ impl Shape for ImportBody {
 /// An import's message as the page words it (its "Plot name" field and "Replace" checkbox,
 /// not the command line's flags).
 fn for_the_page(e: &toolgate_plot::import::ImportError) -> String {
-    e.message_for(toolgate_plot::targeting::Audience::Page)
+    e.message_for(toolgate_plot::run::Audience::Page)
 }
 
 /// The blocking half of an import panicked or was cancelled.
