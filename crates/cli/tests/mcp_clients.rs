@@ -73,15 +73,11 @@ struct Env {
 impl Env {
     fn new() -> Self {
         let data = tempfile::tempdir().unwrap();
-        let out = Command::new(BIN)
-            .args(["catalog", "search"])
-            .env("TOOLGATE_DATA_DIR", data.path())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        toolgate_test_support::succeeded(
+            Command::new(BIN)
+                .args(["catalog", "search"])
+                .env("TOOLGATE_DATA_DIR", data.path()),
+            "toolgate catalog search",
         );
         let upstream = data.path().join("upstream.mcp.json");
         std::fs::write(

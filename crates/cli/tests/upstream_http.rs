@@ -97,15 +97,9 @@ fn everything_http() -> (Killed, u16) {
 /// A test CA and a certificate for `localhost` and 127.0.0.1 signed by it: (CA file, key, cert).
 fn certificates(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     let openssl = |args: &[&str]| {
-        let out = Command::new("openssl")
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "openssl {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
+        toolgate_test_support::succeeded(
+            Command::new("openssl").args(args).current_dir(dir),
+            &format!("openssl {args:?}"),
         );
     };
     openssl(&[

@@ -530,6 +530,22 @@ pub fn run_with_input(
     child.wait_with_output()
 }
 
+/// Runs `cmd` to its end and returns its output, failing the test with `what` and what the
+/// command printed when it could not start or exited non-zero.
+pub fn succeeded(cmd: &mut std::process::Command, what: &str) -> std::process::Output {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("{what}: could not start: {e}"));
+    assert!(
+        out.status.success(),
+        "{what} failed ({}): {}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// The feature with this id in a GeoJSON FeatureCollection (e.g. a saved `features.geojson`).
 pub fn feature_by_id<'a>(collection: &'a Value, id: &str) -> Option<&'a Value> {
     collection["features"]

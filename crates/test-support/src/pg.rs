@@ -64,16 +64,9 @@ impl Postgres {
             return None;
         }
         let dir = fresh_dir("pg");
-        let out = Command::new("bash")
-            .arg(script())
-            .arg("start-pg")
-            .arg(&dir)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "pgstac.sh start-pg: {}",
-            String::from_utf8_lossy(&out.stderr)
+        let out = crate::succeeded(
+            Command::new("bash").arg(script()).arg("start-pg").arg(&dir),
+            "pgstac.sh start-pg",
         );
         let dsn = String::from_utf8_lossy(&out.stdout).trim().to_owned();
         Some(Self { dir, dsn })
@@ -111,21 +104,16 @@ impl Pgstac {
             return None;
         }
         let dir = fresh_dir("pgstac");
-        let out = Command::new("bash")
-            .arg(script())
-            .arg("start")
-            .arg(&dir)
-            .env(
-                "PGSTAC_TRANSACTIONS",
-                if transactions { "true" } else { "false" },
-            )
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "pgstac.sh start failed: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+        let out = crate::succeeded(
+            Command::new("bash")
+                .arg(script())
+                .arg("start")
+                .arg(&dir)
+                .env(
+                    "PGSTAC_TRANSACTIONS",
+                    if transactions { "true" } else { "false" },
+                ),
+            "pgstac.sh start",
         );
         let url = String::from_utf8_lossy(&out.stdout).trim().to_owned();
         let dsn = std::fs::read_to_string(dir.join("env"))
