@@ -885,12 +885,56 @@ impl AgentLoop {
         }
         let tool = input.get("toolId").and_then(Value::as_str)?;
         let (candidates, needs_targets, tracks_only, selected) = self.run_targets(tool)?;
-        if !needs_targets {
-            return None;
+        if needs_targets {
+            let refs =
+                crate::refs::resolve_with_selection(utterance, &candidates, &selected, tracks_only);
+            if let Some(ask) = crate::refs::question(&refs, &candidates, tracks_only) {
+                return Some(ask);
+            }
         }
-        let refs =
-            crate::refs::resolve_with_selection(utterance, &candidates, &selected, tracks_only);
-        crate::refs::question(&refs, &candidates, tracks_only)
+        self.window_question(tool, utterance)
+    }
+
+    /// The request's words without the active plot's feature names and platform ids ("SSK-RED"
+    /// names a track, not a colour), and the plot's time span (its tracks' first and last
+    /// times) that clock times are read against.
+    fn words_and_span(&self, utterance: &str) -> (String, Option<values::Span>) {
+        let session = self.debrief.session();
+        let (names, span) = session.active().map_or((Vec::new(), None), |p| {
+            let features = p.doc.features();
+            let mut names = toolgate_plot::debrief::feature_names(features);
+            let mut span: Option<values::Span> = None;
+            for f in features {
+                let props = &f["properties"];
+                if let Some(id) = props["platform_id"].as_str() {
+                    names.push(id.to_owned());
+                }
+                let time = |k: &str| {
+                    props[k]
+                        .as_str()
+                        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+                        .map(|t| t.with_timezone(&Utc))
+                };
+                if let (Some(a), Some(b)) = (time("start_time"), time("end_time")) {
+                    span = Some(span.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
+                }
+            }
+            (names, span)
+        });
+        drop(session);
+        (crate::rank::without_names(utterance, &names), span)
+    }
+
+    /// A run of a tool that needs a time window the words do not state: asked about, never run
+    /// with the model's guess ([`values::window_unstated`]).
+    fn window_question(&self, tool: &str, utterance: &str) -> Option<crate::Ask> {
+        let spec = self.debrief.registry().specs().find(|s| s.id == tool)?;
+        let (words, span) = self.words_and_span(utterance);
+        values::window_unstated(&spec.input_schema, &words, span?).then(|| {
+            crate::Ask::WhichWindow {
+                tool: spec.title.clone(),
+            }
+        })
     }
 
     /// A run call's parameters filled from what the analyst said ([`values::repair_run`]): the
@@ -910,30 +954,7 @@ impl AgentLoop {
         else {
             return input.clone();
         };
-        let session = self.debrief.session();
-        let (names, span) = session.active().map_or((Vec::new(), None), |p| {
-            let features = p.doc.features();
-            let mut names = toolgate_plot::debrief::feature_names(features);
-            let mut span: Option<(DateTime<Utc>, DateTime<Utc>)> = None;
-            for f in features {
-                let props = &f["properties"];
-                if let Some(id) = props["platform_id"].as_str() {
-                    names.push(id.to_owned());
-                }
-                let time = |k: &str| {
-                    props[k]
-                        .as_str()
-                        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
-                        .map(|t| t.with_timezone(&Utc))
-                };
-                if let (Some(a), Some(b)) = (time("start_time"), time("end_time")) {
-                    span = Some(span.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
-                }
-            }
-            (names, span)
-        });
-        drop(session);
-        let words = crate::rank::without_names(utterance, &names);
+        let (words, span) = self.words_and_span(utterance);
         let ctx = values::RunContext { span };
         let mut out = values::repair_run(input, &schema, &words, &ctx);
         // Optional parameters the words do not give are left to the tool's defaults.

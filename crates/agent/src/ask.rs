@@ -1,5 +1,6 @@
 //! What the small profile asks the analyst, or refuses, in code before any tool runs: a change
-//! that names nothing, a phrase that fits several features, a tool that does not exist. Typed so
+//! that names nothing, a phrase that fits several features, a tool that does not exist, a time
+//! window it needs and the words do not give. Typed so
 //! a surface (and the evaluation) can tell a question from an answer without reading its words.
 
 use serde::{Deserialize, Serialize};
@@ -21,6 +22,12 @@ pub enum Ask {
     },
     /// The request names a tool the registry does not have; the nearest real ones.
     InventedTool { id: String, nearest: Vec<String> },
+    /// A change that needs a time window the request does not state in a form read in code
+    /// ("trim nelsons trak to the interesting bit"): which window, never one the model guessed.
+    WhichWindow {
+        /// The tool's title ("Trim Track").
+        tool: String,
+    },
     /// The request names another plot than the one in front of the analyst ("the contact on
     /// day 2" with Day 1 active): nothing is run on the active plot.
     OtherPlot {
@@ -67,6 +74,10 @@ impl std::fmt::Display for Ask {
             Ask::OtherPlot { named, active, .. } => write!(
                 f,
                 "That is about \"{named}\", but the plot open is \"{active}\". Open \"{named}\" first (ask to open it), then ask again. Nothing was changed."
+            ),
+            Ask::WhichWindow { tool } => write!(
+                f,
+                "Which time window should {tool} keep? I could not read one from your words — say it like \"0200-0400Z\" or \"from 02:00 to 04:00\". Nothing was changed."
             ),
             Ask::InventedTool { id, nearest } if nearest.is_empty() => write!(
                 f,

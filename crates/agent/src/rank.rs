@@ -300,12 +300,9 @@ pub fn invented_tool(
     // A request names a tool by an id-like token ("wake-analysis") or by a noun phrase headed by
     // a word for a tool ("the wake analysis", "a CPA alarm tool", "the sonar predictor"); a
     // request to run or use something may name it by an id-like token alone.
-    let asks_to_run = tokens.iter().any(|t| {
-        matches!(
-            *t,
-            "run" | "use" | "apply" | "launch" | "execute" | "do" | "perform" | "try" | "tool"
-        )
-    });
+    let asks_to_run = tokens
+        .iter()
+        .any(|t| *t == "tool" || *t == "calc" || COMPUTE_VERBS.contains(t));
     let norm = |w: &str| {
         w.replace("colour", "color")
             .trim_end_matches('s')
@@ -398,6 +395,8 @@ pub fn invented_tool(
             .iter()
             .filter(|w| {
                 w.len() >= 3
+                    // A value ("0200-0400", "5kn") is no name of anything.
+                    && w.chars().all(|c| c.is_alphabetic() || c == '-')
                     && !PHRASE_STOP.contains(w)
                     && !TOOL_NOUNS.contains(w)
                     && !w.ends_with("'s")
@@ -430,6 +429,11 @@ const COMPUTE_VERBS: &[&str] = &[
     "produce",
     "generate",
     "estimate",
+    "predict",
+    "overlay",
+    "calc",
+    // "… using dead reckoning": the method named is the thing to run.
+    "using",
 ];
 
 /// Words that end the object of such a verb: prepositions, and adverbs of place and time.
@@ -441,6 +445,8 @@ const OBJECT_END: &[&str] = &[
 /// An object starting with these is a question, not a thing to run ("work out how far").
 const WH_WORDS: &[&str] = &[
     "how", "what", "where", "when", "which", "who", "whether", "if", "out", "it", "them",
+    // "do we have anything from …" asks, it runs nothing.
+    "we", "you", "i", "they",
 ];
 
 /// Words that head a noun phrase naming a tool ("the wake analysis", "a CPA alarm tool").
@@ -685,6 +691,28 @@ mod tests {
             "run the range calculator on Nelson",
             "which tools can I use?",
             "what analysis can I do on this plot",
+        ] {
+            assert_eq!(inv(u), None, "{u}");
+        }
+        // fresh3: a calculation or a method named after other verbs ("calc", "predict …
+        // using", "overlay") ran a real tool or none; a value after the verb is no tool name.
+        for (u, named) in [
+            (
+                "calc counter-detection range for Collingwood vs the submarine's passive sonar",
+                "counter-detection",
+            ),
+            (
+                "Predict where the SSK will be two hours after FINEX using dead reckoning.",
+                "dead reckoning",
+            ),
+        ] {
+            assert_eq!(inv(u).as_deref(), Some(named), "{u}");
+        }
+        for u in [
+            "calc the range from Nelson to SSK-RED",
+            "trim Nelson using 0200-0400",
+            "calculate the range-calc from Nelson to the contact",
+            "Do we have anything from Cold Response in the library?",
         ] {
             assert_eq!(inv(u), None, "{u}");
         }

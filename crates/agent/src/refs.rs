@@ -56,6 +56,20 @@ const SYNONYMS: &[(&str, &str)] = &[
     ("uk", "gb"),
     ("royal", "gb"),
     ("surface", "surface"),
+    // "RN" is the Royal Navy.
+    ("rn", "gb"),
+    // Own forces: the plot's OWNSHIP tracks ("our ship", "own ship", "ownship").
+    ("own", "ownship"),
+    ("our", "ownship"),
+    ("friendly", "ownship"),
+    ("friendlies", "ownship"),
+    // The other side: the plot's CONTACT tracks ("the opposition's speed").
+    ("opposition", "contact"),
+    ("oppo", "contact"),
+    ("enemy", "contact"),
+    ("hostile", "contact"),
+    ("adversary", "contact"),
+    ("target", "contact"),
 ];
 
 /// Pronouns and words that point at the selection.
@@ -348,6 +362,35 @@ mod tests {
         assert_eq!(
             resolve_with_selection("from this ship to the contact", &c, &[], true),
             named(&["Contact"])
+        );
+    }
+
+    /// fresh2: "the opposition" was not the Contact, and "the RN track" / "our ship" asked
+    /// among all three tracks instead of the two it fits.
+    #[test]
+    fn sides_name_the_contact_or_own_ships() {
+        let c = plot();
+        let r = |u: &str| resolve(u, &c, false, true);
+        assert_eq!(
+            r("how many miles did the opposition cover"),
+            named(&["Contact"])
+        );
+        assert_eq!(r("enemy at <= 5 kn"), named(&["Contact"]));
+        let own = Refs::Ambiguous {
+            phrase: "our".to_owned(),
+            candidates: vec!["HMS Nelson".to_owned(), "HMS Collingwood".to_owned()],
+        };
+        assert_eq!(r("Could you make our ship's track yellow?"), own);
+        for u in ["turn the RN track yellow please", "colour own ship red"] {
+            assert!(
+                matches!(r(u), Refs::Ambiguous { ref candidates, .. } if candidates.len() == 2),
+                "{u}: {:?}",
+                r(u)
+            );
+        }
+        assert_eq!(
+            r("range from our ship HMS Nelson to the target"),
+            named(&["HMS Nelson", "Contact"])
         );
     }
 

@@ -276,7 +276,22 @@ impl Intent {
             .collect();
         let has = |list: &[&str]| words.iter().any(|w| list.contains(w));
         let asks = has(&["which", "what", "list", "available", "show"]);
-        if has(&["tool", "tools", "analyses"]) && asks {
+        if has(&["tool", "tools", "analyses", "toolset", "toolbox", "toolkit"]) && asks {
+            return Some(Intent::ListTools);
+        }
+        // "what sort of analysis is available": the kinds on offer, not one analysis ("show me
+        // the analysis of …" is a run).
+        if has(&["analysis", "analyses", "capabilities"])
+            && has(&[
+                "available",
+                "sort",
+                "kind",
+                "kinds",
+                "types",
+                "offer",
+                "options",
+            ])
+        {
             return Some(Intent::ListTools);
         }
         // Verbs that ask for a change or an analysis. "make" and "turn" only count first ("make
@@ -342,7 +357,9 @@ impl Intent {
         // A question about a quantity of the tracks is an analysis (the summary holds no speeds,
         // ranges or bearings), and a colour or a speed bound with no verb still asks for a run
         // ("Nelson in green", "the contact under 5 knots").
-        const QUANTITY: [&str; 16] = [
+        const QUANTITY: [&str; 18] = [
+            "stats",
+            "statistics",
             "far",
             "fast",
             "quick",
@@ -367,7 +384,13 @@ impl Intent {
             || crate::values::speed_bounds(utterance) != crate::values::SpeedBounds::default();
         // A time window about the open plot ("Nelson from 0200 to 0400 only") asks for a run
         // too, unless the words are about finding plots.
-        let finds = has(&["plots", "find", "search", "open"]);
+        // "is there a plot from …", "any plot with …", "do we have anything from … in the
+        // library": asking the catalogue.
+        let a_plot = words
+            .windows(2)
+            .any(|w| w[1] == "plot" && ["a", "any", "some"].contains(&w[0]));
+        let catalogue = a_plot || has(&["library", "catalogue", "catalog"]);
+        let finds = catalogue || has(&["plots", "find", "search", "open"]);
         let window = crate::values::parameters_for(utterance)
             .iter()
             .any(|g| g.contains(&"start_time"));
@@ -390,7 +413,7 @@ impl Intent {
                     ]
                     .contains(&words[i - 1]))
         });
-        if opens || has(&["find", "search", "plots"]) {
+        if opens || catalogue || has(&["find", "search", "plots"]) {
             return Some(Intent::FindPlots);
         }
         const ANYWHERE: [&str; 2] = ["make", "turn"];
@@ -742,12 +765,27 @@ fn finish_search(mut out: Value, utterance: &str, widened: bool) -> Value {
         .filter(|w| w.len() >= 3)
         .map(|w| w.trim_end_matches('s').to_owned())
         .collect();
+    // A word the search text already holds is what the plot is called, not a platform ("the
+    // Alpha plot from 2 March" once searched for a platform "Alpha" and found nothing).
+    let text_words: Vec<String> = obj
+        .get("text")
+        .and_then(Value::as_str)
+        .map(|t| {
+            t.to_lowercase()
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| !w.is_empty())
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
     if let Some(Value::Array(platforms)) = obj.get_mut("platforms") {
         platforms.retain(|p| {
             p.as_str().is_some_and(|p| {
                 let p = p.to_lowercase();
-                said.iter()
-                    .any(|w| w.len() >= 3 && (p.starts_with(w.as_str()) || w.starts_with(&p)))
+                !text_words.contains(&p)
+                    && said
+                        .iter()
+                        .any(|w| w.len() >= 3 && (p.starts_with(w.as_str()) || w.starts_with(&p)))
             })
         });
         if platforms.is_empty() {
@@ -1288,6 +1326,23 @@ mod tests {
         for (u, want) in [
             ("which Debrief tools can I run right now?", Some(ListTools)),
             ("what analyses are available here", Some(ListTools)),
+            (
+                "what sort of analysis is available for these tracks",
+                Some(ListTools),
+            ),
+            ("show me the analysis of the contact's speed", Some(RunTool)),
+            // fresh3's misses.
+            ("stats on the HMS one pls", Some(RunTool)),
+            ("show me the toolset for the open plot", Some(ListTools)),
+            ("Is there a plot from 15 April 2025?", Some(FindPlots)),
+            (
+                "Do we have anything from Cold Response in the library?",
+                Some(FindPlots),
+            ),
+            (
+                "Can you find the periods when the SSK's speed was 5 knots or under?",
+                Some(RunTool),
+            ),
             ("colour the frigate track blue", Some(RunTool)),
             ("trim NELSON to the first hour", Some(RunTool)),
             ("please measure the range between them", Some(RunTool)),
@@ -1423,6 +1478,13 @@ mod tests {
         assert_eq!(named_month("in May"), Some(5));
         assert_eq!(named_month("from Sept"), Some(9));
         assert_eq!(named_month("a mare's nest"), None);
+        // fresh3: a platform the model made of the plot's name is no filter.
+        let r = repair_search(
+            &json!({"text": "Alpha", "startTime": "2026-03-02", "endTime": "2026-03-02", "platforms": ["Alpha", "Beta", "Gamma"]}),
+            "open the Alpha plot from 2 March 2026",
+        );
+        assert!(r.get("platforms").is_none(), "{r}");
+        assert_eq!(r["open"], true);
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! `max_knots`/`min_knots` the bounds — so a value the model omitted or invented is replaced by
 //! the one the analyst said. What the words do not settle is left as the model wrote it.
 
-use chrono::{DateTime, Duration, NaiveDate, NaiveTime, Utc};
+use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveTime, Utc};
 use serde_json::{Map, Value};
 
 /// CSS colour names an analyst is likely to say (a value, not a cue: "red" in "SSK-RED" is a
@@ -241,12 +241,18 @@ pub fn speed_bounds(utterance: &str) -> SpeedBounds {
         if next == ["or", "less"]
             || next == ["or", "slower"]
             || next == ["or", "below"]
+            || next == ["or", "under"]
+            || next == ["and", "under"]
+            || next == ["and", "below"]
             || (has(&before, &below) && !has(&before, &above))
         {
             out.max = Some(value);
         } else if next == ["or", "more"]
             || next == ["or", "faster"]
             || next == ["or", "above"]
+            || next == ["or", "over"]
+            || next == ["and", "over"]
+            || next == ["and", "above"]
             || has(&before, &above)
         {
             out.min = Some(value);
@@ -255,8 +261,10 @@ pub fn speed_bounds(utterance: &str) -> SpeedBounds {
     out
 }
 
-/// A clock time in one word: "0200", "02:00", "0200z", "2am", "2pm", "14:30".
+/// A clock time in one word: "0200", "02:00", "0200z", "2am", "2pm", "14:30", and an hour
+/// with the zone letter ("02z").
 fn clock(w: &str) -> Option<NaiveTime> {
+    let zulu = w.ends_with('z');
     let w = w.trim_end_matches('z');
     let (digits, pm, am) = if let Some(d) = w.strip_suffix("pm") {
         (d, true, false)
@@ -269,7 +277,11 @@ fn clock(w: &str) -> Option<NaiveTime> {
         (h.parse::<u32>().ok()?, m.parse::<u32>().ok()?)
     } else if digits.len() == 4 && digits.chars().all(|c| c.is_ascii_digit()) {
         (digits[..2].parse().ok()?, digits[2..].parse().ok()?)
-    } else if (am || pm) && !digits.is_empty() && digits.len() <= 2 {
+    } else if (am || pm || zulu)
+        && !digits.is_empty()
+        && digits.len() <= 2
+        && digits.chars().all(|c| c.is_ascii_digit())
+    {
         (digits.parse().ok()?, 0)
     } else {
         return None;
@@ -282,33 +294,160 @@ fn clock(w: &str) -> Option<NaiveTime> {
     NaiveTime::from_hms_opt(h, m, 0)
 }
 
+/// Which day a time names, when the words say: a DTG's day of the month ("010200Z") or an
+/// ISO-8601 date ("2026-03-01T02:00Z").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DayRef {
+    OfMonth(u32),
+    Date(NaiveDate),
+}
+
+/// A time the analyst said: where in the words, the clock time, and the day if one was given.
+#[derive(Debug, Clone, Copy)]
+struct Said {
+    at: usize,
+    time: NaiveTime,
+    day: Option<DayRef>,
+}
+
+/// A date-time group as signals write it, `DDHHMMZ` ("010200Z" is 02:00 on the 1st; the month
+/// and year words after it are the span's): six digits and the zone letter, never a bare number.
+fn dtg(w: &str) -> Option<(u32, NaiveTime)> {
+    let digits = w.strip_suffix('z')?;
+    if digits.len() != 6 || !digits.chars().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let day: u32 = digits[..2].parse().ok()?;
+    let time = NaiveTime::from_hms_opt(digits[2..4].parse().ok()?, digits[4..].parse().ok()?, 0)?;
+    (1..=31).contains(&day).then_some((day, time))
+}
+
+/// An ISO-8601 date and time in one word ("2026-03-01t02:00z", lower-cased).
+fn iso_date_time(w: &str) -> Option<(NaiveDate, NaiveTime)> {
+    let (date, time) = w.split_once('t')?;
+    let date = NaiveDate::parse_from_str(date, "%Y-%m-%d").ok()?;
+    let time = time.trim_end_matches('z');
+    let time = NaiveTime::parse_from_str(time, "%H:%M:%S")
+        .or_else(|_| NaiveTime::parse_from_str(time, "%H:%M"))
+        .ok()?;
+    Some((date, time))
+}
+
+/// Words that put a spoken hour in the morning or the afternoon ("two till four in the
+/// morning", "from 2 to 4 pm").
+fn meridiem(w: &str) -> Option<bool> {
+    match w {
+        "am" | "morning" => Some(false),
+        "pm" | "afternoon" | "evening" => Some(true),
+        _ => None,
+    }
+}
+
+/// An hour said as a number on its own ("two", "2"), 1 to 12.
+fn spoken_hour(w: &str) -> Option<u32> {
+    let n = number(w).filter(|n| n.fract() == 0.0 && (1.0..=12.0).contains(n))?;
+    if w.chars().any(|c| c.is_ascii_alphabetic()) && !NUMBER_WORDS.iter().any(|(x, _)| *x == w) {
+        return None;
+    }
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    Some(n as u32)
+}
+
+fn on_the_clock(h: u32, pm: bool) -> Option<NaiveTime> {
+    let h = match (pm, h) {
+        (false, 12) => 0,
+        (true, h) if h < 12 => h + 12,
+        (_, h) => h,
+    };
+    NaiveTime::from_hms_opt(h, 0, 0)
+}
+
+/// "two till four in the morning", "from 2 to 4am", "between 2 and 4 pm": two hours joined by a
+/// range word and followed (within three words) by what puts them on the clock. Without that
+/// word they are not times ("between 2 and 3 hours" is a duration).
+fn spoken_range(w: &[String], i: usize) -> Option<(NaiveTime, NaiveTime)> {
+    let a = spoken_hour(&w[i])?;
+    if !matches!(
+        w.get(i + 1)?.as_str(),
+        "to" | "till" | "til" | "until" | "and" | "through"
+    ) {
+        return None;
+    }
+    let second = w.get(i + 2)?;
+    if let Some(b) = clock(second)
+        && (second.ends_with("am") || second.ends_with("pm"))
+    {
+        let pm = second.ends_with("pm");
+        return Some((on_the_clock(a, pm)?, b));
+    }
+    let b = spoken_hour(second)?;
+    let pm = w.iter().skip(i + 3).take(3).find_map(|x| meridiem(x))?;
+    Some((on_the_clock(a, pm)?, on_the_clock(b, pm)?))
+}
+
 /// Every clock time in `utterance`, in order, with the words before it. "2-4am" and
-/// "02:00-04:00" count as two times; "2 o'clock" as one.
-fn clock_times(utterance: &str) -> Vec<(usize, NaiveTime)> {
+/// "02:00-04:00" count as two times; "2 o'clock" as one; a DTG ("010200Z") and an ISO date-time
+/// carry their day.
+fn clock_times(utterance: &str) -> Vec<Said> {
     let w = words(&utterance.to_lowercase().replace("o'clock", "oclock"));
     let mut out = Vec::new();
-    for (i, word) in w.iter().enumerate() {
-        if let Some((a, b)) = word.split_once('-')
-            && let Some(tb) = clock(b)
+    let plain = |at: usize, time: NaiveTime| Said {
+        at,
+        time,
+        day: None,
+    };
+    let mut i = 0;
+    while i < w.len() {
+        let word = &w[i];
+        if let Some((day, time)) = dtg(word) {
+            out.push(Said {
+                at: i,
+                time,
+                day: Some(DayRef::OfMonth(day)),
+            });
+        } else if let Some((date, time)) = iso_date_time(word) {
+            out.push(Said {
+                at: i,
+                time,
+                day: Some(DayRef::Date(date)),
+            });
+        } else if let Some((a, b)) = word.split_once('-')
+            && let (Some((da, ta)), Some((db, tb))) = (dtg(a), dtg(b))
         {
-            // "2-4am": the first takes the second's am/pm.
-            let suffix: String = b.chars().skip_while(char::is_ascii_digit).collect();
-            if let Some(ta) = clock(a).or_else(|| clock(&format!("{a}{suffix}"))) {
-                out.push((i, ta));
-                out.push((i, tb));
-                continue;
+            // "010200Z-010400Z".
+            for (day, time) in [(da, ta), (db, tb)] {
+                out.push(Said {
+                    at: i,
+                    time,
+                    day: Some(DayRef::OfMonth(day)),
+                });
             }
-        }
-        if let Some(t) = clock(word) {
-            out.push((i, t));
+        } else if let Some((a, b)) = spoken_range(&w, i) {
+            out.push(plain(i, a));
+            out.push(plain(i + 2, b));
+            i += 3;
+            continue;
+        } else if let Some((a, b)) = word.split_once('-')
+            && let Some(tb) = clock(b)
+            && let Some(ta) = {
+                // "2-4am": the first takes the second's am/pm.
+                let suffix: String = b.chars().skip_while(char::is_ascii_digit).collect();
+                clock(a).or_else(|| clock(&format!("{a}{suffix}")))
+            }
+        {
+            out.push(plain(i, ta));
+            out.push(plain(i, tb));
+        } else if let Some(t) = clock(word) {
+            out.push(plain(i, t));
         } else if w.get(i + 1).is_some_and(|n| n == "oclock")
             && let Some(h) = number(word).filter(|h| (0.0..24.0).contains(h))
         {
             #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
             if let Some(t) = NaiveTime::from_hms_opt(h as u32, 0, 0) {
-                out.push((i, t));
+                out.push(plain(i, t));
             }
         }
+        i += 1;
     }
     out
 }
@@ -359,12 +498,31 @@ pub fn time_window(
         .iter()
         .any(|x| matches!(x.as_str(), "keep" | "only" | "to" | "down"));
     let day: NaiveDate = start.date_naive();
-    let at = |t: NaiveTime| -> DateTime<Utc> {
-        let mut d = day.and_time(t).and_utc();
-        if d < start && d + Duration::days(1) <= end {
-            d += Duration::days(1);
+    // A time on its day: the one the words give (a day of the month: the span's day with that
+    // number), else the span's first day (the next day when that puts it before the span starts).
+    // A day the span does not contain is no window here: never moved onto another day.
+    let at = |said: &Said| -> Option<DateTime<Utc>> {
+        let on = |d: NaiveDate| d.and_time(said.time).and_utc();
+        match said.day {
+            Some(DayRef::Date(d)) => Some(on(d)),
+            Some(DayRef::OfMonth(n)) => {
+                let mut d = day;
+                while d <= end.date_naive() {
+                    if d.day() == n {
+                        return Some(on(d));
+                    }
+                    d = d.succ_opt()?;
+                }
+                None
+            }
+            None => {
+                let mut d = on(day);
+                if d < start && d + Duration::days(1) <= end {
+                    d += Duration::days(1);
+                }
+                Some(d)
+            }
         }
-        d
     };
     let times = clock_times(utterance);
     let clamp = |a: DateTime<Utc>, b: DateTime<Utc>| -> Option<(DateTime<Utc>, DateTime<Utc>)> {
@@ -372,22 +530,22 @@ pub fn time_window(
         (a < b).then_some((a, b))
     };
     match times.as_slice() {
-        [(_, a), (_, b), ..] => {
-            let (a, b) = (at(*a), at(*b));
+        [a, b, ..] => {
+            let (a, b) = (at(a)?, at(b)?);
             return clamp(a.min(b), a.max(b));
         }
-        [(i, t)] => {
-            let t = at(*t);
+        [said] => {
+            let t = at(said)?;
+            let i = said.at;
             // The direction word nearest the time decides ("to after 0300" is after).
-            let direction =
-                w[i.saturating_sub(3)..*i]
-                    .iter()
-                    .rev()
-                    .find_map(|x| match x.as_str() {
-                        "after" | "from" | "since" | "past" => Some(true),
-                        "before" | "until" | "till" | "up" | "to" | "by" => Some(false),
-                        _ => None,
-                    });
+            let direction = w[i.saturating_sub(3)..i]
+                .iter()
+                .rev()
+                .find_map(|x| match x.as_str() {
+                    "after" | "from" | "since" | "past" => Some(true),
+                    "before" | "until" | "till" | "up" | "to" | "by" => Some(false),
+                    _ => None,
+                });
             let keep_from = match direction {
                 Some(true) => !removing,
                 Some(false) => removing,
@@ -424,12 +582,32 @@ pub fn parameters_for(utterance: &str) -> Vec<&'static [&'static str]> {
     if speed_bounds(utterance) != SpeedBounds::default() {
         out.push(&["max_knots", "min_knots"]);
     }
-    // Whether the words state a window at all (any day will do to read it).
+    // Whether the words state a window at all: read against a month of days, so that any day
+    // of the month a DTG names is in it.
     let day = DateTime::<Utc>::UNIX_EPOCH;
-    if time_window(utterance, (day, day + Duration::days(1))).is_some() {
+    if time_window(utterance, (day, day + Duration::days(31))).is_some() {
         out.push(&["start_time", "end_time"]);
     }
     out
+}
+
+/// A tool whose input `schema` requires a time window (`start_time` and `end_time`), asked for
+/// by words that state none ([`time_window`] reads nothing against `span`): the window would be
+/// the model's guess, so the panel asks instead ("trim nelsons trak 02-04Z" was once offered
+/// for approval as 00:00:12 to 12:00).
+pub fn window_unstated(
+    schema: &Value,
+    utterance: &str,
+    span: (DateTime<Utc>, DateTime<Utc>),
+) -> bool {
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    required.contains(&"start_time")
+        && required.contains(&"end_time")
+        && time_window(utterance, span).is_none()
 }
 
 /// Whether a tool with input `schema` takes a parameter of every group in `needed`.
@@ -440,6 +618,9 @@ pub fn takes_any(schema: &Value, needed: &[&[&str]]) -> bool {
             .any(|p| schema.pointer(&format!("/properties/{p}")).is_some())
     })
 }
+
+/// A plot's time span: its tracks' first and last times.
+pub type Span = (DateTime<Utc>, DateTime<Utc>);
 
 /// What a run call's parameters are checked against: the plot's time span.
 #[derive(Debug, Clone, Default)]
@@ -702,6 +883,11 @@ mod tests {
         assert_eq!(speed_bounds("positions under five kts").max, Some(5.0));
         assert_eq!(speed_bounds("speed <= 5kt").max, Some(5.0));
         assert_eq!(speed_bounds("5 knots or less").max, Some(5.0));
+        assert_eq!(
+            speed_bounds("when the SSK's speed was 5 knots or under").max,
+            Some(5.0)
+        );
+        assert_eq!(speed_bounds("10 kts and over").min, Some(10.0));
         let b = speed_bounds("faster than 10 knots");
         assert_eq!((b.max, b.min), (None, Some(10.0)));
         assert_eq!(
@@ -726,6 +912,49 @@ mod tests {
         assert_eq!(
             w("remove everything before 0200 and after 0400"),
             Some((t(2, 0), t(4, 0)))
+        );
+    }
+
+    /// fresh2's trim failures: a signal's date-time groups, ISO date-times and hours said in
+    /// words were not read, so the panel never offered the trim.
+    #[test]
+    fn date_time_groups_iso_times_and_spoken_hours_are_windows() {
+        let span = day();
+        let w = |u: &str| time_window(u, span);
+        assert_eq!(
+            w("crop the selected track to 010200Z MAR 26 - 010400Z MAR 26"),
+            Some((t(2, 0), t(4, 0)))
+        );
+        assert_eq!(
+            w("trim nelson 2026-03-01T02:00Z to 2026-03-01T04:00Z"),
+            Some((t(2, 0), t(4, 0)))
+        );
+        assert_eq!(
+            w("cut this one to two till four in the morning, 1st March"),
+            Some((t(2, 0), t(4, 0)))
+        );
+        assert_eq!(w("from 2 to 4am"), Some((t(2, 0), t(4, 0))));
+        assert_eq!(w("between two and four am"), Some((t(2, 0), t(4, 0))));
+        // A day the span does not hold is not moved onto the span's day.
+        assert_eq!(w("trim to 020200Z - 020400Z"), None);
+        assert_eq!(w("trim to 2026-03-02T02:00Z to 2026-03-02T04:00Z"), None);
+        // Not times: a duration, a bare six-digit number.
+        assert_eq!(w("between 2 and 3 hours"), None);
+        assert_eq!(w("keep 010200 to 010400"), None);
+        // fresh3: "02-04Z" once became 00:02–00:04.
+        assert_eq!(w("trim nelsons trak 02-04Z pls"), Some((t(2, 0), t(4, 0))));
+        assert_eq!(w("keep 02Z to 04Z"), Some((t(2, 0), t(4, 0))));
+        let trim = json!({"required": ["start_time", "end_time"], "properties": {"start_time": {}, "end_time": {}}});
+        assert!(window_unstated(
+            &trim,
+            "trim nelson to the interesting bit",
+            span
+        ));
+        assert!(!window_unstated(&trim, "trim nelson to 0200-0400", span));
+        assert!(!window_unstated(&json!({"required": []}), "trim it", span));
+        assert_eq!(
+            parameters_for("crop it to 020200Z-020400Z"),
+            [&["start_time", "end_time"][..]]
         );
     }
 

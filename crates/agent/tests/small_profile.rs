@@ -840,3 +840,38 @@ async fn an_invented_analysis_in_any_phrasing_is_refused_before_the_model() {
         assert!(out.calls.is_empty(), "{u}: {:?}", out.calls);
     }
 }
+
+/// A trim whose window the words do not state is asked about, never run with the model's
+/// guess (fresh3: "trim nelsons trak 02-04Z pls" was offered for approval as 00:00:12–12:00);
+/// a window the words do state runs.
+#[tokio::test]
+async fn a_time_window_the_words_do_not_state_is_asked_for_not_guessed() {
+    use toolgate_agent::Ask;
+    let guessed = || {
+        vec![
+            Reply::tool(
+                RUN_TOOL,
+                json!({"toolId": "trim-track", "params": {"start_time": "2026-03-01T00:00:12Z", "end_time": "2026-03-01T12:00:00Z"}, "featureNames": ["HMS Nelson"]}),
+            ),
+            Reply::text("Trimmed."),
+        ]
+    };
+    let out = on_demo(
+        &[DAY1],
+        "trim nelson's track to the interesting bit",
+        guessed(),
+    )
+    .await;
+    assert!(out.confirmations.is_empty(), "{:?}", out.calls);
+    assert!(
+        matches!(&out.ask, Some(Ask::WhichWindow { tool }) if tool == "Trim Track"),
+        "{:?}",
+        out.ask
+    );
+    assert!(out.final_text.unwrap().contains("Nothing was changed"));
+    let out = on_demo(&[DAY1], "trim nelsons trak 02-04Z pls", guessed()).await;
+    assert_eq!(out.confirmations.len(), 1, "{:?}", out.ask);
+    let run = out.calls.iter().find(|c| c.tool == RUN_TOOL).unwrap();
+    assert_eq!(run.input["params"]["start_time"], "2026-03-01T02:00:00Z");
+    assert_eq!(run.input["params"]["end_time"], "2026-03-01T04:00:00Z");
+}

@@ -85,6 +85,11 @@ pub fn gate_words(ask: &toolgate_agent::Ask) -> String {
             format!("The plot \"{id}\" is open but not focused. {ask}")
         }
         Ask::OtherPlot { id, .. } => format!("No open plot matches \"{id}\". {ask}"),
+        Ask::WhichWindow { .. } => {
+            format!(
+                "missing required parameter \"start_time\"; missing required parameter \"end_time\". {ask}"
+            )
+        }
     }
 }
 
