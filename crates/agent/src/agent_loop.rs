@@ -220,6 +220,9 @@ pub struct Conversation {
     cancel: CancelToken,
     /// Small profile: the stage the last utterance ended in and the plot it was about.
     stage: Option<(Stage, Option<String>)>,
+    /// The last utterance, when it ended in a question the next one may answer ("Which time
+    /// window should Trim Track keep?" → "0200-0400Z").
+    pending: Option<(String, crate::Ask)>,
 }
 
 impl Conversation {
@@ -230,6 +233,7 @@ impl Conversation {
             transcript: None,
             cancel: CancelToken::default(),
             stage: None,
+            pending: None,
         }
     }
 
@@ -344,7 +348,86 @@ impl AgentLoop {
 
     /// Run one utterance to its end. `confirmer` is asked about every mutating call; `events`
     /// sees text deltas, calls, confirmations, the final answer and errors as they happen.
+    ///
+    /// An utterance that answers the question the previous one ended in (which track, which of
+    /// two, which time window) is read together with it: "trim nelson's track to the
+    /// interesting bit" asked for a window, so "0200-0400Z" trims HMS Nelson to it.
     pub async fn run(
+        &self,
+        conversation: &mut Conversation,
+        utterance: &str,
+        confirmer: &dyn Confirmer,
+        events: impl FnMut(AgentEvent) + Send,
+    ) -> RunOutcome {
+        let pending = conversation.pending.take();
+        let request = match pending {
+            Some((asked, ask)) if self.answers(&ask, utterance) => {
+                let whole = format!("{asked} {utterance}");
+                conversation.log(
+                    "followUp",
+                    json!({"answer": utterance, "to": asked, "read as": whole}),
+                );
+                whole
+            }
+            _ => utterance.to_owned(),
+        };
+        let out = self
+            .run_one(conversation, &request, confirmer, events)
+            .await;
+        conversation.pending = out
+            .ask
+            .as_ref()
+            .filter(|a| {
+                matches!(
+                    a,
+                    crate::Ask::WhichWindow { .. }
+                        | crate::Ask::WhichFeature { .. }
+                        | crate::Ask::Ambiguous { .. }
+                )
+            })
+            .map(|a| (request.clone(), a.clone()));
+        out
+    }
+
+    /// Whether `answer` is a reply to `ask` rather than a request of its own: a few words with
+    /// no verb of a change or a search of their own, giving what was asked for — a time window
+    /// for [`crate::Ask::WhichWindow`], one of the candidates (or the selection) for the
+    /// questions about features.
+    fn answers(&self, ask: &crate::Ask, answer: &str) -> bool {
+        if answer.split_whitespace().count() > 8 || small::leads_with_change(answer) {
+            return false;
+        }
+        if matches!(
+            small::Intent::from_words(answer),
+            Some(small::Intent::ListTools | small::Intent::DescribePlot | small::Intent::FindPlots)
+        ) {
+            return false;
+        }
+        match ask {
+            crate::Ask::WhichWindow { .. } => {
+                let (words, span) = self.words_and_span(answer);
+                span.is_some_and(|s| values::time_window(&words, s).is_some())
+            }
+            crate::Ask::WhichFeature { candidates, .. }
+            | crate::Ask::Ambiguous { candidates, .. } => {
+                let session = self.debrief.session();
+                let Ok(plot) = session.active() else {
+                    return false;
+                };
+                let all = crate::refs::candidates(plot.doc.features(), &plot.entry.platforms);
+                let selected = !plot.selected_ids().is_empty();
+                drop(session);
+                match crate::refs::resolve(answer, &all, selected, false) {
+                    crate::refs::Refs::Named(names) => names.iter().any(|n| candidates.contains(n)),
+                    crate::refs::Refs::Selection => true,
+                    _ => false,
+                }
+            }
+            _ => false,
+        }
+    }
+
+    async fn run_one(
         &self,
         conversation: &mut Conversation,
         utterance: &str,

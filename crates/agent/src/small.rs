@@ -294,49 +294,8 @@ impl Intent {
         {
             return Some(Intent::ListTools);
         }
-        // Verbs that ask for a change or an analysis. "make" and "turn" only count first ("make
-        // the track green"), as every verb does for the first check below.
-        const CHANGE: [&str; 34] = [
-            "colour",
-            "color",
-            "recolour",
-            "recolor",
-            "paint",
-            "trim",
-            "rename",
-            "delete",
-            "remove",
-            "hide",
-            "set",
-            "run",
-            "apply",
-            "measure",
-            "merge",
-            "split",
-            "interpolate",
-            "calculate",
-            "compute",
-            "filter",
-            "label",
-            "smooth",
-            "enlarge",
-            "shrink",
-            "resize",
-            "scale",
-            "move",
-            "shift",
-            "change",
-            "clip",
-            "extend",
-            "highlight",
-            "make",
-            "turn",
-        ];
-        // The first word that is not a politeness ("please colour …", "now trim …").
-        let lead = words
-            .iter()
-            .find(|w| !["please", "now", "can", "could", "you", "kindly", "then"].contains(w));
-        if lead.is_some_and(|w| CHANGE.contains(w)) {
+
+        if leads_with_change(utterance) {
             return Some(Intent::RunTool);
         }
         if has(&[
@@ -490,6 +449,56 @@ impl Intent {
             _ => offer,
         }
     }
+}
+
+/// Verbs that ask for a change or an analysis. "make" and "turn" only count first ("make the
+/// track green"), as every verb does for [`leads_with_change`].
+const CHANGE: [&str; 34] = [
+    "colour",
+    "color",
+    "recolour",
+    "recolor",
+    "paint",
+    "trim",
+    "rename",
+    "delete",
+    "remove",
+    "hide",
+    "set",
+    "run",
+    "apply",
+    "measure",
+    "merge",
+    "split",
+    "interpolate",
+    "calculate",
+    "compute",
+    "filter",
+    "label",
+    "smooth",
+    "enlarge",
+    "shrink",
+    "resize",
+    "scale",
+    "move",
+    "shift",
+    "change",
+    "clip",
+    "extend",
+    "highlight",
+    "make",
+    "turn",
+];
+
+/// The request's first word that is not a politeness ("please colour …", "now trim …") is a
+/// verb of a change or an analysis.
+pub fn leads_with_change(utterance: &str) -> bool {
+    let lower = utterance.to_lowercase();
+    lower
+        .split(|c: char| !c.is_alphanumeric() && c != '\'' && c != '-')
+        .filter(|w| !w.is_empty())
+        .find(|w| !["please", "now", "can", "could", "you", "kindly", "then"].contains(w))
+        .is_some_and(|w| CHANGE.contains(&w))
 }
 
 /// The request asks for a quantity of the tracks — how far, how fast, how long, what range or

@@ -875,3 +875,70 @@ async fn a_time_window_the_words_do_not_state_is_asked_for_not_guessed() {
     assert_eq!(run.input["params"]["start_time"], "2026-03-01T02:00:00Z");
     assert_eq!(run.input["params"]["end_time"], "2026-03-01T04:00:00Z");
 }
+
+/// Two utterances of one conversation on the demo's Day 1 (no model: what the words settle).
+async fn on_demo_twice(
+    first: &str,
+    second: &str,
+    script: Vec<Reply>,
+) -> (toolgate_agent::RunOutcome, toolgate_agent::RunOutcome) {
+    let mock = MockModel::sequence(script).await.unwrap();
+    let h = common::demo_harness("mock-model", &[DAY1]).await;
+    let agent = AgentLoop::new(client(&mock), h.debrief.clone(), planning());
+    let mut conversation = Conversation::new("demo");
+    let a = agent
+        .run(&mut conversation, first, &Fixed(Answer::Approve), |_| {})
+        .await;
+    let b = agent
+        .run(&mut conversation, second, &Fixed(Answer::Approve), |_| {})
+        .await;
+    (a, b)
+}
+
+/// An answer to the panel's question completes the request it asked about, instead of being read
+/// alone (the workbench: "trim nelson's track to the interesting bit" → "Which time window…?" →
+/// "0200-0400Z" was answered "Which track?"); a request of its own is not joined to the last.
+#[tokio::test]
+async fn an_answer_to_the_panels_question_completes_the_request() {
+    use toolgate_agent::Ask;
+    // The model guesses a window each time it is asked; the words decide.
+    let guess = || {
+        Reply::tool(
+            RUN_TOOL,
+            json!({"toolId": "trim-track", "params": {"start_time": "2026-03-01T00:00:12Z", "end_time": "2026-03-01T12:00:00Z"}}),
+        )
+    };
+    let (a, b) = on_demo_twice(
+        "trim nelson's track to the interesting bit",
+        "0200-0400Z",
+        vec![guess(), guess(), Reply::text("Trimmed.")],
+    )
+    .await;
+    assert!(
+        matches!(a.ask, Some(Ask::WhichWindow { .. })),
+        "{:?}",
+        a.ask
+    );
+    assert_eq!(b.confirmations.len(), 1, "{:?}", b.ask);
+    let run = b.calls.iter().find(|c| c.tool == RUN_TOOL).unwrap();
+    assert_eq!(run.input["params"]["start_time"], "2026-03-01T02:00:00Z");
+    assert_eq!(run.input["featureNames"], json!(["HMS Nelson"]));
+
+    let (a, b) = on_demo_twice("colour the RN ship red", "Collingwood", Vec::new()).await;
+    assert!(matches!(a.ask, Some(Ask::Ambiguous { .. })), "{:?}", a.ask);
+    assert_eq!(b.confirmations.len(), 1, "{:?}", b.ask);
+    let run = b.calls.iter().find(|c| c.tool == RUN_TOOL).unwrap();
+    assert_eq!(run.input["featureNames"], json!(["HMS Collingwood"]));
+    assert_eq!(run.input["params"]["color"], "red");
+
+    // A new request after a question is its own.
+    let (_, b) = on_demo_twice(
+        "colour the RN ship red",
+        "trim the contact to 0200-0400",
+        Vec::new(),
+    )
+    .await;
+    let run = b.calls.iter().find(|c| c.tool == RUN_TOOL).unwrap();
+    assert_eq!(run.input["toolId"], "trim-track");
+    assert_eq!(run.input["featureNames"], json!(["Contact"]));
+}
