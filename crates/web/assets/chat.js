@@ -28,6 +28,42 @@ function compactJson(v) {
   }
 }
 
+// What a tool returned, as a line the analyst can skim: a JSON list by its length, a JSON object
+// by its title or its keys, text by its first line; the whole result one click away. Refusals and
+// failures stay whole (their words say what would work).
+function resultSummary(text) {
+  try {
+    const v = JSON.parse(text);
+    if (Array.isArray(v)) return `${v.length} item${v.length === 1 ? '' : 's'}`;
+    if (v && typeof v === 'object') {
+      const keys = Object.keys(v);
+      const head = typeof v.title === 'string' ? `"${v.title}" — ` : '';
+      return `${head}${keys.slice(0, 6).join(', ')}${keys.length > 6 ? ', …' : ''}`;
+    }
+  } catch (_) {
+    // Not JSON: the first line.
+  }
+  const first = text.split('\n')[0];
+  return first.length > 160 ? `${first.slice(0, 160)}…` : first;
+}
+
+function showResult(res, result, status) {
+  const text = String(result ?? '');
+  if ((status && status !== 'ok') || (text.length <= 160 && !text.includes('\n'))) {
+    res.textContent = text;
+    return;
+  }
+  res.textContent = '';
+  const details = document.createElement('details');
+  const summary = document.createElement('summary');
+  summary.textContent = resultSummary(text);
+  const body = document.createElement('div');
+  body.className = 'tfull';
+  body.textContent = text;
+  details.append(summary, body);
+  res.appendChild(details);
+}
+
 function markdownLite(md) {
   // Escape first, then the two constructs previews use: **bold** and "- " bullet lines.
   const out = [];
@@ -102,8 +138,13 @@ async function sendChat(text) {
         break;
       }
       case 'toolCallFinished': {
-        const div = lastTool && lastTool.dataset.tool === ev.tool ? lastTool : chatMsg('tool', ev.tool);
-        div.querySelector('.tres') ? (div.querySelector('.tres').textContent = ev.result) : div.appendChild(document.createTextNode(`\n${ev.result}`));
+        let div = lastTool && lastTool.dataset.tool === ev.tool ? lastTool : null;
+        if (!div) {
+          div = chatMsg('tool');
+          div.innerHTML = `<div><span class="tname">${esc(ev.tool)}</span></div><div class="tres"></div>`;
+          div.dataset.tool = ev.tool;
+        }
+        showResult(div.querySelector('.tres'), ev.result, ev.status);
         if (ev.status && ev.status !== 'ok') {
           div.classList.add(ev.status === 'failed' ? 'failed' : 'refused');
           div.dataset.status = ev.status;

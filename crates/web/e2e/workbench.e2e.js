@@ -1219,6 +1219,15 @@ async function main() {
   const headers = await page.locator('#dataset-table th').allTextContents();
   // labelled units, nm and degrees by default (the tool's data is in metres)
   assert.ok(headers.includes('range (nm)') && headers.includes('bearing (°)'), headers.join());
+  // A long tool result (an analysis's data, the summary's JSON, a listing) is one line the analyst
+  // can open, not a wall of JSON in the conversation; the whole of it is one click away.
+  const shown = await page.evaluate(() => [...document.querySelectorAll('#chat-log .msg.tool .tres')].map((e) => e.innerText.length));
+  assert.ok(shown.length >= 1 && Math.max(...shown) <= 400, `tool results are summarised in the chat (shown: ${shown})`);
+  const folded = page.locator('#chat-log .msg.tool details').last();
+  const line = await folded.locator('summary').innerText();
+  await folded.locator('summary').click();
+  const whole = await folded.locator('.tfull').innerText();
+  assert.ok(whole.length > line.length && whole.startsWith(line.replace(/…$/, '').slice(0, 20)), `the whole result opens (${line.length} → ${whole.length} characters)`);
   await screenshot(page, 'results-1280x800');
 
   // --- layout at both sizes, keyboard focus -------------------------------------------------
