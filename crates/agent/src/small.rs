@@ -316,7 +316,12 @@ impl Intent {
         // A question about a quantity of the tracks is an analysis (the summary holds no speeds,
         // ranges or bearings), and a colour or a speed bound with no verb still asks for a run
         // ("Nelson in green", "the contact under 5 knots").
-        const QUANTITY: [&str; 18] = [
+        const QUANTITY: [&str; 23] = [
+            "miles",
+            "cover",
+            "covered",
+            "travelled",
+            "traveled",
             "stats",
             "statistics",
             "far",
@@ -348,7 +353,10 @@ impl Intent {
         let a_plot = words
             .windows(2)
             .any(|w| w[1] == "plot" && ["a", "any", "some"].contains(&w[0]));
-        let catalogue = a_plot || has(&["library", "catalogue", "catalog"]);
+        let catalogue = a_plot
+            || has(&["library", "catalogue", "catalog", "lookup"])
+            || lower.contains("look up")
+            || lower.contains("look for");
         let finds = catalogue || has(&["plots", "find", "search", "open"]);
         let window = crate::values::parameters_for(utterance)
             .iter()
@@ -759,6 +767,13 @@ fn finish_search(mut out: Value, utterance: &str, widened: bool) -> Value {
             "pull up",
             "up on screen",
             "display",
+            // "I need the second day of exercise alpha": the one match is what they want.
+            "i need",
+            "i want",
+            "get me",
+            "give me",
+            "switch to",
+            "take me to",
         ]
         .iter()
         .any(|w| lower.contains(w)))
@@ -791,7 +806,8 @@ fn finish_search(mut out: Value, utterance: &str, widened: bool) -> Value {
         platforms.retain(|p| {
             p.as_str().is_some_and(|p| {
                 let p = p.to_lowercase();
-                !text_words.contains(&p)
+                !p.split(|c: char| !c.is_alphanumeric())
+                    .any(|w| text_words.iter().any(|t| t == w))
                     && said
                         .iter()
                         .any(|w| w.len() >= 3 && (p.starts_with(w.as_str()) || w.starts_with(&p)))
@@ -1340,7 +1356,12 @@ mod tests {
                 Some(ListTools),
             ),
             ("show me the analysis of the contact's speed", Some(RunTool)),
-            // fresh3's misses.
+            // fresh2's and fresh3's misses.
+            ("look up Joint Warrior 2025", Some(FindPlots)),
+            (
+                "how many miles did the opposition cover over the whole plot",
+                Some(RunTool),
+            ),
             ("stats on the HMS one pls", Some(RunTool)),
             ("show me the toolset for the open plot", Some(ListTools)),
             ("Is there a plot from 15 April 2025?", Some(FindPlots)),
@@ -1494,6 +1515,16 @@ mod tests {
         );
         assert!(r.get("platforms").is_none(), "{r}");
         assert_eq!(r["open"], true);
+        let r = repair_search(
+            &json!({"text": "pull up Alpha 02 Mar 26", "platforms": ["Alpha 02 Mar 26", "Alpha 02 Mar 27"]}),
+            "pull up Alpha 02 Mar 26",
+        );
+        assert!(r.get("platforms").is_none(), "{r}");
+        let r = repair_search(
+            &json!({"text": "2023-03-02", "startTime": "2026-03-02", "endTime": "2026-03-02"}),
+            "I need the second day of exercise alpha - the 2nd of March one",
+        );
+        assert_eq!(r["open"], true, "{r}");
     }
 
     #[test]
