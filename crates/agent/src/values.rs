@@ -385,6 +385,36 @@ fn spoken_range(w: &[String], i: usize) -> Option<(NaiveTime, NaiveTime)> {
     Some((on_the_clock(a, pm)?, on_the_clock(b, pm)?))
 }
 
+/// A month's name or its usual abbreviation ("march", "mar", "sept").
+fn is_month(w: &str) -> bool {
+    const MONTHS: [&str; 12] = [
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+    ];
+    w == "sept"
+        || MONTHS
+            .iter()
+            .any(|m| *m == w || (w.len() == 3 && m.starts_with(w)))
+}
+
+/// A four-digit word just after a month ("1 March 2026", "March 1, 2026") is a year, not a
+/// clock time ("before 0300 on 1 March 2026" once read 20:26 as a second time).
+fn is_year(w: &[String], i: usize) -> bool {
+    w[i].len() == 4
+        && w[i].chars().all(|c| c.is_ascii_digit())
+        && ((i >= 1 && is_month(&w[i - 1])) || (i >= 2 && is_month(&w[i - 2])))
+}
+
 /// Every clock time in `utterance`, in order, with the words before it. "2-4am" and
 /// "02:00-04:00" count as two times; "2 o'clock" as one; a DTG ("010200Z") and an ISO date-time
 /// carry their day.
@@ -437,7 +467,7 @@ fn clock_times(utterance: &str) -> Vec<Said> {
         {
             out.push(plain(i, ta));
             out.push(plain(i, tb));
-        } else if let Some(t) = clock(word) {
+        } else if let Some(t) = clock(word).filter(|_| !is_year(&w, i)) {
             out.push(plain(i, t));
         } else if w.get(i + 1).is_some_and(|n| n == "oclock")
             && let Some(h) = number(word).filter(|h| (0.0..24.0).contains(h))
@@ -941,6 +971,17 @@ mod tests {
         // Not times: a duration, a bare six-digit number.
         assert_eq!(w("between 2 and 3 hours"), None);
         assert_eq!(w("keep 010200 to 010400"), None);
+        // A year after a month is no time of day.
+        assert_eq!(
+            w("trim it to before 0300 on 1 March 2026"),
+            Some((t(0, 0), t(3, 0)))
+        );
+        assert_eq!(
+            w("keep after 0300, March 1, 2026"),
+            Some((t(3, 0), t(12, 0)))
+        );
+        // A bare four-digit number is still a time (20:26, clamped to the span's end).
+        assert_eq!(w("keep 2026 to 0300"), Some((t(3, 0), t(12, 0))));
         // fresh3: "02-04Z" once became 00:02–00:04.
         assert_eq!(w("trim nelsons trak 02-04Z pls"), Some((t(2, 0), t(4, 0))));
         assert_eq!(w("keep 02Z to 04Z"), Some((t(2, 0), t(4, 0))));
