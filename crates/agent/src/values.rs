@@ -387,22 +387,8 @@ fn spoken_range(w: &[String], i: usize) -> Option<(NaiveTime, NaiveTime)> {
 
 /// A month's name or its usual abbreviation ("march", "mar", "sept").
 fn is_month(w: &str) -> bool {
-    const MONTHS: [&str; 12] = [
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-    ];
     w == "sept"
-        || MONTHS
+        || crate::constrain::MONTHS
             .iter()
             .any(|m| *m == w || (w.len() == 3 && m.starts_with(w)))
 }
